@@ -1,0 +1,115 @@
+# fusegen: build the generator and runtime, generate and compile kernels, test.
+# `make help` lists the targets.  The README's two commands are `make run`
+# (set-up + main job) and `make check` (set-up + tests).
+
+NPROC := $(shell nproc 2>/dev/null || echo 2)
+MAKEFLAGS += --no-builtin-rules
+.SUFFIXES:
+
+CC       ?= gcc
+OPT      ?= -O2 -g
+FG_CFLAGS = -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -Igenerator -Iruntime/include
+LIBS      = -lcyaml -lyaml -ljson-c
+BUILD    ?= build
+PREFIX   ?= /usr/local
+
+GEN_SRCS  := $(sort $(wildcard generator/*.c))
+LIB_SRCS  := $(filter-out generator/main.c,$(GEN_SRCS))
+TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+
+FUSEGEN   := $(BUILD)/fusegen
+
+# What the main job generates: every shipped spec, every shipped target.
+SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml))
+GEN_OUT   ?= generated
+
+.PHONY: all run check deps generate kernels kernels-ci test check-asan check-gpu bench \
+        clean help install
+
+all: kernels
+
+help:
+	@echo "make run         set-up (deps) + main job: generate and compile all kernels;"
+	@echo "                 on a GPU machine also validate and time them"
+	@echo "make check       set-up (deps) + every test CI runs (test, check-asan)"
+	@echo "make deps        install the Debian packages (as root; quick when present)"
+	@echo "make generate    run fusegen on the shipped specs into $(GEN_OUT)/"
+	@echo "make kernels     compile every generated kernel through the resource gate"
+	@echo "make kernels-ci  compile one instance of every distinct code path"
+	@echo "make test        unit and golden suites, plus kernels-ci"
+	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
+	@echo "make check-gpu   numeric GPU tests (skipped, and said so, without a GPU)"
+	@echo "make bench       GPU benchmarks into bench/results (needs a GPU)"
+
+# ---- the README's two commands ----
+
+run:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory -j$(NPROC) all
+	@$(MAKE) --no-print-directory check-gpu
+
+check:
+	@$(MAKE) --no-print-directory deps
+	@$(MAKE) --no-print-directory -j$(NPROC) test
+	@$(MAKE) --no-print-directory -j$(NPROC) check-asan
+
+deps:
+	@scripts/deps.sh
+
+# ---- generator ----
+
+$(BUILD)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) $(OPT) $(EXTRA_CFLAGS) -DFG_DEFAULT_TEMPLATES='"$(abspath templates)"' -c $< -o $@
+
+$(BUILD)/libfusegen.a: $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(FUSEGEN): $(BUILD)/obj/generator/main.o $(BUILD)/libfusegen.a
+	$(CC) $(OPT) $(EXTRA_CFLAGS) -o $@ $^ $(LIBS)
+
+generate: $(FUSEGEN)
+	$(FUSEGEN) generate --out $(GEN_OUT) $(SPECS)
+
+# ---- kernels (mk/kernels.mk lists them with `fusegen list`) ----
+
+KERNEL_MAKE = $(MAKE) --no-print-directory -f mk/kernels.mk FUSEGEN=$(FUSEGEN) BUILD=$(BUILD)
+
+kernels: $(FUSEGEN)
+	@$(KERNEL_MAKE) GEN_OUT=$(GEN_OUT) KBUILD=$(BUILD)/kernels SPECS="$(SPECS)" all
+
+kernels-ci: $(FUSEGEN)
+	@$(KERNEL_MAKE) GEN_OUT=$(BUILD)/ci/generated KBUILD=$(BUILD)/ci/kernels \
+	    SPECS="$(SPECS)" LIST_OPTS=--one-per-path all
+
+# ---- tests ----
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libfusegen.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< $(BUILD)/libfusegen.a $(LIBS) -lcriterion
+
+TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
+
+test: $(TEST_BINS) $(FUSEGEN)
+	@$(MAKE) --no-print-directory kernels-ci
+	@scripts/run-tests.sh $(TEST_BINS)
+
+check-asan:
+	@$(MAKE) --no-print-directory BUILD=build-asan \
+	    EXTRA_CFLAGS="-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all" \
+	    OPT="-O1 -g" $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS)) build-asan/fusegen
+	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 FUSEGEN=build-asan/fusegen \
+	    scripts/run-tests.sh $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS))
+
+check-gpu:
+	@scripts/check-gpu.sh
+
+bench:
+	@scripts/bench.sh
+
+clean:
+	rm -rf $(BUILD) build-asan $(GEN_OUT)/*.cu $(GEN_OUT)/*.hip $(GEN_OUT)/fg_registry.c \
+	    $(GEN_OUT)/manifest.json
+
+-include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)

@@ -1,0 +1,113 @@
+#include "fsutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+char *fg_read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (;;) {
+        if (n + 4096 + 1 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *p = realloc(buf, cap);
+            if (!p) {
+                free(buf);
+                fclose(f);
+                return NULL;
+            }
+            buf = p;
+        }
+        size_t got = fread(buf + n, 1, cap - n - 1, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        free(buf);
+        return NULL;
+    }
+    buf[n] = '\0';
+    if (len)
+        *len = n;
+    return buf;
+}
+
+int fg_write_if_changed(const char *path, const char *data, size_t len, bool *changed,
+                        fg_diag *d)
+{
+    if (changed)
+        *changed = false;
+    size_t old_len;
+    char *old = fg_read_all(path, &old_len);
+    bool same = old && old_len == len && memcmp(old, data, len) == 0;
+    free(old);
+    if (same)
+        return 0;
+
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", path) >= (int)sizeof tmp) {
+        fg_error_at(d, path, 0, 0, "path too long");
+        return -1;
+    }
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        fg_error_at(d, path, 0, 0, "cannot create a temporary file beside it: %s",
+                    strerror(errno));
+        return -1;
+    }
+    size_t off = 0;
+    while (off < len) {
+        ssize_t w = write(fd, data + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            fg_error_at(d, path, 0, 0, "cannot write: %s", strerror(errno));
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        off += (size_t)w;
+    }
+    /* mkstemp creates 0600; outputs are ordinary files. */
+    if (fchmod(fd, 0644) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        fg_error_at(d, path, 0, 0, "cannot replace: %s", strerror(errno));
+        unlink(tmp);
+        return -1;
+    }
+    if (changed)
+        *changed = true;
+    return 0;
+}
+
+int fg_mkdirs(const char *path, fg_diag *d)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        fg_error_at(d, path, 0, 0, "path too long");
+        return -1;
+    }
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == '\0') {
+            char c = *p;
+            *p = '\0';
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                fg_error_at(d, buf, 0, 0, "cannot create directory: %s", strerror(errno));
+                return -1;
+            }
+            *p = c;
+            if (c == '\0')
+                break;
+        }
+    }
+    return 0;
+}

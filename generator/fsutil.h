@@ -1,0 +1,23 @@
+/* File output that keeps Make honest: a file is replaced atomically (temp
+ * file + rename) and only when its content changes, so an unchanged output
+ * keeps its modification time. */
+#ifndef FG_FSUTIL_H
+#define FG_FSUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "diag.h"
+
+/* Writes `len` bytes to `path` unless it already holds exactly them.
+ * *changed (may be NULL) tells whether the file was written. */
+int fg_write_if_changed(const char *path, const char *data, size_t len, bool *changed,
+                        fg_diag *d);
+
+/* mkdir -p */
+int fg_mkdirs(const char *path, fg_diag *d);
+
+/* Reads a whole file; NULL (and no message) if it cannot be read. */
+char *fg_read_all(const char *path, size_t *len);
+
+#endif

@@ -1,0 +1,66 @@
+/* Instances: one specialized kernel each.  fg_instance_name() is the only
+ * place that forms a name; the name is the file stem, the kernel symbol, the
+ * registry key and what --filter matches. */
+#ifndef FG_INSTANCE_H
+#define FG_INSTANCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "spec.h"
+#include "strbuf.h"
+
+#define FG_NAME_MAX 128      /* longest name kept whole is FG_NAME_LIMIT */
+#define FG_NAME_LIMIT 120
+#define FG_MAX_PARAMS 24
+#define FG_MAX_SPECS_PER_INSTANCE 16
+
+/* Forms `<family>_<arch>_<dtypes>_<dims>[_<variant>]`; empty parts are left
+ * out.  Over FG_NAME_LIMIT characters, a readable prefix is kept and an
+ * 8-hex FNV-1a hash of the full name appended.  Returns false if a part has
+ * characters other than [a-z0-9_]. */
+bool fg_instance_name(char out[FG_NAME_MAX], const char *family, fg_arch arch,
+                      const char *dtypes, const char *dims, const char *variant);
+
+/* A named integer of an instance: template placeholder (upper case) and
+ * manifest field (lower case) at once. */
+typedef struct fg_param {
+    const char *key;   /* static string, upper case, e.g. "HIDDEN" */
+    long long value;
+} fg_param;
+
+typedef enum { FG_GRID_ROWS } fg_grid_rule;   /* grid.x = rows of the call */
+
+typedef struct fg_launch {
+    fg_grid_rule grid;
+    unsigned block[3];
+    unsigned cluster[3];
+    bool nonportable_cluster;
+    bool cooperative;
+    unsigned dynamic_smem;
+} fg_launch;
+
+typedef struct fg_instance {
+    char name[FG_NAME_MAX];
+    const char *family;        /* "rmsnorm" */
+    const char *op;            /* what the kernel computes, for the registry */
+    const char *template_name; /* file under templates/ */
+    const fg_target *target;
+    fg_dtype dtype;
+    fg_param params[FG_MAX_PARAMS];
+    unsigned nparams;
+    unsigned nkey_params;      /* the first ones: dims a call must match (registry guard) */
+    fg_launch launch;
+    char path_key[64];         /* instances with equal keys share one code path */
+    fg_strbuf reasons;         /* one line per decision, for `explain` */
+    const char *specs[FG_MAX_SPECS_PER_INSTANCE]; /* model and target spec paths */
+    unsigned nspecs;
+    const char *targets[FG_MAX_SPECS_PER_INSTANCE]; /* target names sharing it */
+    unsigned ntargets;
+} fg_instance;
+
+void fg_instance_add_param(fg_instance *in, const char *key, long long value);
+long long fg_instance_param(const fg_instance *in, const char *key); /* -1 if absent */
+const char *fg_instance_ext(const fg_instance *in); /* "cu" or "hip" */
+
+#endif

@@ -1,0 +1,409 @@
+/* fusegen: the command line.  Subcommands generate, list and explain share
+ * one pipeline (load specs -> plan -> filter); import-hf, gate and embed are
+ * tools around it. */
+#include <getopt.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "embed.h"
+#include "emit.h"
+#include "fsutil.h"
+#include "importhf.h"
+#include "resources.h"
+
+#ifndef FG_DEFAULT_TEMPLATES
+#define FG_DEFAULT_TEMPLATES "templates"
+#endif
+
+static const char main_usage[] =
+    "usage: fusegen COMMAND [options] ...\n"
+    "\n"
+    "Ahead-of-time generator of fused GPU kernels (CUDA sm_90a, HIP gfx942/gfx90a)\n"
+    "from YAML specs of models, GEMM-overlap shapes and targets.\n"
+    "\n"
+    "commands:\n"
+    "  generate   write kernel sources, the registry source and the manifest\n"
+    "  list       print the files generate would write, one per line\n"
+    "  explain    print the plan chosen for each kernel and why\n"
+    "  import-hf  write a model spec from a Hugging Face config.json\n"
+    "  gate       check compiler resource reports (registers, spills) into the manifest\n"
+    "  embed      turn a compiled kernel image into a C source\n"
+    "\n"
+    "  fusegen COMMAND --help   options of one command\n"
+    "  fusegen --version\n";
+
+static const char pipeline_usage[] =
+    "usage: fusegen %s [options] SPEC...\n"
+    "\n"
+    "%s\n"
+    "\n"
+    "SPEC files are model, gemm and target specs (specs/models, specs/gemm,\n"
+    "specs/targets); every model is planned for every selected target.\n"
+    "\n"
+    "options:\n"
+    "  -t, --target NAME     use only this target (repeatable; default: every target spec)\n"
+    "  -o, --out DIR         output folder (default: generated)\n"
+    "  -f, --filter GLOB     keep only instances whose name matches GLOB (repeatable)\n"
+    "      --templates DIR   template folder (default: $FUSEGEN_TEMPLATES or %s)\n"
+    "      --one-per-path    keep one instance of each distinct code path (CI compile check)\n"
+    "%s"
+    "  -h, --help            this text\n";
+
+typedef enum { CMD_GENERATE, CMD_LIST, CMD_EXPLAIN } pipeline_cmd;
+
+static const char *const pipeline_names[] = {"generate", "list", "explain"};
+static const char *const pipeline_help[] = {
+    "Writes one kernel source per instance, fg_registry.c and manifest.json into\n"
+    "the output folder.  Files are replaced atomically and only when their\n"
+    "content changes; on any error nothing is written.",
+    "Prints the paths generate would write, one per line (for Make).",
+    "Prints, for each instance, its parameters, launch shape and the reasons\n"
+    "for each choice; with --resources, also the compiler's resource figures."};
+
+#define MAX_LIST 64
+
+typedef struct pipeline_opts {
+    const char *targets[MAX_LIST];
+    size_t ntargets;
+    const char *filters[MAX_LIST];
+    size_t nfilters;
+    const char *out_dir;
+    const char *template_dir;
+    const char *resources;   /* explain: a manifest with "resources" from gate */
+    bool one_per_path;
+} pipeline_opts;
+
+static int parse_pipeline_opts(pipeline_cmd cmd, int argc, char **argv, pipeline_opts *o)
+{
+    static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"filter", required_argument, NULL, 'f'},
+                                         {"templates", required_argument, NULL, 'T'},
+                                         {"resources", required_argument, NULL, 'r'},
+                                         {"one-per-path", no_argument, NULL, 'P'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
+    const char *env = getenv("FUSEGEN_TEMPLATES");
+    *o = (pipeline_opts){.out_dir = "generated",
+                         .template_dir = env && *env ? env : FG_DEFAULT_TEMPLATES};
+    const char *explain_extra =
+        cmd == CMD_EXPLAIN ? "      --resources FILE  manifest written by `fusegen gate`\n" : "";
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "t:o:f:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 't':
+        case 'f': {
+            const char **list = c == 't' ? o->targets : o->filters;
+            size_t *n = c == 't' ? &o->ntargets : &o->nfilters;
+            if (*n == MAX_LIST) {
+                fprintf(stderr, "fusegen: error: more than %d --%s options\n", MAX_LIST,
+                        c == 't' ? "target" : "filter");
+                return 2;
+            }
+            list[(*n)++] = optarg;
+            break;
+        }
+        case 'o': o->out_dir = optarg; break;
+        case 'T': o->template_dir = optarg; break;
+        case 'P': o->one_per_path = true; break;
+        case 'r':
+            if (cmd != CMD_EXPLAIN) {
+                fprintf(stderr, "fusegen: error: --resources applies only to explain\n");
+                return 2;
+            }
+            o->resources = optarg;
+            break;
+        case 'h':
+            printf(pipeline_usage, pipeline_names[cmd], pipeline_help[cmd], FG_DEFAULT_TEMPLATES,
+                   explain_extra);
+            return 1;
+        default:
+            fprintf(stderr, "Try 'fusegen %s --help'.\n", pipeline_names[cmd]);
+            return 2;
+        }
+    }
+    if (optind == argc) {
+        fprintf(stderr, "fusegen %s: error: no spec files given\nTry 'fusegen %s --help'.\n",
+                pipeline_names[cmd], pipeline_names[cmd]);
+        return 2;
+    }
+    return 0;
+}
+
+typedef struct loaded {
+    fg_spec **specs;
+    size_t count;
+} loaded;
+
+static void free_loaded(loaded *l)
+{
+    for (size_t i = 0; i < l->count; i++)
+        fg_spec_free(l->specs[i]);
+    free(l->specs);
+}
+
+/* Loads every spec, reporting every error, then checks names are unique. */
+static int load_all(char **paths, size_t n, loaded *l, fg_diag *d)
+{
+    l->specs = calloc(n, sizeof *l->specs);
+    l->count = 0;
+    if (!l->specs)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        fg_spec *s = fg_spec_load(paths[i], d);
+        if (s)
+            l->specs[l->count++] = s;
+    }
+    if (d->errors)
+        return -1;
+    for (size_t i = 0; i < l->count; i++)
+        for (size_t j = 0; j < i; j++) {
+            const fg_spec *a = l->specs[i], *b = l->specs[j];
+            if (a->kind != b->kind)
+                continue;
+            const char *na = a->model ? a->model->name : a->gemm ? a->gemm->name : a->target->name;
+            const char *nb = b->model ? b->model->name : b->gemm ? b->gemm->name : b->target->name;
+            if (strcmp(na, nb) == 0)
+                fg_error_at(d, a->path, 0, 0, "name '%s' is also used by %s", na, b->path);
+        }
+    return d->errors ? -1 : 0;
+}
+
+static bool target_selected(const pipeline_opts *o, const fg_spec *s)
+{
+    if (o->ntargets == 0)
+        return true;
+    for (size_t i = 0; i < o->ntargets; i++)
+        if (strcmp(o->targets[i], s->target->name) == 0)
+            return true;
+    return false;
+}
+
+static int check_target_names(const pipeline_opts *o, const loaded *l, fg_diag *d)
+{
+    size_t ntargets = 0;
+    for (size_t i = 0; i < l->count; i++)
+        ntargets += l->specs[i]->kind == FG_SPEC_TARGET;
+    if (ntargets == 0) {
+        fg_error(d, "no target spec given; add one or more of specs/targets/*.yaml");
+        return -1;
+    }
+    for (size_t t = 0; t < o->ntargets; t++) {
+        bool found = false;
+        fg_strbuf known = {0};
+        for (size_t i = 0; i < l->count; i++) {
+            if (l->specs[i]->kind != FG_SPEC_TARGET)
+                continue;
+            found |= strcmp(l->specs[i]->target->name, o->targets[t]) == 0;
+            fg_sb_printf(&known, "%s%s", known.len ? ", " : "", l->specs[i]->target->name);
+        }
+        if (!found)
+            fg_error(d, "unknown target '%s'; the target specs given are: %s", o->targets[t],
+                     fg_sb_str(&known));
+        fg_sb_free(&known);
+    }
+    return d->errors ? -1 : 0;
+}
+
+static int plan_all(const pipeline_opts *o, const loaded *l, fg_plan_set *set, fg_diag *d)
+{
+    if (check_target_names(o, l, d))
+        return -1;
+    for (size_t t = 0; t < l->count; t++) {
+        const fg_spec *ts = l->specs[t];
+        if (ts->kind != FG_SPEC_TARGET || !target_selected(o, ts))
+            continue;
+        for (size_t i = 0; i < l->count; i++)
+            if (fg_plan_spec(l->specs[i], ts, set, d))
+                return -1;
+    }
+    if (o->nfilters)
+        fg_plan_filter(set, o->filters, o->nfilters);
+    fg_plan_sort(set);
+    if (o->one_per_path)
+        fg_plan_one_per_path(set);
+    return 0;
+}
+
+/* Removes kernel sources that an earlier run wrote and this one does not. */
+static void remove_stale(const char *out_dir, const fg_outputs *outs)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/manifest.json", out_dir);
+    json_object *old = json_object_from_file(path);
+    json_object *inst;
+    if (!old || !json_object_object_get_ex(old, "instances", &inst)) {
+        json_object_put(old);
+        return;
+    }
+    for (size_t i = 0; i < json_object_array_length(inst); i++) {
+        json_object *src;
+        if (!json_object_object_get_ex(json_object_array_get_idx(inst, i), "source", &src))
+            continue;
+        const char *file = json_object_get_string(src);
+        if (!file || strchr(file, '/'))
+            continue;
+        snprintf(path, sizeof path, "%s/%s", out_dir, file);
+        bool still = false;
+        for (size_t k = 0; k < outs->count && !still; k++)
+            still = strcmp(outs->items[k].path, path) == 0;
+        if (!still)
+            unlink(path);
+    }
+    json_object_put(old);
+}
+
+static json_object *load_resources(const char *path, fg_diag *d)
+{
+    json_object *root = json_object_from_file(path);
+    if (!root)
+        fg_error_at(d, path, 0, 0, "cannot read the resource manifest: %s",
+                    json_util_get_last_err());
+    return root;
+}
+
+static void print_resources(json_object *res_root, const char *name)
+{
+    json_object *inst;
+    if (!res_root || !json_object_object_get_ex(res_root, "instances", &inst))
+        return;
+    for (size_t i = 0; i < json_object_array_length(inst); i++) {
+        json_object *e = json_object_array_get_idx(inst, i), *n, *r;
+        if (!json_object_object_get_ex(e, "name", &n) ||
+            strcmp(json_object_get_string(n), name) != 0 ||
+            !json_object_object_get_ex(e, "resources", &r))
+            continue;
+        printf("  resources:");
+        json_object_object_foreach(r, key, val) printf(" %s=%s", key, json_object_get_string(val));
+        printf("\n");
+        return;
+    }
+    printf("  resources: not measured (run `make kernels`)\n");
+}
+
+static void explain(const loaded *l, const fg_plan_set *set, json_object *res_root)
+{
+    for (size_t i = 0; i < set->count; i++) {
+        const fg_instance *in = &set->items[i];
+        printf("%s\n", in->name);
+        printf("  target: %s (%s, %u %s, warp %u)", in->target->name,
+               fg_arch_name(in->target->arch), in->target->compute_units,
+               fg_arch_is_amd(in->target->arch) ? "CUs" : "SMs", in->target->warp_size);
+        if (in->ntargets > 1) {
+            printf("; shared by");
+            for (unsigned k = 0; k < in->ntargets; k++)
+                printf(" %s", in->targets[k]);
+        }
+        printf("\n  specs:");
+        for (unsigned k = 0; k < in->nspecs; k++)
+            printf(" %s", in->specs[k]);
+        printf("\n  params:");
+        for (unsigned k = 0; k < in->nparams; k++)
+            printf(" %s=%lld", in->params[k].key, in->params[k].value);
+        const fg_launch *la = &in->launch;
+        printf("\n  launch: grid=rows block=(%u,%u,%u) cluster=(%u,%u,%u) dynamic_smem=%u%s%s\n",
+               la->block[0], la->block[1], la->block[2], la->cluster[0], la->cluster[1],
+               la->cluster[2], la->dynamic_smem, la->cooperative ? " cooperative" : "",
+               la->nonportable_cluster ? " nonportable-cluster" : "");
+        printf("  why:\n");
+        const char *r = fg_sb_str(&in->reasons);
+        while (*r) {
+            const char *nl = strchr(r, '\n');
+            int len = nl ? (int)(nl - r) : (int)strlen(r);
+            printf("    - %.*s\n", len, r);
+            r += len + (nl ? 1 : 0);
+        }
+        print_resources(res_root, in->name);
+    }
+    for (size_t i = 0; i < l->count; i++) {
+        const fg_spec *s = l->specs[i];
+        if (s->kind != FG_SPEC_GEMM)
+            continue;
+        printf("%s (%s): %u shapes, %s, world size %u, %s\n", s->gemm->name, s->path,
+               s->gemm->shapes_count, fg_dtype_name(s->gemm->dtype), s->gemm->world_size,
+               fg_topology_name(s->gemm->topology));
+        printf("  overlap schedules are not planned yet: the overlap family (issues 6-7) "
+               "brings them; the shapes are recorded in the manifest\n");
+    }
+}
+
+static int run_pipeline(pipeline_cmd cmd, int argc, char **argv)
+{
+    pipeline_opts o;
+    int rc = parse_pipeline_opts(cmd, argc, argv, &o);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    fg_diag d;
+    fg_diag_init(&d, stderr);
+    loaded l = {0};
+    fg_plan_set set = {0};
+    fg_outputs outs = {0};
+    json_object *res_root = NULL;
+    rc = 1;
+    if (load_all(argv + optind, (size_t)(argc - optind), &l, &d) || plan_all(&o, &l, &set, &d))
+        goto out;
+    fg_emit_ctx ctx = {.template_dir = o.template_dir, .out_dir = o.out_dir,
+                       .specs = (const fg_spec *const *)l.specs, .nspecs = l.count};
+    if (cmd == CMD_LIST) {
+        fg_emit_paths(&ctx, &set, &outs);
+        for (size_t i = 0; i < outs.count; i++)
+            printf("%s\n", outs.items[i].path);
+        rc = 0;
+    } else if (cmd == CMD_EXPLAIN) {
+        if (o.resources && !(res_root = load_resources(o.resources, &d)))
+            goto out;
+        explain(&l, &set, res_root);
+        rc = 0;
+    } else {
+        unsigned written;
+        if (fg_emit_all(&ctx, &set, &outs, &d) || fg_mkdirs(o.out_dir, &d))
+            goto out;
+        remove_stale(o.out_dir, &outs);
+        if (fg_outputs_write(&outs, &written, &d))
+            goto out;
+        fprintf(stderr, "fusegen: %zu instances, %u of %zu files written to %s\n", set.count,
+                written, outs.count, o.out_dir);
+        rc = 0;
+    }
+out:
+    if (d.errors)
+        fprintf(stderr, "fusegen %s: %d error%s; nothing written\n", pipeline_names[cmd],
+                d.errors, d.errors == 1 ? "" : "s");
+    json_object_put(res_root);
+    fg_outputs_free(&outs);
+    fg_plan_free(&set);
+    free_loaded(&l);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fputs(main_usage, stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
+        fputs(main_usage, stdout);
+        return 0;
+    }
+    if (!strcmp(cmd, "--version")) {
+        printf("fusegen %s\n", FG_VERSION);
+        return 0;
+    }
+    for (int c = CMD_GENERATE; c <= CMD_EXPLAIN; c++)
+        if (!strcmp(cmd, pipeline_names[c]))
+            return run_pipeline((pipeline_cmd)c, argc - 1, argv + 1);
+    if (!strcmp(cmd, "import-hf"))
+        return fg_cmd_import_hf(argc - 1, argv + 1);
+    if (!strcmp(cmd, "gate"))
+        return fg_cmd_gate(argc - 1, argv + 1);
+    if (!strcmp(cmd, "embed"))
+        return fg_cmd_embed(argc - 1, argv + 1);
+    fprintf(stderr, "fusegen: error: unknown command '%s'\n\n%s", cmd, main_usage);
+    return 2;
+}

@@ -1,0 +1,134 @@
+#include "plan.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static fg_instance *find(fg_plan_set *set, const char *name)
+{
+    for (size_t i = 0; i < set->count; i++)
+        if (strcmp(set->items[i].name, name) == 0)
+            return &set->items[i];
+    return NULL;
+}
+
+static void note(const char **list, unsigned *n, const char *item)
+{
+    for (unsigned i = 0; i < *n; i++)
+        if (strcmp(list[i], item) == 0)
+            return;
+    if (*n < FG_MAX_SPECS_PER_INSTANCE)
+        list[(*n)++] = item;
+}
+
+static void note_users(fg_instance *in, const fg_spec *s, const fg_spec *ts)
+{
+    note(in->specs, &in->nspecs, s->path);
+    note(in->specs, &in->nspecs, ts->path);
+    note(in->targets, &in->ntargets, ts->target->name);
+}
+
+static void add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_spec *ts)
+{
+    fg_instance *old = find(set, in->name);
+    if (old) {
+        /* Same name means same parameters; keep the first reasons. */
+        fg_sb_free(&in->reasons);
+        note_users(old, s, ts);
+        return;
+    }
+    if (set->count == set->cap) {
+        set->cap = set->cap ? set->cap * 2 : 16;
+        fg_instance *p = realloc(set->items, set->cap * sizeof *p);
+        if (!p) {
+            fputs("fusegen: out of memory\n", stderr);
+            exit(2);
+        }
+        set->items = p;
+    }
+    note_users(in, s, ts);
+    set->items[set->count++] = *in;
+}
+
+static int add_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned hidden,
+                       const char *what, fg_diag *d)
+{
+    fg_instance in = {0};
+    char why[128];
+    snprintf(why, sizeof why, "%s of %s", what, s->model->name);
+    if (fg_plan_rmsnorm(hidden, s->model->dtype, ts->target, why, &in, d) != 0) {
+        fg_sb_free(&in.reasons);
+        return -1;
+    }
+    add(set, &in, s, ts);
+    return 0;
+}
+
+int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *d)
+{
+    if (s->kind != FG_SPEC_MODEL)
+        return 0; /* GEMM-overlap plans come with the overlap family */
+    const fg_model *m = s->model;
+    int rc = add_rmsnorm(set, s, t, m->hidden, "input RMSNorm", d);
+    if (m->family == FG_FAMILY_MLA) {
+        rc |= add_rmsnorm(set, s, t, m->mla->kv_lora_rank, "latent (kv_lora) RMSNorm", d);
+        if (m->mla->q_lora_rank)
+            rc |= add_rmsnorm(set, s, t, m->mla->q_lora_rank, "q_lora RMSNorm", d);
+    }
+    return rc;
+}
+
+static bool matches(const char *name, const char *const *globs, size_t nglobs)
+{
+    for (size_t g = 0; g < nglobs; g++)
+        if (fnmatch(globs[g], name, 0) == 0)
+            return true;
+    return false;
+}
+
+void fg_plan_filter(fg_plan_set *set, const char *const *globs, size_t nglobs)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        if (matches(set->items[i].name, globs, nglobs))
+            set->items[kept++] = set->items[i];
+        else
+            fg_sb_free(&set->items[i].reasons);
+    }
+    set->count = kept;
+}
+
+void fg_plan_one_per_path(fg_plan_set *set)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < set->count; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < kept && !seen; j++)
+            seen = strcmp(set->items[j].path_key, set->items[i].path_key) == 0;
+        if (seen)
+            fg_sb_free(&set->items[i].reasons);
+        else
+            set->items[kept++] = set->items[i];
+    }
+    set->count = kept;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const fg_instance *)a)->name, ((const fg_instance *)b)->name);
+}
+
+void fg_plan_sort(fg_plan_set *set)
+{
+    if (set->count)
+        qsort(set->items, set->count, sizeof *set->items, by_name);
+}
+
+void fg_plan_free(fg_plan_set *set)
+{
+    for (size_t i = 0; i < set->count; i++)
+        fg_sb_free(&set->items[i].reasons);
+    free(set->items);
+    *set = (fg_plan_set){0};
+}

@@ -1,0 +1,34 @@
+/* Planning: from a validated spec and a target to the instances to emit, each
+ * with its chosen parameters and the reasons for them.  One planner per
+ * kernel family; fg_plan_spec() asks each family what a spec needs. */
+#ifndef FG_PLAN_H
+#define FG_PLAN_H
+
+#include "instance.h"
+
+typedef struct fg_plan_set {
+    fg_instance *items;
+    size_t count, cap;
+} fg_plan_set;
+
+/* Adds the instances `spec` needs on `target`; an instance another spec
+ * already asked for is shared and records both spec paths. */
+int fg_plan_spec(const fg_spec *spec, const fg_spec *target, fg_plan_set *set, fg_diag *d);
+
+/* Keeps the instances whose name matches any of the shell globs (fnmatch). */
+void fg_plan_filter(fg_plan_set *set, const char *const *globs, size_t nglobs);
+
+/* Keeps the first instance (by name) of each code path (path_key): enough
+ * to compile-check every path without compiling every instance. */
+void fg_plan_one_per_path(fg_plan_set *set);
+
+/* Sorts by name so every output lists instances in one order. */
+void fg_plan_sort(fg_plan_set *set);
+
+void fg_plan_free(fg_plan_set *set);
+
+/* Family planners (plan_<family>.c). */
+int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
+                    fg_instance *out, fg_diag *d);
+
+#endif

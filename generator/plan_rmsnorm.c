@@ -1,0 +1,94 @@
+/* RMSNorm planner: one block per row, the row held in registers.  The choice
+ * is the block size: enough threads that each keeps a few 16-byte loads in
+ * flight (about 4) without a tail, in whole warps or waves. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "plan.h"
+
+#define TARGET_ITEMS 4
+#define MAX_THREADS 1024
+
+static unsigned pick_threads(unsigned vecs, unsigned warp, bool *tail)
+{
+    unsigned best = 0, best_dist = ~0u;
+    for (unsigned t = warp; t <= MAX_THREADS; t += warp) {
+        if (vecs % t)
+            continue;
+        unsigned items = vecs / t;
+        unsigned dist = (unsigned)abs((int)items - TARGET_ITEMS);
+        /* ties go to more threads: more parallelism for a latency-bound row */
+        if (dist <= best_dist) {
+            best = t;
+            best_dist = dist;
+        }
+    }
+    *tail = best == 0;
+    if (best)
+        return best;
+    unsigned t = (vecs + TARGET_ITEMS - 1) / TARGET_ITEMS;
+    t = (t + warp - 1) / warp * warp;
+    return t > MAX_THREADS ? MAX_THREADS : t;
+}
+
+int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
+                    fg_instance *in, fg_diag *d)
+{
+    const unsigned elems = 16 / fg_dtype_bytes(dtype);
+    if (hidden % elems) {
+        fg_error(d, "rmsnorm over %u elements: not a whole number of 16-byte vectors", hidden);
+        return -1;
+    }
+    const unsigned vecs = hidden / elems;
+    bool tail;
+    const unsigned threads = pick_threads(vecs, t->warp_size, &tail);
+    const unsigned items = (vecs + threads - 1) / threads;
+    if (items > 32) {
+        fg_error(d, "rmsnorm over %u elements needs %u vectors per thread; at most 32 fit in "
+                    "registers", hidden, items);
+        return -1;
+    }
+
+    char dims[32], variant[16];
+    snprintf(dims, sizeof dims, "h%u", hidden);
+    snprintf(variant, sizeof variant, "t%u", threads);
+    if (!fg_instance_name(in->name, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, variant)) {
+        fg_error(d, "cannot name an rmsnorm instance");
+        return -1;
+    }
+    in->family = "rmsnorm";
+    in->op = "rmsnorm";
+    in->template_name = "rmsnorm.in";
+    in->target = t;
+    in->dtype = dtype;
+    fg_instance_add_param(in, "HIDDEN", hidden);
+    in->nkey_params = 1;
+    fg_instance_add_param(in, "THREADS", threads);
+    fg_instance_add_param(in, "VECS", vecs);
+    fg_instance_add_param(in, "ITEMS", items);
+    fg_instance_add_param(in, "TAIL", tail);
+    in->launch = (fg_launch){.grid = FG_GRID_ROWS, .block = {threads, 1, 1}, .cluster = {1, 1, 1}};
+
+    snprintf(in->path_key, sizeof in->path_key, "rmsnorm/%s/%s/tail%d/%s", fg_arch_tag(t->arch),
+             fg_dtype_name(dtype), tail, threads == t->warp_size ? "onewarp" : "blocksum");
+    fg_sb_printf(&in->reasons, "used for: %s\n", why);
+    fg_sb_printf(&in->reasons, "16-byte vectors: %u %s elements per load, %u vectors per row\n",
+                 elems, fg_dtype_name(dtype), vecs);
+    if (tail)
+        fg_sb_printf(&in->reasons,
+                     "no whole-%s block divides %u vectors: %u threads with a guarded tail\n",
+                     t->warp_size == 64 ? "wave" : "warp", vecs, threads);
+    else
+        fg_sb_printf(&in->reasons,
+                     "%u threads (%u %s of %u) x %u vectors each: the split closest to %u "
+                     "loads in flight per thread, no tail\n",
+                     threads, threads / t->warp_size, t->warp_size == 64 ? "waves" : "warps",
+                     t->warp_size, items, TARGET_ITEMS);
+    fg_sb_printf(&in->reasons,
+                 "row kept in registers (%u x 16 B per thread): one read of x, one of weight, "
+                 "fp32 sum, one rounding\n",
+                 items);
+    fg_sb_printf(&in->reasons, "block sum: %s shuffles, then %u partials in shared memory\n",
+                 t->warp_size == 64 ? "wave64" : "warp", threads / t->warp_size);
+    return 0;
+}

@@ -1,0 +1,680 @@
+/* Spec loading in three passes:
+ *  1. libyaml parses the file into a node tree that keeps line and column
+ *     of every key and value (syntax errors are reported here);
+ *  2. the tree is checked against the libcyaml schema (unknown, missing and
+ *     duplicate keys, types, enums), so every error points at its key;
+ *  3. libcyaml loads the checked document into the structs of spec.h, and
+ *     the semantic rules (ranges, divisibility, combinations) run with the
+ *     locations kept from pass 1.
+ * Nothing is loaded if any pass reports an error. */
+#include "spec.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <yaml.h>
+
+#include "spec_schema.h"
+#include "strbuf.h"
+
+#define PATH_MAX_LEN 192
+
+/* One key of the document with where it and its value start (1-based). */
+typedef struct loc_entry {
+    char path[PATH_MAX_LEN];
+    unsigned key_line, key_col, val_line, val_col;
+} loc_entry;
+
+typedef struct checker {
+    const char *file;
+    fg_diag *d;
+    yaml_document_t *doc;
+    loc_entry *locs;
+    size_t nlocs, caplocs;
+} checker;
+
+static void add_loc(checker *c, const char *path, yaml_mark_t key, yaml_mark_t val)
+{
+    if (c->nlocs == c->caplocs) {
+        c->caplocs = c->caplocs ? c->caplocs * 2 : 64;
+        loc_entry *p = realloc(c->locs, c->caplocs * sizeof *p);
+        if (!p) {
+            fputs("fusegen: out of memory\n", stderr);
+            exit(2);
+        }
+        c->locs = p;
+    }
+    loc_entry *e = &c->locs[c->nlocs++];
+    snprintf(e->path, sizeof e->path, "%s", path);
+    e->key_line = (unsigned)key.line + 1;
+    e->key_col = (unsigned)key.column + 1;
+    e->val_line = (unsigned)val.line + 1;
+    e->val_col = (unsigned)val.column + 1;
+}
+
+static const loc_entry *find_loc(const checker *c, const char *path)
+{
+    for (size_t i = 0; i < c->nlocs; i++)
+        if (strcmp(c->locs[i].path, path) == 0)
+            return &c->locs[i];
+    return NULL;
+}
+
+static bool has(const checker *c, const char *path) { return find_loc(c, path) != NULL; }
+
+/* Reports an error at the value of `path` (or its key, or the file). */
+static void err_at(checker *c, const char *path, bool at_key, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static void err_at(checker *c, const char *path, bool at_key, const char *fmt, ...)
+{
+    const loc_entry *e = path ? find_loc(c, path) : NULL;
+    unsigned line = 0, col = 0;
+    if (e) {
+        line = at_key ? e->key_line : e->val_line;
+        col = at_key ? e->key_col : e->val_col;
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    fg_verror_at(c->d, c->file, line ? line : 1, col ? col : 1, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- pass 2: the document against the schema ---- */
+
+static const char *node_kind(const yaml_node_t *n)
+{
+    switch (n->type) {
+    case YAML_MAPPING_NODE: return "a mapping";
+    case YAML_SEQUENCE_NODE: return "a sequence";
+    default: return "a scalar";
+    }
+}
+
+static const char *scalar(const yaml_node_t *n) { return (const char *)n->data.scalar.value; }
+
+static void join(char *out, const char *path, const char *key)
+{
+    if (*path)
+        snprintf(out, PATH_MAX_LEN, "%s.%s", path, key);
+    else
+        snprintf(out, PATH_MAX_LEN, "%s", key);
+}
+
+static bool parse_uint(const char *s, uint64_t *v)
+{
+    if (!isdigit((unsigned char)*s))
+        return false;
+    errno = 0;
+    char *end;
+    unsigned long long x = strtoull(s, &end, 10);
+    if (*end || errno)
+        return false;
+    *v = x;
+    return true;
+}
+
+static bool parse_float(const char *s, double *v)
+{
+    if (!*s)
+        return false;
+    errno = 0;
+    char *end;
+    double x = strtod(s, &end);
+    if (*end || errno || !isfinite(x))
+        return false;
+    *v = x;
+    return true;
+}
+
+static void expected_keys(const cyaml_schema_field_t *f, fg_strbuf *sb)
+{
+    for (; f->key; f++)
+        fg_sb_printf(sb, "%s%s", sb->len ? ", " : "", f->key);
+}
+
+static void check_value(checker *c, const yaml_node_t *n, const cyaml_schema_value_t *s,
+                        const char *path);
+
+static void check_mapping(checker *c, const yaml_node_t *n, const cyaml_schema_value_t *s,
+                          const char *path)
+{
+    const cyaml_schema_field_t *fields = s->mapping.fields;
+    size_t nfields = 0;
+    while (fields[nfields].key)
+        nfields++;
+    bool seen[32] = {false};
+
+    for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top; p++) {
+        yaml_node_t *k = yaml_document_get_node(c->doc, p->key);
+        yaml_node_t *v = yaml_document_get_node(c->doc, p->value);
+        if (k->type != YAML_SCALAR_NODE) {
+            fg_error_at(c->d, c->file, (unsigned)k->start_mark.line + 1,
+                        (unsigned)k->start_mark.column + 1,
+                        "a key in '%s' is %s; expected a plain key", *path ? path : "(top)",
+                        node_kind(k));
+            continue;
+        }
+        char sub[PATH_MAX_LEN];
+        join(sub, path, scalar(k));
+        size_t i = 0;
+        while (i < nfields && strcmp(fields[i].key, scalar(k)) != 0)
+            i++;
+        if (i == nfields) {
+            fg_strbuf sb = {0};
+            expected_keys(fields, &sb);
+            fg_error_at(c->d, c->file, (unsigned)k->start_mark.line + 1,
+                        (unsigned)k->start_mark.column + 1,
+                        "unknown key '%s'%s%s; expected one of: %s", scalar(k),
+                        *path ? " in " : "", path, fg_sb_str(&sb));
+            fg_sb_free(&sb);
+            continue;
+        }
+        if (seen[i]) {
+            fg_error_at(c->d, c->file, (unsigned)k->start_mark.line + 1,
+                        (unsigned)k->start_mark.column + 1, "duplicate key '%s'", sub);
+            continue;
+        }
+        seen[i] = true;
+        add_loc(c, sub, k->start_mark, v->start_mark);
+        check_value(c, v, &fields[i].value, sub);
+    }
+    for (size_t i = 0; i < nfields; i++) {
+        if (seen[i] || (fields[i].value.flags & CYAML_FLAG_OPTIONAL))
+            continue;
+        char sub[PATH_MAX_LEN];
+        join(sub, path, fields[i].key);
+        fg_error_at(c->d, c->file, (unsigned)n->start_mark.line + 1,
+                    (unsigned)n->start_mark.column + 1, "missing key '%s'", sub);
+    }
+}
+
+static void check_scalar(checker *c, const yaml_node_t *n, const cyaml_schema_value_t *s,
+                         const char *path)
+{
+    const char *v = scalar(n);
+    unsigned line = (unsigned)n->start_mark.line + 1, col = (unsigned)n->start_mark.column + 1;
+    uint64_t u;
+    double f;
+    switch (s->type) {
+    case CYAML_UINT:
+        if (!parse_uint(v, &u) || u > UINT32_MAX)
+            fg_error_at(c->d, c->file, line, col,
+                        "'%s' is '%s'; expected a non-negative integer below 2^32", path, v);
+        break;
+    case CYAML_FLOAT:
+        if (!parse_float(v, &f))
+            fg_error_at(c->d, c->file, line, col, "'%s' is '%s'; expected a finite number",
+                        path, v);
+        break;
+    case CYAML_BOOL:
+        if (strcmp(v, "true") != 0 && strcmp(v, "false") != 0)
+            fg_error_at(c->d, c->file, line, col, "'%s' is '%s'; expected true or false", path,
+                        v);
+        break;
+    case CYAML_ENUM: {
+        bool ok = false;
+        fg_strbuf sb = {0};
+        for (uint32_t i = 0; i < s->enumeration.count; i++) {
+            ok |= strcmp(v, s->enumeration.strings[i].str) == 0;
+            fg_sb_printf(&sb, "%s%s", i ? ", " : "", s->enumeration.strings[i].str);
+        }
+        if (!ok)
+            fg_error_at(c->d, c->file, line, col, "'%s' is '%s'; expected one of: %s", path, v,
+                        fg_sb_str(&sb));
+        fg_sb_free(&sb);
+        break;
+    }
+    case CYAML_STRING: {
+        size_t len = strlen(v);
+        if (len < s->string.min || len > s->string.max)
+            fg_error_at(c->d, c->file, line, col,
+                        "'%s' has %zu characters; expected %u to %u", path, len,
+                        s->string.min, s->string.max);
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+static const char *schema_kind(const cyaml_schema_value_t *s)
+{
+    switch (s->type) {
+    case CYAML_MAPPING: return "a mapping";
+    case CYAML_SEQUENCE:
+    case CYAML_SEQUENCE_FIXED: return "a sequence";
+    case CYAML_UINT: return "a non-negative integer";
+    case CYAML_FLOAT: return "a number";
+    case CYAML_BOOL: return "true or false";
+    case CYAML_ENUM: return "a name";
+    default: return "a string";
+    }
+}
+
+static void check_value(checker *c, const yaml_node_t *n, const cyaml_schema_value_t *s,
+                        const char *path)
+{
+    bool want_map = s->type == CYAML_MAPPING;
+    bool want_seq = s->type == CYAML_SEQUENCE || s->type == CYAML_SEQUENCE_FIXED;
+    yaml_node_type_t want = want_map   ? YAML_MAPPING_NODE
+                            : want_seq ? YAML_SEQUENCE_NODE
+                                       : YAML_SCALAR_NODE;
+    if (n->type != want) {
+        fg_error_at(c->d, c->file, (unsigned)n->start_mark.line + 1,
+                    (unsigned)n->start_mark.column + 1, "'%s' is %s; expected %s", path,
+                    node_kind(n), schema_kind(s));
+        return;
+    }
+    if (want_map) {
+        check_mapping(c, n, s, path);
+    } else if (want_seq) {
+        yaml_node_item_t *it = n->data.sequence.items.start;
+        size_t count = (size_t)(n->data.sequence.items.top - it);
+        if (count < s->sequence.min || count > s->sequence.max)
+            fg_error_at(c->d, c->file, (unsigned)n->start_mark.line + 1,
+                        (unsigned)n->start_mark.column + 1,
+                        "'%s' has %zu entries; expected %u to %u", path, count, s->sequence.min,
+                        s->sequence.max);
+        for (size_t i = 0; i < count; i++) {
+            yaml_node_t *e = yaml_document_get_node(c->doc, it[i]);
+            char sub[PATH_MAX_LEN];
+            snprintf(sub, sizeof sub, "%s[%zu]", path, i);
+            add_loc(c, sub, e->start_mark, e->start_mark);
+            check_value(c, e, s->sequence.entry, sub);
+        }
+    } else {
+        check_scalar(c, n, s, path);
+    }
+}
+
+/* ---- pass 3: semantic rules ---- */
+
+static bool is_pow2(uint64_t v) { return v && !(v & (v - 1)); }
+
+/* A value must lie in [lo, hi]; the message names the key and the range. */
+static bool in_range(checker *c, const char *path, uint64_t v, uint64_t lo, uint64_t hi)
+{
+    if (v >= lo && v <= hi)
+        return true;
+    err_at(c, path, false, "'%s' is %llu; expected %llu to %llu", path, (unsigned long long)v,
+           (unsigned long long)lo, (unsigned long long)hi);
+    return false;
+}
+
+static void multiple_of(checker *c, const char *path, uint64_t v, uint64_t m, const char *why)
+{
+    if (v % m)
+        err_at(c, path, false, "'%s' is %llu; expected a multiple of %llu (%s)", path,
+               (unsigned long long)v, (unsigned long long)m, why);
+}
+
+static void power_of_two(checker *c, const char *path, uint64_t v)
+{
+    if (!is_pow2(v))
+        err_at(c, path, false, "'%s' is %llu; expected a power of two", path,
+               (unsigned long long)v);
+}
+
+static void float_range(checker *c, const char *path, double v, double lo, double hi)
+{
+    if (!(v > lo && v <= hi))
+        err_at(c, path, false, "'%s' is %g; expected more than %g and at most %g", path, v, lo,
+               hi);
+}
+
+/* Names become file stems and kernel symbols: no paths, no surprises. */
+static void check_name(checker *c, const char *path, const char *name)
+{
+    bool ok = islower((unsigned char)name[0]) || isdigit((unsigned char)name[0]);
+    for (const char *p = name; *p; p++)
+        ok &= islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' ||
+              *p == '_' || *p == '.';
+    if (!ok || strstr(name, ".."))
+        err_at(c, path, false,
+               "'%s' is '%s'; expected lowercase letters, digits, '.', '_' or '-', starting "
+               "with a letter or digit, without '/' or '..'",
+               path, name);
+}
+
+static void forbid(checker *c, const char *path, const char *why)
+{
+    if (has(c, path))
+        err_at(c, path, true, "'%s' %s", path, why);
+}
+
+static void require(checker *c, const char *path, const char *at, const char *why)
+{
+    if (!has(c, path))
+        err_at(c, at, false, "missing key '%s' (%s)", path, why);
+}
+
+static void check_scaling(checker *c, const fg_rope_scaling_spec *s)
+{
+    static const char *const keys[] = {"factor", "low_freq_factor", "high_freq_factor",
+                                       "original_max_position", "beta_fast", "beta_slow",
+                                       "mscale", "mscale_all_dim"};
+    /* Which of the keys above each scaling type takes, as a bit set. */
+    static const unsigned wants[] = {
+        [FG_SCALING_NONE] = 0x00, [FG_SCALING_LINEAR] = 0x01,
+        [FG_SCALING_LLAMA3] = 0x0f, [FG_SCALING_YARN] = 0xf9};
+    const char *base = "model.rope.scaling";
+    char why[64];
+    snprintf(why, sizeof why, "%s scaling needs it", fg_scaling_name(s->type));
+    for (unsigned i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        char p[PATH_MAX_LEN];
+        join(p, base, keys[i]);
+        if (wants[s->type] & (1u << i)) {
+            require(c, p, "model.rope.scaling.type", why);
+        } else if (has(c, p)) {
+            char msg[96];
+            snprintf(msg, sizeof msg, "does not apply to %s scaling", fg_scaling_name(s->type));
+            forbid(c, p, msg);
+        }
+    }
+    if (has(c, "model.rope.scaling.factor"))
+        float_range(c, "model.rope.scaling.factor", s->factor, 0.0, 1024.0);
+    if (s->type == FG_SCALING_LLAMA3 && has(c, "model.rope.scaling.high_freq_factor") &&
+        !(s->high_freq_factor > s->low_freq_factor))
+        err_at(c, "model.rope.scaling.high_freq_factor", false,
+               "'model.rope.scaling.high_freq_factor' is %g; expected more than "
+               "low_freq_factor (%g)",
+               s->high_freq_factor, s->low_freq_factor);
+    if (has(c, "model.rope.scaling.original_max_position"))
+        in_range(c, "model.rope.scaling.original_max_position", s->original_max_position, 1,
+                 1u << 24);
+}
+
+static void check_attention(checker *c, const fg_attention *a, uint32_t max_context)
+{
+    if (in_range(c, "model.attention.heads", a->heads, 1, 1024) &&
+        in_range(c, "model.attention.kv_heads", a->kv_heads, 1, a->heads) &&
+        a->heads % a->kv_heads)
+        err_at(c, "model.attention.kv_heads", false,
+               "'model.attention.heads' (%u) is not a multiple of 'model.attention.kv_heads' "
+               "(%u); expected whole query-head groups",
+               a->heads, a->kv_heads);
+    if (in_range(c, "model.attention.head_dim", a->head_dim, 8, 512))
+        multiple_of(c, "model.attention.head_dim", a->head_dim, 8, "16-byte vectors");
+    if (has(c, "model.attention.sliding_window") && a->sliding_window)
+        in_range(c, "model.attention.sliding_window", a->sliding_window, 1, max_context);
+}
+
+static void check_mla(checker *c, const fg_mla *m)
+{
+    in_range(c, "model.mla.heads", m->heads, 1, 1024);
+    if (has(c, "model.mla.q_lora_rank") && in_range(c, "model.mla.q_lora_rank", m->q_lora_rank,
+                                                    16, 16384))
+        multiple_of(c, "model.mla.q_lora_rank", m->q_lora_rank, 16, "tensor-core tiles");
+    if (in_range(c, "model.mla.kv_lora_rank", m->kv_lora_rank, 16, 4096))
+        multiple_of(c, "model.mla.kv_lora_rank", m->kv_lora_rank, 16, "tensor-core tiles");
+    if (in_range(c, "model.mla.qk_nope_head_dim", m->qk_nope_head_dim, 8, 512))
+        multiple_of(c, "model.mla.qk_nope_head_dim", m->qk_nope_head_dim, 8, "16-byte vectors");
+    if (in_range(c, "model.mla.qk_rope_head_dim", m->qk_rope_head_dim, 8, 512))
+        multiple_of(c, "model.mla.qk_rope_head_dim", m->qk_rope_head_dim, 8, "16-byte vectors");
+    if (in_range(c, "model.mla.v_head_dim", m->v_head_dim, 8, 512))
+        multiple_of(c, "model.mla.v_head_dim", m->v_head_dim, 8, "16-byte vectors");
+    if (has(c, "model.mla.tensor_parallel") &&
+        in_range(c, "model.mla.tensor_parallel", m->tensor_parallel, 1, 64)) {
+        power_of_two(c, "model.mla.tensor_parallel", m->tensor_parallel);
+        if (m->heads % m->tensor_parallel)
+            err_at(c, "model.mla.tensor_parallel", false,
+                   "'model.mla.heads' (%u) is not a multiple of 'model.mla.tensor_parallel' "
+                   "(%u); expected whole heads per GPU",
+                   m->heads, m->tensor_parallel);
+    }
+}
+
+static void check_model(checker *c, fg_model *m)
+{
+    check_name(c, "model.name", m->name);
+    if (in_range(c, "model.hidden", m->hidden, 64, 65536))
+        multiple_of(c, "model.hidden", m->hidden, 8, "16-byte vectors");
+    float_range(c, "model.rms_eps", m->rms_eps, 0.0, 0.01);
+    in_range(c, "model.max_context", m->max_context, 1, 1u << 20);
+
+    if (m->family == FG_FAMILY_LLAMA) {
+        require(c, "model.attention", "model.family", "family llama needs it");
+        forbid(c, "model.mla", "does not apply to family llama");
+        if (m->attention)
+            check_attention(c, m->attention, m->max_context);
+    } else {
+        require(c, "model.mla", "model.family", "family mla needs it");
+        forbid(c, "model.attention", "does not apply to family mla; use 'model.mla'");
+        if (m->mla)
+            check_mla(c, m->mla);
+        if (m->mla && !has(c, "model.mla.tensor_parallel"))
+            m->mla->tensor_parallel = 1;
+    }
+
+    float_range(c, "model.rope.theta", m->rope->theta, 0.0, 1e9);
+    if (m->rope->scaling)
+        check_scaling(c, m->rope->scaling);
+
+    if (m->kv_cache->layout == FG_KV_PAGED) {
+        require(c, "model.kv_cache.page_size", "model.kv_cache.layout", "a paged cache needs it");
+        if (has(c, "model.kv_cache.page_size") &&
+            in_range(c, "model.kv_cache.page_size", m->kv_cache->page_size, 1, 1024))
+            power_of_two(c, "model.kv_cache.page_size", m->kv_cache->page_size);
+    } else {
+        forbid(c, "model.kv_cache.page_size", "applies only to a paged cache");
+    }
+
+    for (unsigned i = 0; i < m->batch_sizes_count; i++) {
+        char p[PATH_MAX_LEN];
+        snprintf(p, sizeof p, "model.batch_sizes[%u]", i);
+        in_range(c, p, m->batch_sizes[i], 1, 256);
+        if (i && m->batch_sizes[i] <= m->batch_sizes[i - 1])
+            err_at(c, p, false, "'%s' is %u; expected batch sizes in increasing order", p,
+                   m->batch_sizes[i]);
+    }
+}
+
+static void check_gemm(checker *c, const fg_gemm *g)
+{
+    check_name(c, "gemm.name", g->name);
+    in_range(c, "gemm.world_size", g->world_size, 2, 64);
+    for (unsigned i = 0; i < g->shapes_count; i++) {
+        const fg_gemm_shape *s = &g->shapes[i];
+        char p[PATH_MAX_LEN], q[PATH_MAX_LEN + 8];
+        snprintf(p, sizeof p, "gemm.shapes[%u]", i);
+        snprintf(q, sizeof q, "%s.name", p);
+        check_name(c, q, s->name);
+        for (unsigned j = 0; j < i; j++)
+            if (strcmp(g->shapes[j].name, s->name) == 0)
+                err_at(c, q, false, "'%s' is '%s', which gemm.shapes[%u] already uses", q,
+                       s->name, j);
+        snprintf(q, sizeof q, "%s.m", p);
+        if (in_range(c, q, s->m, 1, 1u << 20) && g->world_size)
+            multiple_of(c, q, s->m, g->world_size, "whole rows per rank");
+        snprintf(q, sizeof q, "%s.n", p);
+        if (in_range(c, q, s->n, 8, 1u << 20))
+            multiple_of(c, q, s->n, 8, "16-byte rows");
+        snprintf(q, sizeof q, "%s.k", p);
+        if (in_range(c, q, s->k, 8, 1u << 20))
+            multiple_of(c, q, s->k, 8, "16-byte rows");
+    }
+}
+
+static void check_target(checker *c, const fg_target *t)
+{
+    check_name(c, "target.name", t->name);
+    in_range(c, "target.compute_units", t->compute_units, 1, 1024);
+    unsigned warp = fg_arch_is_amd(t->arch) ? 64 : 32;
+    if (t->warp_size != warp)
+        err_at(c, "target.warp_size", false, "'target.warp_size' is %u; expected %u for %s",
+               t->warp_size, warp, fg_arch_name(t->arch));
+    in_range(c, "target.shared_mem_per_cu", t->shared_mem_per_cu, 16384, 1u << 20);
+    in_range(c, "target.shared_mem_per_block", t->shared_mem_per_block, 16384,
+             t->shared_mem_per_cu);
+    in_range(c, "target.registers_per_cu", t->registers_per_cu, 16384, 1u << 20);
+    in_range(c, "target.max_registers_per_thread", t->max_registers_per_thread, 32, 512);
+    in_range(c, "target.l2_bytes", t->l2_bytes, 1u << 20, 1u << 30);
+    if (fg_arch_is_amd(t->arch)) {
+        if (t->max_cluster_size)
+            err_at(c, "target.max_cluster_size", false,
+                   "'target.max_cluster_size' is %u; expected 0 (%s has no thread-block "
+                   "clusters)",
+                   t->max_cluster_size, fg_arch_name(t->arch));
+    } else if (in_range(c, "target.max_cluster_size", t->max_cluster_size, 1, 16)) {
+        power_of_two(c, "target.max_cluster_size", t->max_cluster_size);
+    }
+    float_range(c, "target.ceilings.copy_gbps", t->ceilings->copy_gbps, 0, 1e5);
+    float_range(c, "target.ceilings.read_gbps", t->ceilings->read_gbps, 0, 1e5);
+    float_range(c, "target.ceilings.matmul_bf16_tflops", t->ceilings->matmul_bf16_tflops, 0,
+                1e5);
+}
+
+/* ---- driver ---- */
+
+static char *read_file(const char *path, size_t *len, fg_diag *d)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fg_error_at(d, path, 0, 0, "cannot open: %s", strerror(errno));
+        return NULL;
+    }
+    fg_strbuf sb = {0};
+    char buf[8192];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
+        fg_sb_append(&sb, buf, n);
+    bool bad = ferror(f);
+    fclose(f);
+    if (bad) {
+        fg_error_at(d, path, 0, 0, "cannot read");
+        fg_sb_free(&sb);
+        return NULL;
+    }
+    fg_sb_append(&sb, "", 0);
+    *len = sb.len;
+    return sb.data;
+}
+
+static void quiet_log(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
+{
+    (void)level, (void)ctx, (void)fmt, (void)args;
+}
+
+static bool parse_document(checker *c, const char *text, size_t len)
+{
+    yaml_parser_t parser;
+    yaml_parser_initialize(&parser);
+    yaml_parser_set_input_string(&parser, (const unsigned char *)text, len);
+    bool ok = yaml_parser_load(&parser, c->doc);
+    if (!ok)
+        fg_error_at(c->d, c->file, (unsigned)parser.problem_mark.line + 1,
+                    (unsigned)parser.problem_mark.column + 1, "YAML syntax: %s%s%s",
+                    parser.problem ? parser.problem : "malformed document",
+                    parser.context ? " " : "", parser.context ? parser.context : "");
+    yaml_parser_delete(&parser);
+    return ok;
+}
+
+static void check_top(checker *c, const fg_spec *s)
+{
+    if (s->schema_version != FG_SCHEMA_VERSION)
+        err_at(c, "schema_version", false,
+               "'schema_version' is %u; this fusegen reads schema version %u",
+               s->schema_version, FG_SCHEMA_VERSION);
+}
+
+static unsigned count_kinds(const checker *c)
+{
+    return (unsigned)has(c, "model") + (unsigned)has(c, "gemm") + (unsigned)has(c, "target");
+}
+
+fg_spec *fg_spec_load(const char *path, fg_diag *d)
+{
+    int errors_before = d->errors;
+    size_t len;
+    char *text = read_file(path, &len, d);
+    if (!text)
+        return NULL;
+
+    yaml_document_t doc;
+    checker c = {.file = path, .d = d, .doc = &doc};
+    fg_spec *spec = NULL;
+    if (!parse_document(&c, text, len))
+        goto out_text;
+
+    yaml_node_t *root = yaml_document_get_root_node(&doc);
+    if (!root) {
+        fg_error_at(d, path, 1, 1,
+                    "empty spec; expected a mapping with schema_version and one of model, "
+                    "gemm, target");
+        goto out_doc;
+    }
+    check_value(&c, root, &fg_spec_schema, "");
+    if (d->errors == errors_before && count_kinds(&c) != 1)
+        fg_error_at(d, path, (unsigned)root->start_mark.line + 1,
+                    (unsigned)root->start_mark.column + 1,
+                    "a spec holds exactly one of 'model', 'gemm' or 'target'; found %u",
+                    count_kinds(&c));
+    if (d->errors != errors_before)
+        goto out_doc;
+
+    cyaml_config_t cfg = {.log_fn = quiet_log, .mem_fn = cyaml_mem, .log_level = CYAML_LOG_ERROR};
+    cyaml_err_t err =
+        cyaml_load_data((const uint8_t *)text, len, &cfg, &fg_spec_schema, (void **)&spec, NULL);
+    if (err != CYAML_OK) {
+        /* Pass 2 accepts only what the schema describes, so this is a bug. */
+        fg_error_at(d, path, 1, 1, "libcyaml rejected the document: %s", cyaml_strerror(err));
+        spec = NULL;
+        goto out_doc;
+    }
+    check_top(&c, spec);
+    if (spec->model) {
+        spec->kind = FG_SPEC_MODEL;
+        check_model(&c, spec->model);
+    } else if (spec->gemm) {
+        spec->kind = FG_SPEC_GEMM;
+        check_gemm(&c, spec->gemm);
+    } else {
+        spec->kind = FG_SPEC_TARGET;
+        check_target(&c, spec->target);
+    }
+    if (d->errors != errors_before) {
+        cyaml_free(&cfg, &fg_spec_schema, spec, 0);
+        spec = NULL;
+        goto out_doc;
+    }
+    spec->path = strdup(path);
+
+out_doc:
+    yaml_document_delete(&doc);
+out_text:
+    free(c.locs);
+    free(text);
+    return spec;
+}
+
+void fg_spec_free(fg_spec *s)
+{
+    if (!s)
+        return;
+    free(s->path);
+    s->path = NULL;
+    cyaml_config_t cfg = {.log_fn = quiet_log, .mem_fn = cyaml_mem, .log_level = CYAML_LOG_ERROR};
+    cyaml_free(&cfg, &fg_spec_schema, s, 0);
+}
+
+unsigned fg_dtype_bytes(fg_dtype t)
+{
+    (void)t;
+    return 2; /* f16 and bf16 */
+}
+
+bool fg_arch_is_amd(fg_arch a) { return a == FG_ARCH_GFX942 || a == FG_ARCH_GFX90A; }
+
+const char *fg_arch_tag(fg_arch a)
+{
+    switch (a) {
+    case FG_ARCH_SM90A: return "sm90a";
+    case FG_ARCH_GFX942: return "gfx942";
+    case FG_ARCH_GFX90A: return "gfx90a";
+    }
+    return "?";
+}

@@ -1,0 +1,145 @@
+/* Specs: the typed form of the YAML files under specs/.  One file holds one
+ * spec, a top-level mapping with `schema_version` and exactly one of `model`,
+ * `gemm` or `target`.  Loading checks the schema (libcyaml, strict enums, no
+ * unknown keys) and then every semantic rule; each error names the file, line,
+ * column and key.  See README.md, "Spec format". */
+#ifndef FG_SPEC_H
+#define FG_SPEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "diag.h"
+
+#define FG_SCHEMA_VERSION 1u
+
+typedef enum { FG_DT_F16, FG_DT_BF16 } fg_dtype;
+typedef enum { FG_FAMILY_LLAMA, FG_FAMILY_MLA } fg_model_family;
+typedef enum { FG_ROPE_NEOX, FG_ROPE_GPTJ } fg_rope_layout;
+typedef enum {
+    FG_SCALING_NONE, FG_SCALING_LINEAR, FG_SCALING_LLAMA3, FG_SCALING_YARN
+} fg_rope_scaling;
+typedef enum { FG_KV_CONTIGUOUS, FG_KV_PAGED } fg_kv_layout;
+typedef enum { FG_COLL_ALL_GATHER, FG_COLL_REDUCE_SCATTER } fg_collective;
+typedef enum { FG_TOPO_NVSWITCH, FG_TOPO_FULL_MESH, FG_TOPO_RING, FG_TOPO_PCIE } fg_topology;
+typedef enum { FG_ARCH_SM90A, FG_ARCH_GFX942, FG_ARCH_GFX90A } fg_arch;
+
+/* Llama-family attention (MHA or GQA). */
+typedef struct fg_attention {
+    uint32_t heads, kv_heads, head_dim;
+    bool qkv_bias;
+    uint32_t sliding_window;   /* 0: full attention */
+} fg_attention;
+
+/* DeepSeek multi-head latent attention. */
+typedef struct fg_mla {
+    uint32_t heads;
+    uint32_t q_lora_rank;      /* 0: no q_lora path (V2-Lite) */
+    uint32_t kv_lora_rank;
+    uint32_t qk_nope_head_dim, qk_rope_head_dim, v_head_dim;
+    uint32_t tensor_parallel;
+} fg_mla;
+
+typedef struct fg_rope_scaling_spec {
+    fg_rope_scaling type;
+    double factor;
+    double low_freq_factor, high_freq_factor;        /* llama3 */
+    uint32_t original_max_position;                  /* llama3, yarn */
+    double beta_fast, beta_slow, mscale, mscale_all_dim; /* yarn */
+} fg_rope_scaling_spec;
+
+typedef struct fg_rope {
+    double theta;
+    fg_rope_layout layout;
+    fg_rope_scaling_spec *scaling;  /* NULL: no scaling */
+} fg_rope;
+
+typedef struct fg_kv_cache {
+    fg_kv_layout layout;
+    uint32_t page_size;        /* paged only */
+} fg_kv_cache;
+
+typedef struct fg_model {
+    char *name;
+    fg_model_family family;
+    fg_dtype dtype;
+    uint32_t hidden;
+    double rms_eps;
+    fg_attention *attention;   /* family llama */
+    fg_mla *mla;               /* family mla */
+    fg_rope *rope;
+    fg_kv_cache *kv_cache;
+    uint32_t *batch_sizes;
+    unsigned batch_sizes_count;
+    uint32_t max_context;
+} fg_model;
+
+/* One GEMM of a tensor-parallel layer.  m, n, k are the per-rank GEMM's
+ * dims: all-gather gathers m/world_size rows from each rank into [m, k]
+ * before [m, k] x [k, n]; reduce-scatter sums [m, n] partials and leaves
+ * m/world_size rows on each rank. */
+typedef struct fg_gemm_shape {
+    char *name;
+    fg_collective collective;
+    uint32_t m, n, k;
+} fg_gemm_shape;
+
+typedef struct fg_gemm {
+    char *name;
+    fg_dtype dtype;
+    uint32_t world_size;
+    fg_topology topology;
+    fg_gemm_shape *shapes;
+    unsigned shapes_count;
+} fg_gemm;
+
+typedef struct fg_ceilings {
+    double copy_gbps;          /* device-to-device copy, bytes read + written */
+    double read_gbps;          /* read-only streaming */
+    double matmul_bf16_tflops;
+    char *source;              /* where the figures come from */
+} fg_ceilings;
+
+typedef struct fg_target {
+    char *name;
+    fg_arch arch;
+    uint32_t compute_units;           /* SMs or CUs */
+    uint32_t warp_size;               /* 32 or 64 */
+    uint32_t shared_mem_per_block;    /* bytes, opt-in maximum */
+    uint32_t shared_mem_per_cu;       /* bytes */
+    uint32_t registers_per_cu;        /* 32-bit registers */
+    uint32_t max_registers_per_thread;
+    uint32_t l2_bytes;
+    uint32_t max_cluster_size;        /* 0: no thread-block clusters */
+    fg_ceilings *ceilings;
+} fg_target;
+
+typedef enum { FG_SPEC_MODEL, FG_SPEC_GEMM, FG_SPEC_TARGET } fg_spec_kind;
+
+typedef struct fg_spec {
+    char *path;                /* as given; used in messages and banners */
+    fg_spec_kind kind;
+    uint32_t schema_version;
+    fg_model *model;
+    fg_gemm *gemm;
+    fg_target *target;
+} fg_spec;
+
+/* Loads and validates one spec file.  Returns NULL after reporting every
+ * error found to `d`. */
+fg_spec *fg_spec_load(const char *path, fg_diag *d);
+void fg_spec_free(fg_spec *s);
+
+const char *fg_dtype_name(fg_dtype t);   /* "f16", "bf16" */
+unsigned fg_dtype_bytes(fg_dtype t);
+const char *fg_arch_name(fg_arch a);     /* "sm_90a", "gfx942", "gfx90a" */
+const char *fg_arch_tag(fg_arch a);      /* name part: "sm90a", "gfx942", ... */
+bool fg_arch_is_amd(fg_arch a);
+const char *fg_collective_name(fg_collective c);
+const char *fg_topology_name(fg_topology t);
+const char *fg_scaling_name(fg_rope_scaling s);
+const char *fg_rope_layout_name(fg_rope_layout l);
+const char *fg_kv_layout_name(fg_kv_layout l);
+const char *fg_family_name(fg_model_family f);
+
+#endif
