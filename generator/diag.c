@@ -21,6 +21,8 @@ void fg_verror_at(fg_diag *d, const char *file, unsigned line, unsigned col,
         snprintf(d->last, sizeof d->last, "%s: error: %s", file, msg);
     else
         snprintf(d->last, sizeof d->last, "fusegen: error: %s", msg);
+    if (d->errors == 0)
+        memcpy(d->first, d->last, sizeof d->first);
     d->errors++;
     if (d->stream)
         fprintf(d->stream, "%s\n", d->last);

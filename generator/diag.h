@@ -10,7 +10,8 @@
 typedef struct fg_diag {
     FILE *stream;      /* where messages go; NULL keeps them only in `last` */
     int errors;
-    char last[512];    /* text of the most recent message, for tests */
+    char first[512];   /* text of the first message, for tests */
+    char last[512];    /* text of the most recent message */
 } fg_diag;
 
 void fg_diag_init(fg_diag *d, FILE *stream);

@@ -263,9 +263,16 @@ static void check_value(checker *c, const yaml_node_t *n, const cyaml_schema_val
                             : want_seq ? YAML_SEQUENCE_NODE
                                        : YAML_SCALAR_NODE;
     if (n->type != want) {
-        fg_error_at(c->d, c->file, (unsigned)n->start_mark.line + 1,
-                    (unsigned)n->start_mark.column + 1, "'%s' is %s; expected %s", path,
-                    node_kind(n), schema_kind(s));
+        if (*path)
+            fg_error_at(c->d, c->file, (unsigned)n->start_mark.line + 1,
+                        (unsigned)n->start_mark.column + 1, "'%s' is %s; expected %s", path,
+                        node_kind(n), schema_kind(s));
+        else
+            fg_error_at(c->d, c->file, (unsigned)n->start_mark.line + 1,
+                        (unsigned)n->start_mark.column + 1,
+                        "the document is %s; expected a mapping with schema_version and one "
+                        "of model, gemm, target",
+                        node_kind(n));
         return;
     }
     if (want_map) {

@@ -1,0 +1,294 @@
+/* The fusegen command end to end: determinism, write-if-changed, nothing
+ * written on error, list == generate, filters, golden generated text.
+ * Runs the binary named by $FUSEGEN (default build/fusegen). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "fsutil.h"
+
+#define ALL_SPECS "specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml"
+
+static char tmp[64];
+
+static const char *fusegen(void)
+{
+    const char *f = getenv("FUSEGEN");
+    return f && *f ? f : "build/fusegen";
+}
+
+/* Runs `fusegen ARGS`, returns its exit status; output (stdout+stderr) in *out. */
+static int run(char **out, const char *fmt, ...)
+{
+    char args[2048], cmd[2400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "%s %s 2>&1", fusegen(), args);
+    FILE *p = popen(cmd, "r");
+    cr_assert_not_null(p);
+    size_t cap = 1 << 16, len = 0;
+    char *buf = malloc(cap);
+    size_t n;
+    while ((n = fread(buf + len, 1, cap - len - 1, p)) > 0) {
+        len += n;
+        if (len + 1 == cap)
+            buf = realloc(buf, cap *= 2);
+    }
+    buf[len] = '\0';
+    int st = pclose(p);
+    if (out)
+        *out = buf;
+    else
+        free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void setup(void)
+{
+    strcpy(tmp, "/tmp/fg-cli-XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+}
+
+static void teardown(void)
+{
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(cli, .init = setup, .fini = teardown);
+
+static int count_files(const char *dir)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(dp));)
+        n += e->d_name[0] != '.';
+    closedir(dp);
+    return n;
+}
+
+static char *slurp(const char *path)
+{
+    char *s = fg_read_all(path, NULL);
+    cr_assert_not_null(s, "cannot read %s", path);
+    return s;
+}
+
+Test(cli, generate_is_deterministic_and_machine_independent)
+{
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/a " ALL_SPECS, tmp), 0, "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "generate --out %s/b " ALL_SPECS, tmp), 0, "%s", out);
+    free(out);
+    char list_cmd[256];
+    snprintf(list_cmd, sizeof list_cmd, "cd %s/a && ls", tmp);
+    FILE *p = popen(list_cmd, "r");
+    char name[512];
+    int files = 0;
+    while (fgets(name, sizeof name, p)) {
+        name[strcspn(name, "\n")] = '\0';
+        char pa[1024], pb[1024];
+        snprintf(pa, sizeof pa, "%s/a/%s", tmp, name);
+        snprintf(pb, sizeof pb, "%s/b/%s", tmp, name);
+        char *a = slurp(pa), *b = slurp(pb);
+        cr_expect_str_eq(a, b, "%s differs between runs", name);
+        cr_expect_null(strstr(a, tmp), "%s holds the output path", name);
+        cr_expect_null(strstr(a, "/work/"), "%s holds an absolute path", name);
+        free(a);
+        free(b);
+        files++;
+    }
+    pclose(p);
+    cr_assert_geq(files, 20, "expected kernels for every model and target");
+}
+
+static void mtimes(const char *dir, struct timespec *t, int max, int *n)
+{
+    DIR *dp = opendir(dir);
+    *n = 0;
+    for (struct dirent *e; (e = readdir(dp)) && *n < max;) {
+        if (e->d_name[0] == '.')
+            continue;
+        char p[1024];
+        struct stat st;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        stat(p, &st);
+        t[(*n)++] = st.st_mtim;
+    }
+    closedir(dp);
+}
+
+Test(cli, second_run_changes_nothing)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/out", tmp);
+    cr_assert_eq(run(NULL, "generate --out %s " ALL_SPECS, dir), 0);
+    struct timespec before[256], after[256];
+    int nb, na;
+    mtimes(dir, before, 256, &nb);
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s " ALL_SPECS, dir), 0);
+    cr_assert(strstr(out, " 0 of "), "second run must write no file: %s", out);
+    free(out);
+    mtimes(dir, after, 256, &na);
+    cr_assert_eq(na, nb);
+    for (int i = 0; i < na; i++)
+        cr_assert(before[i].tv_sec == after[i].tv_sec && before[i].tv_nsec == after[i].tv_nsec,
+                  "a modification time changed");
+}
+
+Test(cli, list_names_exactly_what_generate_writes)
+{
+    char *listed;
+    cr_assert_eq(run(&listed, "list --out %s/o " ALL_SPECS, tmp), 0);
+    cr_assert_eq(run(NULL, "generate --out %s/o " ALL_SPECS, tmp), 0);
+    int lines = 0;
+    for (char *l = strtok(listed, "\n"); l; l = strtok(NULL, "\n")) {
+        struct stat st;
+        cr_expect_eq(stat(l, &st), 0, "listed but not written: %s", l);
+        lines++;
+    }
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/o", tmp);
+    cr_assert_eq(count_files(dir), lines, "written but not listed");
+    free(listed);
+}
+
+Test(cli, error_writes_nothing)
+{
+    char *out;
+    int rc = run(&out, "generate --out %s/o specs/models/llama-2-7b.yaml "
+                       "tests/specs/bad/unknown_key.yaml specs/targets/h200.yaml", tmp);
+    cr_assert_neq(rc, 0);
+    cr_assert(strstr(out, "tests/specs/bad/unknown_key.yaml:8:3: error: unknown key 'hiden'"),
+              "%s", out);
+    cr_assert(strstr(out, "nothing written"), "%s", out);
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/o", tmp);
+    cr_assert_eq(count_files(dir), -1, "the output folder must not even be created");
+    free(out);
+}
+
+Test(cli, error_keeps_existing_outputs)
+{
+    char dir[128];
+    snprintf(dir, sizeof dir, "%s/o", tmp);
+    cr_assert_eq(run(NULL, "generate --out %s specs/models/llama-2-7b.yaml "
+                           "specs/targets/h200.yaml", dir), 0);
+    int before = count_files(dir);
+    cr_assert_neq(run(NULL, "generate --out %s specs/models/llama-2-13b.yaml "
+                            "tests/specs/bad/zero_dim.yaml specs/targets/h200.yaml", dir), 0);
+    cr_assert_eq(count_files(dir), before);
+}
+
+Test(cli, filter_and_target_selection)
+{
+    char *out;
+    cr_assert_eq(run(&out, "list --out o --target mi300x --filter '*_h4096_*' " ALL_SPECS), 0);
+    cr_assert(strstr(out, "o/rmsnorm_gfx942_f16_h4096_t128.hip"), "%s", out);
+    cr_assert_null(strstr(out, "sm90a"), "%s", out);
+    cr_assert_null(strstr(out, "h2048"), "%s", out);
+    free(out);
+    cr_assert_neq(run(&out, "list --target b200 " ALL_SPECS), 0);
+    cr_assert(strstr(out, "fusegen: error: unknown target 'b200'; the target specs given are: "),
+              "%s", out);
+    free(out);
+    cr_assert_neq(run(&out, "list specs/models/llama-2-7b.yaml"), 0);
+    cr_assert(strstr(out, "no target spec given"), "%s", out);
+    free(out);
+}
+
+Test(cli, one_per_path_keeps_every_code_path_once)
+{
+    char *all, *few;
+    cr_assert_eq(run(&all, "list " ALL_SPECS), 0);
+    cr_assert_eq(run(&few, "list --one-per-path " ALL_SPECS), 0);
+    size_t n_all = 0, n_few = 0;
+    for (char *p = all; (p = strchr(p, '\n')); p++)
+        n_all++;
+    for (char *p = few; (p = strchr(p, '\n')); p++)
+        n_few++;
+    cr_assert_lt(n_few, n_all);
+    /* every arch and dtype still present */
+    const char *must[] = {"sm90a_f16", "sm90a_bf16", "gfx942_f16", "gfx942_bf16", "gfx90a_bf16"};
+    for (size_t i = 0; i < sizeof must / sizeof must[0]; i++)
+        cr_expect(strstr(few, must[i]), "%s missing from: %s", must[i], few);
+    free(all);
+    free(few);
+}
+
+Test(cli, golden_generated_text)
+{
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/g --filter rmsnorm_sm90a_f16_h4096_t128 "
+                           "specs/models/llama-2-7b.yaml specs/targets/h200.yaml", tmp),
+                 0, "%s", out);
+    free(out);
+    const char *files[] = {"rmsnorm_sm90a_f16_h4096_t128.cu", "fg_registry.c", "manifest.json"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char got_path[256], want_path[256];
+        snprintf(got_path, sizeof got_path, "%s/g/%s", tmp, files[i]);
+        snprintf(want_path, sizeof want_path, "tests/golden/%s", files[i]);
+        char *got = slurp(got_path), *want = slurp(want_path);
+        cr_expect_str_eq(got, want, "%s differs from %s (make update-golden if intended)",
+                         got_path, want_path);
+        free(got);
+        free(want);
+    }
+}
+
+Test(cli, explain_gives_reasons)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'rmsnorm_sm90a_bf16_h7168*' " ALL_SPECS), 0);
+    cr_assert(strstr(out, "rmsnorm_sm90a_bf16_h7168_t224\n"), "%s", out);
+    cr_assert(strstr(out, "shared by h100 h200"), "%s", out);
+    cr_assert(strstr(out, "224 threads (7 warps of 32) x 4 vectors each"), "%s", out);
+    cr_assert(strstr(out, "used for: input RMSNorm of deepseek-v3"), "%s", out);
+    cr_assert(strstr(out, "overlap schedules are not planned yet"), "%s", out);
+    free(out);
+}
+
+Test(cli, help_and_version)
+{
+    char *out;
+    cr_assert_eq(run(&out, "--version"), 0);
+    cr_assert_str_eq(out, "fusegen 0.1.0\n");
+    free(out);
+    const char *cmds[] = {"generate", "list", "explain", "import-hf", "gate", "embed"};
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        cr_expect_eq(run(&out, "%s --help", cmds[i]), 0, "%s --help", cmds[i]);
+        cr_expect(strstr(out, "usage: fusegen"), "%s --help: %s", cmds[i], out);
+        free(out);
+    }
+    cr_assert_eq(run(&out, "frobnicate"), 2);
+    cr_assert(strstr(out, "unknown command 'frobnicate'"));
+    free(out);
+}
+
+Test(cli, embed_round_trip)
+{
+    char img[128], src[128];
+    snprintf(img, sizeof img, "%s/img.bin", tmp);
+    snprintf(src, sizeof src, "%s/img.c", tmp);
+    FILE *f = fopen(img, "wb");
+    unsigned char bytes[] = {0, 1, 2, 255, 128};
+    fwrite(bytes, 1, sizeof bytes, f);
+    fclose(f);
+    cr_assert_eq(run(NULL, "embed --name k_1 %s %s", img, src), 0);
+    char *c = slurp(src);
+    cr_assert(strstr(c, "const unsigned char fg_image_k_1[] = {\n    0,1,2,255,128,\n};"), "%s", c);
+    cr_assert(strstr(c, "const size_t fg_image_k_1_size = 5;"));
+    free(c);
+    cr_assert_neq(run(NULL, "embed --name Bad-Name %s %s", img, src), 0);
+}
