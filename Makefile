@@ -24,7 +24,7 @@ SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targe
 GEN_OUT   ?= generated
 
 .PHONY: all run check deps generate kernels kernels-ci test check-asan check-gpu bench \
-        clean help install
+        clean help install update-golden
 
 all: kernels
 
@@ -104,6 +104,11 @@ check-asan:
 
 check-gpu:
 	@scripts/check-gpu.sh
+
+# Rewrites tests/golden/ from the current generator (after an intended change).
+update-golden: $(FUSEGEN)
+	$(FUSEGEN) generate --out tests/golden --filter rmsnorm_sm90a_f16_h4096_t128 \
+	    specs/models/llama-2-7b.yaml specs/targets/h200.yaml
 
 bench:
 	@scripts/bench.sh
