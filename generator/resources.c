@@ -20,6 +20,8 @@
  * is new in 19), so only the keys the gate needs are required. */
 #include "resources.h"
 
+#include "fsutil.h"
+
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -360,69 +362,6 @@ bool fg_resources_spills(const fg_resources *r)
            r->sgpr_spills > 0 || r->vgpr_spills > 0;
 }
 
-/* ---- files ----------------------------------------------------------- */
-
-/* The whole file as a string; NULL with errno set on failure. */
-static char *read_text(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fg_strbuf sb = {0};
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        fg_sb_append(&sb, buf, n);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fg_sb_free(&sb);
-        errno = EIO;
-        return NULL;
-    }
-    return sb.data ? sb.data : calloc(1, 1);
-}
-
-static bool same_content(const char *path, const char *text)
-{
-    char *old = read_text(path);
-    bool same = old && strcmp(old, text) == 0;
-    free(old);
-    return same;
-}
-
-/* Writes through a temporary file in the same folder and a rename, so a
- * reader (or an interrupted build) never sees half a file; leaves the file
- * and its time stamp alone when the content is already right, so Make does
- * not rebuild what depends on it. */
-static bool write_if_changed(const char *path, const char *text, fg_diag *d)
-{
-    if (same_content(path, text))
-        return true;
-    fg_strbuf tmp = {0};
-    fg_sb_printf(&tmp, "%s.tmp.XXXXXX", path);  /* *.tmp.* is git-ignored */
-    int fd = mkstemp(tmp.data);
-    if (fd < 0) {
-        fg_error_at(d, path, 0, 0, "cannot create a temporary file: %s", strerror(errno));
-        fg_sb_free(&tmp);
-        return false;
-    }
-    mode_t mask = umask(0);   /* mkstemp makes 0600; use the usual mode */
-    umask(mask);
-    fchmod(fd, 0666 & ~mask);
-    FILE *f = fdopen(fd, "wb");
-    bool ok = f && fputs(text, f) >= 0;
-    ok = (f ? fclose(f) == 0 : (close(fd), false)) && ok;
-    if (ok && rename(tmp.data, path) != 0)
-        ok = false;
-    if (!ok) {
-        fg_error_at(d, path, 0, 0, "cannot write: %s", strerror(errno));
-        unlink(tmp.data);
-    }
-    fg_sb_free(&tmp);
-    return ok;
-}
-
 /* ---- the gate -------------------------------------------------------- */
 
 static const char gate_usage[] =
@@ -547,7 +486,7 @@ static void gate_function(gate *g, const char *log, const fg_resources *r)
 
 static void gate_log(gate *g, const char *log)
 {
-    char *text = read_text(log);
+    char *text = fg_read_all(log, NULL);
     if (!text) {
         fg_error_at(&g->diag, log, 0, 0, "cannot read: %s", strerror(errno));
         return;
@@ -597,7 +536,7 @@ static const char *json_problem(json_object *obj, enum json_tokener_error err, c
 /* The manifest as a JSON object; reports where it is broken. */
 static json_object *parse_json_file(const char *path, fg_diag *d)
 {
-    char *text = read_text(path);
+    char *text = fg_read_all(path, NULL);
     if (!text) {
         fg_error_at(d, path, 0, 0, "cannot read the manifest: %s", strerror(errno));
         return NULL;
@@ -692,7 +631,7 @@ int fg_cmd_gate(int argc, char **argv)
                             JSON_C_TO_STRING_NOSLASHESCAPE);
         fg_strbuf sb = {0};
         fg_sb_printf(&sb, "%s\n", text);
-        write_if_changed(out, fg_sb_str(&sb), &g.diag);
+        fg_write_if_changed(out, fg_sb_str(&sb), sb.len, NULL, &g.diag);
         fg_sb_free(&sb);
     }
     json_object_put(g.manifest);
