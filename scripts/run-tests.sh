@@ -6,7 +6,7 @@ passed=0 failed=0 skipped=0 status=0
 for t in "$@"; do
     out=$("$t" --jobs 1 2>&1)
     rc=$?
-    printf '%s\n' "$out" | grep -v '^\[----\] Criterion' | grep -E '\[(FAIL|SKIP|====)\]|error|Warning|WARN|ERROR' || true
+    printf '%s\n' "$out" | grep -v '^\[----\] Criterion' | grep -E '\[(FAIL|SKIP)\]|Assertion|ERROR|runtime error' || true
     line=$(printf '%s\n' "$out" | grep 'Synthesis:' | tail -n 1)
     p=$(printf '%s' "$line" | sed -n 's/.*Passing: \([0-9]*\).*/\1/p')
     f=$(printf '%s' "$line" | sed -n 's/.*Failing: \([0-9]*\).*/\1/p')
