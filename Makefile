@@ -9,7 +9,7 @@ MAKEFLAGS += --no-builtin-rules
 CC       ?= gcc
 OPT      ?= -O2 -g
 FG_CFLAGS = -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -Igenerator -Iruntime/include
-LIBS      = -lcyaml -lyaml -ljson-c
+LIBS      = -lcyaml -lyaml -ljson-c -lm
 BUILD    ?= build
 PREFIX   ?= /usr/local
 
@@ -103,7 +103,7 @@ check-asan:
 	    scripts/run-tests.sh $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS))
 
 check-gpu:
-	@scripts/check-gpu.sh
+	@BUILD=$(BUILD) scripts/check-gpu.sh
 
 # Rewrites tests/golden/ from the current generator (after an intended change).
 update-golden: $(FUSEGEN)
@@ -111,7 +111,7 @@ update-golden: $(FUSEGEN)
 	    specs/models/llama-2-7b.yaml specs/targets/h200.yaml
 
 bench:
-	@scripts/bench.sh
+	@BUILD=$(BUILD) scripts/bench.sh
 
 clean:
 	rm -rf $(BUILD) build-asan $(GEN_OUT)/*.cu $(GEN_OUT)/*.hip $(GEN_OUT)/fg_registry.c \

@@ -1,0 +1,34 @@
+#!/bin/sh
+# GPU benchmarks: builds the harness (nvcc + a C compiler only), measures the
+# copy and read-only ceilings and every RMSNorm instance against a baseline in
+# one run, and writes bench/results/<date>-<gpu>-<commit>.json.  Without a GPU
+# it says SKIPPED, writes nothing and exits 0.  Exit status: failed checks.
+# Environment: FG_COMMIT (default: git's short HEAD, "-dirty" if the tree is
+# modified), FG_RESULTS_DIR (default bench/results), and tests/gpu/gpu-env.sh's.
+# Extra arguments go to the benchmark (e.g. --quick).
+set -u
+cd "$(dirname "$0")/.." || exit 1
+. tests/gpu/gpu-env.sh
+
+if why=$(fg_gpu_missing); then
+    echo "bench: SKIPPED — $why (no benchmark run, no results written)"
+    exit 0
+fi
+if [ -z "${FG_COMMIT:-}" ]; then
+    FG_COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+    if [ "$FG_COMMIT" != unknown ] && [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+        FG_COMMIT=$FG_COMMIT-dirty
+    fi
+fi
+export FG_COMMIT
+fg_gpu_build || exit 1
+
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 |
+      tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
+dir=${FG_RESULTS_DIR:-bench/results}
+mkdir -p "$dir" || exit 1
+out="$dir/$(date -u +%Y-%m-%d)-${gpu:-gpu}-$FG_COMMIT.json"
+"$GPU_BUILD/test_rmsnorm" --bench --kernels "$FG_KERNELS_DIR" --commit "$FG_COMMIT" --json "$out" "$@"
+rc=$?
+[ -s "$out" ] || { echo "bench: no results written"; [ $rc -eq 0 ] && rc=1; }
+exit $rc

@@ -1,0 +1,49 @@
+#!/bin/sh
+# Numeric GPU tests (tests/gpu/): builds the harness with nvcc and a C compiler
+# only, runs every test program, and ends with the plain line
+# `N passed, N failed` (`, N skipped` when any were skipped).  Exit status: the
+# number of failures (at most 255).  Without a GPU it says SKIPPED and exits 0:
+# that line is never a pass.  See tests/gpu/gpu-env.sh for the variables.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+. tests/gpu/gpu-env.sh
+
+ntests=$(echo $FG_GPU_TESTS | wc -w)
+if why=$(fg_gpu_missing); then
+    echo "check-gpu: SKIPPED — $why ($ntests GPU test programs not run: $FG_GPU_TESTS)"
+    exit 0
+fi
+fg_gpu_build || { echo "0 passed, 1 failed"; exit 1; }
+
+passed=0 failed=0 skipped=0
+for t in $FG_GPU_TESTS; do
+    echo "== $t"
+    log=$GPU_BUILD/$t.log
+    "$GPU_BUILD/$t" --kernels "$FG_KERNELS_DIR" "$@" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    if [ -z "$line" ]; then
+        echo "check-gpu: $t ended without its closing line (exit $rc): counted as 1 failure"
+        failed=$((failed + 1))
+        continue
+    fi
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+    passed=$((passed + p))
+    failed=$((failed + f))
+    skipped=$((skipped + ${s:-0}))
+    if [ "$f" -eq 0 ] && [ $rc -ne 0 ]; then
+        echo "check-gpu: $t exited $rc with no failed check: counted as 1 failure"
+        failed=$((failed + 1))
+    fi
+done
+echo "== all GPU tests"
+if [ $skipped -gt 0 ]; then
+    echo "$passed passed, $failed failed, $skipped skipped"
+else
+    echo "$passed passed, $failed failed"
+fi
+[ $failed -gt 255 ] && exit 255
+exit $failed

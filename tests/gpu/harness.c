@@ -1,0 +1,582 @@
+/* Host side of the GPU harness (see harness.h).  Plain C17 + libdl. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* ------------------------------------------------------------------ tests */
+
+static int g_passed, g_failed, g_skipped;
+static bool g_verbose;
+
+void fgh_set_verbose(bool on) { g_verbose = on; }
+
+int fgh_check_(int ok, const char *name, const char *expr, const char *file, int line,
+               const char *fmt, ...)
+{
+    if (ok) {
+        g_passed++;
+        if (g_verbose)
+            printf("ok   %s\n", name);
+        return 1;
+    }
+    g_failed++;
+    printf("FAIL %s: %s (%s:%d)", name, expr, file, line);
+    if (fmt) {
+        va_list ap;
+        va_start(ap, fmt);
+        printf(": ");
+        vprintf(fmt, ap);
+        va_end(ap);
+    }
+    printf("\n");
+    fflush(stdout);
+    return 0;
+}
+
+void fgh_skip(const char *name, const char *why)
+{
+    g_skipped++;
+    printf("SKIP %s: %s\n", name, why);
+}
+
+int fgh_failed_count(void) { return g_failed; }
+
+int fgh_summary(void)
+{
+    if (g_skipped)
+        printf("%d passed, %d failed, %d skipped\n", g_passed, g_failed, g_skipped);
+    else
+        printf("%d passed, %d failed\n", g_passed, g_failed);
+    fflush(stdout);
+    return g_failed;
+}
+
+int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line)
+{
+    if (e == cudaSuccess)
+        return 0;
+    fprintf(stderr, "%s:%d: %s: %s (%s)\n", file, line, what, cudaGetErrorString(e),
+            cudaGetErrorName(e));
+    return -1;
+}
+
+/* ---------------------------------------------------------------- dtypes */
+
+size_t fgh_dtype_size(fgh_dtype t) { return t == FGH_F32 ? 4 : 2; }
+
+const char *fgh_dtype_name(fgh_dtype t)
+{
+    return t == FGH_F32 ? "f32" : t == FGH_F16 ? "f16" : "bf16";
+}
+
+static uint32_t f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static float u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+uint16_t fgh_f32_to_f16(float f)
+{
+    const uint32_t x = f2u(f);
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    const uint32_t ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u)
+        return sign | 0x7e00u;                    /* NaN */
+    if (ax >= 0x477ff000u)
+        return sign | 0x7c00u;                    /* >= 65520 rounds to inf */
+    if (ax >= 0x38800000u) {                      /* normal: >= 2^-14 */
+        uint32_t r = ax + 0x0fffu + ((ax >> 13) & 1u);
+        r -= 0x38000000u;                         /* exponent 127 -> 15 bias */
+        return sign | (uint16_t)(r >> 13);
+    }
+    /* subnormal: m * 2^-24, m rounded to nearest even (the scaling is exact) */
+    return sign | (uint16_t)rintf(u2f(ax) * 16777216.0f);
+}
+
+float fgh_f16_to_f32(uint16_t h)
+{
+    const uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    const uint32_t e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) {
+        const float v = ldexpf((float)m, -24);
+        return sign ? -v : v;
+    }
+    if (e == 31)
+        return u2f(sign | 0x7f800000u | (m << 13));
+    return u2f(sign | ((e + 112u) << 23) | (m << 13));
+}
+
+uint16_t fgh_f32_to_bf16(float f)
+{
+    const uint32_t x = f2u(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40u);     /* quiet NaN */
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+float fgh_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
+
+float fgh_get(const void *buf, fgh_dtype t, size_t i)
+{
+    switch (t) {
+    case FGH_F32: return ((const float *)buf)[i];
+    case FGH_F16: return fgh_f16_to_f32(((const uint16_t *)buf)[i]);
+    default: return fgh_bf16_to_f32(((const uint16_t *)buf)[i]);
+    }
+}
+
+/* ----------------------------------------------------------------- inputs */
+
+uint64_t fgh_splitmix64(uint64_t z)
+{
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+float fgh_uniform(uint64_t seed, uint64_t i, float scale)
+{
+    const uint64_t z = fgh_splitmix64(seed + (i + 1) * 0x9E3779B97F4A7C15ull);
+    const float u = (float)(uint32_t)(z >> 40) * (1.0f / 8388608.0f) - 1.0f;   /* exact */
+    volatile float v = u * scale;                                                /* one rounding */
+    return v;
+}
+
+void fgh_fill_host(void *dst, fgh_dtype t, size_t n, uint64_t seed, float scale)
+{
+    for (size_t i = 0; i < n; i++) {
+        const float v = fgh_uniform(seed, i, scale);
+        switch (t) {
+        case FGH_F32: ((float *)dst)[i] = v; break;
+        case FGH_F16: ((uint16_t *)dst)[i] = fgh_f32_to_f16(v); break;
+        default: ((uint16_t *)dst)[i] = fgh_f32_to_bf16(v); break;
+        }
+    }
+}
+
+static uint64_t g_base_seed = 0x5EEDF00D2026ull, g_seed_counter;
+void fgh_set_base_seed(uint64_t seed) { g_base_seed = seed; g_seed_counter = 0; }
+uint64_t fgh_base_seed(void) { return g_base_seed; }
+uint64_t fgh_next_seed(void) { return fgh_splitmix64(g_base_seed ^ (++g_seed_counter << 20)); }
+
+/* -------------------------------------------------------------- accuracy */
+
+fgh_err fgh_compare(const void *out, fgh_dtype t, const double *ref, size_t n)
+{
+    fgh_err e = {0, 0, 0, SIZE_MAX};
+    double num = 0, den = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double o = fgh_get(out, t, i);
+        if (!isfinite(o)) {
+            if (e.nonfinite++ == 0)
+                e.first_bad = i;
+            continue;
+        }
+        const double d = o - ref[i];
+        num += d * d;
+        den += ref[i] * ref[i];
+        if (fabs(d) > e.max_abs)
+            e.max_abs = fabs(d);
+    }
+    if (e.nonfinite || !isfinite(num) || !isfinite(den))
+        e.rel_l2 = INFINITY;
+    else
+        e.rel_l2 = den > 0 ? sqrt(num / den) : sqrt(num);
+    return e;
+}
+
+size_t fgh_count_poisoned(const void *buf, fgh_dtype t, size_t n)
+{
+    const size_t es = fgh_dtype_size(t);
+    const unsigned char *b = buf;
+    size_t c = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = 0;
+        while (k < es && b[i * es + k] == FGH_POISON_BYTE)
+            k++;
+        c += k == es;
+    }
+    return c;
+}
+
+/* ------------------------------------------------------------------- stats */
+
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double fgh_median(double *v, int n)
+{
+    if (n <= 0)
+        return NAN;
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* ------------------------------------------------------- clocks and driver */
+
+typedef int (*nvml_fn_void)(void);
+typedef int (*nvml_fn_handle_str)(const char *, void **);
+typedef int (*nvml_fn_handle_idx)(unsigned, void **);
+typedef int (*nvml_fn_clock)(void *, int, unsigned *);
+typedef int (*nvml_fn_drv)(char *, unsigned);
+
+static struct {
+    int tried, ok;
+    void *dev;
+    nvml_fn_clock clock;
+    nvml_fn_drv drv;
+    char bus[32];
+    int ordinal;
+} g_nvml;
+
+static void nvml_open(void)
+{
+    if (g_nvml.tried)
+        return;
+    g_nvml.tried = 1;
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return;
+    nvml_fn_void init = (nvml_fn_void)dlsym(h, "nvmlInit_v2");
+    nvml_fn_handle_str by_bus = (nvml_fn_handle_str)dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+    nvml_fn_handle_idx by_idx = (nvml_fn_handle_idx)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+    g_nvml.clock = (nvml_fn_clock)dlsym(h, "nvmlDeviceGetClockInfo");
+    g_nvml.drv = (nvml_fn_drv)dlsym(h, "nvmlSystemGetDriverVersion");
+    if (!init || !g_nvml.clock || init() != 0)
+        return;
+    if (!(by_bus && g_nvml.bus[0] && by_bus(g_nvml.bus, &g_nvml.dev) == 0) &&
+        !(by_idx && by_idx((unsigned)g_nvml.ordinal, &g_nvml.dev) == 0))
+        return;
+    g_nvml.ok = 1;
+}
+
+static int smi_query(const char *field)
+{
+    char cmd[256], line[128];
+    snprintf(cmd, sizeof cmd, "nvidia-smi --query-gpu=%s --format=csv,noheader,nounits%s%s 2>/dev/null",
+             field, g_nvml.bus[0] ? " -i " : "", g_nvml.bus);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    int v = -1;
+    if (fgets(line, sizeof line, p))
+        v = atoi(line) > 0 ? atoi(line) : -1;
+    pclose(p);
+    return v;
+}
+
+static const char *g_clock_source = "none";
+
+static int clock_read(int which /* 1 sm, 2 mem */)
+{
+    nvml_open();
+    if (g_nvml.ok) {
+        unsigned mhz = 0;
+        if (g_nvml.clock(g_nvml.dev, which, &mhz) == 0) {
+            g_clock_source = "nvml";
+            return (int)mhz;
+        }
+    }
+    int v = smi_query(which == 1 ? "clocks.sm" : "clocks.mem");
+    if (v > 0)
+        g_clock_source = "nvidia-smi";
+    return v;
+}
+
+int fgh_clock_sm_mhz(void) { return clock_read(1); }
+int fgh_clock_mem_mhz(void) { return clock_read(2); }
+
+#define MAX_CLOCK_SAMPLES 65536
+static int g_clock[MAX_CLOCK_SAMPLES], g_nclock;
+
+int fgh_clock_sample(void)
+{
+    const int v = fgh_clock_sm_mhz();
+    if (v > 0 && g_nclock < MAX_CLOCK_SAMPLES)
+        g_clock[g_nclock++] = v;
+    return v;
+}
+
+fgh_clock_stats fgh_clock_summary(void)
+{
+    fgh_clock_stats s = {g_nclock, -1, -1, -1, g_clock_source};
+    if (!g_nclock)
+        return s;
+    double *v = malloc(sizeof *v * (size_t)g_nclock);
+    if (!v)
+        return s;
+    for (int i = 0; i < g_nclock; i++)
+        v[i] = g_clock[i];
+    s.median = (int)fgh_median(v, g_nclock);
+    s.min = (int)v[0];
+    s.max = (int)v[g_nclock - 1];
+    free(v);
+    return s;
+}
+
+int fgh_device_open(int ordinal, fgh_device *d)
+{
+    memset(d, 0, sizeof *d);
+    d->ordinal = ordinal;
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess || n <= ordinal) {
+        fprintf(stderr, "no CUDA device %d (%s)\n", ordinal,
+                e != cudaSuccess ? cudaGetErrorString(e) : "not enough devices");
+        return -1;
+    }
+    if (!fgh_ok(cudaSetDevice(ordinal)) || !fgh_ok(cudaFree(0)))
+        return -1;
+    struct cudaDeviceProp p;
+    if (!fgh_ok(cudaGetDeviceProperties(&p, ordinal)))
+        return -1;
+    snprintf(d->name, sizeof d->name, "%s", p.name);
+    d->sms = p.multiProcessorCount;
+    d->cc_major = p.major;
+    d->cc_minor = p.minor;
+    d->l2_bytes = (size_t)p.l2CacheSize;
+    d->global_mem = p.totalGlobalMem;
+    cudaDriverGetVersion(&d->driver_version);
+    cudaRuntimeGetVersion(&d->runtime_version);
+    cudaDeviceGetPCIBusId(d->pci_bus_id, sizeof d->pci_bus_id, ordinal);
+    snprintf(g_nvml.bus, sizeof g_nvml.bus, "%s", d->pci_bus_id);
+    g_nvml.ordinal = ordinal;
+    nvml_open();
+    snprintf(d->driver, sizeof d->driver, "unknown");
+    if (g_nvml.ok && g_nvml.drv && g_nvml.drv(d->driver, sizeof d->driver) == 0) {
+        /* got it */
+    } else {
+        FILE *p2 = popen("nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null", "r");
+        char line[64];
+        if (p2 && fgets(line, sizeof line, p2)) {
+            line[strcspn(line, "\r\n")] = 0;
+            if (line[0])
+                snprintf(d->driver, sizeof d->driver, "%s", line);
+        }
+        if (p2)
+            pclose(p2);
+    }
+    return 0;
+}
+
+/* -------------------------------------------------------------------- JSON */
+
+void fgh_json_init(fgh_json *j, FILE *f)
+{
+    memset(j, 0, sizeof *j);
+    j->f = f;
+    j->first[0] = true;
+}
+
+static void json_indent(fgh_json *j)
+{
+    fputc('\n', j->f);
+    for (int i = 0; i < j->depth; i++)
+        fputs("  ", j->f);
+}
+
+static void json_escape(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; s && *s; s++) {
+        const unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c == '\n')
+            fputs("\\n", f);
+        else if (c == '\t')
+            fputs("\\t", f);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_key(fgh_json *j, const char *key)
+{
+    if (j->depth > 0) {
+        if (!j->first[j->depth])
+            fputc(',', j->f);
+        json_indent(j);
+    }
+    j->first[j->depth] = false;
+    if (key && j->depth > 0 && !j->in_array[j->depth]) {
+        json_escape(j->f, key);
+        fputs(": ", j->f);
+    }
+}
+
+static void json_open(fgh_json *j, const char *key, char c, bool arr)
+{
+    json_key(j, key);
+    fputc(c, j->f);
+    j->depth++;
+    j->first[j->depth] = true;
+    j->in_array[j->depth] = arr;
+}
+
+static void json_close(fgh_json *j, char c)
+{
+    const bool empty = j->first[j->depth];
+    j->depth--;
+    if (!empty)
+        json_indent(j);
+    fputc(c, j->f);
+    if (j->depth == 0)
+        fputc('\n', j->f);
+}
+
+void fgh_json_obj_begin(fgh_json *j, const char *key) { json_open(j, key, '{', false); }
+void fgh_json_obj_end(fgh_json *j) { json_close(j, '}'); }
+void fgh_json_arr_begin(fgh_json *j, const char *key) { json_open(j, key, '[', true); }
+void fgh_json_arr_end(fgh_json *j) { json_close(j, ']'); }
+
+void fgh_json_str(fgh_json *j, const char *key, const char *v)
+{
+    json_key(j, key);
+    if (v)
+        json_escape(j->f, v);
+    else
+        fputs("null", j->f);
+}
+
+void fgh_json_num(fgh_json *j, const char *key, double v)
+{
+    json_key(j, key);
+    if (isfinite(v) && v == floor(v) && fabs(v) < 9007199254740992.0)
+        fprintf(j->f, "%.0f", v);   /* whole numbers (bytes, FLOPs) exactly */
+    else if (isfinite(v))
+        fprintf(j->f, "%.6g", v);
+    else
+        fputs("null", j->f);
+}
+
+void fgh_json_int(fgh_json *j, const char *key, long long v)
+{
+    json_key(j, key);
+    fprintf(j->f, "%lld", v);
+}
+
+void fgh_json_bool(fgh_json *j, const char *key, bool v)
+{
+    json_key(j, key);
+    fputs(v ? "true" : "false", j->f);
+}
+
+void fgh_json_null(fgh_json *j, const char *key)
+{
+    json_key(j, key);
+    fputs("null", j->f);
+}
+
+void fgh_json_timing(fgh_json *j, const char *key, const fgh_timing *t)
+{
+    fgh_json_obj_begin(j, key);
+    fgh_json_num(j, "median", t->med_us);
+    fgh_json_num(j, "min", t->min_us);
+    fgh_json_num(j, "max", t->max_us);
+    fgh_json_int(j, "reps", t->reps);
+    fgh_json_int(j, "launches_per_graph", t->launches);
+    if (t->sm_clock_mhz > 0)
+        fgh_json_int(j, "sm_clock_mhz", t->sm_clock_mhz);
+    else
+        fgh_json_null(j, "sm_clock_mhz");
+    fgh_json_obj_end(j);
+}
+
+void fgh_utc_now(char *buf, size_t n)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const char *tool)
+{
+    char date[32];
+    fgh_utc_now(date, sizeof date);
+    fgh_json_str(j, "schema", "fusegen-bench/1");
+    fgh_json_str(j, "tool", tool);
+    fgh_json_str(j, "date_utc", date);
+    fgh_json_str(j, "commit", commit && commit[0] ? commit : "unknown");
+    fgh_json_obj_begin(j, "gpu");
+    fgh_json_str(j, "name", d->name);
+    fgh_json_str(j, "pci_bus_id", d->pci_bus_id);
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", d->cc_major, d->cc_minor);
+    fgh_json_str(j, "compute_capability", cc);
+    fgh_json_int(j, "sms", d->sms);
+    fgh_json_int(j, "l2_bytes", (long long)d->l2_bytes);
+    fgh_json_int(j, "global_mem_bytes", (long long)d->global_mem);
+    fgh_json_str(j, "driver", d->driver);
+    fgh_json_int(j, "cuda_driver_api", d->driver_version);
+    fgh_json_int(j, "cuda_runtime", d->runtime_version);
+    fgh_json_obj_end(j);
+}
+
+void fgh_json_ceilings(fgh_json *j, const fgh_ceilings *c)
+{
+    fgh_json_obj_begin(j, "ceilings");
+    fgh_json_int(j, "buffer_bytes", (long long)c->bytes);
+    fgh_json_num(j, "copy_gbps", c->copy_gbps);
+    fgh_json_num(j, "read_gbps", c->read_gbps);
+    fgh_json_num(j, "best_gbps", c->best_gbps);
+    fgh_json_str(j, "copy_method", "device-to-device copy of buffer_bytes, bytes = read + written; "
+                                   "copy_gbps is the best variant");
+    fgh_json_arr_begin(j, "copy_variants");
+    for (int i = 0; i < c->ncopy; i++) {
+        fgh_json_obj_begin(j, NULL);
+        fgh_json_str(j, "name", c->copy[i].name);
+        fgh_json_int(j, "bytes", (long long)(2 * c->bytes));
+        fgh_json_num(j, "gbps", c->copy[i].gbps);
+        fgh_json_timing(j, "us", &c->copy[i].t);
+        fgh_json_obj_end(j);
+    }
+    fgh_json_arr_end(j);
+    fgh_json_arr_begin(j, "read_variants");
+    for (int i = 0; i < c->nread; i++) {
+        fgh_json_obj_begin(j, NULL);
+        fgh_json_str(j, "name", c->read[i].name);
+        fgh_json_int(j, "bytes", (long long)c->bytes);
+        fgh_json_num(j, "gbps", c->read[i].gbps);
+        fgh_json_timing(j, "us", &c->read[i].t);
+        fgh_json_obj_end(j);
+    }
+    fgh_json_arr_end(j);
+    fgh_json_obj_end(j);
+}
+
+void fgh_json_clocks(fgh_json *j)
+{
+    const fgh_clock_stats s = fgh_clock_summary();
+    fgh_json_obj_begin(j, "sm_clock_mhz");
+    fgh_json_str(j, "source", s.source);
+    fgh_json_str(j, "when", "read while timed work ran (clocks not locked)");
+    fgh_json_int(j, "samples", s.samples);
+    if (s.samples) {
+        fgh_json_int(j, "median", s.median);
+        fgh_json_int(j, "min", s.min);
+        fgh_json_int(j, "max", s.max);
+    }
+    fgh_json_obj_end(j);
+}

@@ -1,0 +1,222 @@
+/* fusegen GPU harness: checks and timings shared by every kernel family.
+ *
+ * Plain C17 + the CUDA runtime API; no Debian packages (no YAML, JSON or test
+ * libraries): it must build with nvcc and a C compiler alone.
+ *
+ *   harness.c       host side: test registry, counter-based inputs, f16/bf16
+ *                   conversions, relative L2 error, statistics, GPU clock and
+ *                   driver (NVML by dlopen, nvidia-smi as fallback), JSON.
+ *   harness_cuda.cu device side: input generation and poisoning on the GPU,
+ *                   the copy and read-only ceilings, CUDA-graph timing.
+ *
+ * Conventions: every function that talks to the GPU returns 0 on success and
+ * a negative value after printing what failed (file:line, the CUDA error);
+ * tests turn that into a failed CHECK.  Nothing here aborts. */
+#ifndef FG_GPU_HARNESS_H
+#define FG_GPU_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ tests */
+
+/* CHECK(name, cond): records one pass or failure; on failure prints the name,
+ * the condition text and the place.  Returns cond, so a test can stop early:
+ *     if (!CHECK("alloc", fgh_ok(cudaMalloc(...)))) return;
+ * CHECKF adds a printf-style detail line on failure. */
+#define CHECK(name, cond) fgh_check_((cond) ? 1 : 0, (name), #cond, __FILE__, __LINE__, NULL)
+#define CHECKF(name, cond, ...) \
+    fgh_check_((cond) ? 1 : 0, (name), #cond, __FILE__, __LINE__, __VA_ARGS__)
+int fgh_check_(int ok, const char *name, const char *expr, const char *file, int line,
+               const char *fmt, ...);
+/* A check that could not run here (e.g. no image for this GPU); counted apart. */
+void fgh_skip(const char *name, const char *why);
+/* With verbose on, passing checks are printed too (`--verbose`). */
+void fgh_set_verbose(bool on);
+/* Prints the closing line `N passed, N failed` (`, N skipped` when any were
+ * skipped) and returns the number of failures (0..INT_MAX). */
+int fgh_summary(void);
+int fgh_failed_count(void);
+
+/* ---------------------------------------------------------------- dtypes */
+
+typedef enum { FGH_F32, FGH_F16, FGH_BF16 } fgh_dtype;
+size_t fgh_dtype_size(fgh_dtype t);
+const char *fgh_dtype_name(fgh_dtype t);
+/* Round-to-nearest-even conversions, identical to __float2half_rn /
+ * __float2bfloat16_rn (subnormals, overflow to inf, NaN kept). */
+uint16_t fgh_f32_to_f16(float f);
+float fgh_f16_to_f32(uint16_t h);
+uint16_t fgh_f32_to_bf16(float f);
+float fgh_bf16_to_f32(uint16_t h);
+/* Element i of a host buffer of dtype t, as float. */
+float fgh_get(const void *buf, fgh_dtype t, size_t i);
+
+/* ----------------------------------------------------------------- inputs */
+
+/* Counter-based generator: element i of stream `seed` is
+ *     z = splitmix64(seed + (i + 1) * 0x9E3779B97F4A7C15)
+ *     u = (float)(z >> 40) * 2^-23 - 1        exactly, in [-1, 1)
+ *     v = u * scale                           one fp32 rounding
+ * then rounded once to the storage type.  The device fill produces the same
+ * bits (checked by the harness self-test). */
+uint64_t fgh_splitmix64(uint64_t x);
+float fgh_uniform(uint64_t seed, uint64_t i, float scale);
+void fgh_fill_host(void *dst, fgh_dtype t, size_t n, uint64_t seed, float scale);
+/* Same values, made on the device into device memory (async on stream). */
+int fgh_fill_device(void *dptr, fgh_dtype t, size_t n, uint64_t seed, float scale,
+                    cudaStream_t s);
+/* A fresh seed for every check: a counter mixed with the run's base seed. */
+void fgh_set_base_seed(uint64_t seed);
+uint64_t fgh_base_seed(void);
+uint64_t fgh_next_seed(void);
+
+/* Poison: 0xFF bytes, a NaN in f16, bf16 and f32, so an unwritten element can
+ * never pass.  fgh_poison_device is async on the stream. */
+#define FGH_POISON_BYTE 0xFF
+int fgh_poison_device(void *dptr, size_t bytes, cudaStream_t s);
+
+/* -------------------------------------------------------------- accuracy */
+
+typedef struct fgh_err {
+    double rel_l2;        /* ||out - ref|| / ||ref||; +inf if anything is non-finite */
+    double max_abs;       /* largest |out - ref| over finite elements */
+    size_t nonfinite;     /* NaN/inf elements of out (unwritten ones are NaN) */
+    size_t first_bad;     /* index of the first non-finite element, or SIZE_MAX */
+} fgh_err;
+/* out: host copy of a device output of dtype t; ref: double reference. */
+fgh_err fgh_compare(const void *out, fgh_dtype t, const double *ref, size_t n);
+/* Bytes of buf equal to the poison pattern in whole elements (unwritten). */
+size_t fgh_count_poisoned(const void *buf, fgh_dtype t, size_t n);
+
+/* ------------------------------------------------------------------ device */
+
+typedef struct fgh_device {
+    int ordinal;
+    char name[256];
+    char pci_bus_id[32];
+    int sms, cc_major, cc_minor;
+    size_t l2_bytes, global_mem;
+    int driver_version, runtime_version;   /* CUDA versions, e.g. 13000 */
+    char driver[64];                       /* kernel driver, e.g. 580.159.04 */
+} fgh_device;
+/* Sets the device, creates its primary context, fills d.  Returns -1 with a
+ * message if there is no usable device. */
+int fgh_device_open(int ordinal, fgh_device *d);
+
+/* SM and memory clock in MHz right now (NVML via dlopen of libnvidia-ml.so.1,
+ * else nvidia-smi).  Returns -1 if neither works. */
+int fgh_clock_sm_mhz(void);
+int fgh_clock_mem_mhz(void);
+/* Every clock reading taken during the run (by fgh_time_graph and the
+ * ceilings), for the results file. */
+typedef struct fgh_clock_stats {
+    int samples, min, median, max;
+    const char *source;                    /* "nvml", "nvidia-smi" or "none" */
+} fgh_clock_stats;
+fgh_clock_stats fgh_clock_summary(void);
+int fgh_clock_sample(void);                /* reads, records and returns one */
+
+/* ------------------------------------------------------------------ timing */
+
+/* Enqueues launch number `i` (0-based) of a timed graph on stream s; the
+ * callee picks its buffer set, usually i % nsets. */
+typedef void (*fgh_enqueue_fn)(void *ctx, int i, cudaStream_t s);
+
+typedef struct fgh_timing {
+    double med_us, min_us, max_us;   /* per launch: graph replay time / launches */
+    int reps, launches;
+    int sm_clock_mhz;                /* median reading taken while it ran, -1 if none */
+} fgh_timing;
+
+/* Buffer sets needed so a set is reused only after >= 2 x L2 bytes of other
+ * traffic: 1 + ceil(2 * l2 / bytes_per_launch). */
+int fgh_rotation_sets(size_t bytes_per_launch, size_t l2_bytes);
+
+/* Captures `launches` calls of fn into one CUDA graph, replays it twice to warm
+ * up, then `reps` times back to back (events between replays), and reports
+ * per-launch times (replay / launches; launch gaps included).  Reads the SM
+ * clock while the replays run. */
+int fgh_time_graph(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int launches, int reps,
+                   fgh_timing *out);
+
+/* The same measurement without a graph: each rep enqueues fn `launches` times
+ * directly on the stream between two events (for work a graph changes, such
+ * as memcpy nodes, which may go to the copy engines). */
+int fgh_time_stream(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int launches, int reps,
+                    fgh_timing *out);
+
+/* The policy used by benchmarks: launches = a multiple of nsets (>= 32) long
+ * enough that one replay takes >= target_ms (at most max_launches, but never
+ * fewer than nsets), reps >= 5. */
+int fgh_bench(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int nsets, double target_ms,
+              int reps, fgh_timing *out);
+
+/* ---------------------------------------------------------------- ceilings */
+
+typedef struct fgh_ceiling_variant {
+    char name[64];
+    double gbps;
+    fgh_timing t;
+} fgh_ceiling_variant;
+
+typedef struct fgh_ceilings {
+    size_t bytes;               /* buffer size (>= 1 GiB) */
+    double copy_gbps;           /* best D2D copy variant: 2 x bytes / time */
+    int ncopy;                  /* cudaMemcpyAsync on a stream, in a graph; a copy kernel */
+    fgh_ceiling_variant copy[4];
+    double read_gbps;           /* best read-only streaming variant: bytes / time */
+    int nread;
+    fgh_ceiling_variant read[8];
+    double best_gbps;           /* max(copy, read): the ceiling fractions use this */
+} fgh_ceilings;
+int fgh_measure_ceilings(cudaStream_t s, size_t bytes, fgh_ceilings *c);
+
+/* ------------------------------------------------------------------- stats */
+
+double fgh_median(double *v, int n);   /* sorts v */
+/* The first error of a CUDA call, printed with the place; 0 / -1. */
+int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
+#define fgh_ok(call) (fgh_cuda_ok_((call), #call, __FILE__, __LINE__) == 0)
+
+/* -------------------------------------------------------------------- JSON */
+
+/* A small streaming writer: it tracks nesting and commas.  Keys are ignored
+ * inside arrays (pass NULL). */
+typedef struct fgh_json {
+    FILE *f;
+    int depth;
+    bool first[32];
+    bool in_array[32];
+} fgh_json;
+void fgh_json_init(fgh_json *j, FILE *f);
+void fgh_json_obj_begin(fgh_json *j, const char *key);
+void fgh_json_obj_end(fgh_json *j);
+void fgh_json_arr_begin(fgh_json *j, const char *key);
+void fgh_json_arr_end(fgh_json *j);
+void fgh_json_str(fgh_json *j, const char *key, const char *v);
+void fgh_json_num(fgh_json *j, const char *key, double v);   /* non-finite -> null */
+void fgh_json_int(fgh_json *j, const char *key, long long v);
+void fgh_json_bool(fgh_json *j, const char *key, bool v);
+void fgh_json_null(fgh_json *j, const char *key);
+void fgh_json_timing(fgh_json *j, const char *key, const fgh_timing *t);
+/* The header every results file starts with: schema, date (UTC), commit, GPU,
+ * clocks summary is written by fgh_json_footer. */
+void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const char *tool);
+void fgh_json_ceilings(fgh_json *j, const fgh_ceilings *c);
+void fgh_json_clocks(fgh_json *j);
+void fgh_utc_now(char *buf, size_t n);   /* 2026-11-20T12:34:56Z */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
