@@ -24,7 +24,7 @@ SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targe
 GEN_OUT   ?= generated
 
 .PHONY: all run check deps generate kernels kernels-ci test check-asan check-gpu bench \
-        clean help install update-golden
+        clean help install update-golden runtime example
 
 all: kernels
 
@@ -40,6 +40,9 @@ help:
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
 	@echo "make check-gpu   numeric GPU tests (skipped, and said so, without a GPU)"
 	@echo "make bench       GPU benchmarks into bench/results (needs a GPU)"
+	@echo "make runtime     libfgrt (static and shared)"
+	@echo "make example     build and run examples/downstream (reports a missing GPU)"
+	@echo "make install     PREFIX=... bin, lib, include, share/fusegen, pkg-config"
 
 # ---- the README's two commands ----
 
@@ -93,6 +96,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 test: $(TEST_BINS) $(FUSEGEN)
 	@$(MAKE) --no-print-directory kernels-ci
+	@$(MAKE) --no-print-directory example
 	@scripts/run-tests.sh $(TEST_BINS)
 
 check-asan:
@@ -114,7 +118,59 @@ bench:
 	@BUILD=$(BUILD) scripts/bench.sh
 
 clean:
-	rm -rf $(BUILD) build-asan $(GEN_OUT)/*.cu $(GEN_OUT)/*.hip $(GEN_OUT)/fg_registry.c \
+	rm -rf $(BUILD) build-asan examples/downstream/build $(GEN_OUT)/*.cu $(GEN_OUT)/*.hip $(GEN_OUT)/fg_registry.c \
 	    $(GEN_OUT)/manifest.json
+
+# ---- runtime: libfgrt (C17; CUDA headers only, the driver is dlopen'ed) ----
+CUDA_HOME ?= /usr/local/cuda
+RT_SRCS   := $(sort $(wildcard runtime/src/*.c))
+RT_OBJS   := $(RT_SRCS:%.c=$(BUILD)/obj/%.o)
+RT_CFLAGS  = -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -MMD -MP -fPIC -fvisibility=hidden \
+             -Iruntime/include -Iruntime/src -I$(CUDA_HOME)/include
+
+# More specific than $(BUILD)/obj/%.o (GNU make prefers the shorter stem).
+$(BUILD)/obj/runtime/%.o: runtime/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(RT_CFLAGS) $(OPT) $(EXTRA_CFLAGS) -c $< -o $@
+
+$(BUILD)/libfgrt.a: $(RT_OBJS)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libfgrt.so: $(RT_OBJS)
+	$(CC) -shared -Wl,-soname,libfgrt.so -Wl,--no-undefined $(OPT) $(EXTRA_CFLAGS) -o $@ $^ -ldl
+
+runtime: $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
+
+# test_runtime links libfgrt (not libfusegen) and drives it through a fake
+# driver declared in runtime/src/internal.h.  An explicit rule beats the pattern.
+$(BUILD)/tests/test_runtime: tests/unit/test_runtime.c $(BUILD)/libfgrt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) -Iruntime/src $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< \
+	    $(BUILD)/libfgrt.a -ldl -lcriterion
+
+# The downstream example as CI builds it from a clean clone (fusegen.mk runs this
+# Makefile for build/fusegen and build/libfgrt.a).  Without a GPU the demo says so, exit 0.
+example: $(FUSEGEN) $(BUILD)/libfgrt.a
+	@$(MAKE) --no-print-directory -C examples/downstream
+	examples/downstream/build/demo
+
+# ---- install ----
+VERSION := $(shell sed -n 's/^\#define FG_VERSION "\(.*\)"/\1/p' generator/emit.h)
+SHARE    = $(DESTDIR)$(PREFIX)/share/fusegen
+
+install: $(FUSEGEN) $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(SHARE)/templates $(SHARE)/scripts $(SHARE)/targets
+	install -m 755 $(FUSEGEN) $(DESTDIR)$(PREFIX)/bin/fusegen
+	install -m 644 $(BUILD)/libfgrt.a $(DESTDIR)$(PREFIX)/lib/libfgrt.a
+	install -m 755 $(BUILD)/libfgrt.so $(DESTDIR)$(PREFIX)/lib/libfgrt.so
+	install -m 644 runtime/include/fgrt.h runtime/include/fg_registry.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 templates/* $(SHARE)/templates/
+	install -m 644 specs/targets/*.yaml $(SHARE)/targets/
+	install -m 755 scripts/hip-devlibs.sh $(SHARE)/scripts/
+	install -m 644 fusegen.mk $(SHARE)/fusegen.mk
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' fusegen.pc.in \
+	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fusegen.pc
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)

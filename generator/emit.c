@@ -79,14 +79,17 @@ static int emit_kernel(const fg_emit_ctx *c, const fg_instance *in, fg_strbuf *s
     if (rc)
         return rc;
 
-    fg_tmpl_value vals[FG_MAX_PARAMS + 1];
+    fg_tmpl_value vals[FG_MAX_PARAMS + FG_MAX_TEXT_PARAMS + 1];
     char nums[FG_MAX_PARAMS][24];
-    vals[0] = (fg_tmpl_value){"NAME", in->name};
+    size_t n = 0;
+    vals[n++] = (fg_tmpl_value){"NAME", in->name};
     for (unsigned i = 0; i < in->nparams; i++) {
         snprintf(nums[i], sizeof nums[i], "%lld", in->params[i].value);
-        vals[i + 1] = (fg_tmpl_value){in->params[i].key, nums[i]};
+        vals[n++] = (fg_tmpl_value){in->params[i].key, nums[i]};
     }
-    return fg_tmpl_render(c->template_dir, in->template_name, vals, in->nparams + 1, sb, d);
+    for (unsigned i = 0; i < in->ntexts; i++)
+        vals[n++] = (fg_tmpl_value){in->text_keys[i], fg_sb_str(&in->text_values[i])};
+    return fg_tmpl_render(c->template_dir, in->template_name, vals, n, sb, d);
 }
 
 static const char *registry_arch(fg_arch a)
@@ -113,15 +116,23 @@ static void emit_registry(const fg_plan_set *set, fg_strbuf *sb)
     for (size_t i = 0; i < set->count; i++) {
         const fg_instance *in = &set->items[i];
         const fg_launch *l = &in->launch;
-        fg_sb_printf(sb, "    {\n        .name = \"%s\",\n        .op = \"%s\",\n", in->name,
-                     in->op);
+        fg_sb_printf(sb,
+                     "    {\n        .name = \"%s\",\n        .family = \"%s\",\n"
+                     "        .op = \"%s\",\n",
+                     in->name, in->family, in->op);
         fg_sb_printf(sb, "        .arch = %s,\n        .dtype = %s,\n",
                      registry_arch(in->target->arch),
                      in->dtype == FG_DT_F16 ? "FG_REG_F16" : "FG_REG_BF16");
         fg_sb_printf(sb, "        .ndims = %u,\n        .dims = {", in->nkey_params);
         for (unsigned k = 0; k < in->nkey_params; k++)
             fg_sb_printf(sb, "%s%lld", k ? ", " : "", in->params[k].value);
-        fg_sb_printf(sb, "},\n        .grid_rule = FG_REG_GRID_ROWS,\n");
+        /* .match left out: every key dim is exact (FG_REG_MATCH_EXACT is 0). */
+        if (l->grid == FG_GRID_FIXED)
+            fg_sb_printf(sb, "},\n        .grid_rule = FG_REG_GRID_FIXED,\n"
+                             "        .grid = {%u, %u, %u},\n",
+                         l->grid_dims[0], l->grid_dims[1], l->grid_dims[2]);
+        else
+            fg_sb_printf(sb, "},\n        .grid_rule = FG_REG_GRID_ROWS,\n");
         fg_sb_printf(sb, "        .block = {%u, %u, %u},\n        .cluster = {%u, %u, %u},\n",
                      l->block[0], l->block[1], l->block[2], l->cluster[0], l->cluster[1],
                      l->cluster[2]);
@@ -129,6 +140,13 @@ static void emit_registry(const fg_plan_set *set, fg_strbuf *sb)
                      "        .nonportable_cluster = %d,\n        .cooperative = %d,\n"
                      "        .dynamic_smem = %u,\n",
                      l->nonportable_cluster, l->cooperative, l->dynamic_smem);
+        /* Zero is the default of these three: written only when set. */
+        if (in->workspace_bytes)
+            fg_sb_printf(sb, "        .workspace_bytes = %u,\n", in->workspace_bytes);
+        if (in->counter_count)
+            fg_sb_printf(sb, "        .counter_count = %u,\n", in->counter_count);
+        if (in->priority)
+            fg_sb_printf(sb, "        .priority = %d,\n", in->priority);
         fg_sb_printf(sb, "        .image = fg_image_%s,\n        .image_size = &fg_image_%s_size,\n"
                          "    },\n",
                      in->name, in->name);
@@ -183,7 +201,10 @@ static json_object *instance_json(const fg_instance *in)
 
     const fg_launch *l = &in->launch;
     json_object *launch = json_object_new_object();
-    json_object_object_add(launch, "grid", json_object_new_string("rows"));
+    if (l->grid == FG_GRID_ROWS)
+        json_object_object_add(launch, "grid", json_object_new_string("rows"));
+    else
+        json_object_object_add(launch, "grid", uint3(l->grid_dims));
     json_object_object_add(launch, "block", uint3(l->block));
     json_object_object_add(launch, "cluster", uint3(l->cluster));
     json_object_object_add(launch, "nonportable_cluster",
@@ -191,6 +212,9 @@ static json_object *instance_json(const fg_instance *in)
     json_object_object_add(launch, "cooperative", json_object_new_boolean(l->cooperative));
     json_object_object_add(launch, "dynamic_smem", json_object_new_int64(l->dynamic_smem));
     json_object_object_add(o, "launch", launch);
+    json_object_object_add(o, "workspace_bytes", json_object_new_int64(in->workspace_bytes));
+    json_object_object_add(o, "counters", json_object_new_int64(in->counter_count));
+    json_object_object_add(o, "priority", json_object_new_int64(in->priority));
 
     json_object *reasons = json_object_new_array();
     const char *r = fg_sb_str(&in->reasons);

@@ -67,3 +67,20 @@ const char *fg_instance_ext(const fg_instance *in)
 {
     return fg_arch_is_amd(in->target->arch) ? "hip" : "cu";
 }
+
+fg_strbuf *fg_instance_add_text(fg_instance *in, const char *key)
+{
+    if (in->ntexts == FG_MAX_TEXT_PARAMS)
+        return NULL;
+    in->text_keys[in->ntexts] = key;
+    in->text_values[in->ntexts] = (fg_strbuf){0};
+    return &in->text_values[in->ntexts++];
+}
+
+void fg_instance_free(fg_instance *in)
+{
+    fg_sb_free(&in->reasons);
+    for (unsigned i = 0; i < in->ntexts; i++)
+        fg_sb_free(&in->text_values[i]);
+    in->ntexts = 0;
+}

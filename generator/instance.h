@@ -14,6 +14,7 @@
 #define FG_NAME_LIMIT 120
 #define FG_MAX_PARAMS 24
 #define FG_MAX_SPECS_PER_INSTANCE 16
+#define FG_MAX_TEXT_PARAMS 4
 
 /* Forms `<family>_<arch>_<dtypes>_<dims>[_<variant>]`; empty parts are left
  * out.  Over FG_NAME_LIMIT characters, a readable prefix is kept and an
@@ -29,10 +30,14 @@ typedef struct fg_param {
     long long value;
 } fg_param;
 
-typedef enum { FG_GRID_ROWS } fg_grid_rule;   /* grid.x = rows of the call */
+typedef enum {
+    FG_GRID_ROWS,   /* grid.x = rows of the call */
+    FG_GRID_FIXED,  /* grid = fg_launch.grid_dims */
+} fg_grid_rule;
 
 typedef struct fg_launch {
     fg_grid_rule grid;
+    unsigned grid_dims[3];     /* FG_GRID_FIXED */
     unsigned block[3];
     unsigned cluster[3];
     bool nonportable_cluster;
@@ -50,7 +55,13 @@ typedef struct fg_instance {
     fg_param params[FG_MAX_PARAMS];
     unsigned nparams;
     unsigned nkey_params;      /* the first ones: dims a call must match (registry guard) */
+    const char *text_keys[FG_MAX_TEXT_PARAMS]; /* placeholders with text values */
+    fg_strbuf text_values[FG_MAX_TEXT_PARAMS];
+    unsigned ntexts;
     fg_launch launch;
+    unsigned workspace_bytes;  /* fp32 workspace the binding owns, zeroed once */
+    unsigned counter_count;    /* arrival counters the binding owns, zeroed once */
+    int priority;              /* higher: preferred by lookup among equal keys */
     char path_key[64];         /* instances with equal keys share one code path */
     fg_strbuf reasons;         /* one line per decision, for `explain` */
     const char *specs[FG_MAX_SPECS_PER_INSTANCE]; /* model and target spec paths */
@@ -61,6 +72,9 @@ typedef struct fg_instance {
 
 void fg_instance_add_param(fg_instance *in, const char *key, long long value);
 long long fg_instance_param(const fg_instance *in, const char *key); /* -1 if absent */
+/* A placeholder whose value is text (tables, literals); returns its buffer. */
+fg_strbuf *fg_instance_add_text(fg_instance *in, const char *key);
+void fg_instance_free(fg_instance *in);
 const char *fg_instance_ext(const fg_instance *in); /* "cu" or "hip" */
 
 #endif

@@ -285,7 +285,8 @@ static void print_resources(json_object *res_root, const char *name)
     printf("  resources: not measured (run `make kernels`)\n");
 }
 
-static void explain(const loaded *l, const fg_plan_set *set, json_object *res_root)
+static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *set,
+                    json_object *res_root)
 {
     for (size_t i = 0; i < set->count; i++) {
         const fg_instance *in = &set->items[i];
@@ -305,8 +306,14 @@ static void explain(const loaded *l, const fg_plan_set *set, json_object *res_ro
         for (unsigned k = 0; k < in->nparams; k++)
             printf(" %s=%lld", in->params[k].key, in->params[k].value);
         const fg_launch *la = &in->launch;
-        printf("\n  launch: grid=rows block=(%u,%u,%u) cluster=(%u,%u,%u) dynamic_smem=%u%s%s\n",
-               la->block[0], la->block[1], la->block[2], la->cluster[0], la->cluster[1],
+        char grid[48];
+        if (la->grid == FG_GRID_ROWS)
+            snprintf(grid, sizeof grid, "rows");
+        else
+            snprintf(grid, sizeof grid, "(%u,%u,%u)", la->grid_dims[0], la->grid_dims[1],
+                     la->grid_dims[2]);
+        printf("\n  launch: grid=%s block=(%u,%u,%u) cluster=(%u,%u,%u) dynamic_smem=%u%s%s\n",
+               grid, la->block[0], la->block[1], la->block[2], la->cluster[0], la->cluster[1],
                la->cluster[2], la->dynamic_smem, la->cooperative ? " cooperative" : "",
                la->nonportable_cluster ? " nonportable-cluster" : "");
         printf("  why:\n");
@@ -318,6 +325,22 @@ static void explain(const loaded *l, const fg_plan_set *set, json_object *res_ro
             r += len + (nl ? 1 : 0);
         }
         print_resources(res_root, in->name);
+    }
+    for (size_t i = 0; i < l->count; i++) {
+        const fg_spec *s = l->specs[i];
+        if (s->kind != FG_SPEC_MODEL)
+            continue;
+        for (size_t t = 0; t < l->count; t++) {
+            const fg_spec *ts = l->specs[t];
+            if (ts->kind != FG_SPEC_TARGET || !target_selected(o, ts))
+                continue;
+            const char *why = s->model->family == FG_FAMILY_MLA
+                                  ? "the MLA family (issues 8-9) is not emitted yet"
+                                  : fg_plan_decode_skipped(s, ts->target);
+            if (why)
+                printf("%s on %s: fused attention %s: %s\n", s->model->name, ts->target->name,
+                       s->model->family == FG_FAMILY_MLA ? "(MLA)" : "(decode_attn)", why);
+        }
     }
     for (size_t i = 0; i < l->count; i++) {
         const fg_spec *s = l->specs[i];
@@ -356,7 +379,7 @@ static int run_pipeline(pipeline_cmd cmd, int argc, char **argv)
     } else if (cmd == CMD_EXPLAIN) {
         if (o.resources && !(res_root = load_resources(o.resources, &d)))
             goto out;
-        explain(&l, &set, res_root);
+        explain(&o, &l, &set, res_root);
         rc = 0;
     } else {
         unsigned written;

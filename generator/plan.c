@@ -34,7 +34,7 @@ static void add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_sp
     fg_instance *old = find(set, in->name);
     if (old) {
         /* Same name means same parameters; keep the first reasons. */
-        fg_sb_free(&in->reasons);
+        fg_instance_free(in);
         note_users(old, s, ts);
         return;
     }
@@ -58,7 +58,7 @@ static int add_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, un
     char why[128];
     snprintf(why, sizeof why, "%s of %s", what, s->model->name);
     if (fg_plan_rmsnorm(hidden, s->model->dtype, ts->target, why, &in, d) != 0) {
-        fg_sb_free(&in.reasons);
+        fg_instance_free(&in);
         return -1;
     }
     add(set, &in, s, ts);
@@ -71,6 +71,8 @@ int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *
         return 0; /* GEMM-overlap plans come with the overlap family */
     const fg_model *m = s->model;
     int rc = add_rmsnorm(set, s, t, m->hidden, "input RMSNorm", d);
+    if (m->family == FG_FAMILY_LLAMA && rc == 0)
+        rc = fg_plan_decode(set, s, t, d, add);
     if (m->family == FG_FAMILY_MLA) {
         rc |= add_rmsnorm(set, s, t, m->mla->kv_lora_rank, "latent (kv_lora) RMSNorm", d);
         if (m->mla->q_lora_rank)
@@ -94,7 +96,7 @@ void fg_plan_filter(fg_plan_set *set, const char *const *globs, size_t nglobs)
         if (matches(set->items[i].name, globs, nglobs))
             set->items[kept++] = set->items[i];
         else
-            fg_sb_free(&set->items[i].reasons);
+            fg_instance_free(&set->items[i]);
     }
     set->count = kept;
 }
@@ -107,7 +109,7 @@ void fg_plan_one_per_path(fg_plan_set *set)
         for (size_t j = 0; j < kept && !seen; j++)
             seen = strcmp(set->items[j].path_key, set->items[i].path_key) == 0;
         if (seen)
-            fg_sb_free(&set->items[i].reasons);
+            fg_instance_free(&set->items[i]);
         else
             set->items[kept++] = set->items[i];
     }
@@ -128,7 +130,7 @@ void fg_plan_sort(fg_plan_set *set)
 void fg_plan_free(fg_plan_set *set)
 {
     for (size_t i = 0; i < set->count; i++)
-        fg_sb_free(&set->items[i].reasons);
+        fg_instance_free(&set->items[i]);
     free(set->items);
     *set = (fg_plan_set){0};
 }

@@ -28,6 +28,13 @@ void fg_plan_sort(fg_plan_set *set);
 void fg_plan_free(fg_plan_set *set);
 
 /* Family planners (plan_<family>.c). */
+typedef void (*fg_plan_add_fn)(fg_plan_set *set, fg_instance *in, const fg_spec *model,
+                               const fg_spec *target);
+int fg_plan_decode(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d,
+                   fg_plan_add_fn add);
+/* Why the fused decode family emits nothing (or less) for this model and
+ * target, or NULL. */
+const char *fg_plan_decode_skipped(const fg_spec *model, const fg_target *target);
 int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
                     fg_instance *out, fg_diag *d);
 

@@ -13,23 +13,44 @@ extern "C" {
 
 typedef enum { FG_REG_ARCH_SM90A, FG_REG_ARCH_GFX942, FG_REG_ARCH_GFX90A } fg_reg_arch;
 typedef enum { FG_REG_F16, FG_REG_BF16 } fg_reg_dtype;
-typedef enum { FG_REG_GRID_ROWS } fg_reg_grid_rule;   /* grid.x = rows of the call */
+typedef enum {
+    FG_REG_GRID_ROWS,    /* grid.x = rows of the call */
+    FG_REG_GRID_FIXED,   /* grid = the entry's grid: the instance covers its whole shape */
+} fg_reg_grid_rule;
+
+/* How a call's key dim must relate to the entry's for the entry to serve it
+ * (the lookup guard).  EXACT is 0, so entries that leave `match` out are
+ * fully specialized. */
+typedef enum {
+    FG_REG_MATCH_EXACT = 0,   /* call == dims[k] */
+    FG_REG_MATCH_MAX,         /* call <= dims[k]: a compile-time maximum (B_max, S_max) */
+    FG_REG_MATCH_MULTIPLE,    /* call % dims[k] == 0: a tile size */
+    FG_REG_MATCH_ANY,         /* any call value: the kernel takes it at run time */
+} fg_reg_dim_match;
 
 #define FG_REG_MAX_DIMS 8
 
 typedef struct fg_kernel_entry {
     const char *name;            /* instance name = kernel symbol */
-    const char *op;              /* "rmsnorm", ... */
+    const char *family;          /* kernel family (template), e.g. "rmsnorm" */
+    const char *op;              /* what it computes: "rmsnorm", ... */
     fg_reg_arch arch;
     fg_reg_dtype dtype;
     unsigned ndims;
-    long long dims[FG_REG_MAX_DIMS];   /* key dims; meaning per op (README) */
+    long long dims[FG_REG_MAX_DIMS];   /* key dims; meaning per op (fgrt.h) */
+    fg_reg_dim_match match[FG_REG_MAX_DIMS];
     fg_reg_grid_rule grid_rule;
+    unsigned grid[3];            /* FG_REG_GRID_FIXED */
     unsigned block[3];
     unsigned cluster[3];         /* {1,1,1}: no cluster */
     unsigned char nonportable_cluster;
     unsigned char cooperative;
     unsigned dynamic_smem;
+    /* Owned by each binding, zeroed when it is made; the kernels leave them
+     * zeroed after every launch (the last block to arrive clears them). */
+    unsigned workspace_bytes;    /* fp32 workspace */
+    unsigned counter_count;      /* 32-bit arrival counters */
+    int priority;                /* among equally specialized entries, higher wins */
     const unsigned char *image;  /* cubin or code object */
     const size_t *image_size;
 } fg_kernel_entry;

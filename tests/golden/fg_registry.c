@@ -9,6 +9,7 @@ extern const size_t fg_image_rmsnorm_sm90a_f16_h4096_t128_size;
 const fg_kernel_entry fg_registry[] = {
     {
         .name = "rmsnorm_sm90a_f16_h4096_t128",
+        .family = "rmsnorm",
         .op = "rmsnorm",
         .arch = FG_REG_ARCH_SM90A,
         .dtype = FG_REG_F16,

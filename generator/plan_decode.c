@@ -1,0 +1,216 @@
+/* Fused decode attention planner (Llama family, MHA, sm_90a, batch <= 4).
+ *
+ * One cluster of C CTAs per head.  Every feasible cluster size (2, 4, 8, 16)
+ * is emitted so each collective size is compiled and tested inside the whole
+ * kernel, and so `make bench` can check the choice; the planner ranks them
+ * and marks one as preferred (priority), which the runtime's lookup takes.
+ * Features the family does not cover yet are refused by name. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+
+#define MAX_BATCH 4
+#define UNROLL 4
+
+/* Why a model cannot use this family yet, or NULL. */
+static const char *unsupported(const fg_model *m)
+{
+    if (m->family != FG_FAMILY_LLAMA)
+        return "family mla has its own kernels";
+    const fg_attention *a = m->attention;
+    if (a->kv_heads != a->heads)
+        return "GQA (kv_heads < heads) comes with part 2 of the family";
+    if (a->qkv_bias)
+        return "q/k/v biases come with part 2 of the family";
+    if (a->sliding_window)
+        return "sliding windows come with part 2 of the family";
+    if (m->rope->scaling && m->rope->scaling->type != FG_SCALING_NONE)
+        return "RoPE scaling comes with part 2 of the family";
+    if (m->kv_cache->layout != FG_KV_CONTIGUOUS)
+        return "paged KV caches come with part 2 of the family";
+    if (a->head_dim % 8 || a->head_dim < 8 || a->head_dim > 256 || 32 % (a->head_dim / 8))
+        return "head_dim must be 8 to 256 with head_dim/8 dividing 32";
+    return NULL;
+}
+
+/* Why cluster size c does not fit, or NULL. */
+static const char *infeasible(const fg_model *m, const fg_target *t, unsigned c,
+                              unsigned threads, unsigned bmax)
+{
+    const unsigned hidden = m->hidden, hd = m->attention->head_dim;
+    if (c > t->max_cluster_size)
+        return "larger than the target's largest cluster";
+    if (hidden % (c * 256))
+        return "hidden/C is not a multiple of 256 (one warp's 16-byte loads)";
+    /* each lane keeps bmax x (hidden/c/256) x 8 floats of x in registers */
+    if (bmax * (hidden / c / 256) * 8 > 64)
+        return "the x slices of the batch would not fit in registers (more than 64 floats)";
+    unsigned groups = threads / (hd / 8);
+    if ((hidden / c) % (groups * UNROLL))
+        return "hidden/C output rows do not split evenly over the CTA's row groups";
+    return NULL;
+}
+
+/* Preferred cluster size: the largest whose grid (one CTA per SM) fits in
+ * one wave, so every head streams at once with the most parallelism per
+ * head; if none fits, the smallest. */
+static unsigned preferred_cluster(const fg_model *m, const fg_target *t, unsigned threads,
+                                  unsigned bmax, const unsigned *sizes, unsigned n)
+{
+    unsigned best = 0, smallest = 0;
+    for (unsigned i = 0; i < n; i++) {
+        if (infeasible(m, t, sizes[i], threads, bmax))
+            continue;
+        if (!smallest)
+            smallest = sizes[i];
+        if (m->attention->heads * sizes[i] <= t->compute_units)
+            best = sizes[i];
+    }
+    return best ? best : smallest;
+}
+
+static void inv_freq_table(fg_strbuf *sb, double theta, unsigned hd)
+{
+    for (unsigned i = 0; i < hd / 2; i++) {
+        float f = (float)(1.0 / pow(theta, (2.0 * i) / hd));
+        fg_sb_printf(sb, "%s%.9ef", i ? ", " : "", (double)f);
+    }
+}
+
+static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                    unsigned c, bool det, int priority, const char *choice, fg_diag *d,
+                    fg_plan_add_fn add)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    const fg_attention *a = m->attention;
+    const unsigned threads = bmax == 1 ? 512 : 256;
+    fg_instance in = {0};
+    char dims[96], variant[64];
+    snprintf(dims, sizeof dims, "h%u_nh%u_hd%u_s%u", m->hidden, a->heads, a->head_dim,
+             m->max_context);
+    snprintf(variant, sizeof variant, "b%u_c%u_norm%s", bmax, c, det ? "_det" : "");
+    if (!fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype), dims,
+                          variant)) {
+        fg_error(d, "cannot name a decode_attn instance");
+        return -1;
+    }
+    in.family = "decode_attn";
+    in.op = "decode_attn";
+    in.template_name = "decode_attn.in";
+    in.target = t;
+    in.dtype = m->dtype;
+    fg_instance_add_param(&in, "HIDDEN", m->hidden);
+    fg_instance_add_param(&in, "HEADS", a->heads);
+    fg_instance_add_param(&in, "HEAD_DIM", a->head_dim);
+    fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
+    fg_instance_add_param(&in, "BMAX", bmax);
+    fg_instance_add_param(&in, "RMSNORM", 1);
+    fg_instance_add_param(&in, "NEOX", m->rope->layout == FG_ROPE_NEOX);
+    fg_instance_add_param(&in, "DETERMINISTIC", det);
+    in.nkey_params = 8;
+    fg_instance_add_param(&in, "CLUSTER", c);
+    fg_instance_add_param(&in, "THREADS", threads);
+    fg_instance_add_param(&in, "UNROLL", UNROLL);
+    inv_freq_table(fg_instance_add_text(&in, "INV_FREQ"), m->rope->theta, a->head_dim);
+    fg_sb_printf(fg_instance_add_text(&in, "SOFTMAX_SCALE_LOG2"), "%.9ef",
+                 (double)(float)(1.4426950408889634 / sqrt((double)a->head_dim)));
+    in.launch = (fg_launch){.grid = FG_GRID_FIXED,
+                            .grid_dims = {a->heads * c, 1, 1},
+                            .block = {threads, 1, 1},
+                            .cluster = {c, 1, 1},
+                            .nonportable_cluster = c > 8};
+    in.workspace_bytes = (unsigned)((det ? a->heads : 1u) * bmax * m->hidden * sizeof(float));
+    in.counter_count = c;
+    in.priority = priority;
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/c%u/b%u/%s%s",
+             fg_dtype_name(m->dtype), c, bmax, det ? "det" : "fast",
+             m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj");
+
+    const unsigned ctas = a->heads * c;
+    fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
+                 m->name, bmax);
+    fg_sb_printf(&in.reasons, "one cluster of %u CTAs per head: %u CTAs on %u SMs (%s)%s\n", c,
+                 ctas, t->compute_units,
+                 ctas <= t->compute_units ? "one wave, one CTA per SM" : "more CTAs than SMs",
+                 c > 8 ? "; 16 needs the non-portable cluster attribute" : "");
+    fg_sb_printf(&in.reasons, "%s\n", choice);
+    fg_sb_printf(&in.reasons, "%u threads: %s\n", threads,
+                 bmax == 1 ? "16 warps keep 8 loads of 16 B in flight each (64 KB per SM)"
+                           : "x slices of 4 requests live in registers; 128 regs/thread cap "
+                             "at 512 threads would spill");
+    fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed by reading "
+                              "the peers' shared memory in rank order (deterministic)\n",
+                 m->hidden / c);
+    fg_sb_printf(&in.reasons, "attention: %u tokens in flight per group of %u lanes, online "
+                              "softmax, states merged over DSMEM\n",
+                 UNROLL, a->head_dim / 8);
+    fg_sb_printf(&in.reasons, "output: %s\n",
+                 det ? "per-head fp32 partials summed in head order by the last head to "
+                       "finish (bitwise reproducible)"
+                     : "fp32 red.add across heads; the last head to finish converts and "
+                       "clears (fast, order of fp32 adds varies)");
+    add(set, &in, s, ts);
+    return 0;
+}
+
+int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d,
+                   fg_plan_add_fn add)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    if (t->arch != FG_ARCH_SM90A || unsupported(m))
+        return 0; /* fg_plan_decode_skipped() says why in explain */
+
+    static const unsigned sizes[] = {2, 4, 8, 16};
+    const unsigned ns = sizeof sizes / sizeof sizes[0];
+    for (unsigned bi = 0; bi < m->batch_sizes_count; bi++) {
+        const unsigned bmax = m->batch_sizes[bi];
+        if (bmax > MAX_BATCH)
+            continue;
+        const unsigned threads = bmax == 1 ? 512 : 256;
+        const unsigned best = preferred_cluster(m, t, threads, bmax, sizes, ns);
+        if (!best)
+            continue;
+        for (unsigned i = 0; i < ns; i++) {
+            const unsigned c = sizes[i];
+            const char *why = infeasible(m, t, c, threads, bmax);
+            if (why)
+                continue;
+            char choice[160];
+            if (c == best)
+                snprintf(choice, sizeof choice,
+                         m->attention->heads * c <= t->compute_units
+                             ? "preferred: the largest cluster whose grid fits one wave"
+                             : "preferred: no cluster size fits one wave; the smallest grid");
+            else
+                snprintf(choice, sizeof choice,
+                         "alternative to the preferred C=%u, emitted to test this collective "
+                         "size and to measure the choice",
+                         best);
+            if (plan_one(set, s, ts, bmax, c, false, c == best ? 2 : 1, choice, d, add))
+                return -1;
+            if (c == best &&
+                plan_one(set, s, ts, bmax, c, true, 0,
+                         "deterministic twin of the preferred instance (tests, debugging)", d,
+                         add))
+                return -1;
+        }
+    }
+    return 0;
+}
+
+const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
+{
+    if (t->arch != FG_ARCH_SM90A)
+        return "the HIP lowering of the fused decode family is not emitted yet";
+    const char *why = unsupported(s->model);
+    if (why)
+        return why;
+    for (unsigned i = 0; i < s->model->batch_sizes_count; i++)
+        if (s->model->batch_sizes[i] > MAX_BATCH)
+            return "batch sizes above 4 come with part 2 of the family";
+    return NULL;
+}

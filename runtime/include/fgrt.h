@@ -1,0 +1,166 @@
+/* libfgrt: loads, looks up and launches the kernels fusegen generated.
+ *
+ * The GPU driver (libcuda.so.1 or libamdhip64.so) is opened at run time, so a
+ * program links and starts without a GPU and gets FG_ERR_NO_DEVICE from
+ * fg_init().  No function aborts or prints; each returns an fg_status, and
+ * fg_last_error() says more about the latest failure on the calling thread.
+ *
+ * Use: fg_init() once per device, fg_<op>_bind() once per set of buffers,
+ * fg_launch() as often as needed (it allocates nothing, synchronizes nothing
+ * and can be captured in a CUDA graph), fg_binding_free(), fg_shutdown(). */
+#ifndef FGRT_H
+#define FGRT_H
+
+#include <stddef.h>
+
+#include "fg_registry.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define FG_API __attribute__((visibility("default")))
+#else
+#define FG_API
+#endif
+
+typedef enum fg_status {
+    FG_OK = 0,
+    FG_ERR_INVALID_ARGUMENT,     /* a NULL handle, an out-of-range enum, a bad registry */
+    FG_ERR_NULL_POINTER,         /* a device buffer argument is NULL */
+    FG_ERR_MISALIGNED,           /* a device buffer is not aligned as the kernel loads it */
+    FG_ERR_BAD_SHAPE,            /* a dim is <= 0 or beyond what a launch can cover */
+    FG_ERR_NO_MATCHING_INSTANCE, /* no registered kernel serves this op, dtype and shape */
+    FG_ERR_NO_DEVICE,            /* no driver library, or it sees no device */
+    FG_ERR_UNSUPPORTED_DEVICE,   /* a device fusegen emits no kernels for, or an old driver */
+    FG_ERR_OCCUPANCY,            /* the kernel cannot be resident as its launch requires */
+    FG_ERR_OUT_OF_MEMORY,        /* host or device allocation failed */
+    FG_ERR_DRIVER,               /* a driver call failed; fg_last_error() names it */
+} fg_status;
+
+#define FG_STATUS_COUNT (FG_ERR_DRIVER + 1)
+
+/* A fixed sentence per status ("unknown status" for other values). */
+FG_API const char *fg_status_string(fg_status s);
+
+/* Details of the latest failure on the calling thread (driver call and its
+ * error name, the argument at fault, the instances a lookup considered);
+ * "" before any failure.  Valid until the thread's next failing call. */
+FG_API const char *fg_last_error(void);
+
+FG_API const char *fg_reg_arch_name(fg_reg_arch a);   /* "sm_90a", "gfx942", ... */
+FG_API const char *fg_reg_dtype_name(fg_reg_dtype d); /* "f16", "bf16" */
+
+/* ---- lookup (pure: no device needed) ---- */
+
+/* The most specialized entry of reg[0..n) that serves `op` on `arch` for
+ * `dtype` and the key dims (their meaning per op: rmsnorm {hidden}).  An
+ * entry serves a call when op, arch, dtype and ndims agree and every dim
+ * passes the entry's guard (fg_reg_dim_match).  More exact dims win, then the
+ * tighter bounds, then the higher priority; ties go to the earlier entry.
+ * FG_ERR_NO_MATCHING_INSTANCE when none serves (there is never a fallback to
+ * a near fit); FG_ERR_BAD_SHAPE for a dim <= 0. */
+FG_API fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch, const char *op,
+                           fg_reg_dtype dtype, const long long *dims, unsigned ndims,
+                           const fg_kernel_entry **out);
+
+/* ---- context: one device, its driver and the registry ---- */
+
+typedef struct fg_context fg_context;
+typedef struct fg_binding fg_binding;
+
+/* Opens the driver and device `device` (an ordinal of that driver) and uses
+ * its primary context, so engines built on the CUDA runtime API share it.
+ * The device's arch decides which registry entries are usable.  The driver
+ * library is libcuda.so.1, else libamdhip64.so; the environment variable
+ * FG_DRIVER_LIB names another one (FG_DRIVER_LIB=/nonexistent forces the
+ * no-device path).  `registry` must outlive the context. */
+FG_API fg_status fg_init(const fg_kernel_entry *registry, size_t count, int device,
+                         fg_context **out);
+
+/* Unloads the modules and releases the device.  Free every binding of the
+ * context first.  NULL is ignored. */
+FG_API void fg_shutdown(fg_context *ctx);
+
+typedef enum { FG_BACKEND_CUDA, FG_BACKEND_HIP } fg_backend;
+
+typedef struct fg_device_info {
+    fg_backend backend;
+    fg_reg_arch arch;             /* what registry entries it runs */
+    char name[128];               /* the driver's device name */
+    char arch_name[64];           /* "sm_90", "gfx942:sramecc+:xnack-" */
+    int compute_units;            /* SMs or CUs */
+    size_t max_dynamic_smem;      /* per block, with opt-in */
+} fg_device_info;
+
+FG_API fg_status fg_device_get_info(const fg_context *ctx, fg_device_info *out);
+
+/* fg_lookup() over the context's registry for the device's arch. */
+FG_API fg_status fg_context_lookup(const fg_context *ctx, const char *op, fg_reg_dtype dtype,
+                                   const long long *dims, unsigned ndims,
+                                   const fg_kernel_entry **out);
+
+/* ---- ops: bind once, launch many ---- */
+
+/* y[r, :] = x[r, :] * rsqrt(mean(x[r, :]^2) + eps) * weight, fp32 inside.
+ * x and y are [rows, hidden] row-major, weight [hidden], all on the device,
+ * 16-byte aligned, of `dtype`; y must not overlap x or weight. */
+typedef struct fg_rmsnorm_args {
+    fg_reg_dtype dtype;
+    long long hidden;      /* key dim: an instance exists per hidden size */
+    long long rows;        /* rows of every launch of the binding (grid.x) */
+    const void *x;
+    const void *weight;
+    void *y;
+    float eps;
+} fg_rmsnorm_args;
+
+/* Checks the arguments, finds the instance, loads its module (once per
+ * context), sets its attributes, checks that it can be resident, and keeps
+ * the kernel parameters.  The buffers must stay valid while the binding is
+ * launched. */
+FG_API fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, fg_binding **out);
+
+/* Enqueues the bound kernel on `stream` (a CUstream or hipStream_t; NULL is
+ * the legacy default stream).  No allocation, synchronization or descriptor
+ * encoding: safe inside CUDA graph capture.  A binding owns its workspaces,
+ * so at most one launch of it may be in flight at a time. */
+FG_API fg_status fg_launch(fg_binding *b, void *stream);
+
+/* NULL is ignored. */
+FG_API void fg_binding_free(fg_binding *b);
+
+typedef struct fg_binding_info {
+    const fg_kernel_entry *entry;
+    unsigned grid[3], block[3], cluster[3];
+    unsigned dynamic_smem;
+    long long resident_blocks;   /* blocks the device holds at once (occupancy check) */
+    long long waves;             /* ceil(grid blocks / resident_blocks) */
+    size_t workspace_bytes;      /* owned by the binding: workspace and counters */
+} fg_binding_info;
+
+FG_API fg_status fg_binding_get_info(const fg_binding *b, fg_binding_info *out);
+
+/* ---- helpers for tests, examples and the harness ---- */
+
+FG_API fg_status fg_mem_alloc(fg_context *ctx, size_t bytes, void **dptr);
+FG_API fg_status fg_mem_free(fg_context *ctx, void *dptr);   /* NULL is ignored */
+FG_API fg_status fg_memcpy_to_device(fg_context *ctx, void *dst, const void *src, size_t bytes);
+FG_API fg_status fg_memcpy_to_host(fg_context *ctx, void *dst, const void *src, size_t bytes);
+FG_API fg_status fg_synchronize(fg_context *ctx, void *stream);
+
+/* Makes the context's device current on the calling thread (CUDA: its
+ * primary context; HIP: hipSetDevice), for driver calls made directly. */
+FG_API fg_status fg_make_current(fg_context *ctx);
+
+/* A driver entry point for what libfgrt does not wrap (streams, events,
+ * graphs): CUDA through cuGetProcAddress with the CUDA 12.0 API version,
+ * HIP through dlsym.  NULL if absent. */
+FG_API void *fg_driver_symbol(const fg_context *ctx, const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,379 @@
+/* CUDA backend: the driver API of a dlopen'ed libcuda.so.1, on the device's
+ * primary context so that libraries built on the runtime API share it.
+ * cuda.h supplies only types: every function is resolved at run time. */
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* cuGetProcAddress returns the variant of each function with this API
+ * version's semantics; 12.0 brought cuLaunchKernelEx and cluster occupancy. */
+#define FG_CUDA_API 12000
+
+/* cuda.h maps some names to versioned ones (cuMemAlloc -> cuMemAlloc_v2);
+ * fields use the mapped name, and #name gives cuGetProcAddress the base one. */
+#define CUDA_FUNCS(X)                                                                              \
+    X(cuInit) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)        \
+    X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent)                   \
+    X(cuCtxSetCurrent) X(cuCtxPushCurrent) X(cuCtxPopCurrent) X(cuModuleLoadData)                 \
+    X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernelEx)            \
+    X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                \
+    X(cuGetErrorName) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8) X(cuMemcpyHtoD) X(cuMemcpyDtoH)    \
+    X(cuStreamSynchronize)
+
+typedef struct cuda_fns {
+#define DECLARE(name) __typeof__(name) *name;
+    CUDA_FUNCS(DECLARE)
+#undef DECLARE
+} cuda_fns;
+
+typedef struct cuda {
+    fg_driver base;
+    __typeof__(cuGetProcAddress) *get_proc;
+    cuda_fns fn;
+    CUdevice dev;
+    CUcontext primary;      /* retained: NULL until cuDevicePrimaryCtxRetain succeeds */
+} cuda;
+
+/* A sequence of driver calls that stops at the first failure and remembers
+ * which call it was. */
+typedef struct cu_seq {
+    CUresult r;
+    const char *call;
+} cu_seq;
+
+#define STEP(c, s, name, args)                                                                     \
+    do {                                                                                           \
+        if ((s)->r == CUDA_SUCCESS) {                                                              \
+            (s)->call = #name;                                                                     \
+            (s)->r = (c)->fn.name args;                                                            \
+        }                                                                                          \
+    } while (0)
+
+static fg_status cu_status(const cuda *c, const cu_seq *s, const char *what)
+{
+    if (s->r == CUDA_SUCCESS)
+        return FG_OK;
+    const char *name = NULL;
+    if (!c->fn.cuGetErrorName || c->fn.cuGetErrorName(s->r, &name) != CUDA_SUCCESS || !name)
+        name = "unknown CUDA error";
+    fg_status st = FG_ERR_DRIVER;
+    if (s->r == CUDA_ERROR_OUT_OF_MEMORY)
+        st = FG_ERR_OUT_OF_MEMORY;
+    else if (s->r == CUDA_ERROR_NO_DEVICE || s->r == CUDA_ERROR_STUB_LIBRARY)
+        st = FG_ERR_NO_DEVICE;
+    return fg_fail(st, "%s%s%s: %s (%d)", what ? what : "", what ? ": " : "", s->call, name,
+                   (int)s->r);
+}
+
+/* Makes the primary context current unless it already is (the common case
+ * in an engine that uses the runtime API); leave() undoes it. */
+static void enter(cuda *c, cu_seq *s, bool *pushed)
+{
+    CUcontext cur = NULL;
+    *pushed = false;
+    STEP(c, s, cuCtxGetCurrent, (&cur));
+    if (s->r == CUDA_SUCCESS && cur != c->primary) {
+        STEP(c, s, cuCtxPushCurrent, (c->primary));
+        *pushed = s->r == CUDA_SUCCESS;
+    }
+}
+
+static void leave(cuda *c, bool pushed)
+{
+    CUcontext popped;
+    if (pushed)
+        c->fn.cuCtxPopCurrent(&popped);
+}
+
+static void cu_close(fg_driver *d)
+{
+    cuda *c = (cuda *)d;
+    if (c->primary)
+        c->fn.cuDevicePrimaryCtxRelease(c->dev);
+    free(c);
+}
+
+static fg_status cu_load(fg_driver *d, const void *image, const char *symbol, void **module,
+                         void **fn)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    CUmodule m = NULL;
+    CUfunction f = NULL;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuModuleLoadData, (&m, image));
+    STEP(c, &s, cuModuleGetFunction, (&f, m, symbol));
+    if (s.r != CUDA_SUCCESS && m)
+        c->fn.cuModuleUnload(m);
+    leave(c, pushed);
+    *module = m;
+    *fn = f;
+    return cu_status(c, &s, symbol);
+}
+
+static void cu_unload(fg_driver *d, void *module)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuModuleUnload, ((CUmodule)module));
+    leave(c, pushed);
+}
+
+static fg_status cu_configure(fg_driver *d, void *fn, const fg_launch_cfg *k, bool nonportable)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    if (k->smem)
+        STEP(c, &s, cuFuncSetAttribute,
+             ((CUfunction)fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->smem));
+    if (nonportable)
+        STEP(c, &s, cuFuncSetAttribute,
+             ((CUfunction)fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+/* The launch configuration; attrs must have room for two. */
+static CUlaunchConfig launch_config(const fg_launch_cfg *k, void *stream, CUlaunchAttribute *attrs)
+{
+    unsigned n = 0;
+    memset(attrs, 0, 2 * sizeof *attrs);
+    if (fg_cfg_has_cluster(k)) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attrs[n].value.clusterDim.x = k->cluster[0];
+        attrs[n].value.clusterDim.y = k->cluster[1];
+        attrs[n].value.clusterDim.z = k->cluster[2];
+        n++;
+    }
+    if (k->cooperative) {
+        attrs[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+        attrs[n].value.cooperative = 1;
+        n++;
+    }
+    return (CUlaunchConfig){.gridDimX = k->grid[0], .gridDimY = k->grid[1], .gridDimZ = k->grid[2],
+                            .blockDimX = k->block[0], .blockDimY = k->block[1],
+                            .blockDimZ = k->block[2], .sharedMemBytes = k->smem,
+                            .hStream = (CUstream)stream, .attrs = n ? attrs : NULL,
+                            .numAttrs = n};
+}
+
+static fg_status cu_occupancy(fg_driver *d, void *fn, const fg_launch_cfg *k, int *resident)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    *resident = 0;
+    enter(c, &s, &pushed);
+    if (fg_cfg_has_cluster(k)) {
+        CUlaunchAttribute attrs[2];
+        const CUlaunchConfig cfg = launch_config(k, NULL, attrs);
+        STEP(c, &s, cuOccupancyMaxActiveClusters, (resident, (CUfunction)fn, &cfg));
+    } else {
+        STEP(c, &s, cuOccupancyMaxActiveBlocksPerMultiprocessor,
+             (resident, (CUfunction)fn, (int)(k->block[0] * k->block[1] * k->block[2]), k->smem));
+    }
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_launch(fg_driver *d, void *fn, const fg_launch_cfg *k, void *stream,
+                           void **params)
+{
+    cuda *c = (cuda *)d;
+    CUlaunchAttribute attrs[2];
+    const CUlaunchConfig cfg = launch_config(k, stream, attrs);
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuLaunchKernelEx, (&cfg, (CUfunction)fn, params, NULL));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_alloc(fg_driver *d, size_t bytes, void **dptr)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    CUdeviceptr p = 0;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuMemAlloc, (&p, bytes));
+    leave(c, pushed);
+    *dptr = (void *)(uintptr_t)p;
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_zero(fg_driver *d, void *dptr, size_t bytes)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuMemsetD8, ((CUdeviceptr)(uintptr_t)dptr, 0, bytes));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_free(fg_driver *d, void *dptr)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuMemFree, ((CUdeviceptr)(uintptr_t)dptr));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_copy(fg_driver *d, void *dst, const void *src, size_t bytes, bool to_device)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    if (to_device)
+        STEP(c, &s, cuMemcpyHtoD, ((CUdeviceptr)(uintptr_t)dst, src, bytes));
+    else
+        STEP(c, &s, cuMemcpyDtoH, (dst, (CUdeviceptr)(uintptr_t)src, bytes));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_sync(fg_driver *d, void *stream)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuStreamSynchronize, ((CUstream)stream));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_make_current(fg_driver *d)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    STEP(c, &s, cuCtxSetCurrent, (c->primary));
+    return cu_status(c, &s, NULL);
+}
+
+static void *cu_symbol(const fg_driver *d, const char *name)
+{
+    const cuda *c = (const cuda *)d;
+    void *p = NULL;
+    CUdriverProcAddressQueryResult q;
+    if (c->get_proc(name, &p, FG_CUDA_API, CU_GET_PROC_ADDRESS_DEFAULT, &q) != CUDA_SUCCESS ||
+        q != CU_GET_PROC_ADDRESS_SUCCESS)
+        return NULL;
+    return p;
+}
+
+static const fg_driver_ops cuda_ops = {
+    .close = cu_close, .load = cu_load, .unload = cu_unload, .configure = cu_configure,
+    .occupancy = cu_occupancy, .launch = cu_launch, .alloc = cu_alloc, .zero = cu_zero,
+    .free = cu_free,
+    .copy = cu_copy, .sync = cu_sync, .make_current = cu_make_current, .symbol = cu_symbol,
+};
+
+static fg_status resolve_all(cuda *c)
+{
+#define RESOLVE(name)                                                                              \
+    {                                                                                              \
+        void *p = cu_symbol(&c->base, #name);                                                      \
+        if (!p)                                                                                    \
+            return fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "the CUDA driver lacks %s (CUDA 12.0 API)",  \
+                           #name);                                                                 \
+        memcpy(&c->fn.name, &p, sizeof p); /* POSIX: object and function pointers convert */       \
+    }
+    CUDA_FUNCS(RESOLVE)
+#undef RESOLVE
+    return FG_OK;
+}
+
+/* The arch decides which registry entries run: sm_90a code needs exactly
+ * compute capability 9.0. */
+static fg_status describe(cuda *c, cu_seq *s)
+{
+    fg_device_caps *caps = &c->base.caps;
+    int major = 0, minor = 0, sms = 0, grid_x = 0, smem = 0, cluster = 0, coop = 0;
+    const struct {
+        int *value;
+        CUdevice_attribute attr;
+    } attrs[] = {
+        {&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR},
+        {&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR},
+        {&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT},
+        {&grid_x, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X},
+        {&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
+        {&cluster, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH},
+        {&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH},
+    };
+    for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
+        STEP(c, s, cuDeviceGetAttribute, (attrs[i].value, attrs[i].attr, c->dev));
+    STEP(c, s, cuDeviceGetName, (caps->info.name, (int)sizeof caps->info.name, c->dev));
+    if (s->r != CUDA_SUCCESS)
+        return cu_status(c, s, NULL);
+    caps->info.backend = FG_BACKEND_CUDA;
+    snprintf(caps->info.arch_name, sizeof caps->info.arch_name, "sm_%d%d", major, minor);
+    caps->info.compute_units = sms;
+    caps->info.max_dynamic_smem = (size_t)smem;
+    caps->max_grid_x = grid_x;
+    caps->clusters = cluster != 0;
+    caps->cooperative = coop != 0;
+    if (major != 9 || minor != 0)
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                       "%s is %s; the CUDA kernels are built for sm_90a (compute capability 9.0)",
+                       caps->info.name, caps->info.arch_name);
+    caps->info.arch = FG_REG_ARCH_SM90A;
+    return FG_OK;
+}
+
+fg_status fg_cuda_open(void *lib, int device, fg_driver **out)
+{
+    *out = NULL;
+    cuda *c = calloc(1, sizeof *c);
+    if (!c)
+        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fg_init: out of host memory");
+    c->base.ops = &cuda_ops;
+    void *get_proc = dlsym(lib, "cuGetProcAddress_v2");
+    memcpy(&c->get_proc, &get_proc, sizeof get_proc);
+    fg_status st = c->get_proc ? resolve_all(c)
+                               : fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                                         "the CUDA driver is older than 12.0 "
+                                         "(no cuGetProcAddress_v2)");
+    cu_seq s = {0};
+    int count = 0;
+    if (st == FG_OK) {
+        STEP(c, &s, cuInit, (0));
+        STEP(c, &s, cuDeviceGetCount, (&count));
+        st = cu_status(c, &s, NULL);
+    }
+    if (st == FG_OK && device >= count)
+        st = fg_fail(FG_ERR_NO_DEVICE, "CUDA device %d requested; the driver sees %d", device,
+                     count);
+    if (st == FG_OK) {
+        STEP(c, &s, cuDeviceGet, (&c->dev, device));
+        st = s.r == CUDA_SUCCESS ? describe(c, &s) : cu_status(c, &s, NULL);
+    }
+    if (st == FG_OK) {
+        STEP(c, &s, cuDevicePrimaryCtxRetain, (&c->primary, c->dev));
+        st = cu_status(c, &s, NULL);
+    }
+    if (st != FG_OK) {
+        cu_close(&c->base);
+        return st;
+    }
+    *out = &c->base;
+    return FG_OK;
+}

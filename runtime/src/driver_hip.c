@@ -1,0 +1,349 @@
+/* HIP backend: the hipModule API of a dlopen'ed libamdhip64.  It declares
+ * the little it uses itself, so libfgrt builds where no ROCm headers are
+ * installed (the GPU machines have only the CUDA toolkit). */
+#include <dlfcn.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+typedef int hip_error;            /* hipError_t */
+typedef void *hip_module;         /* hipModule_t */
+typedef void *hip_function;       /* hipFunction_t */
+typedef void *hip_stream;         /* hipStream_t */
+
+/* Values from hip_runtime_api.h; the same in ROCm 5 and 6. */
+enum { HIP_SUCCESS = 0, HIP_ERROR_OUT_OF_MEMORY = 2, HIP_ERROR_NO_DEVICE = 100,
+       HIP_ERROR_INVALID_DEVICE = 101 };
+enum { HIP_ATTR_COOPERATIVE_LAUNCH = 10, HIP_ATTR_MAX_GRID_DIM_X = 29,
+       HIP_ATTR_MULTIPROCESSOR_COUNT = 63, HIP_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 74 };
+enum { HIP_MEMCPY_HOST_TO_DEVICE = 1, HIP_MEMCPY_DEVICE_TO_HOST = 2 };
+
+/* gcnArchName's offset in hipDeviceProp_t: ROCm 6's hipGetDevicePropertiesR0600
+ * layout and the ROCm 5 layout (which ROCm 6 keeps for hipGetDeviceProperties). */
+#define PROPS_ARCH_R0600 1160
+#define PROPS_ARCH_R0000 396
+#define PROPS_BYTES 8192   /* more than either layout */
+
+#define HIP_FUNCS(X)                                                                               \
+    X(hipInit, (unsigned flags))                                                                   \
+    X(hipGetDeviceCount, (int *count))                                                             \
+    X(hipGetDevice, (int *device))                                                                 \
+    X(hipSetDevice, (int device))                                                                  \
+    X(hipDeviceGetAttribute, (int *value, int attr, int device))                                   \
+    X(hipDeviceGetName, (char *name, int len, int device))                                         \
+    X(hipModuleLoadData, (hip_module * m, const void *image))                                      \
+    X(hipModuleUnload, (hip_module m))                                                             \
+    X(hipModuleGetFunction, (hip_function * f, hip_module m, const char *name))                    \
+    X(hipModuleLaunchKernel, (hip_function f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,  \
+                              unsigned by, unsigned bz, unsigned smem, hip_stream stream,          \
+                              void **params, void **extra))                                        \
+    X(hipModuleOccupancyMaxActiveBlocksPerMultiprocessor,                                          \
+      (int *blocks, hip_function f, int block_size, size_t smem))                                  \
+    X(hipMalloc, (void **p, size_t bytes))                                                         \
+    X(hipFree, (void *p))                                                                          \
+    X(hipMemset, (void *p, int value, size_t bytes))                                               \
+    X(hipMemcpy, (void *dst, const void *src, size_t bytes, int kind))                             \
+    X(hipStreamSynchronize, (hip_stream stream))
+
+typedef struct hip_fns {
+#define DECLARE(name, params) hip_error(*name) params;
+    HIP_FUNCS(DECLARE)
+#undef DECLARE
+    const char *(*hipGetErrorName)(hip_error e);
+    /* Optional: not every ROCm has them. */
+    hip_error (*props_r0600)(void *props, int device);
+    hip_error (*props_r0000)(void *props, int device);
+    hip_error (*launch_cooperative)(hip_function f, unsigned gx, unsigned gy, unsigned gz,
+                                    unsigned bx, unsigned by, unsigned bz, unsigned smem,
+                                    hip_stream stream, void **params);
+} hip_fns;
+
+typedef struct hip {
+    fg_driver base;
+    void *lib;
+    hip_fns fn;
+    int dev;
+} hip;
+
+static void *sym(void *lib, const char *name, void *fnptr)
+{
+    void *p = dlsym(lib, name);
+    memcpy(fnptr, &p, sizeof p); /* POSIX: object and function pointers convert */
+    return p;
+}
+
+/* `what` (may be NULL) says what the call was for. */
+static fg_status hip_status(const hip *h, hip_error e, const char *what, const char *call)
+{
+    if (e == HIP_SUCCESS)
+        return FG_OK;
+    const char *name = h->fn.hipGetErrorName ? h->fn.hipGetErrorName(e) : NULL;
+    const fg_status st = e == HIP_ERROR_OUT_OF_MEMORY ? FG_ERR_OUT_OF_MEMORY
+                         : e == HIP_ERROR_NO_DEVICE  ? FG_ERR_NO_DEVICE
+                                                     : FG_ERR_DRIVER;
+    return fg_fail(st, "%s%s%s: %s (%d)", what ? what : "", what ? ": " : "", call,
+                   name ? name : "unknown HIP error", e);
+}
+
+/* HIP's current device is per thread: switch to ours for a call and back. */
+static hip_error enter(hip *h, int *prev)
+{
+    hip_error e = h->fn.hipGetDevice(prev);
+    if (e == HIP_SUCCESS && *prev != h->dev)
+        e = h->fn.hipSetDevice(h->dev);
+    return e;
+}
+
+static void leave(hip *h, int prev)
+{
+    if (prev != h->dev)
+        h->fn.hipSetDevice(prev);
+}
+
+/* Runs `call` between enter() and leave(); the caller names it for errors. */
+#define ON_DEVICE(h, what, call)                                                                   \
+    do {                                                                                           \
+        int prev_ = (h)->dev;                                                                      \
+        hip_error e_ = enter((h), &prev_);                                                         \
+        if (e_ == HIP_SUCCESS)                                                                     \
+            e_ = (call);                                                                           \
+        leave((h), prev_);                                                                         \
+        return hip_status((h), e_, NULL, (what));                                                  \
+    } while (0)
+
+static void hip_close(fg_driver *d)
+{
+    free(d);
+}
+
+static fg_status hip_load(fg_driver *d, const void *image, const char *symbol, void **module,
+                          void **fn)
+{
+    hip *h = (hip *)d;
+    int prev = h->dev;
+    hip_module m = NULL;
+    hip_function f = NULL;
+    const char *call = "hipSetDevice";
+    hip_error e = enter(h, &prev);
+    if (e == HIP_SUCCESS) {
+        call = "hipModuleLoadData";
+        e = h->fn.hipModuleLoadData(&m, image);
+    }
+    if (e == HIP_SUCCESS) {
+        call = "hipModuleGetFunction";
+        e = h->fn.hipModuleGetFunction(&f, m, symbol);
+        if (e != HIP_SUCCESS)
+            h->fn.hipModuleUnload(m);
+    }
+    leave(h, prev);
+    *module = e == HIP_SUCCESS ? m : NULL;
+    *fn = f;
+    return hip_status(h, e, symbol, call);
+}
+
+static void hip_unload(fg_driver *d, void *module)
+{
+    hip *h = (hip *)d;
+    int prev = h->dev;
+    if (enter(h, &prev) == HIP_SUCCESS)
+        h->fn.hipModuleUnload(module);
+    leave(h, prev);
+}
+
+/* AMD GPUs need no opt-in for large LDS and have no clusters: nothing to set. */
+static fg_status hip_configure(fg_driver *d, void *fn, const fg_launch_cfg *k, bool nonportable)
+{
+    (void)d, (void)fn, (void)k, (void)nonportable;
+    return FG_OK;
+}
+
+static fg_status hip_occupancy(fg_driver *d, void *fn, const fg_launch_cfg *k, int *resident)
+{
+    hip *h = (hip *)d;
+    *resident = 0;
+    ON_DEVICE(h, "hipModuleOccupancyMaxActiveBlocksPerMultiprocessor",
+              h->fn.hipModuleOccupancyMaxActiveBlocksPerMultiprocessor(
+                  resident, fn, (int)(k->block[0] * k->block[1] * k->block[2]), k->smem));
+}
+
+static fg_status hip_launch(fg_driver *d, void *fn, const fg_launch_cfg *k, void *stream,
+                            void **params)
+{
+    hip *h = (hip *)d;
+    if (k->cooperative)
+        ON_DEVICE(h, "hipModuleLaunchCooperativeKernel",
+                  h->fn.launch_cooperative(fn, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                                           k->block[1], k->block[2], k->smem, stream, params));
+    ON_DEVICE(h, "hipModuleLaunchKernel",
+              h->fn.hipModuleLaunchKernel(fn, k->grid[0], k->grid[1], k->grid[2], k->block[0],
+                                          k->block[1], k->block[2], k->smem, stream, params, NULL));
+}
+
+static fg_status hip_alloc(fg_driver *d, size_t bytes, void **dptr)
+{
+    hip *h = (hip *)d;
+    *dptr = NULL;
+    ON_DEVICE(h, "hipMalloc", h->fn.hipMalloc(dptr, bytes));
+}
+
+static fg_status hip_zero(fg_driver *d, void *dptr, size_t bytes)
+{
+    hip *h = (hip *)d;
+    ON_DEVICE(h, "hipMemset", h->fn.hipMemset(dptr, 0, bytes));
+}
+
+static fg_status hip_free(fg_driver *d, void *dptr)
+{
+    hip *h = (hip *)d;
+    ON_DEVICE(h, "hipFree", h->fn.hipFree(dptr));
+}
+
+static fg_status hip_copy(fg_driver *d, void *dst, const void *src, size_t bytes, bool to_device)
+{
+    hip *h = (hip *)d;
+    ON_DEVICE(h, "hipMemcpy",
+              h->fn.hipMemcpy(dst, src, bytes,
+                              to_device ? HIP_MEMCPY_HOST_TO_DEVICE : HIP_MEMCPY_DEVICE_TO_HOST));
+}
+
+static fg_status hip_sync(fg_driver *d, void *stream)
+{
+    hip *h = (hip *)d;
+    ON_DEVICE(h, "hipStreamSynchronize", h->fn.hipStreamSynchronize(stream));
+}
+
+static fg_status hip_make_current(fg_driver *d)
+{
+    hip *h = (hip *)d;
+    return hip_status(h, h->fn.hipSetDevice(h->dev), NULL, "hipSetDevice");
+}
+
+static void *hip_symbol(const fg_driver *d, const char *name)
+{
+    return dlsym(((const hip *)d)->lib, name);
+}
+
+static const fg_driver_ops hip_ops = {
+    .close = hip_close, .load = hip_load, .unload = hip_unload, .configure = hip_configure,
+    .occupancy = hip_occupancy, .launch = hip_launch, .alloc = hip_alloc, .zero = hip_zero,
+    .free = hip_free,
+    .copy = hip_copy, .sync = hip_sync, .make_current = hip_make_current, .symbol = hip_symbol,
+};
+
+static bool is_arch_name(const char *s, size_t room)
+{
+    return room > 4 && strncmp(s, "gfx", 3) == 0 && memchr(s, '\0', room) != NULL;
+}
+
+/* gcnArchName ("gfx942:sramecc+:xnack-") from hipDeviceProp_t, whose layout
+ * changed in ROCm 6: read it at the offset of the layout we asked for, and
+ * should that not look like an arch name, search the record for one. */
+static fg_status arch_name(hip *h, char *out, size_t n)
+{
+    _Alignas(16) unsigned char props[PROPS_BYTES];
+    const char *text = (const char *)props;
+    size_t at = PROPS_ARCH_R0000;
+    hip_error e;
+    memset(props, 0, sizeof props);
+    if (h->fn.props_r0600) {
+        e = h->fn.props_r0600(props, h->dev);
+        at = PROPS_ARCH_R0600;
+    } else if (h->fn.props_r0000) {
+        e = h->fn.props_r0000(props, h->dev);
+    } else {
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "the HIP runtime lacks hipGetDeviceProperties");
+    }
+    if (e != HIP_SUCCESS)
+        return hip_status(h, e, NULL, "hipGetDeviceProperties");
+    if (!is_arch_name(text + at, sizeof props - at)) {
+        at = 0; /* name[256] comes first: the arch string lies after it */
+        for (size_t i = 256; i + 8 < sizeof props && !at; i++)
+            if (is_arch_name(text + i, sizeof props - i))
+                at = i;
+        if (!at)
+            return fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "no gcnArchName in hipDeviceProp_t");
+    }
+    snprintf(out, n, "%s", text + at);
+    return FG_OK;
+}
+
+static fg_status describe(hip *h)
+{
+    fg_device_caps *caps = &h->base.caps;
+    int sms = 0, grid_x = 0, smem = 0, coop = 0;
+    hip_error e = h->fn.hipDeviceGetAttribute(&sms, HIP_ATTR_MULTIPROCESSOR_COUNT, h->dev);
+    if (e == HIP_SUCCESS)
+        e = h->fn.hipDeviceGetAttribute(&grid_x, HIP_ATTR_MAX_GRID_DIM_X, h->dev);
+    if (e == HIP_SUCCESS)
+        e = h->fn.hipDeviceGetAttribute(&smem, HIP_ATTR_MAX_SHARED_MEMORY_PER_BLOCK, h->dev);
+    if (e == HIP_SUCCESS)
+        e = h->fn.hipDeviceGetAttribute(&coop, HIP_ATTR_COOPERATIVE_LAUNCH, h->dev);
+    if (e == HIP_SUCCESS)
+        e = h->fn.hipDeviceGetName(caps->info.name, (int)sizeof caps->info.name, h->dev);
+    if (e != HIP_SUCCESS)
+        return hip_status(h, e, NULL, "hipDeviceGetAttribute");
+    fg_status s = arch_name(h, caps->info.arch_name, sizeof caps->info.arch_name);
+    if (s != FG_OK)
+        return s;
+    caps->info.backend = FG_BACKEND_HIP;
+    caps->info.compute_units = sms;
+    caps->info.max_dynamic_smem = (size_t)smem;
+    caps->max_grid_x = grid_x;
+    caps->clusters = false;
+    caps->cooperative = coop != 0 && h->fn.launch_cooperative != NULL;
+    const size_t base = strcspn(caps->info.arch_name, ":");
+    if (base == 6 && strncmp(caps->info.arch_name, "gfx942", 6) == 0)
+        caps->info.arch = FG_REG_ARCH_GFX942;
+    else if (base == 6 && strncmp(caps->info.arch_name, "gfx90a", 6) == 0)
+        caps->info.arch = FG_REG_ARCH_GFX90A;
+    else
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                       "%s is %s; the HIP kernels are built for gfx942 and gfx90a",
+                       caps->info.name, caps->info.arch_name);
+    return FG_OK;
+}
+
+fg_status fg_hip_open(void *lib, int device, fg_driver **out)
+{
+    *out = NULL;
+    hip *h = calloc(1, sizeof *h);
+    if (!h)
+        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fg_init: out of host memory");
+    h->base.ops = &hip_ops;
+    h->lib = lib;
+    h->dev = device;
+    fg_status st = FG_OK;
+#define RESOLVE(name, params)                                                                      \
+    if (st == FG_OK && !sym(lib, #name, &h->fn.name))                                              \
+        st = fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "the HIP runtime lacks %s", #name);
+    HIP_FUNCS(RESOLVE)
+#undef RESOLVE
+    sym(lib, "hipGetErrorName", &h->fn.hipGetErrorName);
+    sym(lib, "hipGetDevicePropertiesR0600", &h->fn.props_r0600);
+    sym(lib, "hipGetDeviceProperties", &h->fn.props_r0000);
+    sym(lib, "hipModuleLaunchCooperativeKernel", &h->fn.launch_cooperative);
+    int count = 0;
+    if (st == FG_OK) {
+        /* Without a GPU, ROCm's hipInit reports an invalid device rather than none. */
+        hip_error e = h->fn.hipInit(0);
+        if (e == HIP_SUCCESS)
+            e = h->fn.hipGetDeviceCount(&count);
+        st = e == HIP_ERROR_INVALID_DEVICE || e == HIP_ERROR_NO_DEVICE
+                 ? fg_fail(FG_ERR_NO_DEVICE, "HIP: no device (hip error %d)", e)
+                 : hip_status(h, e, NULL, "hipInit");
+    }
+    if (st == FG_OK && device >= count)
+        st = fg_fail(FG_ERR_NO_DEVICE, "HIP device %d requested; the runtime sees %d", device,
+                     count);
+    if (st == FG_OK)
+        st = describe(h);
+    if (st != FG_OK) {
+        hip_close(&h->base);
+        return st;
+    }
+    *out = &h->base;
+    return FG_OK;
+}

@@ -1,0 +1,135 @@
+/* libfgrt internals: the driver interface the CUDA and HIP backends
+ * implement, the context and binding, the op table.  Tests include this to
+ * drive the runtime with a fake driver. */
+#ifndef FGRT_INTERNAL_H
+#define FGRT_INTERNAL_H
+
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "fgrt.h"
+
+/* Records the details of a failure for fg_last_error() and returns `s`. */
+fg_status fg_fail(fg_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- driver interface ---- */
+
+typedef struct fg_launch_cfg {
+    unsigned grid[3], block[3], cluster[3];   /* cluster {1,1,1}: none */
+    unsigned smem;                            /* dynamic shared memory, bytes */
+    bool cooperative;
+} fg_launch_cfg;
+
+static inline bool fg_cfg_has_cluster(const fg_launch_cfg *c)
+{
+    return c->cluster[0] * c->cluster[1] * c->cluster[2] > 1;
+}
+
+typedef struct fg_driver fg_driver;
+
+/* Every call makes the device current for its duration and leaves the
+ * caller's current context (or device) as it found it. */
+typedef struct fg_driver_ops {
+    void (*close)(fg_driver *d);
+    fg_status (*load)(fg_driver *d, const void *image, const char *symbol, void **module,
+                      void **fn);
+    void (*unload)(fg_driver *d, void *module);
+    /* Function attributes an entry needs: max dynamic smem, non-portable clusters. */
+    fg_status (*configure)(fg_driver *d, void *fn, const fg_launch_cfg *c, bool nonportable);
+    /* Cluster launches: clusters the whole device holds at once (cfg's cluster
+     * shape); otherwise blocks per compute unit. */
+    fg_status (*occupancy)(fg_driver *d, void *fn, const fg_launch_cfg *c, int *resident);
+    fg_status (*launch)(fg_driver *d, void *fn, const fg_launch_cfg *c, void *stream,
+                        void **params);
+    fg_status (*alloc)(fg_driver *d, size_t bytes, void **dptr);
+    fg_status (*zero)(fg_driver *d, void *dptr, size_t bytes);   /* synchronous */
+    fg_status (*free)(fg_driver *d, void *dptr);
+    fg_status (*copy)(fg_driver *d, void *dst, const void *src, size_t bytes, bool to_device);
+    fg_status (*sync)(fg_driver *d, void *stream);
+    fg_status (*make_current)(fg_driver *d);
+    void *(*symbol)(const fg_driver *d, const char *name);
+} fg_driver_ops;
+
+typedef struct fg_device_caps {
+    fg_device_info info;
+    long long max_grid_x;
+    bool clusters;          /* can launch thread-block clusters */
+    bool cooperative;       /* can launch cooperative kernels */
+} fg_device_caps;
+
+/* Backends embed this as their first member. */
+struct fg_driver {
+    const fg_driver_ops *ops;
+    fg_device_caps caps;
+};
+
+/* Open device `device` through an already dlopen'ed library. */
+fg_status fg_cuda_open(void *lib, int device, fg_driver **out);
+fg_status fg_hip_open(void *lib, int device, fg_driver **out);
+
+/* ---- context ---- */
+
+typedef struct fg_module_slot {
+    void *module, *fn;      /* NULL until the entry is first bound */
+} fg_module_slot;
+
+struct fg_context {
+    fg_driver *drv;
+    void *lib;              /* dlopen handle, closed after drv */
+    const fg_kernel_entry *registry;
+    size_t count;
+    fg_module_slot *slots;  /* one per registry entry */
+    pthread_mutex_t lock;   /* guards slots: binds may come from several threads */
+};
+
+/* Wraps an opened driver (tests pass a fake one; lib may be NULL).  On
+ * failure the driver is closed. */
+fg_status fg_context_create(fg_driver *drv, void *lib, const fg_kernel_entry *registry,
+                            size_t count, fg_context **out);
+
+/* The entry's kernel, loaded and configured on first use. */
+fg_status fg_context_function(fg_context *ctx, const fg_kernel_entry *e, const fg_launch_cfg *c,
+                              void **fn);
+
+/* ---- ops ---- */
+
+typedef enum {
+    FG_ARG_DEVPTR,
+    FG_ARG_I32,
+    FG_ARG_F32,
+    FG_ARG_WORKSPACE,
+    FG_ARG_COUNTERS,
+} fg_arg_kind;
+
+/* One kernel parameter, in kernel order, read from the op's args struct:
+ * DEVPTR from a pointer field, I32 from a long long field, F32 from a float
+ * field (finite).  WORKSPACE and COUNTERS are the binding's own (no field). */
+typedef struct fg_arg_desc {
+    const char *name;
+    fg_arg_kind kind;
+    size_t offset;
+    unsigned align;         /* DEVPTR: required alignment in bytes */
+    long long min;          /* I32: smallest accepted value (the largest is INT32_MAX) */
+} fg_arg_desc;
+
+#define FG_MAX_KERNEL_ARGS 16
+
+/* Everything op-specific the generic bind needs. */
+typedef struct fg_op_desc {
+    const char *op;                       /* registry op name */
+    size_t dtype_offset;                  /* fg_reg_dtype field */
+    unsigned nkeys;                       /* key dims, registry order */
+    size_t key_offsets[FG_REG_MAX_DIMS];  /* long long fields */
+    size_t rows_offset;                   /* long long field for FG_REG_GRID_ROWS */
+    const fg_arg_desc *args;
+    unsigned nargs;
+    fg_status (*check)(const void *args); /* guards the table cannot say; may be NULL */
+} fg_op_desc;
+
+extern const fg_op_desc fg_op_rmsnorm;
+
+fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg_binding **out);
+
+size_t fg_reg_dtype_bytes(fg_reg_dtype d);
+
+#endif

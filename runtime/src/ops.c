@@ -1,0 +1,61 @@
+/* The op table: per op, how its args struct maps to the registry key and to
+ * the kernel's parameters, and the guards a table cannot express.  A new
+ * kernel family adds its args struct and bind function to fgrt.h and one
+ * descriptor here. */
+#include <stddef.h>
+#include <stdint.h>
+
+#include "internal.h"
+
+/* ---- rmsnorm: kernel (x, weight, y, int rows, float eps) ---- */
+
+#define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_rmsnorm_args, field), .align = bytes}
+
+static const fg_arg_desc rmsnorm_args[] = {
+    PTR(x, 16), /* 16-byte vector loads and stores */
+    PTR(weight, 16),
+    PTR(y, 16),
+    {"rows", FG_ARG_I32, offsetof(fg_rmsnorm_args, rows), .min = 1},
+    {"eps", FG_ARG_F32, offsetof(fg_rmsnorm_args, eps), .min = 0},
+};
+#undef PTR
+
+static bool overlap(uintptr_t a, size_t na, uintptr_t b, size_t nb)
+{
+    return a < b + nb && b < a + na;
+}
+
+/* Runs after the table's checks (hidden and rows positive, pointers set).
+ * The kernel takes x, weight and y as restrict pointers: an in-place call
+ * would be undefined behaviour, so it is refused. */
+static fg_status rmsnorm_check(const void *p)
+{
+    const fg_rmsnorm_args *a = p;
+    const size_t elem = fg_reg_dtype_bytes(a->dtype);
+    const size_t row = (size_t)a->hidden * elem;
+    if ((size_t)a->rows > SIZE_MAX / row)
+        return fg_fail(FG_ERR_BAD_SHAPE, "rmsnorm: rows %lld x hidden %lld overflows", a->rows,
+                       a->hidden);
+    const size_t all = row * (size_t)a->rows;
+    const uintptr_t y = (uintptr_t)a->y;
+    if (overlap(y, all, (uintptr_t)a->x, all) || overlap(y, all, (uintptr_t)a->weight, row))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "rmsnorm: y overlaps x or weight; the kernel is not in-place");
+    return FG_OK;
+}
+
+const fg_op_desc fg_op_rmsnorm = {
+    .op = "rmsnorm",
+    .dtype_offset = offsetof(fg_rmsnorm_args, dtype),
+    .nkeys = 1,
+    .key_offsets = {offsetof(fg_rmsnorm_args, hidden)},
+    .rows_offset = offsetof(fg_rmsnorm_args, rows),
+    .args = rmsnorm_args,
+    .nargs = sizeof rmsnorm_args / sizeof rmsnorm_args[0],
+    .check = rmsnorm_check,
+};
+
+fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, fg_binding **out)
+{
+    return fg_bind_op(ctx, &fg_op_rmsnorm, args, out);
+}

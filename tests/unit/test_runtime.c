@@ -1,0 +1,640 @@
+/* libfgrt without a GPU: statuses, registry lookup and its guards, the
+ * no-device path, and bind/launch driven through a fake driver that records
+ * what the runtime asks of it. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- statuses ---- */
+
+Test(runtime_status, every_status_has_its_own_string)
+{
+    for (int i = 0; i < FG_STATUS_COUNT; i++) {
+        const char *s = fg_status_string((fg_status)i);
+        cr_assert(s && *s, "status %d", i);
+        cr_assert_str_neq(s, "unknown status", "status %d", i);
+        for (int j = 0; j < i; j++)
+            cr_assert_str_neq(s, fg_status_string((fg_status)j), "statuses %d and %d", i, j);
+    }
+    cr_assert_str_eq(fg_status_string((fg_status)FG_STATUS_COUNT), "unknown status");
+    cr_assert_str_eq(fg_status_string((fg_status)-1), "unknown status");
+}
+
+Test(runtime_status, names)
+{
+    cr_assert_str_eq(fg_reg_arch_name(FG_REG_ARCH_SM90A), "sm_90a");
+    cr_assert_str_eq(fg_reg_arch_name(FG_REG_ARCH_GFX942), "gfx942");
+    cr_assert_str_eq(fg_reg_arch_name(FG_REG_ARCH_GFX90A), "gfx90a");
+    cr_assert_str_eq(fg_reg_dtype_name(FG_REG_F16), "f16");
+    cr_assert_str_eq(fg_reg_dtype_name(FG_REG_BF16), "bf16");
+    cr_assert_str_eq(fg_reg_dtype_name((fg_reg_dtype)9), "unknown dtype");
+}
+
+/* ---- lookup ---- */
+
+static const unsigned char image[64] = {1};
+static const size_t image_size = sizeof image;
+
+#define ENTRY(nm, o, a, dt, ...)                                                                   \
+    {.name = nm, .family = o, .op = o, .arch = a, .dtype = dt, .block = {128, 1, 1},               \
+     .cluster = {1, 1, 1}, .image = image, .image_size = &image_size, __VA_ARGS__}
+#define SM90 FG_REG_ARCH_SM90A
+#define MAX FG_REG_MATCH_MAX
+#define MULT FG_REG_MATCH_MULTIPLE
+#define ANY FG_REG_MATCH_ANY
+
+static const fg_kernel_entry reg[] = {
+    ENTRY("any", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {1}, .match = {ANY}),
+    ENTRY("m256", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {256}, .match = {MULT}),
+    ENTRY("m512", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {512}, .match = {MULT}),
+    ENTRY("h4096", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {4096}),
+    ENTRY("h4096_again", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {4096}),
+    ENTRY("h1024", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {1024}),
+    ENTRY("bf16_h4096", "rmsnorm", SM90, FG_REG_BF16, .ndims = 1, .dims = {4096}),
+    ENTRY("gfx_h4096", "rmsnorm", FG_REG_ARCH_GFX942, FG_REG_F16, .ndims = 1, .dims = {4096}),
+    ENTRY("b16", "attn", SM90, FG_REG_F16, .ndims = 2, .dims = {16, 128}, .match = {MAX}),
+    ENTRY("b4", "attn", SM90, FG_REG_F16, .ndims = 2, .dims = {4, 128}, .match = {MAX}),
+    ENTRY("b64", "attn", SM90, FG_REG_F16, .ndims = 2, .dims = {64, 128}, .match = {MAX}),
+    ENTRY("weird", "odd", SM90, FG_REG_F16, .ndims = 1, .dims = {8}, .match = {99}),
+};
+static const size_t nreg = sizeof reg / sizeof reg[0];
+
+static const char *find(fg_reg_arch arch, const char *op, fg_reg_dtype dt, long long d0,
+                        long long d1, unsigned ndims, fg_status expect)
+{
+    const long long dims[2] = {d0, d1};
+    const fg_kernel_entry *e = (const fg_kernel_entry *)1;
+    fg_status s = fg_lookup(reg, nreg, arch, op, dt, dims, ndims, &e);
+    cr_assert_eq(s, expect, "%s %lld: got %s (%s)", op, d0, fg_status_string(s), fg_last_error());
+    if (s != FG_OK) {
+        cr_assert_null(e, "a failed lookup clears *out");
+        return NULL;
+    }
+    return e->name;
+}
+
+#define FIND(op, d0, d1, n) find(SM90, op, FG_REG_F16, d0, d1, n, FG_OK)
+
+Test(runtime_lookup, most_specialized_wins)
+{
+    cr_assert_str_eq(FIND("rmsnorm", 4096, 0, 1), "h4096", "exact beats multiple and any");
+    cr_assert_str_eq(FIND("rmsnorm", 1024, 0, 1), "h1024");
+    cr_assert_str_eq(FIND("rmsnorm", 2048, 0, 1), "m512", "the larger tile wins");
+    cr_assert_str_eq(FIND("rmsnorm", 768, 0, 1), "m256", "768 is no multiple of 512");
+    cr_assert_str_eq(FIND("rmsnorm", 100, 0, 1), "any");
+    cr_assert_str_eq(FIND("attn", 3, 128, 2), "b4", "the smallest maximum that fits");
+    cr_assert_str_eq(FIND("attn", 4, 128, 2), "b4");
+    cr_assert_str_eq(FIND("attn", 10, 128, 2), "b16");
+    cr_assert_str_eq(FIND("attn", 64, 128, 2), "b64");
+}
+
+Test(runtime_lookup, arch_and_dtype_select)
+{
+    cr_assert_str_eq(find(FG_REG_ARCH_GFX942, "rmsnorm", FG_REG_F16, 4096, 0, 1, FG_OK),
+                     "gfx_h4096");
+    cr_assert_str_eq(find(SM90, "rmsnorm", FG_REG_BF16, 4096, 0, 1, FG_OK), "bf16_h4096");
+}
+
+Test(runtime_lookup, guards_refuse)
+{
+    find(SM90, "attn", FG_REG_F16, 65, 128, 2, FG_ERR_NO_MATCHING_INSTANCE);   /* over B_max */
+    find(SM90, "attn", FG_REG_F16, 4, 64, 2, FG_ERR_NO_MATCHING_INSTANCE);     /* exact dim */
+    find(SM90, "attn", FG_REG_F16, 4, 0, 1, FG_ERR_NO_MATCHING_INSTANCE);      /* ndims */
+    find(SM90, "odd", FG_REG_F16, 8, 0, 1, FG_ERR_NO_MATCHING_INSTANCE);       /* unknown guard */
+    find(FG_REG_ARCH_GFX90A, "rmsnorm", FG_REG_F16, 4096, 0, 1, FG_ERR_NO_MATCHING_INSTANCE);
+    find(SM90, "gemm", FG_REG_F16, 4096, 0, 1, FG_ERR_NO_MATCHING_INSTANCE);
+}
+
+Test(runtime_lookup, ties_go_to_the_first_entry)
+{
+    const long long h = 4096;
+    const fg_kernel_entry *e;
+    cr_assert_eq(fg_lookup(reg + 4, nreg - 4, SM90, "rmsnorm", FG_REG_F16, &h, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "h4096_again");
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, &h, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "h4096");
+}
+
+Test(runtime_lookup, priority_orders_equally_specialized_entries)
+{
+    const fg_kernel_entry r[] = {
+        ENTRY("c2", "attn", SM90, FG_REG_F16, .ndims = 1, .dims = {4096}),
+        ENTRY("c4", "attn", SM90, FG_REG_F16, .ndims = 1, .dims = {4096}, .priority = 5),
+        ENTRY("c8", "attn", SM90, FG_REG_F16, .ndims = 1, .dims = {4096}, .priority = -1),
+        ENTRY("any", "attn", SM90, FG_REG_F16, .ndims = 1, .dims = {1}, .match = {ANY},
+              .priority = 99),
+    };
+    const long long h = 4096, other = 1024;
+    const fg_kernel_entry *e;
+    cr_assert_eq(fg_lookup(r, 4, SM90, "attn", FG_REG_F16, &h, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "c4", "the higher priority among equals");
+    cr_assert_eq(fg_lookup(r, 4, SM90, "attn", FG_REG_F16, &other, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "any", "priority never beats a more specialized entry");
+}
+
+Test(runtime_lookup, no_match_is_an_error_that_says_what_exists)
+{
+    const long long h = 1024;
+    const fg_kernel_entry *e;
+    /* Only an f16 instance has hidden 1024: bf16 is not served by a near fit. */
+    cr_assert_eq(fg_lookup(reg + 3, nreg - 3, SM90, "rmsnorm", FG_REG_BF16, &h, 1, &e),
+                 FG_ERR_NO_MATCHING_INSTANCE);
+    cr_assert_null(e);
+    const char *why = fg_last_error();
+    cr_assert(strstr(why, "no rmsnorm instance for sm_90a bf16 [1024]"), "%s", why);
+    cr_assert(strstr(why, "f16 [1024]") && strstr(why, "bf16 [4096]"), "%s", why);
+    cr_assert_eq(fg_lookup(reg, 0, SM90, "rmsnorm", FG_REG_F16, &h, 1, &e),
+                 FG_ERR_NO_MATCHING_INSTANCE);
+    cr_assert(strstr(fg_last_error(), "none"), "%s", fg_last_error());
+}
+
+Test(runtime_lookup, bad_arguments)
+{
+    const long long dims[FG_REG_MAX_DIMS + 1] = {4096};
+    const long long zero = 0, negative = -4096;
+    const fg_kernel_entry *e;
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, dims, 1, NULL),
+                 FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, FG_REG_F16, dims, 1, &e),
+                 FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_lookup(NULL, 3, SM90, "rmsnorm", FG_REG_F16, dims, 1, &e),
+                 FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, NULL, 1, &e),
+                 FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, dims, FG_REG_MAX_DIMS + 1, &e),
+                 FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, &zero, 1, &e),
+                 FG_ERR_BAD_SHAPE);
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, &negative, 1, &e),
+                 FG_ERR_BAD_SHAPE);
+}
+
+/* ---- the no-device path ---- */
+
+static const fg_kernel_entry empty_reg[1];
+
+Test(runtime_init, forced_no_device)
+{
+    setenv("FG_DRIVER_LIB", "/nonexistent/libcuda.so.1", 1);
+    fg_context *ctx = (fg_context *)1;
+    cr_assert_eq(fg_init(reg, nreg, 0, &ctx), FG_ERR_NO_DEVICE);
+    cr_assert_null(ctx);
+    cr_assert(strstr(fg_last_error(), "/nonexistent/libcuda.so.1"), "%s", fg_last_error());
+}
+
+Test(runtime_init, a_library_that_is_no_driver)
+{
+    setenv("FG_DRIVER_LIB", "libc.so.6", 1);
+    fg_context *ctx;
+    cr_assert_eq(fg_init(empty_reg, 0, 0, &ctx), FG_ERR_NO_DEVICE);
+    cr_assert(strstr(fg_last_error(), "neither a CUDA nor a HIP driver"), "%s", fg_last_error());
+}
+
+/* This machine's own libraries: CI has no GPU, but may have libamdhip64. */
+Test(runtime_init, this_machine)
+{
+    unsetenv("FG_DRIVER_LIB");
+    fg_context *ctx = NULL;
+    fg_status s = fg_init(reg, nreg, 0, &ctx);
+    if (s == FG_OK) {
+        fg_shutdown(ctx);
+        cr_skip_test("a GPU is present");
+    }
+    cr_assert(s == FG_ERR_NO_DEVICE || s == FG_ERR_UNSUPPORTED_DEVICE, "%s: %s",
+              fg_status_string(s), fg_last_error());
+    cr_assert_null(ctx);
+}
+
+Test(runtime_init, bad_arguments)
+{
+    fg_context *ctx;
+    cr_assert_eq(fg_init(reg, nreg, 0, NULL), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_init(NULL, 2, 0, &ctx), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_init(reg, nreg, -1, &ctx), FG_ERR_INVALID_ARGUMENT);
+    fg_shutdown(NULL);
+    fg_binding_free(NULL);
+    cr_assert_eq(fg_launch(NULL, NULL), FG_ERR_INVALID_ARGUMENT);
+}
+
+/* ---- bind and launch through a fake driver ---- */
+
+typedef struct fake {
+    fg_driver base;
+    int loads, unloads, configures, launches, allocs, frees, closes;
+    int resident;              /* what occupancy reports */
+    fg_status load_status;     /* what load returns */
+    bool nonportable;          /* last configure */
+    fg_launch_cfg cfg;         /* last launch */
+    void *stream;
+    void *x, *weight, *y;      /* last launch's parameters */
+    int rows;
+    float eps;
+    void *raw[5];              /* the first five parameters as pointers */
+    int zeros;
+} fake;
+
+static fake F;
+
+static void f_close(fg_driver *d) { ((fake *)d)->closes++; }
+static fg_status f_load(fg_driver *d, const void *img, const char *sym, void **m, void **fn)
+{
+    fake *f = (fake *)d;
+    (void)sym;
+    if (f->load_status != FG_OK)
+        return fg_fail(f->load_status, "fake load failed");
+    f->loads++;
+    *m = (void *)img;
+    *fn = (void *)sym;
+    return FG_OK;
+}
+static void f_unload(fg_driver *d, void *m) { (void)m, ((fake *)d)->unloads++; }
+static fg_status f_configure(fg_driver *d, void *fn, const fg_launch_cfg *c, bool nonportable)
+{
+    (void)fn, (void)c;
+    ((fake *)d)->configures++;
+    ((fake *)d)->nonportable = nonportable;
+    return FG_OK;
+}
+static fg_status f_occupancy(fg_driver *d, void *fn, const fg_launch_cfg *c, int *resident)
+{
+    (void)fn, (void)c;
+    *resident = ((fake *)d)->resident;
+    return FG_OK;
+}
+static fg_status f_launch(fg_driver *d, void *fn, const fg_launch_cfg *c, void *stream,
+                          void **params)
+{
+    fake *f = (fake *)d;
+    (void)fn;
+    f->launches++;
+    f->cfg = *c;
+    f->stream = stream;
+    memcpy(&f->x, params[0], sizeof f->x);
+    memcpy(&f->weight, params[1], sizeof f->weight);
+    memcpy(&f->y, params[2], sizeof f->y);
+    memcpy(&f->rows, params[3], sizeof f->rows);
+    memcpy(&f->eps, params[4], sizeof f->eps);
+    for (int i = 0; i < 5; i++)
+        memcpy(&f->raw[i], params[i], sizeof f->raw[i]);
+    return FG_OK;
+}
+static fg_status f_alloc(fg_driver *d, size_t n, void **p)
+{
+    ((fake *)d)->allocs++;
+    *p = malloc(n);
+    return FG_OK;
+}
+static fg_status f_zero(fg_driver *d, void *p, size_t n)
+{
+    ((fake *)d)->zeros++;
+    memset(p, 0, n);
+    return FG_OK;
+}
+static fg_status f_free(fg_driver *d, void *p)
+{
+    ((fake *)d)->frees++;
+    free(p);
+    return FG_OK;
+}
+static fg_status f_copy(fg_driver *d, void *dst, const void *src, size_t n, bool to_device)
+{
+    (void)d, (void)to_device;
+    memcpy(dst, src, n);
+    return FG_OK;
+}
+static fg_status f_ok(fg_driver *d) { (void)d; return FG_OK; }
+static fg_status f_sync(fg_driver *d, void *s) { (void)s; return f_ok(d); }
+static void *f_symbol(const fg_driver *d, const char *name) { (void)d, (void)name; return NULL; }
+
+static const fg_driver_ops fake_ops = {
+    .close = f_close, .load = f_load, .unload = f_unload, .configure = f_configure,
+    .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
+    .free = f_free,
+    .copy = f_copy, .sync = f_sync, .make_current = f_ok, .symbol = f_symbol,
+};
+
+static fg_context *fake_ctx(fg_reg_arch arch, const fg_kernel_entry *r, size_t n)
+{
+    F = (fake){.base = {.ops = &fake_ops}, .resident = 8};
+    F.base.caps = (fg_device_caps){
+        .info = {.backend = FG_BACKEND_CUDA, .arch = arch, .name = "fake",
+                 .arch_name = "sm_90", .compute_units = 132, .max_dynamic_smem = 232448},
+        .max_grid_x = 100000, .clusters = true, .cooperative = true};
+    fg_context *ctx = NULL;
+    cr_assert_eq(fg_context_create(&F.base, NULL, r, n, &ctx), FG_OK);
+    return ctx;
+}
+
+#define DEV(addr) ((void *)(uintptr_t)(addr))
+
+static fg_rmsnorm_args good_args(void)
+{
+    /* Far apart, so no row count used here makes them overlap. */
+    return (fg_rmsnorm_args){.dtype = FG_REG_F16, .hidden = 1024, .rows = 4,
+                             .x = DEV(0x1000000000), .weight = DEV(0x2000000000),
+                             .y = DEV(0x3000000000), .eps = 1e-5f};
+}
+
+static void expect_bind(fg_context *ctx, fg_rmsnorm_args a, fg_status expect)
+{
+    fg_binding *b = (fg_binding *)1;
+    fg_status s = fg_rmsnorm_bind(ctx, &a, &b);
+    cr_assert_eq(s, expect, "got %s (%s)", fg_status_string(s), fg_last_error());
+    cr_assert_null(b, "a failed bind clears *out");
+}
+
+Test(runtime_bind, bind_once_launch_many)
+{
+    fg_context *ctx = fake_ctx(SM90, reg, nreg);
+    fg_rmsnorm_args a = good_args();
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_rmsnorm_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(F.loads, 1);
+    cr_assert_eq(F.configures, 1);
+
+    fg_binding_info info;
+    cr_assert_eq(fg_binding_get_info(b, &info), FG_OK);
+    cr_assert_str_eq(info.entry->name, "h1024");
+    cr_assert_eq(info.grid[0], 4);
+    cr_assert_eq(info.block[0], 128);
+    cr_assert_eq(info.cluster[0], 1);
+    cr_assert_eq(info.resident_blocks, 8 * 132);
+    cr_assert_eq(info.waves, 1);
+    cr_assert_eq(info.workspace_bytes, 0);
+
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(fg_launch(b, DEV(0x77)), FG_OK);
+    cr_assert_eq(F.launches, 3);
+    cr_assert_eq(F.stream, DEV(0x77));
+    cr_assert_eq(F.x, a.x);
+    cr_assert_eq(F.weight, a.weight);
+    cr_assert_eq(F.y, a.y);
+    cr_assert_eq(F.rows, 4);
+    cr_assert_float_eq(F.eps, 1e-5f, 0);
+    cr_assert_eq(F.cfg.grid[0], 4);
+    cr_assert_not(F.cfg.cooperative);
+    cr_assert_eq(F.allocs, 0, "the launch path allocates nothing");
+
+    /* A second binding of the same instance reuses the loaded module. */
+    fg_binding *b2 = NULL;
+    a.rows = 100000;
+    cr_assert_eq(fg_rmsnorm_bind(ctx, &a, &b2), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(F.loads, 1);
+    cr_assert_eq(fg_binding_get_info(b2, &info), FG_OK);
+    cr_assert_eq(info.waves, (100000 + 8 * 132 - 1) / (8 * 132));
+    fg_binding_free(b2);
+    fg_binding_free(b);
+    fg_shutdown(ctx);
+    cr_assert_eq(F.unloads, 1);
+    cr_assert_eq(F.closes, 1);
+}
+
+Test(runtime_bind, argument_checks)
+{
+    fg_context *ctx = fake_ctx(SM90, reg, nreg);
+    fg_rmsnorm_args a;
+
+    a = good_args(), a.x = NULL;
+    expect_bind(ctx, a, FG_ERR_NULL_POINTER);
+    cr_assert(strstr(fg_last_error(), "x is NULL"), "%s", fg_last_error());
+    a = good_args(), a.weight = NULL;
+    expect_bind(ctx, a, FG_ERR_NULL_POINTER);
+    a = good_args(), a.y = NULL;
+    expect_bind(ctx, a, FG_ERR_NULL_POINTER);
+    a = good_args(), a.weight = DEV(0x2000000008);
+    expect_bind(ctx, a, FG_ERR_MISALIGNED);
+    cr_assert(strstr(fg_last_error(), "weight"), "%s", fg_last_error());
+    a = good_args(), a.y = DEV(0x3000000002);
+    expect_bind(ctx, a, FG_ERR_MISALIGNED);
+    a = good_args(), a.rows = 0;
+    expect_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    a = good_args(), a.rows = -3;
+    expect_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    a = good_args(), a.rows = 100001; /* past the fake device's grid limit */
+    expect_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    a = good_args(), a.rows = 1LL << 40; /* past the kernel's int rows */
+    expect_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    a = good_args(), a.hidden = 0;
+    expect_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    a = good_args(), a.eps = NAN;
+    expect_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
+    a = good_args(), a.y = (void *)a.x; /* in place */
+    expect_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
+    a = good_args(), a.y = DEV(0x1000000000 + 4096); /* overlaps x's second half */
+    expect_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
+    a = good_args(), a.dtype = (fg_reg_dtype)7;
+    expect_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
+
+    a = good_args();
+    fg_binding *b;
+    cr_assert_eq(fg_rmsnorm_bind(NULL, &a, &b), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_rmsnorm_bind(ctx, NULL, &b), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fg_rmsnorm_bind(ctx, &a, NULL), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(F.loads, 0, "nothing is loaded for a refused call");
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, dtype_and_shape_not_generated)
+{
+    fg_context *ctx = fake_ctx(SM90, reg + 3, nreg - 3); /* no generic entries */
+    fg_rmsnorm_args a = good_args();
+    a.dtype = FG_REG_BF16; /* only f16 has hidden 1024 */
+    expect_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
+    a = good_args(), a.hidden = 2048;
+    expect_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
+    cr_assert(strstr(fg_last_error(), "[2048]"), "%s", fg_last_error());
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, the_device_arch_picks_entries)
+{
+    fg_context *ctx = fake_ctx(FG_REG_ARCH_GFX942, reg, nreg);
+    const long long h = 4096;
+    const fg_kernel_entry *e;
+    cr_assert_eq(fg_context_lookup(ctx, "rmsnorm", FG_REG_F16, &h, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "gfx_h4096");
+    fg_rmsnorm_args a = good_args(); /* hidden 1024: sm_90a only */
+    expect_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
+    fg_device_info info;
+    cr_assert_eq(fg_device_get_info(ctx, &info), FG_OK);
+    cr_assert_eq(info.arch, FG_REG_ARCH_GFX942);
+    cr_assert_eq(fg_context_lookup(NULL, "rmsnorm", FG_REG_F16, &h, 1, &e),
+                 FG_ERR_INVALID_ARGUMENT);
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, occupancy_is_checked_at_bind)
+{
+    fg_context *ctx = fake_ctx(SM90, reg, nreg);
+    F.resident = 0;
+    expect_bind(ctx, good_args(), FG_ERR_OCCUPANCY);
+    fg_shutdown(ctx);
+}
+
+/* Launch features an entry can ask for: clusters, cooperative, smem. */
+static fg_kernel_entry one(const char *name, unsigned cluster, bool coop, unsigned smem)
+{
+    fg_kernel_entry e = ENTRY(name, "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {1024},
+                              .nonportable_cluster = cluster > 8, .cooperative = coop,
+                              .dynamic_smem = smem);
+    e.cluster[0] = cluster;
+    return e;
+}
+
+Test(runtime_bind, cluster_entry)
+{
+    fg_kernel_entry e[1] = {one("c16", 16, false, 0)};
+    fg_context *ctx = fake_ctx(SM90, e, 1);
+    F.resident = 7; /* clusters */
+    fg_rmsnorm_args a = good_args();
+    a.rows = 20;
+    expect_bind(ctx, a, FG_ERR_BAD_SHAPE); /* 20 rows: no whole clusters of 16 */
+    a.rows = 32;
+    fg_binding *b;
+    cr_assert_eq(fg_rmsnorm_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    cr_assert(F.nonportable, "the non-portable cluster size attribute is set");
+    fg_binding_info info;
+    fg_binding_get_info(b, &info);
+    cr_assert_eq(info.resident_blocks, 7 * 16);
+    cr_assert_eq(fg_launch(b, NULL), FG_OK);
+    cr_assert_eq(F.cfg.cluster[0], 16);
+    fg_binding_free(b);
+    F.base.caps.clusters = false;
+    expect_bind(ctx, a, FG_ERR_UNSUPPORTED_DEVICE);
+    fg_shutdown(ctx);
+
+    e[0].nonportable_cluster = 0; /* a generator bug: refused before the driver sees it */
+    ctx = fake_ctx(SM90, e, 1);
+    expect_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "nonportable_cluster"), "%s", fg_last_error());
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, cooperative_entry_must_fit_one_wave)
+{
+    fg_kernel_entry e[1] = {one("coop", 1, true, 0)};
+    fg_context *ctx = fake_ctx(SM90, e, 1);
+    F.resident = 1;
+    fg_rmsnorm_args a = good_args();
+    a.rows = 133; /* 132 SMs x 1 block */
+    expect_bind(ctx, a, FG_ERR_OCCUPANCY);
+    a.rows = 132;
+    fg_binding *b;
+    cr_assert_eq(fg_rmsnorm_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(fg_launch(b, NULL), FG_OK);
+    cr_assert(F.cfg.cooperative);
+    fg_binding_free(b);
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, shared_memory_beyond_the_device)
+{
+    fg_kernel_entry e[1] = {one("big", 1, false, 300000)};
+    fg_context *ctx = fake_ctx(SM90, e, 1);
+    expect_bind(ctx, good_args(), FG_ERR_OCCUPANCY);
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, a_failed_load_is_reported_and_retried)
+{
+    fg_context *ctx = fake_ctx(SM90, reg, nreg);
+    F.load_status = FG_ERR_DRIVER;
+    expect_bind(ctx, good_args(), FG_ERR_DRIVER);
+    F.load_status = FG_OK;
+    fg_rmsnorm_args a = good_args();
+    fg_binding *b;
+    cr_assert_eq(fg_rmsnorm_bind(ctx, &a, &b), FG_OK);
+    cr_assert_eq(F.loads, 1);
+    fg_binding_free(b);
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, bad_registries)
+{
+    fg_kernel_entry e[1] = {one("noimage", 1, false, 0)};
+    e[0].image = NULL;
+    fg_context *ctx = fake_ctx(SM90, e, 1);
+    expect_bind(ctx, good_args(), FG_ERR_INVALID_ARGUMENT);
+    fg_shutdown(ctx);
+
+    e[0].op = NULL;
+    fg_context *none = (fg_context *)1;
+    F = (fake){.base = {.ops = &fake_ops}};
+    cr_assert_eq(fg_context_create(&F.base, NULL, e, 1, &none), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(F.closes, 1, "the driver is closed when the context cannot be made");
+}
+
+/* An op whose kernel takes the binding's workspace and counters, on an
+ * entry with a fixed grid: what later families (decode attention) need. */
+static const fg_arg_desc ws_args[] = {
+    {"x", FG_ARG_DEVPTR, offsetof(fg_rmsnorm_args, x), .align = 16},
+    {"workspace", FG_ARG_WORKSPACE, .offset = 0},
+    {"counters", FG_ARG_COUNTERS, .offset = 0},
+    {"rows", FG_ARG_I32, offsetof(fg_rmsnorm_args, rows), .min = 1},
+    {"eps", FG_ARG_F32, offsetof(fg_rmsnorm_args, eps), .min = 0},
+};
+static const fg_op_desc ws_op = {
+    .op = "wsop", .dtype_offset = offsetof(fg_rmsnorm_args, dtype), .nkeys = 1,
+    .key_offsets = {offsetof(fg_rmsnorm_args, hidden)},
+    .rows_offset = offsetof(fg_rmsnorm_args, rows), .args = ws_args, .nargs = 5};
+
+Test(runtime_bind, workspace_counters_and_fixed_grid)
+{
+    const fg_kernel_entry e[] = {
+        ENTRY("ws", "wsop", SM90, FG_REG_F16, .ndims = 1, .dims = {1024},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {6, 2, 1}, .workspace_bytes = 100,
+              .counter_count = 3),
+    };
+    fg_context *ctx = fake_ctx(SM90, e, 1);
+    fg_rmsnorm_args a = good_args();
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_bind_op(ctx, &ws_op, &a, &b), FG_OK, "%s", fg_last_error());
+    fg_binding_info info;
+    fg_binding_get_info(b, &info);
+    cr_assert_eq(info.grid[0], 6);
+    cr_assert_eq(info.grid[1], 2);
+    cr_assert_eq(info.workspace_bytes, 112 + 3 * 4, "workspace rounded to 16 B, then counters");
+    cr_assert_eq(F.allocs, 1);
+    cr_assert_eq(F.zeros, 1, "zeroed once, at bind");
+    cr_assert_eq(fg_launch(b, NULL), FG_OK);
+    cr_assert_eq(fg_launch(b, NULL), FG_OK);
+    cr_assert_eq(F.zeros, 1, "never on the launch path");
+    cr_assert_eq(F.raw[0], a.x);
+    cr_assert_not_null(F.raw[1]);
+    cr_assert_eq((char *)F.raw[2], (char *)F.raw[1] + 112);
+    const unsigned char *ws = F.raw[1];
+    for (size_t i = 0; i < info.workspace_bytes; i++)
+        cr_assert_eq(ws[i], 0);
+    fg_binding_free(b);
+    cr_assert_eq(F.frees, 1, "the binding frees what it owns");
+    fg_shutdown(ctx);
+}
+
+Test(runtime_helpers, memory)
+{
+    fg_context *ctx = fake_ctx(SM90, reg, nreg);
+    void *p = NULL;
+    cr_assert_eq(fg_mem_alloc(ctx, 16, &p), FG_OK);
+    cr_assert_not_null(p);
+    const char in[16] = "fusegen", *none = NULL;
+    char out[16] = "";
+    cr_assert_eq(fg_memcpy_to_device(ctx, p, in, sizeof in), FG_OK);
+    cr_assert_eq(fg_memcpy_to_host(ctx, out, p, sizeof out), FG_OK);
+    cr_assert_str_eq(out, "fusegen");
+    cr_assert_eq(fg_memcpy_to_host(ctx, out, none, sizeof out), FG_ERR_NULL_POINTER);
+    cr_assert_eq(fg_memcpy_to_host(ctx, NULL, NULL, 0), FG_OK);
+    cr_assert_eq(fg_mem_free(ctx, p), FG_OK);
+    cr_assert_eq(fg_mem_free(ctx, NULL), FG_OK);
+    cr_assert_eq(fg_mem_alloc(ctx, 0, &p), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_null(p);
+    cr_assert_eq(fg_synchronize(ctx, NULL), FG_OK);
+    cr_assert_eq(fg_make_current(ctx), FG_OK);
+    cr_assert_null(fg_driver_symbol(ctx, "cuStreamCreate"));
+    cr_assert_eq(F.allocs, 1);
+    cr_assert_eq(F.frees, 1);
+    fg_shutdown(ctx);
+}
