@@ -126,7 +126,14 @@ static void emit_registry(const fg_plan_set *set, fg_strbuf *sb)
         fg_sb_printf(sb, "        .ndims = %u,\n        .dims = {", in->nkey_params);
         for (unsigned k = 0; k < in->nkey_params; k++)
             fg_sb_printf(sb, "%s%lld", k ? ", " : "", in->params[k].value);
-        /* .match left out: every key dim is exact (FG_REG_MATCH_EXACT is 0). */
+        if (in->key_max_mask) {
+            fg_sb_puts(sb, "},\n        .match = {");
+            for (unsigned k = 0; k < in->nkey_params; k++)
+                fg_sb_printf(sb, "%s%s", k ? ", " : "",
+                             in->key_max_mask & (1u << k) ? "FG_REG_MATCH_MAX"
+                                                          : "FG_REG_MATCH_EXACT");
+        }
+        /* without .match every key dim is exact (FG_REG_MATCH_EXACT is 0) */
         if (l->grid == FG_GRID_FIXED)
             fg_sb_printf(sb, "},\n        .grid_rule = FG_REG_GRID_FIXED,\n"
                              "        .grid = {%u, %u, %u},\n",

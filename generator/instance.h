@@ -55,6 +55,7 @@ typedef struct fg_instance {
     fg_param params[FG_MAX_PARAMS];
     unsigned nparams;
     unsigned nkey_params;      /* the first ones: dims a call must match (registry guard) */
+    unsigned key_max_mask;     /* bit k: key k is a maximum (call <= dim), else exact */
     const char *text_keys[FG_MAX_TEXT_PARAMS]; /* placeholders with text values */
     fg_strbuf text_values[FG_MAX_TEXT_PARAMS];
     unsigned ntexts;

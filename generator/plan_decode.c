@@ -91,7 +91,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     char dims[96], variant[64];
     snprintf(dims, sizeof dims, "h%u_nh%u_hd%u_s%u", m->hidden, a->heads, a->head_dim,
              m->max_context);
-    snprintf(variant, sizeof variant, "b%u_c%u_norm%s", bmax, c, det ? "_det" : "");
+    snprintf(variant, sizeof variant, "b%u_c%u_t%u_norm%s", bmax, c, threads, det ? "_det" : "");
     if (!fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype), dims,
                           variant)) {
         fg_error(d, "cannot name a decode_attn instance");
@@ -111,6 +111,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "NEOX", m->rope->layout == FG_ROPE_NEOX);
     fg_instance_add_param(&in, "DETERMINISTIC", det);
     in.nkey_params = 8;
+    in.key_max_mask = 1u << 4; /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "CLUSTER", c);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "UNROLL", UNROLL);

@@ -122,6 +122,31 @@ typedef struct fg_rmsnorm_args {
  * launched. */
 FG_API fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, fg_binding **out);
 
+/* One decode step of a Llama-family attention block (fused decode family):
+ * [RMSNorm] -> QKV -> RoPE -> append k, v at positions[b] -> attention over
+ * [0, pos] -> W_o, summed over heads in fp32.  Shapes (README, "Tensor
+ * contracts"): x, y [batch, hidden]; norm_w [hidden]; w_qkv [3*heads*head_dim,
+ * hidden]; w_o [hidden, heads*head_dim]; k_cache, v_cache [batch, heads,
+ * max_context, head_dim]; positions [batch] int32 on the device (< 0: an
+ * inactive slot, output zero, no write).  Key: hidden, heads, head_dim,
+ * max_context, batch (<= the instance's B_max), and the 0/1 flags rmsnorm,
+ * neox (RoPE layout) and deterministic (bitwise reproducible head sum).
+ * The binding owns an fp32 workspace and arrival counters, zeroed at bind. */
+typedef struct fg_decode_attn_args {
+    fg_reg_dtype dtype;
+    long long hidden, heads, head_dim, max_context;
+    long long batch;
+    long long rmsnorm, neox, deterministic;
+    const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning) */
+    const void *x, *norm_w, *w_qkv, *w_o;
+    void *k_cache, *v_cache;
+    const int *positions;
+    void *y;
+    float eps;
+} fg_decode_attn_args;
+FG_API fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args,
+                                     fg_binding **out);
+
 /* Enqueues the bound kernel on `stream` (a CUstream or hipStream_t; NULL is
  * the legacy default stream).  No allocation, synchronization or descriptor
  * encoding: safe inside CUDA graph capture.  A binding owns its workspaces,

@@ -189,6 +189,25 @@ static fg_status make_workspace(fg_context *ctx, const fg_op_desc *op, fg_bindin
     return FG_OK;
 }
 
+/* The lookup's choice, or the instance the args name (tests, tuning), which
+ * must serve the call just as a looked-up one would. */
+static fg_status find_entry(const fg_context *ctx, const fg_op_desc *op, const void *args,
+                            fg_reg_dtype dtype, const long long *keys,
+                            const fg_kernel_entry **e)
+{
+    const char *name = NULL;
+    if (op->instance_offset)
+        memcpy(&name, field(args, op->instance_offset), sizeof name);
+    if (!name)
+        return fg_context_lookup(ctx, op->op, dtype, keys, op->nkeys, e);
+    for (size_t i = 0; i < ctx->count; i++)
+        if (strcmp(ctx->registry[i].name, name) == 0)
+            return fg_lookup(&ctx->registry[i], 1, ctx->drv->caps.info.arch, op->op, dtype, keys,
+                             op->nkeys, e);
+    return fg_fail(FG_ERR_NO_MATCHING_INSTANCE, "%s: no instance named %s in the registry",
+                   op->op, name);
+}
+
 fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg_binding **out)
 {
     if (out)
@@ -205,9 +224,10 @@ fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg
     long long keys[FG_REG_MAX_DIMS];
     for (unsigned k = 0; k < op->nkeys; k++) {
         keys[k] = ll_field(args, op->key_offsets[k]);
-        if (keys[k] <= 0)
-            return fg_fail(FG_ERR_BAD_SHAPE, "%s: key dim %u is %lld; dims must be positive",
-                           op->op, k, keys[k]);
+        const bool flag = k >= op->nkeys - op->nflags;
+        if (flag ? (keys[k] != 0 && keys[k] != 1) : keys[k] <= 0)
+            return fg_fail(FG_ERR_BAD_SHAPE, "%s: key %u is %lld; %s", op->op, k, keys[k],
+                           flag ? "flags are 0 or 1" : "dims must be positive");
     }
     fg_param_value vals[FG_MAX_KERNEL_ARGS] = {0};
     fg_status s = check_args(op, args, vals);
@@ -215,7 +235,7 @@ fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg
         s = op->check(args);
     const fg_kernel_entry *e = NULL;
     if (s == FG_OK)
-        s = fg_context_lookup(ctx, op->op, dtype, keys, op->nkeys, &e);
+        s = find_entry(ctx, op, args, dtype, keys, &e);
     fg_launch_cfg cfg;
     if (s == FG_OK)
         s = launch_shape(ctx, op, args, e, &cfg);

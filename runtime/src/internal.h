@@ -119,6 +119,8 @@ typedef struct fg_op_desc {
     const char *op;                       /* registry op name */
     size_t dtype_offset;                  /* fg_reg_dtype field */
     unsigned nkeys;                       /* key dims, registry order */
+    unsigned nflags;                      /* the last nflags keys are 0/1 flags, not shapes */
+    size_t instance_offset;               /* const char * field naming an instance, or 0 */
     size_t key_offsets[FG_REG_MAX_DIMS];  /* long long fields */
     size_t rows_offset;                   /* long long field for FG_REG_GRID_ROWS */
     const fg_arg_desc *args;
@@ -127,6 +129,7 @@ typedef struct fg_op_desc {
 } fg_op_desc;
 
 extern const fg_op_desc fg_op_rmsnorm;
+extern const fg_op_desc fg_op_decode_attn;
 
 fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg_binding **out);
 

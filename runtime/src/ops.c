@@ -59,3 +59,45 @@ fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, fg_bindi
 {
     return fg_bind_op(ctx, &fg_op_rmsnorm, args, out);
 }
+
+/* ---- decode_attn: kernel (x, norm_w, w_qkv, w_o, k_cache, v_cache, positions, y,
+ *      workspace, counters, int batch, float eps) ---- */
+
+#define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_decode_attn_args, field), .align = bytes}
+
+static const fg_arg_desc decode_attn_args[] = {
+    PTR(x, 16),
+    PTR(norm_w, 16),
+    PTR(w_qkv, 16),
+    PTR(w_o, 16),
+    PTR(k_cache, 16),
+    PTR(v_cache, 16),
+    PTR(positions, 4),
+    PTR(y, 16),
+    {"workspace", FG_ARG_WORKSPACE, 0, .align = 0},
+    {"counters", FG_ARG_COUNTERS, 0, .align = 0},
+    {"batch", FG_ARG_I32, offsetof(fg_decode_attn_args, batch), .min = 1},
+    {"eps", FG_ARG_F32, offsetof(fg_decode_attn_args, eps), .min = 0},
+};
+#undef PTR
+
+const fg_op_desc fg_op_decode_attn = {
+    .op = "decode_attn",
+    .dtype_offset = offsetof(fg_decode_attn_args, dtype),
+    .nkeys = 8,
+    .nflags = 3,
+    .key_offsets = {offsetof(fg_decode_attn_args, hidden), offsetof(fg_decode_attn_args, heads),
+                    offsetof(fg_decode_attn_args, head_dim),
+                    offsetof(fg_decode_attn_args, max_context),
+                    offsetof(fg_decode_attn_args, batch), offsetof(fg_decode_attn_args, rmsnorm),
+                    offsetof(fg_decode_attn_args, neox),
+                    offsetof(fg_decode_attn_args, deterministic)},
+    .instance_offset = offsetof(fg_decode_attn_args, instance),
+    .args = decode_attn_args,
+    .nargs = sizeof decode_attn_args / sizeof decode_attn_args[0],
+};
+
+fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, fg_binding **out)
+{
+    return fg_bind_op(ctx, &fg_op_decode_attn, args, out);
+}

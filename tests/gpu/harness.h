@@ -187,6 +187,10 @@ double fgh_median(double *v, int n);   /* sorts v */
 int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
 #define fgh_ok(call) (fgh_cuda_ok_((call), #call, __FILE__, __LINE__) == 0)
 
+/* A whole file into malloc'd memory (cubins for test registries); NULL if
+ * it cannot be read. */
+void *fgh_read_file(const char *path, size_t *len);
+
 /* -------------------------------------------------------------------- JSON */
 
 /* A small streaming writer: it tracks nesting and commas.  Keys are ignored

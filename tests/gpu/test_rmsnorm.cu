@@ -99,24 +99,6 @@ static int cmp_inst(const void *a, const void *b)
     return x->hidden - y->hidden;
 }
 
-static void *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = n > 0 ? malloc((size_t)n) : NULL;
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 static int discover(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -153,7 +135,7 @@ static int discover(const char *dir)
     for (int i = 0; i < g_ninst; i++) {
         inst *in = &g_inst[i];
         size_t n = 0;
-        void *img = read_file(in->path, &n);
+        void *img = fgh_read_file(in->path, &n);
         if (!img) {
             snprintf(in->load_error, sizeof in->load_error, "cannot read %s", in->path);
             continue;

@@ -1,0 +1,537 @@
+// GPU tests and benchmark of the fused decode-attention family, launched
+// through libfgrt (lookup or a named instance -> bind -> launch).
+//
+// Kernels: DIR/decode_attn_sm90a_<dt>_h<H>_nh<NH>_hd<HD>_s<S>_b<B>_c<C>_t<T>_norm[_det].cubin
+// as `make kernels` or check-gpu.sh compile them; the test makes its registry
+// from the names (every launch parameter is in the name or follows from it).
+//
+// Checks, per instance, on fresh random inputs with outputs poisoned:
+//   - y against the C reference (double) at several positions and input scales,
+//     relative L2 <= 2e-3 (f16) / 1e-2 (bf16), every element written;
+//   - the appended cache row within one storage ulp of the reference, every
+//     other cache row bitwise untouched (rows past pos hold NaN poison, so a
+//     read past [0, pos] would also show in y);
+//   - peaked attention: W_k rows of head 0 set to a multiple of its W_q rows,
+//     so the newest token dominates: an off-by-one on it fails;
+//   - inactive slots (pos < 0) give zeros and write nothing (batch > 1);
+//   - CUDA-graph replay gives the same bits as the direct launch;
+//   - deterministic instances: 1000 launches, bitwise identical.
+// --bench: T(S) at S = 1K..16K (S_max permitting) for the preferred instances,
+// with the copy and read-only ceilings measured in the same run.
+#include <dirent.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime.h>
+
+#include "fgrt.h"
+#include "harness.h"
+#include "ref_decode.h"
+
+namespace {
+
+struct Inst {
+    char name[160];
+    int hidden, heads, hd, smax, bmax, cluster, threads, det;
+    fgh_dtype dt;
+    void *image;
+    size_t image_size;
+};
+
+constexpr int kMaxInsts = 64;
+Inst g_inst[kMaxInsts];
+int g_ninst;
+fg_kernel_entry g_reg[kMaxInsts];
+fg_context *g_fg;
+
+bool parse_name(const char *file, Inst *in)
+{
+    char dt[8];
+    int used = 0;
+    if (sscanf(file, "decode_attn_sm90a_%7[^_]_h%d_nh%d_hd%d_s%d_b%d_c%d_t%d_norm%n", dt,
+               &in->hidden, &in->heads, &in->hd, &in->smax, &in->bmax, &in->cluster,
+               &in->threads, &used) != 8)
+        return false;
+    const char *rest = file + used;
+    in->det = strncmp(rest, "_det", 4) == 0;
+    if (in->det)
+        rest += 4;
+    if (strcmp(rest, ".cubin") != 0)
+        return false;
+    in->dt = !strcmp(dt, "f16") ? FGH_F16 : FGH_BF16;
+    snprintf(in->name, sizeof in->name, "%.*s", (int)(strlen(file) - 6), file);
+    return true;
+}
+
+int discover(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d)) && g_ninst < kMaxInsts;) {
+        Inst in = {};
+        if (!parse_name(e->d_name, &in))
+            continue;
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        in.image = fgh_read_file(path, &in.image_size);
+        if (in.image)
+            g_inst[g_ninst++] = in;
+    }
+    closedir(d);
+    qsort(g_inst, g_ninst, sizeof(Inst), [](const void *a, const void *b) {
+        return strcmp(((const Inst *)a)->name, ((const Inst *)b)->name);
+    });
+    return g_ninst;
+}
+
+// The registry entry the generator would emit for this instance.
+void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
+{
+    *e = fg_kernel_entry{};
+    e->name = in.name;
+    e->family = "decode_attn";
+    e->op = "decode_attn";
+    e->arch = FG_REG_ARCH_SM90A;
+    e->dtype = in.dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
+    e->ndims = 8;
+    const long long dims[8] = {in.hidden, in.heads, in.hd, in.smax, in.bmax, 1, 1, in.det};
+    memcpy(e->dims, dims, sizeof dims);
+    e->match[4] = FG_REG_MATCH_MAX;
+    e->grid_rule = FG_REG_GRID_FIXED;
+    e->grid[0] = in.heads * in.cluster, e->grid[1] = 1, e->grid[2] = 1;
+    e->block[0] = in.threads, e->block[1] = 1, e->block[2] = 1;
+    e->cluster[0] = in.cluster, e->cluster[1] = 1, e->cluster[2] = 1;
+    e->nonportable_cluster = in.cluster > 8;
+    e->workspace_bytes = (in.det ? in.heads : 1) * (size_t)in.bmax * in.hidden * sizeof(float);
+    e->counter_count = in.cluster;
+    *size_slot = in.image_size;
+    e->image = (const unsigned char *)in.image;
+    e->image_size = size_slot;
+}
+
+size_t g_sizes[kMaxInsts];
+
+// ---- one problem: host inputs, device buffers, a binding ----
+
+struct Problem {
+    const Inst *in;
+    fgh_decode_cfg cfg;
+    int batch, S;                      // S: the cache's max_context (the instance's)
+    size_t nx, nw_qkv, nw_o, ncache;
+    uint16_t *x, *g, *wqkv, *wo, *kc, *vc;  // host copies (storage bits)
+    int *pos;
+    void *dx, *dg, *dwqkv, *dwo, *dkc, *dvc, *dy;
+    int *dpos;
+    fg_binding *b;
+};
+
+size_t esz(fgh_dtype t) { return fgh_dtype_size(t); }
+
+bool upload(void *d, const void *h, size_t n) { return fgh_ok(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
+
+// Inputs: x scaled by xscale; weights ~ U(-1,1)/sqrt(fan_in); the cache
+// U(-1,1) for rows < pos and NaN poison from pos on.
+bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float xscale)
+{
+    *p = Problem{};
+    p->in = in;
+    p->batch = batch;
+    p->S = in->smax;
+    p->cfg = fgh_decode_cfg{in->hidden, in->heads, in->hd, in->smax, batch, true, true, 10000.0,
+                            1e-5f, in->dt};
+    const int H = in->hidden, QD = in->heads * in->hd;
+    p->nx = (size_t)batch * H;
+    p->nw_qkv = (size_t)3 * QD * H;
+    p->nw_o = (size_t)H * QD;
+    p->ncache = (size_t)batch * in->heads * in->smax * in->hd;
+    const fgh_dtype t = in->dt;
+    p->x = (uint16_t *)malloc(p->nx * 2);
+    p->g = (uint16_t *)malloc(H * 2);
+    p->wqkv = (uint16_t *)malloc(p->nw_qkv * 2);
+    p->wo = (uint16_t *)malloc(p->nw_o * 2);
+    p->kc = (uint16_t *)malloc(p->ncache * 2);
+    p->vc = (uint16_t *)malloc(p->ncache * 2);
+    p->pos = (int *)malloc(sizeof(int) * batch);
+    memcpy(p->pos, pos, sizeof(int) * batch);
+    fgh_fill_host(p->x, t, p->nx, fgh_next_seed(), xscale);
+    fgh_fill_host(p->g, t, H, fgh_next_seed(), 1.0f);
+    fgh_fill_host(p->wqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H));
+    fgh_fill_host(p->wo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD));
+    fgh_fill_host(p->kc, t, p->ncache, fgh_next_seed(), 1.0f);
+    fgh_fill_host(p->vc, t, p->ncache, fgh_next_seed(), 1.0f);
+    for (int b = 0; b < batch; b++)
+        for (int h = 0; h < in->heads; h++) {
+            const size_t base = ((size_t)b * in->heads + h) * in->smax * in->hd;
+            const int from = pos[b] < 0 ? 0 : pos[b];
+            memset(p->kc + base + (size_t)from * in->hd, 0xFF,
+                   (size_t)(in->smax - from) * in->hd * 2);
+            memset(p->vc + base + (size_t)from * in->hd, 0xFF,
+                   (size_t)(in->smax - from) * in->hd * 2);
+        }
+    (void)esz;
+    return true;
+}
+
+bool problem_device(Problem *p)
+{
+    const int H = p->in->hidden;
+    bool ok = fgh_ok(cudaMalloc(&p->dx, p->nx * 2)) && fgh_ok(cudaMalloc(&p->dg, H * 2)) &&
+              fgh_ok(cudaMalloc(&p->dwqkv, p->nw_qkv * 2)) &&
+              fgh_ok(cudaMalloc(&p->dwo, p->nw_o * 2)) &&
+              fgh_ok(cudaMalloc(&p->dkc, p->ncache * 2)) &&
+              fgh_ok(cudaMalloc(&p->dvc, p->ncache * 2)) &&
+              fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
+              fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch));
+    ok = ok && upload(p->dx, p->x, p->nx * 2) && upload(p->dg, p->g, H * 2) &&
+         upload(p->dwqkv, p->wqkv, p->nw_qkv * 2) && upload(p->dwo, p->wo, p->nw_o * 2) &&
+         upload(p->dkc, p->kc, p->ncache * 2) && upload(p->dvc, p->vc, p->ncache * 2) &&
+         upload(p->dpos, p->pos, sizeof(int) * p->batch);
+    return ok;
+}
+
+fg_status problem_bind(Problem *p)
+{
+    fg_decode_attn_args a = {};
+    a.dtype = p->in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
+    a.hidden = p->in->hidden, a.heads = p->in->heads, a.head_dim = p->in->hd;
+    a.max_context = p->in->smax, a.batch = p->batch;
+    a.rmsnorm = 1, a.neox = 1, a.deterministic = p->in->det;
+    a.instance = p->in->name;
+    a.x = p->dx, a.norm_w = p->dg, a.w_qkv = p->dwqkv, a.w_o = p->dwo;
+    a.k_cache = p->dkc, a.v_cache = p->dvc, a.positions = p->dpos, a.y = p->dy;
+    a.eps = p->cfg.eps;
+    return fg_decode_attn_bind(g_fg, &a, &p->b);
+}
+
+void problem_free(Problem *p)
+{
+    fg_binding_free(p->b);
+    void *dev[] = {p->dx, p->dg, p->dwqkv, p->dwo, p->dkc, p->dvc, p->dy, p->dpos};
+    for (void *d : dev)
+        cudaFree(d);
+    void *host[] = {p->x, p->g, p->wqkv, p->wo, p->kc, p->vc, p->pos};
+    for (void *h : host)
+        free(h);
+    *p = Problem{};
+}
+
+double ulp(fgh_dtype t, float v)
+{
+    const float a = fabsf(v);
+    const int e = a > 0 ? ilogbf(a) : -24;
+    return ldexp(1.0, e - (t == FGH_F16 ? 10 : 7));
+}
+
+// Runs the kernel once and checks y, the appended rows and the untouched cache.
+void check_once(const char *what, Problem *p, cudaStream_t s)
+{
+    const Inst *in = p->in;
+    char name[256];
+    snprintf(name, sizeof name, "%s: %s", in->name, what);
+    if (!CHECK(name, fgh_poison_device(p->dy, p->nx * 2, s) == 0))
+        return;
+    const fg_status st = fg_launch(p->b, s);
+    if (!CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
+                fg_status_string(st), fg_last_error()))
+        return;
+    uint16_t *y = (uint16_t *)malloc(p->nx * 2);
+    uint16_t *kc = (uint16_t *)malloc(p->ncache * 2), *vc = (uint16_t *)malloc(p->ncache * 2);
+    double *ref = (double *)malloc(sizeof(double) * p->nx);
+    bool copied = fgh_ok(cudaMemcpy(y, p->dy, p->nx * 2, cudaMemcpyDeviceToHost)) &&
+                  fgh_ok(cudaMemcpy(kc, p->dkc, p->ncache * 2, cudaMemcpyDeviceToHost)) &&
+                  fgh_ok(cudaMemcpy(vc, p->dvc, p->ncache * 2, cudaMemcpyDeviceToHost));
+    if (CHECK(name, copied)) {
+        // the reference appends to the host copies, which then must equal the device's
+        fgh_ref_decode(&p->cfg, p->x, p->g, p->wqkv, p->wo, p->kc, p->vc, p->pos, ref);
+        const fgh_err e = fgh_compare(y, in->dt, ref, p->nx);
+        const double tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;
+        CHECKF(name, e.nonfinite == 0 && e.rel_l2 <= tol,
+               "rel L2 %.3e (limit %.0e), %zu non-finite (first at %zu)", e.rel_l2, tol,
+               e.nonfinite, e.first_bad);
+        printf("    %s: rel L2 %.3e\n", name, e.rel_l2);
+        size_t row_bad = 0, other_bad = 0;
+        for (int b = 0; b < p->batch; b++)
+            for (int h = 0; h < in->heads; h++) {
+                const size_t base = ((size_t)b * in->heads + h) * in->smax * in->hd;
+                for (int t = 0; t < in->smax; t++)
+                    for (int d = 0; d < in->hd; d++) {
+                        const size_t i = base + (size_t)t * in->hd + d;
+                        if (t == p->pos[b]) {
+                            for (int kv = 0; kv < 2; kv++) {
+                                const uint16_t got = kv ? vc[i] : kc[i], want = kv ? p->vc[i] : p->kc[i];
+                                const float g = fgh_get(&got, in->dt, 0), w = fgh_get(&want, in->dt, 0);
+                                row_bad += !(fabsf(g - w) <= ulp(in->dt, w));
+                            }
+                        } else {
+                            other_bad += kc[i] != p->kc[i] || vc[i] != p->vc[i];
+                        }
+                    }
+            }
+        CHECKF(name, row_bad == 0, "%zu appended elements off by more than one ulp", row_bad);
+        CHECKF(name, other_bad == 0, "%zu cache elements changed outside row pos", other_bad);
+        // inactive slots: zeros
+        for (int b = 0; b < p->batch; b++)
+            if (p->pos[b] < 0) {
+                size_t nz = 0;
+                for (int j = 0; j < in->hidden; j++)
+                    nz += y[(size_t)b * in->hidden + j] != 0;
+                CHECKF(name, nz == 0, "inactive slot %d: %zu non-zero outputs", b, nz);
+            }
+        // keep the device's cache as the new state (the reference wrote the same rows)
+        memcpy(p->kc, kc, p->ncache * 2);
+        memcpy(p->vc, vc, p->ncache * 2);
+    }
+    free(y), free(kc), free(vc), free(ref);
+}
+
+// Graph replay gives the launch's bits; deterministic instances repeat 1000 times.
+void check_repeat(Problem *p, cudaStream_t s, int repeats)
+{
+    const Inst *in = p->in;
+    char name[256];
+    snprintf(name, sizeof name, "%s: %s", in->name,
+             repeats > 1 ? "1000 launches bitwise identical" : "graph replay bitwise equal");
+    uint16_t *first = (uint16_t *)malloc(p->nx * 2), *y = (uint16_t *)malloc(p->nx * 2);
+    bool ok = fg_launch(p->b, s) == FG_OK &&
+              fgh_ok(cudaMemcpyAsync(first, p->dy, p->nx * 2, cudaMemcpyDeviceToHost, s)) &&
+              fgh_ok(cudaStreamSynchronize(s));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    ok = ok && fgh_ok(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    if (ok) {
+        const fg_status st = fg_launch(p->b, s);
+        ok = fgh_ok(cudaStreamEndCapture(s, &graph)) && st == FG_OK &&
+             fgh_ok(cudaGraphInstantiate(&exec, graph, 0));
+    }
+    size_t diff = 0;
+    int runs = 0;
+    for (int r = 0; ok && r < repeats; r++, runs++) {
+        ok = fgh_poison_device(p->dy, p->nx * 2, s) == 0 && fgh_ok(cudaGraphLaunch(exec, s)) &&
+             fgh_ok(cudaMemcpyAsync(y, p->dy, p->nx * 2, cudaMemcpyDeviceToHost, s)) &&
+             fgh_ok(cudaStreamSynchronize(s));
+        if (ok && memcmp(first, y, p->nx * 2) != 0)
+            diff++;
+    }
+    CHECKF(name, ok && diff == 0, "%zu of %d replays differ from the direct launch", diff, runs);
+    if (exec)
+        cudaGraphExecDestroy(exec);
+    if (graph)
+        cudaGraphDestroy(graph);
+    free(first), free(y);
+}
+
+// W_k rows of head 0 := 4 x its W_q rows: q.k_new = 4|q|^2 dominates.
+void make_peaked(Problem *p)
+{
+    const int H = p->in->hidden, QD = p->in->heads * p->in->hd;
+    for (int d = 0; d < p->in->hd; d++) {
+        const uint16_t *q = p->wqkv + (size_t)d * H;
+        uint16_t *k = p->wqkv + ((size_t)QD + d) * H;
+        for (int i = 0; i < H; i++)
+            k[i] = fgh_round_to(p->in->dt, 4.0 * fgh_get(q, p->in->dt, i));
+    }
+}
+
+void test_instance(const Inst *in, cudaStream_t s)
+{
+    struct Case {
+        const char *what;
+        int pos0;
+        float xscale;
+        bool peaked;
+    } cases[] = {
+        {"pos 0 (attends to the new token alone)", 0, 1.0f, false},
+        {"pos S/2, x scale 1", in->smax / 2, 1.0f, false},
+        {"pos S-1, x scale 30", in->smax - 1, 30.0f, false},
+        {"pos 777, x scale 0.05", 777 % in->smax, 0.05f, false},
+        {"peaked on the newest token, pos S/3", in->smax / 3, 1.0f, true},
+    };
+    for (const Case &c : cases) {
+        // long caches: the two cases that stress them (the reference costs O(S) per head)
+        if (in->smax > 4096 && &c != &cases[2] && &c != &cases[4])
+            continue;
+        const int batch = in->bmax;
+        int pos[8];
+        for (int b = 0; b < batch; b++)   // mixed lengths; slot 1 inactive when batch > 2
+            pos[b] = b == 0 ? c.pos0 : (b == 1 && batch > 2) ? -1 : (c.pos0 * (b + 1) / (batch + 1));
+        Problem p;
+        problem_init(&p, in, batch, pos, c.xscale);
+        if (c.peaked)
+            make_peaked(&p);
+        char name[256];
+        snprintf(name, sizeof name, "%s: bind", in->name);
+        fg_status st = FG_ERR_DRIVER;
+        if (CHECK(name, problem_device(&p)) &&
+            CHECKF(name, (st = problem_bind(&p)) == FG_OK, "%s (%s)", fg_status_string(st),
+                   fg_last_error())) {
+            check_once(c.what, &p, s);
+            if (&c == &cases[1])
+                check_repeat(&p, s, 1);
+            if (&c == &cases[2] && in->det)
+                check_repeat(&p, s, 1000);
+        }
+        problem_free(&p);
+    }
+}
+
+// ---- benchmark ----
+
+// Device buffers filled on the device (no host copies, no reference).
+bool bench_problem(Problem *p, const Inst *in, const int *pos, cudaStream_t s)
+{
+    *p = Problem{};
+    p->in = in;
+    p->batch = in->bmax;
+    p->cfg.eps = 1e-5f;
+    const int H = in->hidden, QD = in->heads * in->hd;
+    p->nx = (size_t)p->batch * H;
+    p->nw_qkv = (size_t)3 * QD * H;
+    p->nw_o = (size_t)H * QD;
+    p->ncache = (size_t)p->batch * in->heads * in->smax * in->hd;
+    bool ok = fgh_ok(cudaMalloc(&p->dx, p->nx * 2)) && fgh_ok(cudaMalloc(&p->dg, H * 2)) &&
+              fgh_ok(cudaMalloc(&p->dwqkv, p->nw_qkv * 2)) &&
+              fgh_ok(cudaMalloc(&p->dwo, p->nw_o * 2)) &&
+              fgh_ok(cudaMalloc(&p->dkc, p->ncache * 2)) &&
+              fgh_ok(cudaMalloc(&p->dvc, p->ncache * 2)) &&
+              fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
+              fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch));
+    const fgh_dtype t = in->dt;
+    ok = ok && fgh_fill_device(p->dx, t, p->nx, fgh_next_seed(), 1.0f, s) == 0 &&
+         fgh_fill_device(p->dg, t, H, fgh_next_seed(), 1.0f, s) == 0 &&
+         fgh_fill_device(p->dwqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H), s) == 0 &&
+         fgh_fill_device(p->dwo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD), s) == 0 &&
+         fgh_fill_device(p->dkc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
+         fgh_fill_device(p->dvc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
+         fgh_ok(cudaMemcpyAsync(p->dpos, pos, sizeof(int) * p->batch, cudaMemcpyHostToDevice, s)) &&
+         fgh_ok(cudaStreamSynchronize(s));
+    return ok;
+}
+
+struct BenchCtx {
+    Problem *sets;
+    int nsets;
+};
+
+void enqueue(void *ctx, int i, cudaStream_t s)
+{
+    BenchCtx *c = (BenchCtx *)ctx;
+    fg_launch(c->sets[i % c->nsets].b, s);
+}
+
+void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j)
+{
+    fgh_ceilings ceil = {};
+    if (fgh_measure_ceilings(s, (size_t)1 << 30, &ceil) == 0)
+        fgh_json_ceilings(j, &ceil);
+    printf("ceilings: copy %.0f GB/s, read %.0f GB/s\n", ceil.copy_gbps, ceil.read_gbps);
+    fgh_json_arr_begin(j, "cases");
+    for (int k = 0; k < g_ninst; k++) {
+        const Inst *in = &g_inst[k];
+        if (in->det)
+            continue;
+        const int QD = in->heads * in->hd;
+        for (int S = 1024; S <= in->smax; S *= 2) {
+            int pos[8];
+            for (int b = 0; b < in->bmax; b++)
+                pos[b] = S - 1;
+            const double bytes = 2.0 * (3.0 * QD * in->hidden + (double)in->hidden * QD) +
+                                 in->bmax * (2.0 * in->heads * (double)S * in->hd * 2 +
+                                             2.0 * in->hidden * 2);
+            const int nsets = fgh_rotation_sets((size_t)bytes, dev->l2_bytes);
+            Problem sets[4];
+            int made = 0;
+            bool ok = nsets <= 4;
+            for (; ok && made < nsets; made++)
+                ok = bench_problem(&sets[made], in, pos, s) && problem_bind(&sets[made]) == FG_OK;
+            fgh_timing t = {};
+            BenchCtx c = {sets, nsets};
+            if (ok)
+                ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0;
+            const double gbps = ok ? bytes / (t.med_us * 1e3) : 0;
+            printf("%-70s S=%5d  %8.2f us  %6.0f GB/s  %5.1f%% of read\n", in->name, S, t.med_us,
+                   gbps, 100 * gbps / ceil.read_gbps);
+            fgh_json_obj_begin(j, NULL);
+            fgh_json_str(j, "name", in->name);
+            fgh_json_int(j, "S", S);
+            fgh_json_int(j, "batch", in->bmax);
+            fgh_json_int(j, "cluster", in->cluster);
+            fgh_json_num(j, "bytes", bytes);
+            fgh_json_timing(j, "time", &t);
+            fgh_json_num(j, "gbps", gbps);
+            fgh_json_num(j, "fraction_of_read_ceiling", gbps / ceil.read_gbps);
+            fgh_json_obj_end(j);
+            for (int m = 0; m < made; m++)
+                problem_free(&sets[m]);
+        }
+    }
+    fgh_json_arr_end(j);
+}
+
+} // namespace
+
+int main(int argc, char **argv)
+{
+    const char *kdir = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
+    const char *json = NULL, *commit = getenv("FG_COMMIT");
+    const char *only = NULL;
+    bool do_bench = false;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
+            kdir = argv[++i];
+        else if (!strcmp(argv[i], "--bench"))
+            do_bench = true;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else if (!strcmp(argv[i], "--commit") && i + 1 < argc)
+            commit = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
+        else if (!strcmp(argv[i], "--verbose"))
+            fgh_set_verbose(true);
+        else {
+            fprintf(stderr, "usage: %s [--kernels DIR] [--only SUBSTR] [--verbose] [--bench "
+                            "[--json FILE] [--commit C]]\n", argv[0]);
+            return 2;
+        }
+    }
+    fgh_device dev;
+    if (fgh_device_open(0, &dev) != 0) {
+        fgh_skip("decode_attn", "no usable GPU");
+        return fgh_summary() ? 1 : 0;
+    }
+    if (discover(kdir) <= 0) {
+        fgh_skip("decode_attn", "no decode_attn cubins in the kernel folder");
+        return fgh_summary() ? 1 : 0;
+    }
+    for (int k = 0; k < g_ninst; k++)
+        make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
+    const fg_status st = fg_init(g_reg, g_ninst, 0, &g_fg);
+    if (!CHECKF("fgrt: fg_init", st == FG_OK, "%s (%s)", fg_status_string(st), fg_last_error()))
+        return fgh_summary() ? 1 : 0;
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (do_bench) {
+        FILE *f = json ? fopen(json, "w") : stdout;
+        fgh_json j;
+        fgh_json_init(&j, f);
+        fgh_json_obj_begin(&j, NULL);
+        fgh_json_header(&j, &dev, commit ? commit : "unknown", "test_decode_attn --bench");
+        bench(s, &dev, &j);
+        fgh_json_clocks(&j);
+        fgh_json_obj_end(&j);
+        fputc('\n', f);
+        if (json)
+            fclose(f);
+    } else {
+        for (int k = 0; k < g_ninst; k++)
+            if (!only || strstr(g_inst[k].name, only))
+                test_instance(&g_inst[k], s);
+    }
+    cudaStreamDestroy(s);
+    fg_shutdown(g_fg);
+    return fgh_summary() ? 1 : 0;
+}
