@@ -60,7 +60,8 @@ FG_API const char *fg_reg_dtype_name(fg_reg_dtype d); /* "f16", "bf16" */
  * passes the entry's guard (fg_reg_dim_match).  More exact dims win, then the
  * tighter bounds, then the higher priority; ties go to the earlier entry.
  * FG_ERR_NO_MATCHING_INSTANCE when none serves (there is never a fallback to
- * a near fit); FG_ERR_BAD_SHAPE for a dim <= 0. */
+ * a near fit); FG_ERR_BAD_SHAPE for a negative key (0 is a flag value; each
+ * op's bind refuses zero shapes). */
 FG_API fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch, const char *op,
                            fg_reg_dtype dtype, const long long *dims, unsigned ndims,
                            const fg_kernel_entry **out);

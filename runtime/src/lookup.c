@@ -4,13 +4,15 @@
 
 #include "internal.h"
 
+/* A zero key is served only by an exact zero (a flag that is off): bounds,
+ * tiles and run-time dims are shapes, which are positive. */
 static bool dim_serves(fg_reg_dim_match m, long long have, long long want)
 {
     switch (m) {
     case FG_REG_MATCH_EXACT: return want == have;
-    case FG_REG_MATCH_MAX: return want <= have;
-    case FG_REG_MATCH_MULTIPLE: return have > 0 && want % have == 0;
-    case FG_REG_MATCH_ANY: return true;
+    case FG_REG_MATCH_MAX: return want > 0 && want <= have;
+    case FG_REG_MATCH_MULTIPLE: return want > 0 && have > 0 && want % have == 0;
+    case FG_REG_MATCH_ANY: return want > 0;
     }
     return false; /* a guard this runtime does not know never serves */
 }
@@ -97,10 +99,11 @@ fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch, cons
     if (!out || !op || (!reg && n) || (!dims && ndims) || ndims > FG_REG_MAX_DIMS)
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fg_lookup: NULL out, op, registry or dims, or "
                                                 "more than %d dims", FG_REG_MAX_DIMS);
+    /* Keys are shapes (positive, checked by each op's bind) or 0/1 flags. */
     for (unsigned k = 0; k < ndims; k++)
-        if (dims[k] <= 0)
-            return fg_fail(FG_ERR_BAD_SHAPE, "%s: key dim %u is %lld; dims must be positive", op,
-                           k, dims[k]);
+        if (dims[k] < 0)
+            return fg_fail(FG_ERR_BAD_SHAPE, "%s: key %u is %lld; keys are not negative", op, k,
+                           dims[k]);
     const fg_kernel_entry *best = NULL;
     for (size_t i = 0; i < n; i++)
         if (serves(&reg[i], arch, op, dtype, dims, ndims) &&

@@ -253,10 +253,21 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
                "rel L2 %.3e (limit %.0e), %zu non-finite (first at %zu)", e.rel_l2, tol,
                e.nonfinite, e.first_bad);
         printf("    %s: rel L2 %.3e\n", name, e.rel_l2);
+        // The appended rows: each element within one storage ulp of the reference's
+        // rounding, or within 1e-5 of the row's largest magnitude where fp32
+        // accumulation (4K-term dots, RoPE cancellation) moves a value near zero.
         size_t row_bad = 0, other_bad = 0;
         for (int b = 0; b < p->batch; b++)
             for (int h = 0; h < in->heads; h++) {
                 const size_t base = ((size_t)b * in->heads + h) * in->smax * in->hd;
+                float rowmax[2] = {0, 0};
+                if (p->pos[b] >= 0)
+                    for (int d = 0; d < in->hd; d++)
+                        for (int kv = 0; kv < 2; kv++) {
+                            const uint16_t *c = kv ? p->vc : p->kc;
+                            const size_t i = base + (size_t)p->pos[b] * in->hd + d;
+                            rowmax[kv] = fmaxf(rowmax[kv], fabsf(fgh_get(c, in->dt, i)));
+                        }
                 for (int t = 0; t < in->smax; t++)
                     for (int d = 0; d < in->hd; d++) {
                         const size_t i = base + (size_t)t * in->hd + d;
@@ -264,7 +275,8 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
                             for (int kv = 0; kv < 2; kv++) {
                                 const uint16_t got = kv ? vc[i] : kc[i], want = kv ? p->vc[i] : p->kc[i];
                                 const float g = fgh_get(&got, in->dt, 0), w = fgh_get(&want, in->dt, 0);
-                                row_bad += !(fabsf(g - w) <= ulp(in->dt, w));
+                                row_bad += !(fabsf(g - w) <= ulp(in->dt, w) ||
+                                             fabsf(g - w) <= 1e-5f * rowmax[kv]);
                             }
                         } else {
                             other_bad += kc[i] != p->kc[i] || vc[i] != p->vc[i];
