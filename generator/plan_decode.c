@@ -12,7 +12,20 @@
 #include "plan.h"
 
 #define MAX_BATCH 4
-#define UNROLL 4
+
+/* A CTA shape: threads, what each keeps in flight, CTAs meant per SM. */
+typedef struct cta_shape {
+    unsigned threads, unroll, loads1, min_blocks;
+} cta_shape;
+
+/* One 512-thread CTA per SM, 8 loads of 16 B in flight per lane (64 KB per SM). */
+static const cta_shape WIDE = {512, 4, 8, 1};
+/* Two 256-thread CTAs per SM (at most 128 registers), 16 loads per lane in
+ * phase 1: the same bytes in flight per SM, but clusters of C CTAs can then
+ * share SMs, so more clusters fit at once when a GPC has SMs left over. */
+static const cta_shape PAIRED = {256, 8, 16, 2};
+/* Batches above 1 keep B x slices in registers: 256 threads, one per SM. */
+static const cta_shape BATCHED = {256, 4, 8, 1};
 
 /* Why a model cannot use this family yet, or NULL. */
 static const char *unsupported(const fg_model *m)
@@ -37,7 +50,7 @@ static const char *unsupported(const fg_model *m)
 
 /* Why cluster size c does not fit, or NULL. */
 static const char *infeasible(const fg_model *m, const fg_target *t, unsigned c,
-                              unsigned threads, unsigned bmax)
+                              const cta_shape *cs, unsigned bmax)
 {
     const unsigned hidden = m->hidden, hd = m->attention->head_dim;
     if (c > t->max_cluster_size)
@@ -47,8 +60,8 @@ static const char *infeasible(const fg_model *m, const fg_target *t, unsigned c,
     /* each lane keeps bmax x (hidden/c/256) x 8 floats of x in registers */
     if (bmax * (hidden / c / 256) * 8 > 64)
         return "the x slices of the batch would not fit in registers (more than 64 floats)";
-    unsigned groups = threads / (hd / 8);
-    if ((hidden / c) % (groups * UNROLL))
+    unsigned groups = cs->threads / (hd / 8);
+    if ((hidden / c) % (groups * cs->unroll))
         return "hidden/C output rows do not split evenly over the CTA's row groups";
     return NULL;
 }
@@ -56,12 +69,12 @@ static const char *infeasible(const fg_model *m, const fg_target *t, unsigned c,
 /* Preferred cluster size: the largest whose grid (one CTA per SM) fits in
  * one wave, so every head streams at once with the most parallelism per
  * head; if none fits, the smallest. */
-static unsigned preferred_cluster(const fg_model *m, const fg_target *t, unsigned threads,
+static unsigned preferred_cluster(const fg_model *m, const fg_target *t, const cta_shape *cs,
                                   unsigned bmax, const unsigned *sizes, unsigned n)
 {
     unsigned best = 0, smallest = 0;
     for (unsigned i = 0; i < n; i++) {
-        if (infeasible(m, t, sizes[i], threads, bmax))
+        if (infeasible(m, t, sizes[i], cs, bmax))
             continue;
         if (!smallest)
             smallest = sizes[i];
@@ -80,13 +93,13 @@ static void inv_freq_table(fg_strbuf *sb, double theta, unsigned hd)
 }
 
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
-                    unsigned c, bool det, int priority, const char *choice, fg_diag *d,
-                    fg_plan_add_fn add)
+                    unsigned c, const cta_shape *cs, bool det, int priority, const char *choice,
+                    fg_diag *d, fg_plan_add_fn add)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
     const fg_attention *a = m->attention;
-    const unsigned threads = bmax == 1 ? 512 : 256;
+    const unsigned threads = cs->threads;
     fg_instance in = {0};
     char dims[96], variant[64];
     snprintf(dims, sizeof dims, "h%u_nh%u_hd%u_s%u", m->hidden, a->heads, a->head_dim,
@@ -114,7 +127,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.key_max_mask = 1u << 4; /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "CLUSTER", c);
     fg_instance_add_param(&in, "THREADS", threads);
-    fg_instance_add_param(&in, "UNROLL", UNROLL);
+    fg_instance_add_param(&in, "UNROLL", cs->unroll);
+    fg_instance_add_param(&in, "LOADS1", cs->loads1);
+    fg_instance_add_param(&in, "MIN_BLOCKS", cs->min_blocks);
     inv_freq_table(fg_instance_add_text(&in, "INV_FREQ"), m->rope->theta, a->head_dim);
     fg_sb_printf(fg_instance_add_text(&in, "SOFTMAX_SCALE_LOG2"), "%.9ef",
                  (double)(float)(1.4426950408889634 / sqrt((double)a->head_dim)));
@@ -126,8 +141,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.workspace_bytes = (unsigned)((det ? a->heads : 1u) * bmax * m->hidden * sizeof(float));
     in.counter_count = c;
     in.priority = priority;
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/c%u/b%u/%s%s",
-             fg_dtype_name(m->dtype), c, bmax, det ? "det" : "fast",
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/c%u/b%u/t%u/%s%s",
+             fg_dtype_name(m->dtype), c, bmax, threads, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj");
 
     const unsigned ctas = a->heads * c;
@@ -138,16 +153,16 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  ctas <= t->compute_units ? "one wave, one CTA per SM" : "more CTAs than SMs",
                  c > 8 ? "; 16 needs the non-portable cluster attribute" : "");
     fg_sb_printf(&in.reasons, "%s\n", choice);
-    fg_sb_printf(&in.reasons, "%u threads: %s\n", threads,
-                 bmax == 1 ? "16 warps keep 8 loads of 16 B in flight each (64 KB per SM)"
-                           : "x slices of 4 requests live in registers; 128 regs/thread cap "
-                             "at 512 threads would spill");
+    fg_sb_printf(&in.reasons,
+                 "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
+                 "lane in the projections, %u tokens or rows per lane group after\n",
+                 threads, cs->min_blocks, cs->loads1, cs->unroll);
     fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed by reading "
                               "the peers' shared memory in rank order (deterministic)\n",
                  m->hidden / c);
     fg_sb_printf(&in.reasons, "attention: %u tokens in flight per group of %u lanes, online "
                               "softmax, states merged over DSMEM\n",
-                 UNROLL, a->head_dim / 8);
+                 cs->unroll, a->head_dim / 8);
     fg_sb_printf(&in.reasons, "output: %s\n",
                  det ? "per-head fp32 partials summed in head order by the last head to "
                        "finish (bitwise reproducible)"
@@ -171,13 +186,13 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
         const unsigned bmax = m->batch_sizes[bi];
         if (bmax > MAX_BATCH)
             continue;
-        const unsigned threads = bmax == 1 ? 512 : 256;
-        const unsigned best = preferred_cluster(m, t, threads, bmax, sizes, ns);
+        const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;
+        const unsigned best = preferred_cluster(m, t, cs, bmax, sizes, ns);
         if (!best)
             continue;
         for (unsigned i = 0; i < ns; i++) {
             const unsigned c = sizes[i];
-            const char *why = infeasible(m, t, c, threads, bmax);
+            const char *why = infeasible(m, t, c, cs, bmax);
             if (why)
                 continue;
             char choice[160];
@@ -191,12 +206,18 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                          "alternative to the preferred C=%u, emitted to test this collective "
                          "size and to measure the choice",
                          best);
-            if (plan_one(set, s, ts, bmax, c, false, c == best ? 2 : 1, choice, d, add))
+            if (plan_one(set, s, ts, bmax, c, cs, false, c == best ? 2 : 1, choice, d, add))
                 return -1;
             if (c == best &&
-                plan_one(set, s, ts, bmax, c, true, 0,
+                plan_one(set, s, ts, bmax, c, cs, true, 0,
                          "deterministic twin of the preferred instance (tests, debugging)", d,
                          add))
+                return -1;
+            if (c == best && bmax == 1 && !infeasible(m, t, c, &PAIRED, bmax) &&
+                plan_one(set, s, ts, bmax, c, &PAIRED, false, 1,
+                         "two-CTAs-per-SM shape of the preferred cluster size, measured "
+                         "against it",
+                         d, add))
                 return -1;
         }
     }

@@ -115,6 +115,19 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
 
 size_t g_sizes[kMaxInsts];
 
+// --only A,B,...: instances whose name contains any of the parts.
+bool selected(const char *only, const char *name)
+{
+    if (!only)
+        return true;
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", only);
+    for (char *part = strtok(buf, ","); part; part = strtok(NULL, ","))
+        if (strstr(name, part))
+            return true;
+    return false;
+}
+
 // ---- one problem: host inputs, device buffers, a binding ----
 
 struct Problem {
@@ -254,8 +267,9 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
                e.nonfinite, e.first_bad);
         printf("    %s: rel L2 %.3e\n", name, e.rel_l2);
         // The appended rows: each element within one storage ulp of the reference's
-        // rounding, or within 1e-5 of the row's largest magnitude where fp32
-        // accumulation (4K-term dots, RoPE cancellation) moves a value near zero.
+        // rounding plus a quarter ulp of the row's largest element: the kernel's
+        // normalized x is rounded from fp32, the reference's from double, and the
+        // odd element that rounds the other way moves k and v by about that much.
         size_t row_bad = 0, other_bad = 0;
         for (int b = 0; b < p->batch; b++)
             for (int h = 0; h < in->heads; h++) {
@@ -275,8 +289,7 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
                             for (int kv = 0; kv < 2; kv++) {
                                 const uint16_t got = kv ? vc[i] : kc[i], want = kv ? p->vc[i] : p->kc[i];
                                 const float g = fgh_get(&got, in->dt, 0), w = fgh_get(&want, in->dt, 0);
-                                row_bad += !(fabsf(g - w) <= ulp(in->dt, w) ||
-                                             fabsf(g - w) <= 1e-5f * rowmax[kv]);
+                                row_bad += !(fabsf(g - w) <= ulp(in->dt, w) + 0.25 * ulp(in->dt, rowmax[kv]));
                             }
                         } else {
                             other_bad += kc[i] != p->kc[i] || vc[i] != p->vc[i];
@@ -305,8 +318,12 @@ void check_repeat(Problem *p, cudaStream_t s, int repeats)
 {
     const Inst *in = p->in;
     char name[256];
+    // Fast instances sum heads with fp32 atomics in arrival order: their replays
+    // must agree to rounding, deterministic ones bit for bit.
     snprintf(name, sizeof name, "%s: %s", in->name,
-             repeats > 1 ? "1000 launches bitwise identical" : "graph replay bitwise equal");
+             repeats > 1 ? "1000 launches bitwise identical"
+             : in->det   ? "graph replay bitwise equal"
+                         : "graph replay equal to rounding");
     uint16_t *first = (uint16_t *)malloc(p->nx * 2), *y = (uint16_t *)malloc(p->nx * 2);
     bool ok = fg_launch(p->b, s) == FG_OK &&
               fgh_ok(cudaMemcpyAsync(first, p->dy, p->nx * 2, cudaMemcpyDeviceToHost, s)) &&
@@ -325,8 +342,18 @@ void check_repeat(Problem *p, cudaStream_t s, int repeats)
         ok = fgh_poison_device(p->dy, p->nx * 2, s) == 0 && fgh_ok(cudaGraphLaunch(exec, s)) &&
              fgh_ok(cudaMemcpyAsync(y, p->dy, p->nx * 2, cudaMemcpyDeviceToHost, s)) &&
              fgh_ok(cudaStreamSynchronize(s));
-        if (ok && memcmp(first, y, p->nx * 2) != 0)
-            diff++;
+        if (ok && memcmp(first, y, p->nx * 2) != 0) {
+            if (in->det) {
+                diff++;
+            } else {
+                double *ref = (double *)malloc(sizeof(double) * p->nx);
+                for (size_t i = 0; i < p->nx; i++)
+                    ref[i] = fgh_get(first, in->dt, i);
+                const fgh_err e = fgh_compare(y, in->dt, ref, p->nx);
+                diff += !(e.nonfinite == 0 && e.rel_l2 <= (in->dt == FGH_F16 ? 1e-3 : 8e-3));
+                free(ref);
+            }
+        }
     }
     CHECKF(name, ok && diff == 0, "%zu of %d replays differ from the direct launch", diff, runs);
     if (exec)
@@ -434,7 +461,7 @@ void enqueue(void *ctx, int i, cudaStream_t s)
     fg_launch(c->sets[i % c->nsets].b, s);
 }
 
-void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j)
+void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
 {
     fgh_ceilings ceil = {};
     if (fgh_measure_ceilings(s, (size_t)1 << 30, &ceil) == 0)
@@ -443,7 +470,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j)
     fgh_json_arr_begin(j, "cases");
     for (int k = 0; k < g_ninst; k++) {
         const Inst *in = &g_inst[k];
-        if (in->det)
+        if (in->det || !selected(only, in->name))
             continue;
         const int QD = in->heads * in->hd;
         for (int S = 1024; S <= in->smax; S *= 2) {
@@ -532,7 +559,7 @@ int main(int argc, char **argv)
         fgh_json_init(&j, f);
         fgh_json_obj_begin(&j, NULL);
         fgh_json_header(&j, &dev, commit ? commit : "unknown", "test_decode_attn --bench");
-        bench(s, &dev, &j);
+        bench(s, &dev, &j, only);
         fgh_json_clocks(&j);
         fgh_json_obj_end(&j);
         fputc('\n', f);
@@ -540,7 +567,7 @@ int main(int argc, char **argv)
             fclose(f);
     } else {
         for (int k = 0; k < g_ninst; k++)
-            if (!only || strstr(g_inst[k].name, only))
+            if (selected(only, g_inst[k].name))
                 test_instance(&g_inst[k], s);
     }
     cudaStreamDestroy(s);
