@@ -49,10 +49,13 @@ static const char *unsupported(const fg_model *m)
 }
 
 /* Why cluster size c does not fit, or NULL. */
-static const char *infeasible(const fg_model *m, const fg_target *t, unsigned c,
+static const char *infeasible(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
                               const cta_shape *cs, unsigned bmax)
 {
     const unsigned hidden = m->hidden, hd = m->attention->head_dim;
+    if (p > 1 && m->attention->heads * c * p > t->compute_units * cs->min_blocks)
+        return "a cooperative grid must be resident at once";
+    c *= p; /* the head's CTAs split the work */
     if (c > t->max_cluster_size)
         return "larger than the target's largest cluster";
     if (hidden % (c * 256))
@@ -74,7 +77,7 @@ static unsigned preferred_cluster(const fg_model *m, const fg_target *t, const c
 {
     unsigned best = 0, smallest = 0;
     for (unsigned i = 0; i < n; i++) {
-        if (infeasible(m, t, sizes[i], cs, bmax))
+        if (infeasible(m, t, sizes[i], 1, cs, bmax))
             continue;
         if (!smallest)
             smallest = sizes[i];
@@ -93,8 +96,8 @@ static void inv_freq_table(fg_strbuf *sb, double theta, unsigned hd)
 }
 
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
-                    unsigned c, const cta_shape *cs, bool det, int priority, const char *choice,
-                    fg_diag *d, fg_plan_add_fn add)
+                    unsigned c, unsigned p, const cta_shape *cs, bool det, int priority,
+                    const char *choice, fg_diag *d, fg_plan_add_fn add)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
@@ -104,7 +107,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     char dims[96], variant[64];
     snprintf(dims, sizeof dims, "h%u_nh%u_hd%u_s%u", m->hidden, a->heads, a->head_dim,
              m->max_context);
-    snprintf(variant, sizeof variant, "b%u_c%u_t%u_norm%s", bmax, c, threads, det ? "_det" : "");
+    char cl[16];
+    if (p > 1)
+        snprintf(cl, sizeof cl, "c%ux%u", c, p);
+    else
+        snprintf(cl, sizeof cl, "c%u", c);
+    snprintf(variant, sizeof variant, "b%u_%s_t%u_norm%s", bmax, cl, threads, det ? "_det" : "");
     if (!fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype), dims,
                           variant)) {
         fg_error(d, "cannot name a decode_attn instance");
@@ -126,6 +134,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.nkey_params = 8;
     in.key_max_mask = 1u << 4; /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "CLUSTER", c);
+    fg_instance_add_param(&in, "CLUSTERS_PER_HEAD", p);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "UNROLL", cs->unroll);
     fg_instance_add_param(&in, "LOADS1", cs->loads1);
@@ -134,24 +143,36 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_sb_printf(fg_instance_add_text(&in, "SOFTMAX_SCALE_LOG2"), "%.9ef",
                  (double)(float)(1.4426950408889634 / sqrt((double)a->head_dim)));
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
-                            .grid_dims = {a->heads * c, 1, 1},
+                            .grid_dims = {a->heads * c * p, 1, 1},
                             .block = {threads, 1, 1},
                             .cluster = {c, 1, 1},
-                            .nonportable_cluster = c > 8};
-    in.workspace_bytes = (unsigned)((det ? a->heads : 1u) * bmax * m->hidden * sizeof(float));
-    in.counter_count = c;
+                            .nonportable_cluster = c > 8,
+                            .cooperative = p > 1};
+    const unsigned qkv = 3 * a->head_dim;
+    in.workspace_bytes = (unsigned)(((det ? a->heads : 1u) * bmax * m->hidden +
+                                     (p > 1 ? a->heads * p * bmax * (qkv + a->head_dim + 2) : 0)) *
+                                    sizeof(float));
+    in.counter_count = c * p + (p > 1 ? 2 * a->heads : 0);
     in.priority = priority;
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/c%u/b%u/t%u/%s%s",
-             fg_dtype_name(m->dtype), c, bmax, threads, det ? "det" : "fast",
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u/%s%s",
+             fg_dtype_name(m->dtype), cl, bmax, threads, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj");
 
-    const unsigned ctas = a->heads * c;
+    const unsigned ctas = a->heads * c * p;
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
-    fg_sb_printf(&in.reasons, "one cluster of %u CTAs per head: %u CTAs on %u SMs (%s)%s\n", c,
-                 ctas, t->compute_units,
-                 ctas <= t->compute_units ? "one wave, one CTA per SM" : "more CTAs than SMs",
-                 c > 8 ? "; 16 needs the non-portable cluster attribute" : "");
+    if (p > 1)
+        fg_sb_printf(&in.reasons,
+                     "%u clusters of %u CTAs per head: %u CTAs on %u SMs; the head's clusters "
+                     "exchange through global memory behind head barriers (cooperative launch, "
+                     "every wait has a time limit)\n",
+                     p, c, ctas, t->compute_units);
+    else
+        fg_sb_printf(&in.reasons, "one cluster of %u CTAs per head: %u CTAs on %u SMs (%s)%s\n",
+                     c, ctas, t->compute_units,
+                     ctas <= t->compute_units ? "one wave if the GPCs hold the clusters"
+                                              : "more CTAs than SMs",
+                     c > 8 ? "; 16 needs the non-portable cluster attribute" : "");
     fg_sb_printf(&in.reasons, "%s\n", choice);
     fg_sb_printf(&in.reasons,
                  "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
@@ -159,7 +180,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  threads, cs->min_blocks, cs->loads1, cs->unroll);
     fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed by reading "
                               "the peers' shared memory in rank order (deterministic)\n",
-                 m->hidden / c);
+                 m->hidden / (c * p));
     fg_sb_printf(&in.reasons, "attention: %u tokens in flight per group of %u lanes, online "
                               "softmax, states merged over DSMEM\n",
                  cs->unroll, a->head_dim / 8);
@@ -192,7 +213,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
             continue;
         for (unsigned i = 0; i < ns; i++) {
             const unsigned c = sizes[i];
-            const char *why = infeasible(m, t, c, cs, bmax);
+            const char *why = infeasible(m, t, c, 1, cs, bmax);
             if (why)
                 continue;
             char choice[160];
@@ -206,18 +227,26 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                          "alternative to the preferred C=%u, emitted to test this collective "
                          "size and to measure the choice",
                          best);
-            if (plan_one(set, s, ts, bmax, c, cs, false, c == best ? 2 : 1, choice, d, add))
+            if (plan_one(set, s, ts, bmax, c, 1, cs, false, c == best ? 2 : 1, choice, d, add))
                 return -1;
             if (c == best &&
-                plan_one(set, s, ts, bmax, c, cs, true, 0,
+                plan_one(set, s, ts, bmax, c, 1, cs, true, 0,
                          "deterministic twin of the preferred instance (tests, debugging)", d,
                          add))
                 return -1;
-            if (c == best && bmax == 1 && !infeasible(m, t, c, &PAIRED, bmax) &&
-                plan_one(set, s, ts, bmax, c, &PAIRED, false, 1,
+            if (c == best && bmax == 1 && !infeasible(m, t, c, 1, &PAIRED, bmax) &&
+                plan_one(set, s, ts, bmax, c, 1, &PAIRED, false, 1,
                          "two-CTAs-per-SM shape of the preferred cluster size, measured "
                          "against it",
                          d, add))
+                return -1;
+        }
+        /* Pairs of CTAs fit every GPC: two pairs per head, where the grid is resident. */
+        if (!infeasible(m, t, 2, 2, cs, bmax)) {
+            const char *why = "two clusters of 2 per head: every SM a cluster of 2 can reach "
+                              "streams (clusters of 4 leave SMs of odd GPCs idle)";
+            if (plan_one(set, s, ts, bmax, 2, 2, cs, false, 1, why, d, add) ||
+                plan_one(set, s, ts, bmax, 2, 2, cs, true, 0, why, d, add))
                 return -1;
         }
     }

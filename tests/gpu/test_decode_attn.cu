@@ -1,9 +1,10 @@
 // GPU tests and benchmark of the fused decode-attention family, launched
 // through libfgrt (lookup or a named instance -> bind -> launch).
 //
-// Kernels: DIR/decode_attn_sm90a_<dt>_h<H>_nh<NH>_hd<HD>_s<S>_b<B>_c<C>_t<T>_norm[_det].cubin
+// Kernels: DIR/decode_attn_sm90a_<dt>_h<H>_nh<NH>_hd<HD>_s<S>_b<B>_c<C>[x<P>]_t<T>_norm[_det].cubin
 // as `make kernels` or check-gpu.sh compile them; the test makes its registry
-// from the names (every launch parameter is in the name or follows from it).
+// from the names and, for workspace, counters and the cooperative flag, from
+// the generator's manifest.json beside the sources (--manifest).
 //
 // Checks, per instance, on fresh random inputs with outputs poisoned:
 //   - y against the C reference (double) at several positions and input scales,
@@ -35,7 +36,8 @@ namespace {
 
 struct Inst {
     char name[160];
-    int hidden, heads, hd, smax, bmax, cluster, threads, det;
+    int hidden, heads, hd, smax, bmax, cluster, per_head, threads, det;
+    long long workspace, counters, cooperative;
     fgh_dtype dt;
     void *image;
     size_t image_size;
@@ -51,11 +53,16 @@ bool parse_name(const char *file, Inst *in)
 {
     char dt[8];
     int used = 0;
-    if (sscanf(file, "decode_attn_sm90a_%7[^_]_h%d_nh%d_hd%d_s%d_b%d_c%d_t%d_norm%n", dt,
-               &in->hidden, &in->heads, &in->hd, &in->smax, &in->bmax, &in->cluster,
-               &in->threads, &used) != 8)
+    if (sscanf(file, "decode_attn_sm90a_%7[^_]_h%d_nh%d_hd%d_s%d_b%d_c%d%n", dt, &in->hidden,
+               &in->heads, &in->hd, &in->smax, &in->bmax, &in->cluster, &used) != 7)
         return false;
     const char *rest = file + used;
+    in->per_head = 1;
+    if (*rest == 'x' && sscanf(rest, "x%d%n", &in->per_head, &used) == 1)
+        rest += used;
+    if (sscanf(rest, "_t%d_norm%n", &in->threads, &used) != 1)
+        return false;
+    rest += used;
     in->det = strncmp(rest, "_det", 4) == 0;
     if (in->det)
         rest += 4;
@@ -66,7 +73,29 @@ bool parse_name(const char *file, Inst *in)
     return true;
 }
 
-int discover(const char *dir)
+// The value of "key" in the manifest entry of instance `name` (a plain text
+// scan: the harness has no JSON library); -1 if absent.
+long long manifest_value(const char *manifest, const char *name, const char *key)
+{
+    char pat[256];
+    snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
+    const char *at = manifest ? strstr(manifest, pat) : NULL;
+    if (!at)
+        return -1;
+    const char *end = strstr(at + strlen(pat), "\"name\": ");
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *k = strstr(at, pat);
+    if (!k || (end && k > end))
+        return -1;
+    k += strlen(pat);
+    if (!strncmp(k, "true", 4))
+        return 1;
+    if (!strncmp(k, "false", 5))
+        return 0;
+    return strtoll(k, NULL, 10);
+}
+
+int discover(const char *dir, const char *manifest)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -77,6 +106,13 @@ int discover(const char *dir)
             continue;
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        in.workspace = manifest_value(manifest, in.name, "workspace_bytes");
+        in.counters = manifest_value(manifest, in.name, "counters");
+        in.cooperative = manifest_value(manifest, in.name, "cooperative");
+        if (in.workspace < 0 || in.counters < 0 || in.cooperative < 0) {
+            fgh_skip(in.name, "not in the manifest (workspace, counters, cooperative unknown)");
+            continue;
+        }
         in.image = fgh_read_file(path, &in.image_size);
         if (in.image)
             g_inst[g_ninst++] = in;
@@ -102,12 +138,13 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     memcpy(e->dims, dims, sizeof dims);
     e->match[4] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
-    e->grid[0] = in.heads * in.cluster, e->grid[1] = 1, e->grid[2] = 1;
+    e->grid[0] = in.heads * in.cluster * in.per_head, e->grid[1] = 1, e->grid[2] = 1;
     e->block[0] = in.threads, e->block[1] = 1, e->block[2] = 1;
     e->cluster[0] = in.cluster, e->cluster[1] = 1, e->cluster[2] = 1;
     e->nonportable_cluster = in.cluster > 8;
-    e->workspace_bytes = (in.det ? in.heads : 1) * (size_t)in.bmax * in.hidden * sizeof(float);
-    e->counter_count = in.cluster;
+    e->cooperative = (unsigned char)in.cooperative;
+    e->workspace_bytes = (size_t)in.workspace;
+    e->counter_count = (unsigned)in.counters;
     *size_slot = in.image_size;
     e->image = (const unsigned char *)in.image;
     e->image_size = size_slot;
@@ -517,6 +554,7 @@ int main(int argc, char **argv)
     const char *kdir = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
     const char *json = NULL, *commit = getenv("FG_COMMIT");
     const char *only = NULL;
+    const char *manifest_path = NULL;
     bool do_bench = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
@@ -527,12 +565,14 @@ int main(int argc, char **argv)
             json = argv[++i];
         else if (!strcmp(argv[i], "--commit") && i + 1 < argc)
             commit = argv[++i];
+        else if (!strcmp(argv[i], "--manifest") && i + 1 < argc)
+            manifest_path = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
         else if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
         else {
-            fprintf(stderr, "usage: %s [--kernels DIR] [--only SUBSTR] [--verbose] [--bench "
+            fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--verbose] [--bench "
                             "[--json FILE] [--commit C]]\n", argv[0]);
             return 2;
         }
@@ -542,7 +582,19 @@ int main(int argc, char **argv)
         fgh_skip("decode_attn", "no usable GPU");
         return fgh_summary() ? 1 : 0;
     }
-    if (discover(kdir) <= 0) {
+    char mpath[512];
+    if (!manifest_path) {
+        const char *gen = getenv("FG_GEN_DIR");
+        snprintf(mpath, sizeof mpath, "%s/manifest.json", gen && *gen ? gen : "generated");
+        manifest_path = mpath;
+    }
+    size_t mlen;
+    char *manifest = (char *)fgh_read_file(manifest_path, &mlen);
+    if (manifest) {
+        manifest = (char *)realloc(manifest, mlen + 1);
+        manifest[mlen] = '\0';
+    }
+    if (discover(kdir, manifest) <= 0) {
         fgh_skip("decode_attn", "no decode_attn cubins in the kernel folder");
         return fgh_summary() ? 1 : 0;
     }
