@@ -211,42 +211,48 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
         const unsigned best = preferred_cluster(m, t, cs, bmax, sizes, ns);
         if (!best)
             continue;
+        /* The order of preference comes from measurements on the H200
+         * (docs/performance.md): pairs of clusters of 2 per head, one CTA per
+         * SM, stream best; else 256-thread CTAs two per SM; else 512 threads. */
+        const bool split = !infeasible(m, t, 2, 2, cs, bmax);
+        const bool paired = bmax == 1 && !infeasible(m, t, best, 1, &PAIRED, bmax);
+        char alt[160];
+        snprintf(alt, sizeof alt,
+                 "alternative, emitted to test this collective size and to measure the choice");
         for (unsigned i = 0; i < ns; i++) {
             const unsigned c = sizes[i];
-            const char *why = infeasible(m, t, c, 1, cs, bmax);
-            if (why)
+            if (infeasible(m, t, c, 1, cs, bmax))
                 continue;
-            char choice[160];
-            if (c == best)
-                snprintf(choice, sizeof choice,
-                         m->attention->heads * c <= t->compute_units
-                             ? "preferred: the largest cluster whose grid fits one wave"
-                             : "preferred: no cluster size fits one wave; the smallest grid");
-            else
-                snprintf(choice, sizeof choice,
-                         "alternative to the preferred C=%u, emitted to test this collective "
-                         "size and to measure the choice",
-                         best);
-            if (plan_one(set, s, ts, bmax, c, 1, cs, false, c == best ? 2 : 1, choice, d, add))
-                return -1;
-            if (c == best &&
-                plan_one(set, s, ts, bmax, c, 1, cs, true, 0,
-                         "deterministic twin of the preferred instance (tests, debugging)", d,
-                         add))
-                return -1;
-            if (c == best && bmax == 1 && !infeasible(m, t, c, 1, &PAIRED, bmax) &&
-                plan_one(set, s, ts, bmax, c, 1, &PAIRED, false, 1,
-                         "two-CTAs-per-SM shape of the preferred cluster size, measured "
-                         "against it",
-                         d, add))
+            const bool pref = c == best && !split && !paired;
+            if (plan_one(set, s, ts, bmax, c, 1, cs, false, pref ? 2 : 1,
+                         !pref ? alt
+                         : m->attention->heads * c <= t->compute_units
+                             ? "preferred: the largest cluster whose grid fits the SMs"
+                             : "preferred: no cluster size fits the SMs at one CTA each; the "
+                               "smallest grid",
+                         d, add) ||
+                (pref && plan_one(set, s, ts, bmax, c, 1, cs, true, 0,
+                                  "deterministic twin of the preferred instance", d, add)))
                 return -1;
         }
-        /* Pairs of CTAs fit every GPC: two pairs per head, where the grid is resident. */
-        if (!infeasible(m, t, 2, 2, cs, bmax)) {
-            const char *why = "two clusters of 2 per head: every SM a cluster of 2 can reach "
-                              "streams (clusters of 4 leave SMs of odd GPCs idle)";
-            if (plan_one(set, s, ts, bmax, 2, 2, cs, false, 1, why, d, add) ||
-                plan_one(set, s, ts, bmax, 2, 2, cs, true, 0, why, d, add))
+        if (paired) {
+            const bool pref = !split;
+            const char *why = pref ? "preferred: 256-thread CTAs, two per SM, keep more SMs "
+                                     "streaming than one 512-thread CTA per SM (measured)"
+                                   : "two CTAs per SM at the single-cluster size, measured "
+                                     "against the split";
+            if (plan_one(set, s, ts, bmax, best, 1, &PAIRED, false, pref ? 2 : 1, why, d, add) ||
+                (pref && plan_one(set, s, ts, bmax, best, 1, &PAIRED, true, 0,
+                                  "deterministic twin of the preferred instance", d, add)))
+                return -1;
+        }
+        if (split) {
+            const char *why = "preferred: two clusters of 2 per head, one CTA per SM: clusters "
+                              "of 2 reach every SM, larger ones leave SMs of odd GPCs idle "
+                              "(measured fastest)";
+            if (plan_one(set, s, ts, bmax, 2, 2, cs, false, 2, why, d, add) ||
+                plan_one(set, s, ts, bmax, 2, 2, cs, true, 0,
+                         "deterministic twin of the preferred instance", d, add))
                 return -1;
         }
     }

@@ -259,6 +259,23 @@ Test(cli, explain_gives_reasons)
     free(out);
 }
 
+Test(cli, explain_decode_plan_and_skips)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --target h200 --filter 'decode_attn*b1_c2x2*' "
+                           "specs/models/llama-2-7b.yaml specs/models/llama-3-8b.yaml "
+                           "specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2_t512_norm\n"),
+              "%s", out);
+    cr_assert(strstr(out, "launch: grid=(128,1,1) block=(512,1,1) cluster=(2,1,1)"), "%s", out);
+    cr_assert(strstr(out, "cooperative"), "%s", out);
+    cr_assert(strstr(out, "preferred: two clusters of 2 per head"), "%s", out);
+    cr_assert(strstr(out, "llama-3-8b on h200: fused attention (decode_attn): GQA"), "%s", out);
+    cr_assert(strstr(out, "deepseek-v2-lite on h200: fused attention (MLA)"), "%s", out);
+    free(out);
+}
+
 Test(cli, help_and_version)
 {
     char *out;
