@@ -50,6 +50,7 @@ run:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(NPROC) all
 	@$(MAKE) --no-print-directory check-gpu
+	@$(MAKE) --no-print-directory bench
 
 check:
 	@$(MAKE) --no-print-directory deps

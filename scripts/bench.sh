@@ -27,8 +27,13 @@ gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n 1 
       tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]\{1,\}/-/g; s/^-//; s/-$//')
 dir=${FG_RESULTS_DIR:-bench/results}
 mkdir -p "$dir" || exit 1
-out="$dir/$(date -u +%Y-%m-%d)-${gpu:-gpu}-$FG_COMMIT.json"
-"$GPU_BUILD/test_rmsnorm" --bench --kernels "$FG_KERNELS_DIR" --commit "$FG_COMMIT" --json "$out" "$@"
-rc=$?
-[ -s "$out" ] || { echo "bench: no results written"; [ $rc -eq 0 ] && rc=1; }
+stem="$dir/$(date -u +%Y-%m-%d)-${gpu:-gpu}-$FG_COMMIT"
+rc=0
+# One results file per family: rmsnorm, then the fused decode attention.
+for fam in rmsnorm decode_attn; do
+    out="$stem-$fam.json"
+    "$GPU_BUILD/test_$fam" --bench --kernels "$FG_KERNELS_DIR" --commit "$FG_COMMIT" \
+        --json "$out" "$@" || rc=1
+    [ -s "$out" ] || { echo "bench: no results written for $fam"; rc=1; }
+done
 exit $rc
