@@ -112,9 +112,10 @@ check-gpu:
 	@BUILD=$(BUILD) scripts/check-gpu.sh
 
 # Rewrites tests/golden/ from the current generator (after an intended change).
-update-golden: $(FUSEGEN)
+update-golden: $(FUSEGEN) $(BUILD)/tests/test_ref_decode
 	$(FUSEGEN) generate --out tests/golden --filter rmsnorm_sm90a_f16_h4096_t128 \
 	    specs/models/llama-2-7b.yaml specs/targets/h200.yaml
+	FG_UPDATE_GOLDEN=1 $(BUILD)/tests/test_ref_decode --jobs 1 || true
 
 bench:
 	@BUILD=$(BUILD) scripts/bench.sh
@@ -150,6 +151,14 @@ $(BUILD)/tests/test_runtime: tests/unit/test_runtime.c $(BUILD)/libfgrt.a
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_CFLAGS) -Iruntime/src $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< \
 	    $(BUILD)/libfgrt.a -ldl -lcriterion
+
+# The C reference of the GPU tests against its golden outputs (no GPU needed).
+$(BUILD)/tests/test_ref_decode: tests/unit/test_ref_decode.c tests/gpu/ref_decode.c \
+        tests/gpu/numerics.c tests/gpu/ref_decode.h tests/gpu/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
+	    tests/unit/test_ref_decode.c tests/gpu/ref_decode.c tests/gpu/numerics.c \
+	    -lpthread -lm -lcriterion
 
 # The downstream example as CI builds it from a clean clone (fusegen.mk runs this
 # Makefile for build/fusegen and build/libfgrt.a).  Without a GPU the demo says so, exit 0.
