@@ -226,21 +226,25 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     return true;
 }
 
+// The device buffers of a problem (sizes set by the caller).
+bool problem_alloc(Problem *p)
+{
+    return fgh_ok(cudaMalloc(&p->dx, p->nx * 2)) && fgh_ok(cudaMalloc(&p->dg, p->in->hidden * 2)) &&
+           fgh_ok(cudaMalloc(&p->dwqkv, p->nw_qkv * 2)) &&
+           fgh_ok(cudaMalloc(&p->dwo, p->nw_o * 2)) &&
+           fgh_ok(cudaMalloc(&p->dkc, p->ncache * 2)) &&
+           fgh_ok(cudaMalloc(&p->dvc, p->ncache * 2)) &&
+           fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
+           fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch));
+}
+
 bool problem_device(Problem *p)
 {
     const int H = p->in->hidden;
-    bool ok = fgh_ok(cudaMalloc(&p->dx, p->nx * 2)) && fgh_ok(cudaMalloc(&p->dg, H * 2)) &&
-              fgh_ok(cudaMalloc(&p->dwqkv, p->nw_qkv * 2)) &&
-              fgh_ok(cudaMalloc(&p->dwo, p->nw_o * 2)) &&
-              fgh_ok(cudaMalloc(&p->dkc, p->ncache * 2)) &&
-              fgh_ok(cudaMalloc(&p->dvc, p->ncache * 2)) &&
-              fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
-              fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch));
-    ok = ok && upload(p->dx, p->x, p->nx * 2) && upload(p->dg, p->g, H * 2) &&
-         upload(p->dwqkv, p->wqkv, p->nw_qkv * 2) && upload(p->dwo, p->wo, p->nw_o * 2) &&
-         upload(p->dkc, p->kc, p->ncache * 2) && upload(p->dvc, p->vc, p->ncache * 2) &&
-         upload(p->dpos, p->pos, sizeof(int) * p->batch);
-    return ok;
+    return problem_alloc(p) && upload(p->dx, p->x, p->nx * 2) && upload(p->dg, p->g, H * 2) &&
+           upload(p->dwqkv, p->wqkv, p->nw_qkv * 2) && upload(p->dwo, p->wo, p->nw_o * 2) &&
+           upload(p->dkc, p->kc, p->ncache * 2) && upload(p->dvc, p->vc, p->ncache * 2) &&
+           upload(p->dpos, p->pos, sizeof(int) * p->batch);
 }
 
 fg_status problem_bind(Problem *p)
@@ -468,23 +472,15 @@ bool bench_problem(Problem *p, const Inst *in, const int *pos, cudaStream_t s)
     p->nw_qkv = (size_t)3 * QD * H;
     p->nw_o = (size_t)H * QD;
     p->ncache = (size_t)p->batch * in->heads * in->smax * in->hd;
-    bool ok = fgh_ok(cudaMalloc(&p->dx, p->nx * 2)) && fgh_ok(cudaMalloc(&p->dg, H * 2)) &&
-              fgh_ok(cudaMalloc(&p->dwqkv, p->nw_qkv * 2)) &&
-              fgh_ok(cudaMalloc(&p->dwo, p->nw_o * 2)) &&
-              fgh_ok(cudaMalloc(&p->dkc, p->ncache * 2)) &&
-              fgh_ok(cudaMalloc(&p->dvc, p->ncache * 2)) &&
-              fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
-              fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch));
     const fgh_dtype t = in->dt;
-    ok = ok && fgh_fill_device(p->dx, t, p->nx, fgh_next_seed(), 1.0f, s) == 0 &&
-         fgh_fill_device(p->dg, t, H, fgh_next_seed(), 1.0f, s) == 0 &&
-         fgh_fill_device(p->dwqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H), s) == 0 &&
-         fgh_fill_device(p->dwo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD), s) == 0 &&
-         fgh_fill_device(p->dkc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
-         fgh_fill_device(p->dvc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
-         fgh_ok(cudaMemcpyAsync(p->dpos, pos, sizeof(int) * p->batch, cudaMemcpyHostToDevice, s)) &&
-         fgh_ok(cudaStreamSynchronize(s));
-    return ok;
+    return problem_alloc(p) && fgh_fill_device(p->dx, t, p->nx, fgh_next_seed(), 1.0f, s) == 0 &&
+           fgh_fill_device(p->dg, t, H, fgh_next_seed(), 1.0f, s) == 0 &&
+           fgh_fill_device(p->dwqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H), s) == 0 &&
+           fgh_fill_device(p->dwo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD), s) == 0 &&
+           fgh_fill_device(p->dkc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
+           fgh_fill_device(p->dvc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
+           fgh_ok(cudaMemcpyAsync(p->dpos, pos, sizeof(int) * p->batch, cudaMemcpyHostToDevice, s)) &&
+           fgh_ok(cudaStreamSynchronize(s));
 }
 
 struct BenchCtx {
