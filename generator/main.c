@@ -47,7 +47,8 @@ static const char pipeline_usage[] =
     "  -t, --target NAME     use only this target (repeatable; default: every target spec)\n"
     "  -o, --out DIR         output folder (default: generated)\n"
     "  -f, --filter GLOB     keep only instances whose name matches GLOB (repeatable)\n"
-    "      --templates DIR   template folder (default: $FUSEGEN_TEMPLATES or %s)\n"
+    "      --templates DIR   template folder (default: $FUSEGEN_TEMPLATES, else %s,\n"
+    "                        else share/fusegen/templates beside an installed fusegen)\n"
     "      --one-per-path    keep one instance of each distinct code path (CI compile check)\n"
     "%s"
     "  -h, --help            this text\n";
@@ -76,6 +77,29 @@ typedef struct pipeline_opts {
     bool one_per_path;
 } pipeline_opts;
 
+/* Templates: $FUSEGEN_TEMPLATES, else the source tree this binary was built
+ * from, else <prefix>/share/fusegen/templates beside an installed binary. */
+static const char *default_templates(void)
+{
+    const char *env = getenv("FUSEGEN_TEMPLATES");
+    if (env && *env)
+        return env;
+    if (access(FG_DEFAULT_TEMPLATES, R_OK) == 0)
+        return FG_DEFAULT_TEMPLATES;
+    static char installed[4096];
+    ssize_t n = readlink("/proc/self/exe", installed, sizeof installed - 64);
+    if (n > 0) {
+        installed[n] = '\0';
+        char *slash = strrchr(installed, '/');
+        if (slash) {
+            strcpy(slash, "/../share/fusegen/templates");
+            if (access(installed, R_OK) == 0)
+                return installed;
+        }
+    }
+    return FG_DEFAULT_TEMPLATES;
+}
+
 static int parse_pipeline_opts(pipeline_cmd cmd, int argc, char **argv, pipeline_opts *o)
 {
     static const struct option opts[] = {{"target", required_argument, NULL, 't'},
@@ -86,9 +110,7 @@ static int parse_pipeline_opts(pipeline_cmd cmd, int argc, char **argv, pipeline
                                          {"one-per-path", no_argument, NULL, 'P'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
-    const char *env = getenv("FUSEGEN_TEMPLATES");
-    *o = (pipeline_opts){.out_dir = "generated",
-                         .template_dir = env && *env ? env : FG_DEFAULT_TEMPLATES};
+    *o = (pipeline_opts){.out_dir = "generated", .template_dir = default_templates()};
     const char *explain_extra =
         cmd == CMD_EXPLAIN ? "      --resources FILE  manifest written by `fusegen gate`\n" : "";
     int c;
