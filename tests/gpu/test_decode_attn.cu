@@ -17,8 +17,10 @@
 //   - inactive slots (pos < 0) give zeros and write nothing (batch > 1);
 //   - CUDA-graph replay gives the same bits as the direct launch;
 //   - deterministic instances: 1000 launches, bitwise identical.
-// --bench: T(S) at S = 1K..16K (S_max permitting) for the preferred instances,
-// with the copy and read-only ceilings measured in the same run.
+// --bench: T(S) at S = 1K..16K (S_max permitting) per instance, the unfused
+// baseline (cuBLAS projections + plain kernels, split-KV attention) on the same
+// shapes, and the copy and read-only ceilings, all in the same run.
+#include <algorithm>
 #include <dirent.h>
 #include <math.h>
 #include <stdint.h>
@@ -26,6 +28,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "fgrt.h"
@@ -458,6 +463,236 @@ void test_instance(const Inst *in, cudaStream_t s)
     }
 }
 
+
+// ---- the unfused baseline: what an engine without fusion launches per step ----
+// RMSNorm kernel, cuBLAS GEMM for QKV, RoPE + append kernel, split-KV decode
+// attention + combine kernels, cuBLAS GEMM for W_o; fp32 accumulation, the
+// same storage roundings as the reference.  Checked against the reference
+// before it is timed.
+
+template <typename T> __device__ float bl_f(T v);
+template <> __device__ float bl_f<__half>(__half v) { return __half2float(v); }
+template <> __device__ float bl_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
+template <typename T> __device__ T bl_t(float v);
+template <> __device__ __half bl_t<__half>(float v) { return __float2half_rn(v); }
+template <> __device__ __nv_bfloat16 bl_t<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <typename T>
+__global__ void bl_rmsnorm(const T *x, const T *g, T *xn, int H, float eps)
+{
+    __shared__ float red[32];
+    const T *xr = x + (size_t)blockIdx.x * H;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < H; i += blockDim.x)
+        ss += bl_f(xr[i]) * bl_f(xr[i]);
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x % 32 == 0)
+        red[threadIdx.x / 32] = ss;
+    __syncthreads();
+    float t = 0.f;
+    for (int w = 0; w < (int)blockDim.x / 32; w++)
+        t += red[w];
+    const float r = rsqrtf(t / H + eps);
+    for (int i = threadIdx.x; i < H; i += blockDim.x)
+        xn[(size_t)blockIdx.x * H + i] = bl_t<T>(bl_f(xr[i]) * r * bl_f(g[i]));
+}
+
+// grid (NH, B), block HD/2: rotate q and k of one head, append k and v at pos.
+template <typename T>
+__global__ void bl_rope_append(T *qkv, T *kc, T *vc, const int *pos, const float *inv_freq,
+                               int NH, int HD, int S, bool neox)
+{
+    const int h = blockIdx.x, b = blockIdx.y, p = threadIdx.x;
+    const int ps = pos[b];
+    if (ps < 0)
+        return;
+    T *q = qkv + (size_t)b * 3 * NH * HD + (size_t)h * HD;
+    T *k = q + (size_t)NH * HD, *v = k + (size_t)NH * HD;
+    float sn, cs;
+    sincosf((float)ps * inv_freq[p], &sn, &cs);
+    const int i0 = neox ? p : 2 * p, i1 = neox ? p + HD / 2 : 2 * p + 1;
+    const float q0 = bl_f(q[i0]), q1 = bl_f(q[i1]), k0 = bl_f(k[i0]), k1 = bl_f(k[i1]);
+    q[i0] = bl_t<T>(q0 * cs - q1 * sn);
+    q[i1] = bl_t<T>(q1 * cs + q0 * sn);
+    const size_t row = (((size_t)b * NH + h) * S + ps) * HD;
+    kc[row + i0] = bl_t<T>(k0 * cs - k1 * sn);
+    kc[row + i1] = bl_t<T>(k1 * cs + k0 * sn);
+    vc[row + i0] = v[i0];
+    vc[row + i1] = v[i1];
+}
+
+// grid (NH, splits, B), block 128: one split of [0, pos] per CTA; a group of
+// HD/8 lanes per token with 16-byte loads; partial (acc, m, l) to `part`.
+template <typename T>
+__global__ void bl_attn_split(const T *qkv, const T *kc, const T *vc, const int *pos,
+                              float *part, int NH, int HD, int S, float scale_log2)
+{
+    extern __shared__ float sm[];   // groups x (HD + 2)
+    const int h = blockIdx.x, sp = blockIdx.y, b = blockIdx.z, splits = gridDim.y;
+    const int lpr = HD / 8, groups = blockDim.x / lpr, grp = threadIdx.x / lpr, gl = threadIdx.x % lpr;
+    const int ps = pos[b];
+    const int n = ps < 0 ? 0 : ps + 1, chunk = (n + splits - 1) / splits;
+    const int t0 = sp * chunk, t1 = min(n, t0 + chunk);
+    const T *q = qkv + (size_t)b * 3 * NH * HD + (size_t)h * HD;
+    float qv[8], acc[8], m = -INFINITY, l = 0.f;
+    for (int j = 0; j < 8; j++) {
+        qv[j] = bl_f(q[gl * 8 + j]) * scale_log2;
+        acc[j] = 0.f;
+    }
+    const size_t base = ((size_t)b * NH + h) * S * HD + gl * 8;
+    for (int t = t0; t < t1; t += groups) {
+        const int tt = t + grp;
+        uint4 kr = {}, vr = {};
+        if (tt < t1) {
+            kr = *reinterpret_cast<const uint4 *>(kc + base + (size_t)tt * HD);
+            vr = *reinterpret_cast<const uint4 *>(vc + base + (size_t)tt * HD);
+        }
+        const T *ke = reinterpret_cast<const T *>(&kr), *ve = reinterpret_cast<const T *>(&vr);
+        float sc = 0.f;
+        for (int j = 0; j < 8; j++)
+            sc += qv[j] * bl_f(ke[j]);
+        for (int o = lpr / 2; o > 0; o >>= 1)
+            sc += __shfl_xor_sync(0xffffffffu, sc, o);
+        if (tt < t1) {
+            const float mn = fmaxf(m, sc), c = exp2f(m - mn), pr = exp2f(sc - mn);
+            l = l * c + pr;
+            for (int j = 0; j < 8; j++)
+                acc[j] = acc[j] * c + pr * bl_f(ve[j]);
+            m = mn;
+        }
+    }
+    float *st = sm + grp * (HD + 2);
+    for (int j = 0; j < 8; j++)
+        st[gl * 8 + j] = acc[j];
+    if (gl == 0)
+        st[HD] = m, st[HD + 1] = l;
+    __syncthreads();
+    float *out = part + (((size_t)b * NH + h) * splits + sp) * (HD + 2);
+    for (int d = threadIdx.x; d < HD + 2; d += blockDim.x) {
+        float mx = -INFINITY;
+        for (int g = 0; g < groups; g++)
+            mx = fmaxf(mx, sm[g * (HD + 2) + HD]);
+        float t = 0.f;
+        for (int g = 0; g < groups && d != HD; g++) {
+            const float gm = sm[g * (HD + 2) + HD];
+            t += (gm == -INFINITY ? 0.f : exp2f(gm - mx)) * sm[g * (HD + 2) + (d == HD + 1 ? HD + 1 : d)];
+        }
+        out[d] = d == HD ? mx : t;
+    }
+}
+
+// grid (NH, B), block HD: merge the splits into o (rounded, as W_o reads it).
+template <typename T>
+__global__ void bl_attn_combine(const float *part, T *o, int NH, int HD, int splits)
+{
+    const int h = blockIdx.x, b = blockIdx.y, d = threadIdx.x;
+    const float *p = part + ((size_t)b * NH + h) * splits * (HD + 2);
+    float mx = -INFINITY;
+    for (int s = 0; s < splits; s++)
+        mx = fmaxf(mx, p[s * (HD + 2) + HD]);
+    float num = 0.f, den = 0.f;
+    for (int s = 0; s < splits; s++) {
+        const float m = p[s * (HD + 2) + HD];
+        const float w = m == -INFINITY ? 0.f : exp2f(m - mx);
+        num += w * p[s * (HD + 2) + d];
+        den += w * p[s * (HD + 2) + HD + 1];
+    }
+    o[(size_t)b * NH * HD + (size_t)h * HD + d] = bl_t<T>(den > 0.f ? num / den : 0.f);
+}
+
+struct Baseline {
+    cublasHandle_t blas = nullptr;
+    void *xn = nullptr, *qkv = nullptr, *o = nullptr;
+    float *part = nullptr, *inv_freq = nullptr;
+    int splits = 1;
+};
+
+bool baseline_init(Baseline *bl, const Problem *p)
+{
+    const Inst *in = p->in;
+    const int QD = in->heads * in->hd;
+    // enough CTAs to fill the GPU at the longest context: about 256 tokens a split
+    bl->splits = std::max(1, std::min(64, (in->smax + 255) / 256));
+    float inv[256];
+    for (int i = 0; i < in->hd / 2; i++)
+        inv[i] = (float)(1.0 / pow(10000.0, (2.0 * i) / in->hd));
+    return fgh_ok(cudaMalloc(&bl->xn, (size_t)p->batch * in->hidden * 2)) &&
+           fgh_ok(cudaMalloc(&bl->qkv, (size_t)p->batch * 3 * QD * 2)) &&
+           fgh_ok(cudaMalloc(&bl->o, (size_t)p->batch * QD * 2)) &&
+           fgh_ok(cudaMalloc(&bl->part, sizeof(float) * p->batch * in->heads * bl->splits * (in->hd + 2))) &&
+           fgh_ok(cudaMalloc(&bl->inv_freq, sizeof(float) * in->hd / 2)) &&
+           fgh_ok(cudaMemcpy(bl->inv_freq, inv, sizeof(float) * in->hd / 2, cudaMemcpyHostToDevice)) &&
+           cublasCreate(&bl->blas) == CUBLAS_STATUS_SUCCESS;
+}
+
+void baseline_free(Baseline *bl)
+{
+    if (bl->blas)
+        cublasDestroy(bl->blas);
+    cudaFree(bl->xn), cudaFree(bl->qkv), cudaFree(bl->o), cudaFree(bl->part), cudaFree(bl->inv_freq);
+    *bl = Baseline{};
+}
+
+template <typename T>
+bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataType dt)
+{
+    const Inst *in = p->in;
+    const int H = in->hidden, NH = in->heads, HD = in->hd, QD = NH * HD, B = p->batch;
+    const float one = 1.f, zero = 0.f;
+    cublasSetStream(bl->blas, s);
+    bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)p->dx, (const T *)p->dg, (T *)bl->xn, H, p->cfg.eps);
+    bool ok = cublasGemmEx(bl->blas, CUBLAS_OP_T, CUBLAS_OP_N, 3 * QD, B, H, &one, p->dwqkv, dt, H,
+                           bl->xn, dt, H, &zero, bl->qkv, dt, 3 * QD, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    bl_rope_append<T><<<dim3(NH, B), HD / 2, 0, s>>>((T *)bl->qkv, (T *)p->dkc, (T *)p->dvc, p->dpos,
+                                                     bl->inv_freq, NH, HD, in->smax, true);
+    const float scale = (float)(1.4426950408889634 / sqrt((double)HD));
+    bl_attn_split<T><<<dim3(NH, bl->splits, B), 128, (128 / (HD / 8)) * (HD + 2) * sizeof(float), s>>>(
+        (const T *)bl->qkv, (const T *)p->dkc, (const T *)p->dvc, p->dpos, bl->part, NH, HD, in->smax,
+        scale);
+    bl_attn_combine<T><<<dim3(NH, B), HD, 0, s>>>(bl->part, (T *)bl->o, NH, HD, bl->splits);
+    ok = ok && cublasGemmEx(bl->blas, CUBLAS_OP_T, CUBLAS_OP_N, H, B, QD, &one, p->dwo, dt, QD, bl->o,
+                            dt, QD, &zero, p->dy, dt, H, CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    return ok && cudaPeekAtLastError() == cudaSuccess;
+}
+
+bool baseline_step(Baseline *bl, const Problem *p, cudaStream_t s)
+{
+    return p->in->dt == FGH_F16 ? baseline_step_t<__half>(bl, p, s, CUDA_R_16F)
+                                : baseline_step_t<__nv_bfloat16>(bl, p, s, CUDA_R_16BF);
+}
+
+// The baseline is only a yardstick if it is right: once per shape, on host
+// inputs, against the reference.
+void check_baseline(const Inst *in, cudaStream_t s)
+{
+    char name[256];
+    snprintf(name, sizeof name, "baseline (cuBLAS + plain kernels) for %s", in->name);
+    int pos[8];
+    for (int b = 0; b < in->bmax; b++)
+        pos[b] = in->smax / 2 + b;
+    Problem p;
+    problem_init(&p, in, in->bmax, pos, 1.0f);
+    Baseline bl;
+    if (CHECK(name, problem_device(&p) && baseline_init(&bl, &p)) &&
+        CHECK(name, baseline_step(&bl, &p, s) && fgh_ok(cudaStreamSynchronize(s)))) {
+        uint16_t *y = (uint16_t *)malloc(p.nx * 2);
+        double *ref = (double *)malloc(sizeof(double) * p.nx);
+        fgh_ref_decode(&p.cfg, p.x, p.g, p.wqkv, p.wo, p.kc, p.vc, p.pos, ref);
+        if (CHECK(name, fgh_ok(cudaMemcpy(y, p.dy, p.nx * 2, cudaMemcpyDeviceToHost)))) {
+            const fgh_err e = fgh_compare(y, in->dt, ref, p.nx);
+            const double tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;
+            CHECKF(name, e.nonfinite == 0 && e.rel_l2 <= tol, "rel L2 %.3e (limit %.0e)", e.rel_l2, tol);
+            printf("    %s: rel L2 %.3e\n", name, e.rel_l2);
+        }
+        free(y), free(ref);
+    }
+    baseline_free(&bl);
+    problem_free(&p);
+}
+
 // ---- benchmark ----
 
 // Device buffers filled on the device (no host copies, no reference).
@@ -486,12 +721,22 @@ bool bench_problem(Problem *p, const Inst *in, const int *pos, cudaStream_t s)
 struct BenchCtx {
     Problem *sets;
     int nsets;
+    Baseline *bl;   // set: time the baseline on the sets instead
 };
 
 void enqueue(void *ctx, int i, cudaStream_t s)
 {
     BenchCtx *c = (BenchCtx *)ctx;
-    fg_launch(c->sets[i % c->nsets].b, s);
+    if (c->bl)
+        baseline_step(c->bl, &c->sets[i % c->nsets], s);
+    else
+        fg_launch(c->sets[i % c->nsets].b, s);
+}
+
+bool same_shape(const Inst *a, const Inst *b)
+{
+    return a->dt == b->dt && a->hidden == b->hidden && a->heads == b->heads && a->hd == b->hd &&
+           a->smax == b->smax && a->bmax == b->bmax;
 }
 
 void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
@@ -519,13 +764,30 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             bool ok = nsets <= 4;
             for (; ok && made < nsets; made++)
                 ok = bench_problem(&sets[made], in, pos, s) && problem_bind(&sets[made]) == FG_OK;
-            fgh_timing t = {};
-            BenchCtx c = {sets, nsets};
+            fgh_timing t = {}, tb = {};
+            BenchCtx c = {sets, nsets, nullptr};
             if (ok)
                 ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0;
+            // the baseline, once per shape, on the same buffer sets
+            bool first_of_shape = true;
+            for (int q = 0; q < k; q++)
+                first_of_shape &= !(same_shape(&g_inst[q], in) && !g_inst[q].det &&
+                                    selected(only, g_inst[q].name));
+            Baseline bl;
+            bool have_bl = false;
+            if (ok && first_of_shape && baseline_init(&bl, &sets[0])) {
+                BenchCtx cb = {sets, nsets, &bl};
+                // cuBLAS sets itself up on its first call: not inside the capture
+                have_bl = baseline_step(&bl, &sets[0], s) && fgh_ok(cudaStreamSynchronize(s)) &&
+                          fgh_bench(s, enqueue, &cb, nsets, 2.0, 7, &tb) == 0;
+                baseline_free(&bl);
+            }
             const double gbps = ok ? bytes / (t.med_us * 1e3) : 0;
-            printf("%-70s S=%5d  %8.2f us  %6.0f GB/s  %5.1f%% of read\n", in->name, S, t.med_us,
+            printf("%-70s S=%5d  %8.2f us  %6.0f GB/s  %5.1f%% of read", in->name, S, t.med_us,
                    gbps, 100 * gbps / ceil.read_gbps);
+            if (have_bl)
+                printf("  | unfused baseline %8.2f us", tb.med_us);
+            printf("\n");
             fgh_json_obj_begin(j, NULL);
             fgh_json_str(j, "name", in->name);
             fgh_json_int(j, "S", S);
@@ -535,6 +797,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             fgh_json_timing(j, "time", &t);
             fgh_json_num(j, "gbps", gbps);
             fgh_json_num(j, "fraction_of_read_ceiling", gbps / ceil.read_gbps);
+            if (have_bl)
+                fgh_json_timing(j, "baseline_unfused_cublas", &tb);
             fgh_json_obj_end(j);
             for (int m = 0; m < made; m++)
                 problem_free(&sets[m]);
@@ -614,9 +878,16 @@ int main(int argc, char **argv)
         if (json)
             fclose(f);
     } else {
-        for (int k = 0; k < g_ninst; k++)
-            if (selected(only, g_inst[k].name))
-                test_instance(&g_inst[k], s);
+        for (int k = 0; k < g_ninst; k++) {
+            if (!selected(only, g_inst[k].name))
+                continue;
+            test_instance(&g_inst[k], s);
+            bool first = true;
+            for (int q = 0; q < k; q++)
+                first &= !(same_shape(&g_inst[q], &g_inst[k]) && selected(only, g_inst[q].name));
+            if (first)
+                check_baseline(&g_inst[k], s);
+        }
     }
     cudaStreamDestroy(s);
     fg_shutdown(g_fg);
