@@ -99,6 +99,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 test: $(TEST_BINS) $(FUSEGEN)
 	@$(MAKE) --no-print-directory kernels-ci
 	@$(MAKE) --no-print-directory example
+	@tests/integration/downstream.sh
 	@scripts/run-tests.sh $(TEST_BINS)
 
 check-asan:
