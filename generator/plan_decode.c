@@ -266,8 +266,24 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
     const char *why = unsupported(s->model);
     if (why)
         return why;
-    for (unsigned i = 0; i < s->model->batch_sizes_count; i++)
-        if (s->model->batch_sizes[i] > MAX_BATCH)
-            return "batch sizes above 4 come with part 2 of the family";
-    return NULL;
+    static const unsigned sizes[] = {2, 4, 8, 16};
+    static char buf[256];
+    buf[0] = '\0';
+    size_t len = 0;
+    for (unsigned i = 0; i < s->model->batch_sizes_count; i++) {
+        const unsigned bmax = s->model->batch_sizes[i];
+        const char *reason = NULL;
+        if (bmax > MAX_BATCH) {
+            reason = "batch sizes above 4 come with part 2 of the family";
+        } else {
+            const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;
+            if (!preferred_cluster(s->model, t, cs, bmax, sizes, 4))
+                reason = "no cluster size fits: the x slices of the batch would not fit in "
+                         "registers";
+        }
+        if (reason && len < sizeof buf - 1)
+            len += (size_t)snprintf(buf + len, sizeof buf - len, "%sbatch %u: %s",
+                                    len ? "; " : "", bmax, reason);
+    }
+    return len ? buf : NULL;
 }
