@@ -794,6 +794,9 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             fgh_json_int(j, "batch", in->bmax);
             fgh_json_int(j, "cluster", in->cluster);
             fgh_json_num(j, "bytes", bytes);
+            // projections (2 flops a weight per request) and attention (q.k and p.v)
+            fgh_json_num(j, "flops", in->bmax * (2.0 * (3.0 * QD * in->hidden + (double)in->hidden * QD) +
+                                                 4.0 * in->heads * (double)S * in->hd));
             fgh_json_timing(j, "time", &t);
             fgh_json_num(j, "gbps", gbps);
             fgh_json_num(j, "fraction_of_read_ceiling", gbps / ceil.read_gbps);
