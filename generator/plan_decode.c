@@ -16,16 +16,20 @@
 /* A CTA shape: threads, what each keeps in flight, CTAs meant per SM. */
 typedef struct cta_shape {
     unsigned threads, unroll, loads1, min_blocks;
+    unsigned unroll3;  /* W_o rows in flight per lane group (phase 3) */
 } cta_shape;
 
 /* One 512-thread CTA per SM, 8 loads of 16 B in flight per lane (64 KB per SM). */
-static const cta_shape WIDE = {512, 4, 8, 1};
+static const cta_shape WIDE = {512, 4, 8, 1, 4};
 /* Two 256-thread CTAs per SM (at most 128 registers), 16 loads per lane in
  * phase 1: the same bytes in flight per SM, but clusters of C CTAs can then
  * share SMs, so more clusters fit at once when a GPC has SMs left over. */
-static const cta_shape PAIRED = {256, 8, 16, 2};
+static const cta_shape PAIRED = {256, 8, 16, 2, 8};
 /* Batches above 1 keep B x slices in registers: 256 threads, one per SM. */
-static const cta_shape BATCHED = {256, 4, 8, 1};
+static const cta_shape BATCHED = {256, 4, 8, 1, 4};
+/* WIDE with 8 W_o rows in flight: 64 KB per SM in phase 3 as in the others
+ * (by Little's law 32 KB cannot stream W_o at the ceiling); to be measured. */
+static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
 
 /* Why a model cannot use this family yet, or NULL. */
 static const char *unsupported(const fg_model *m)
@@ -64,7 +68,7 @@ static const char *infeasible(const fg_model *m, const fg_target *t, unsigned c,
     if (bmax * (hidden / c / 256) * 8 > 64)
         return "the x slices of the batch would not fit in registers (more than 64 floats)";
     unsigned groups = cs->threads / (hd / 8);
-    if ((hidden / c) % (groups * cs->unroll))
+    if ((hidden / c) % (groups * cs->unroll3))
         return "hidden/C output rows do not split evenly over the CTA's row groups";
     return NULL;
 }
@@ -112,7 +116,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         snprintf(cl, sizeof cl, "c%ux%u", c, p);
     else
         snprintf(cl, sizeof cl, "c%u", c);
-    snprintf(variant, sizeof variant, "b%u_%s_t%u_norm%s", bmax, cl, threads, det ? "_det" : "");
+    char deep[8] = "";
+    if (cs == &WIDE_DEEP3)
+        snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
+    snprintf(variant, sizeof variant, "b%u_%s_t%u%s_norm%s", bmax, cl, threads, deep,
+             det ? "_det" : "");
     if (!fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype), dims,
                           variant)) {
         fg_error(d, "cannot name a decode_attn instance");
@@ -137,6 +145,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "CLUSTERS_PER_HEAD", p);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "UNROLL", cs->unroll);
+    fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
     fg_instance_add_param(&in, "LOADS1", cs->loads1);
     fg_instance_add_param(&in, "MIN_BLOCKS", cs->min_blocks);
     inv_freq_table(fg_instance_add_text(&in, "INV_FREQ"), m->rope->theta, a->head_dim);
@@ -154,8 +163,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                                     sizeof(float));
     in.counter_count = c * p + (p > 1 ? 2 * a->heads : 0);
     in.priority = priority;
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u/%s%s",
-             fg_dtype_name(m->dtype), cl, bmax, threads, det ? "det" : "fast",
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s",
+             fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj");
 
     const unsigned ctas = a->heads * c * p;
@@ -253,6 +262,12 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
             if (plan_one(set, s, ts, bmax, 2, 2, cs, false, 2, why, d, add) ||
                 plan_one(set, s, ts, bmax, 2, 2, cs, true, 0,
                          "deterministic twin of the preferred instance", d, add))
+                return -1;
+            if (cs == &WIDE && !infeasible(m, t, 2, 2, &WIDE_DEEP3, bmax) &&
+                plan_one(set, s, ts, bmax, 2, 2, &WIDE_DEEP3, false, 1,
+                         "the preferred split with 8 W_o rows in flight per lane group "
+                         "(64 KB per SM in phase 3): not measured yet, so not preferred",
+                         d, add))
                 return -1;
         }
     }

@@ -65,9 +65,15 @@ bool parse_name(const char *file, Inst *in)
     in->per_head = 1;
     if (*rest == 'x' && sscanf(rest, "x%d%n", &in->per_head, &used) == 1)
         rest += used;
-    if (sscanf(rest, "_t%d_norm%n", &in->threads, &used) != 1)
+    if (sscanf(rest, "_t%d%n", &in->threads, &used) != 1)
         return false;
     rest += used;
+    int deep3;
+    if (sscanf(rest, "_w%d%n", &deep3, &used) == 1)   // phase-3 depth: a plan detail
+        rest += used;
+    if (strncmp(rest, "_norm", 5) != 0)
+        return false;
+    rest += 5;
     in->det = strncmp(rest, "_det", 4) == 0;
     if (in->det)
         rest += 4;
