@@ -168,6 +168,11 @@ static void free_loaded(loaded *l)
     free(l->specs);
 }
 
+static const char *spec_name(const fg_spec *s)
+{
+    return s->model ? s->model->name : s->gemm ? s->gemm->name : s->target->name;
+}
+
 /* Loads every spec, reporting every error, then checks names are unique. */
 static int load_all(char **paths, size_t n, loaded *l, fg_diag *d)
 {
@@ -187,8 +192,7 @@ static int load_all(char **paths, size_t n, loaded *l, fg_diag *d)
             const fg_spec *a = l->specs[i], *b = l->specs[j];
             if (a->kind != b->kind)
                 continue;
-            const char *na = a->model ? a->model->name : a->gemm ? a->gemm->name : a->target->name;
-            const char *nb = b->model ? b->model->name : b->gemm ? b->gemm->name : b->target->name;
+            const char *na = spec_name(a), *nb = spec_name(b);
             if (strcmp(na, nb) == 0)
                 fg_error_at(d, a->path, 0, 0, "name '%s' is also used by %s", na, b->path);
         }

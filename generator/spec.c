@@ -17,6 +17,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "fsutil.h"
 #include "spec_schema.h"
 #include "strbuf.h"
 
@@ -536,30 +537,6 @@ static void check_target(checker *c, const fg_target *t)
 
 /* ---- driver ---- */
 
-static char *read_file(const char *path, size_t *len, fg_diag *d)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fg_error_at(d, path, 0, 0, "cannot open: %s", strerror(errno));
-        return NULL;
-    }
-    fg_strbuf sb = {0};
-    char buf[8192];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        fg_sb_append(&sb, buf, n);
-    bool bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        fg_error_at(d, path, 0, 0, "cannot read");
-        fg_sb_free(&sb);
-        return NULL;
-    }
-    fg_sb_append(&sb, "", 0);
-    *len = sb.len;
-    return sb.data;
-}
-
 static void quiet_log(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
 {
     (void)level, (void)ctx, (void)fmt, (void)args;
@@ -597,9 +574,11 @@ fg_spec *fg_spec_load(const char *path, fg_diag *d)
 {
     int errors_before = d->errors;
     size_t len;
-    char *text = read_file(path, &len, d);
-    if (!text)
+    char *text = fg_read_all(path, &len);
+    if (!text) {
+        fg_error_at(d, path, 0, 0, "cannot open: %s", strerror(errno));
         return NULL;
+    }
 
     yaml_document_t doc;
     checker c = {.file = path, .d = d, .doc = &doc};

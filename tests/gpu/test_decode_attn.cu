@@ -745,6 +745,17 @@ bool same_shape(const Inst *a, const Inst *b)
            a->smax == b->smax && a->bmax == b->bmax;
 }
 
+// True for the first selected instance of its shape (deterministic ones left
+// out when asked): the baseline runs once per shape.
+bool first_of_shape(int k, const char *only, bool skip_det)
+{
+    for (int q = 0; q < k; q++)
+        if (same_shape(&g_inst[q], &g_inst[k]) && !(skip_det && g_inst[q].det) &&
+            selected(only, g_inst[q].name))
+            return false;
+    return true;
+}
+
 void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
 {
     fgh_ceilings ceil = {};
@@ -775,13 +786,9 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             if (ok)
                 ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0;
             // the baseline, once per shape, on the same buffer sets
-            bool first_of_shape = true;
-            for (int q = 0; q < k; q++)
-                first_of_shape &= !(same_shape(&g_inst[q], in) && !g_inst[q].det &&
-                                    selected(only, g_inst[q].name));
             Baseline bl;
             bool have_bl = false;
-            if (ok && first_of_shape && baseline_init(&bl, &sets[0])) {
+            if (ok && first_of_shape(k, only, true) && baseline_init(&bl, &sets[0])) {
                 BenchCtx cb = {sets, nsets, &bl};
                 // cuBLAS sets itself up on its first call: not inside the capture
                 have_bl = baseline_step(&bl, &sets[0], s) && fgh_ok(cudaStreamSynchronize(s)) &&
@@ -891,10 +898,7 @@ int main(int argc, char **argv)
             if (!selected(only, g_inst[k].name))
                 continue;
             test_instance(&g_inst[k], s);
-            bool first = true;
-            for (int q = 0; q < k; q++)
-                first &= !(same_shape(&g_inst[q], &g_inst[k]) && selected(only, g_inst[q].name));
-            if (first)
+            if (first_of_shape(k, only, false))
                 check_baseline(&g_inst[k], s);
         }
     }
