@@ -198,8 +198,10 @@ static json_object *instance_json(const fg_instance *in)
     for (unsigned i = 0; i < in->nparams; i++) {
         char key[32];
         size_t k = 0;
-        for (; in->params[i].key[k] && k < sizeof key - 1; k++)
-            key[k] = (char)(in->params[i].key[k] | 0x20); /* A-Z and _ only: lower case */
+        for (; in->params[i].key[k] && k < sizeof key - 1; k++) {
+            const char c = in->params[i].key[k];
+            key[k] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        }
         key[k] = '\0';
         json_object_object_add(params, key, json_object_new_int64(in->params[i].value));
     }

@@ -247,6 +247,27 @@ Test(cli, golden_generated_text)
     }
 }
 
+/* Manifest parameter names are the template keys in lower case: letters,
+ * digits and underscores only (an engine's scripts look them up by name). */
+Test(cli, manifest_param_names_are_lower_snake_case)
+{
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/p --filter 'decode_attn*b1_c2x2_t512_norm' "
+                           "specs/models/llama-2-7b.yaml specs/targets/h200.yaml", tmp),
+                 0, "%s", out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/p/manifest.json", tmp);
+    char *m = slurp(path);
+    cr_assert(strstr(m, "\"head_dim\": 128"), "%s", m);
+    cr_assert(strstr(m, "\"clusters_per_head\": 2"), "%s", m);
+    const char *p = strstr(m, "\"params\"");
+    cr_assert(p);
+    for (; *p && *p != '}'; p++)
+        cr_assert(*p == '\n' || (*p >= 0x20 && *p < 0x7f), "byte 0x%02x in the params", *p);
+    free(m);
+}
+
 Test(cli, explain_gives_reasons)
 {
     char *out;
