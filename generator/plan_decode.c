@@ -31,6 +31,57 @@ static const cta_shape BATCHED = {256, 4, 8, 1, 4};
  * (by Little's law 32 KB cannot stream W_o at the ceiling); to be measured. */
 static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
 
+/* The ring form (decode_attn_ring.in): one producer warp streams every byte
+ * the CTA reads through a shared-memory ring of bulk copies; `threads`
+ * consumer threads compute.  Stage size and count are fixed by the plan. */
+typedef struct ring_cfg {
+    unsigned stage_bytes, stages, rows1;
+    unsigned static_smem;   /* estimate of the template's Smem struct */
+} ring_cfg;
+
+#define RING_THREADS 512u
+#define RING_STAGE_BYTES 16384u
+
+/* Plans the ring for a head split over c*p CTAs; returns why it cannot, or NULL. */
+static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
+                             unsigned bmax, ring_cfg *r)
+{
+    const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
+    const unsigned warps = RING_THREADS / 32, groups = RING_THREADS / (hd / 8);
+    const unsigned ks = m->hidden / cph, qkv = 3 * hd;
+    if (m->hidden % cph || m->hidden / cph % 256)
+        return "hidden/CTAs-per-head is not a multiple of 256";
+    if (p > 1 && m->attention->heads * cph > t->compute_units)
+        return "a cooperative grid of one CTA per SM must be resident at once";
+    if (cph > t->max_cluster_size * p)
+        return "larger than the target's largest cluster";
+    *r = (ring_cfg){.stage_bytes = RING_STAGE_BYTES};
+    /* phase 1: the most rows per stage such that the warps split them evenly
+     * and each warp's column span is whole 256-column steps */
+    for (unsigned rows = warps; rows >= 1 && !r->rows1; rows--)
+        if (warps % rows == 0 && qkv % rows == 0 && rows * ks * e <= r->stage_bytes &&
+            (ks / (warps / rows)) % 256 == 0 && ks % (warps / rows) == 0)
+            r->rows1 = rows;
+    if (!r->rows1)
+        return "no phase-1 tiling of the K slice fits a stage";
+    const unsigned tok = r->stage_bytes / (2 * hd * e), rows3 = r->stage_bytes / (hd * e);
+    if (tok % groups || rows3 % groups || (m->hidden / cph) % rows3)
+        return "a stage does not split evenly over the lane groups";
+    if (bmax * (ks / (warps / r->rows1) / 256) * 8 > 64)
+        return "the x slices of the batch would not fit in registers (more than 64 floats)";
+    const unsigned wpr = warps / r->rows1;
+    r->static_smem = 16 * 16 + 16 +
+                     4 * (wpr * bmax * qkv + c * bmax * qkv + bmax * qkv + 3 * warps + warps * hd +
+                          (1 + c) * bmax * (hd + 2) + bmax * hd + bmax + 1);
+    const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
+    r->stages = budget / r->stage_bytes;
+    if (r->stages > 16)
+        r->stages = 16;
+    if (r->stages < 4)
+        return "fewer than 4 ring stages fit in shared memory";
+    return NULL;
+}
+
 /* Why a model cannot use this family yet, or NULL. */
 static const char *unsupported(const fg_model *m)
 {
@@ -100,13 +151,13 @@ static void inv_freq_table(fg_strbuf *sb, double theta, unsigned hd)
 }
 
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
-                    unsigned c, unsigned p, const cta_shape *cs, bool det, int priority,
-                    const char *choice, fg_diag *d, fg_plan_add_fn add)
+                    unsigned c, unsigned p, const cta_shape *cs, const ring_cfg *ring, bool det,
+                    int priority, const char *choice, fg_diag *d, fg_plan_add_fn add)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
     const fg_attention *a = m->attention;
-    const unsigned threads = cs->threads;
+    const unsigned threads = ring ? RING_THREADS : cs->threads;
     fg_instance in = {0};
     char dims[96], variant[64];
     snprintf(dims, sizeof dims, "h%u_nh%u_hd%u_s%u", m->hidden, a->heads, a->head_dim,
@@ -117,7 +168,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     else
         snprintf(cl, sizeof cl, "c%u", c);
     char deep[8] = "";
-    if (cs == &WIDE_DEEP3)
+    if (ring)
+        snprintf(deep, sizeof deep, "_ring");
+    else if (cs == &WIDE_DEEP3)
         snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
     snprintf(variant, sizeof variant, "b%u_%s_t%u%s_norm%s", bmax, cl, threads, deep,
              det ? "_det" : "");
@@ -128,7 +181,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     }
     in.family = "decode_attn";
     in.op = "decode_attn";
-    in.template_name = "decode_attn.in";
+    in.template_name = ring ? "decode_attn_ring.in" : "decode_attn.in";
     in.target = t;
     in.dtype = m->dtype;
     fg_instance_add_param(&in, "HIDDEN", m->hidden);
@@ -144,16 +197,23 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "CLUSTER", c);
     fg_instance_add_param(&in, "CLUSTERS_PER_HEAD", p);
     fg_instance_add_param(&in, "THREADS", threads);
-    fg_instance_add_param(&in, "UNROLL", cs->unroll);
-    fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
-    fg_instance_add_param(&in, "LOADS1", cs->loads1);
-    fg_instance_add_param(&in, "MIN_BLOCKS", cs->min_blocks);
+    if (ring) {
+        fg_instance_add_param(&in, "STAGE_BYTES", ring->stage_bytes);
+        fg_instance_add_param(&in, "STAGES", ring->stages);
+        fg_instance_add_param(&in, "ROWS1", ring->rows1);
+    } else {
+        fg_instance_add_param(&in, "UNROLL", cs->unroll);
+        fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
+        fg_instance_add_param(&in, "LOADS1", cs->loads1);
+        fg_instance_add_param(&in, "MIN_BLOCKS", cs->min_blocks);
+    }
     inv_freq_table(fg_instance_add_text(&in, "INV_FREQ"), m->rope->theta, a->head_dim);
     fg_sb_printf(fg_instance_add_text(&in, "SOFTMAX_SCALE_LOG2"), "%.9ef",
                  (double)(float)(1.4426950408889634 / sqrt((double)a->head_dim)));
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {a->heads * c * p, 1, 1},
-                            .block = {threads, 1, 1},
+                            .block = {threads + (ring ? 32 : 0), 1, 1},
+                            .dynamic_smem = ring ? ring->stages * ring->stage_bytes : 0,
                             .cluster = {c, 1, 1},
                             .nonportable_cluster = c > 8,
                             .cooperative = p > 1};
@@ -183,16 +243,26 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                                               : "more CTAs than SMs",
                      c > 8 ? "; 16 needs the non-portable cluster attribute" : "");
     fg_sb_printf(&in.reasons, "%s\n", choice);
-    fg_sb_printf(&in.reasons,
-                 "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
-                 "lane in the projections, %u tokens or rows per lane group after\n",
-                 threads, cs->min_blocks, cs->loads1, cs->unroll);
-    fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed by reading "
-                              "the peers' shared memory in rank order (deterministic)\n",
+    if (ring)
+        fg_sb_printf(&in.reasons,
+                     "%u consumer threads + 1 producer warp, one CTA per SM: every byte streams "
+                     "through a ring of %u stages of %u B (%u KB ahead of the consumers, bulk "
+                     "copies); %u projection rows, %u tokens or %u W_o rows per stage\n",
+                     threads, ring->stages, ring->stage_bytes,
+                     ring->stages * ring->stage_bytes / 1024, ring->rows1,
+                     ring->stage_bytes / (4 * a->head_dim), ring->stage_bytes / (2 * a->head_dim));
+    else
+        fg_sb_printf(&in.reasons,
+                     "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
+                     "lane in the projections, %u tokens or rows per lane group after\n",
+                     threads, cs->min_blocks, cs->loads1, cs->unroll);
+    fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed in rank order "
+                              "over DSMEM (deterministic)\n",
                  m->hidden / (c * p));
-    fg_sb_printf(&in.reasons, "attention: %u tokens in flight per group of %u lanes, online "
-                              "softmax, states merged over DSMEM\n",
-                 cs->unroll, a->head_dim / 8);
+    if (!ring)
+        fg_sb_printf(&in.reasons, "attention: %u tokens in flight per group of %u lanes, online "
+                                  "softmax, states merged over DSMEM\n",
+                     cs->unroll, a->head_dim / 8);
     fg_sb_printf(&in.reasons, "output: %s\n",
                  det ? "per-head fp32 partials summed in head order by the last head to "
                        "finish (bitwise reproducible)"
@@ -233,14 +303,14 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
             if (infeasible(m, t, c, 1, cs, bmax))
                 continue;
             const bool pref = c == best && !split && !paired;
-            if (plan_one(set, s, ts, bmax, c, 1, cs, false, pref ? 2 : 1,
+            if (plan_one(set, s, ts, bmax, c, 1, cs, NULL, false, pref ? 2 : 1,
                          !pref ? alt
                          : m->attention->heads * c <= t->compute_units
                              ? "preferred: the largest cluster whose grid fits the SMs"
                              : "preferred: no cluster size fits the SMs at one CTA each; the "
                                "smallest grid",
                          d, add) ||
-                (pref && plan_one(set, s, ts, bmax, c, 1, cs, true, 0,
+                (pref && plan_one(set, s, ts, bmax, c, 1, cs, NULL, true, 0,
                                   "deterministic twin of the preferred instance", d, add)))
                 return -1;
         }
@@ -250,8 +320,8 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                                      "streaming than one 512-thread CTA per SM (measured)"
                                    : "two CTAs per SM at the single-cluster size, measured "
                                      "against the split";
-            if (plan_one(set, s, ts, bmax, best, 1, &PAIRED, false, pref ? 2 : 1, why, d, add) ||
-                (pref && plan_one(set, s, ts, bmax, best, 1, &PAIRED, true, 0,
+            if (plan_one(set, s, ts, bmax, best, 1, &PAIRED, NULL, false, pref ? 2 : 1, why, d, add) ||
+                (pref && plan_one(set, s, ts, bmax, best, 1, &PAIRED, NULL, true, 0,
                                   "deterministic twin of the preferred instance", d, add)))
                 return -1;
         }
@@ -259,17 +329,35 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
             const char *why = "preferred: two clusters of 2 per head, one CTA per SM: clusters "
                               "of 2 reach every SM, larger ones leave SMs of odd GPCs idle "
                               "(measured fastest)";
-            if (plan_one(set, s, ts, bmax, 2, 2, cs, false, 2, why, d, add) ||
-                plan_one(set, s, ts, bmax, 2, 2, cs, true, 0,
+            if (plan_one(set, s, ts, bmax, 2, 2, cs, NULL, false, 2, why, d, add) ||
+                plan_one(set, s, ts, bmax, 2, 2, cs, NULL, true, 0,
                          "deterministic twin of the preferred instance", d, add))
                 return -1;
             if (cs == &WIDE && !infeasible(m, t, 2, 2, &WIDE_DEEP3, bmax) &&
-                plan_one(set, s, ts, bmax, 2, 2, &WIDE_DEEP3, false, 1,
+                plan_one(set, s, ts, bmax, 2, 2, &WIDE_DEEP3, NULL, false, 1,
                          "the preferred split with 8 W_o rows in flight per lane group "
                          "(64 KB per SM in phase 3): not measured yet, so not preferred",
                          d, add))
                 return -1;
         }
+        /* The ring form: the head split as pairs of clusters of 2 where the
+         * cooperative grid fits, and one cluster of 2 (no head barriers) so
+         * both exchange paths are compiled and tested. */
+        ring_cfg rc;
+        if (!ring_plan(m, t, 2, 2, bmax, &rc) &&
+            (plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 1,
+                      "the split pairs streamed through a shared-memory ring: not measured "
+                      "yet, so not preferred",
+                      d, add) ||
+             plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 0,
+                      "deterministic twin of the ring form", d, add)))
+            return -1;
+        if (!ring_plan(m, t, 2, 1, bmax, &rc) &&
+            plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, 1,
+                     "one cluster of 2 per head streamed through a shared-memory ring (half "
+                     "the SMs; tests the single-cluster exchange)",
+                     d, add))
+            return -1;
     }
     return 0;
 }

@@ -42,7 +42,7 @@ namespace {
 struct Inst {
     char name[160];
     int hidden, heads, hd, smax, bmax, cluster, per_head, threads, det;
-    long long workspace, counters, cooperative;
+    long long workspace, counters, cooperative, block, dynamic_smem;
     fgh_dtype dt;
     void *image;
     size_t image_size;
@@ -68,9 +68,13 @@ bool parse_name(const char *file, Inst *in)
     if (sscanf(rest, "_t%d%n", &in->threads, &used) != 1)
         return false;
     rest += used;
-    int deep3;
-    if (sscanf(rest, "_w%d%n", &deep3, &used) == 1)   // phase-3 depth: a plan detail
-        rest += used;
+    // plan details (_w8, _ring, ...) up to _norm: the manifest has what they imply
+    while (*rest == '_' && strncmp(rest, "_norm", 5) != 0) {
+        const char *next = strchr(rest + 1, '_');
+        if (!next)
+            return false;
+        rest = next;
+    }
     if (strncmp(rest, "_norm", 5) != 0)
         return false;
     rest += 5;
@@ -99,6 +103,8 @@ long long manifest_value(const char *manifest, const char *name, const char *key
     if (!k || (end && k > end))
         return -1;
     k += strlen(pat);
+    while (*k == '[' || *k == ' ' || *k == '\n')   // an array: its first element
+        k++;
     if (!strncmp(k, "true", 4))
         return 1;
     if (!strncmp(k, "false", 5))
@@ -120,8 +126,11 @@ int discover(const char *dir, const char *manifest)
         in.workspace = manifest_value(manifest, in.name, "workspace_bytes");
         in.counters = manifest_value(manifest, in.name, "counters");
         in.cooperative = manifest_value(manifest, in.name, "cooperative");
-        if (in.workspace < 0 || in.counters < 0 || in.cooperative < 0) {
-            fgh_skip(in.name, "not in the manifest (workspace, counters, cooperative unknown)");
+        in.block = manifest_value(manifest, in.name, "block");
+        in.dynamic_smem = manifest_value(manifest, in.name, "dynamic_smem");
+        if (in.workspace < 0 || in.counters < 0 || in.cooperative < 0 || in.block <= 0 ||
+            in.dynamic_smem < 0) {
+            fgh_skip(in.name, "not in the manifest (workspace, counters, launch shape unknown)");
             continue;
         }
         in.image = fgh_read_file(path, &in.image_size);
@@ -150,7 +159,8 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     e->match[4] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
     e->grid[0] = in.heads * in.cluster * in.per_head, e->grid[1] = 1, e->grid[2] = 1;
-    e->block[0] = in.threads, e->block[1] = 1, e->block[2] = 1;
+    e->block[0] = (unsigned)in.block, e->block[1] = 1, e->block[2] = 1;
+    e->dynamic_smem = (unsigned)in.dynamic_smem;
     e->cluster[0] = in.cluster, e->cluster[1] = 1, e->cluster[2] = 1;
     e->nonportable_cluster = in.cluster > 8;
     e->cooperative = (unsigned char)in.cooperative;
