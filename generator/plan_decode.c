@@ -36,15 +36,20 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
  * consumer threads compute.  Stage size and count are fixed by the plan. */
 typedef struct ring_cfg {
     unsigned stage_bytes, stages, rows1;
+    bool bulk1, bulk3;      /* rows copied by one bulk copy each, else 16-B cp.async */
     unsigned static_smem;   /* estimate of the template's Smem struct */
 } ring_cfg;
 
 #define RING_THREADS 512u
 #define RING_STAGE_BYTES 16384u
+/* Rows at least this long go by one bulk copy each; shorter ones (W_o's
+ * head_dim-wide pieces) by 16-byte cp.async from all producer lanes, since
+ * each bulk copy has a fixed cost. */
+#define RING_BULK_MIN_BYTES 1024u
 
 /* Plans the ring for a head split over c*p CTAs; returns why it cannot, or NULL. */
 static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
-                             unsigned bmax, ring_cfg *r)
+                             unsigned bmax, bool all_async, ring_cfg *r)
 {
     const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
     const unsigned warps = RING_THREADS / 32, groups = RING_THREADS / (hd / 8);
@@ -59,7 +64,7 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
     /* phase 1: the most rows per stage such that the warps split them evenly
      * and each warp's column span is whole 256-column steps */
     for (unsigned rows = warps; rows >= 1 && !r->rows1; rows--)
-        if (warps % rows == 0 && qkv % rows == 0 && rows * ks * e <= r->stage_bytes &&
+        if (warps % rows == 0 && hd % rows == 0 && rows * ks * e <= r->stage_bytes &&
             (ks / (warps / rows)) % 256 == 0 && ks % (warps / rows) == 0)
             r->rows1 = rows;
     if (!r->rows1)
@@ -79,6 +84,8 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
         r->stages = 16;
     if (r->stages < 4)
         return "fewer than 4 ring stages fit in shared memory";
+    r->bulk1 = !all_async && ks * e >= RING_BULK_MIN_BYTES;
+    r->bulk3 = !all_async && hd * e >= RING_BULK_MIN_BYTES;
     return NULL;
 }
 
@@ -169,7 +176,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         snprintf(cl, sizeof cl, "c%u", c);
     char deep[8] = "";
     if (ring)
-        snprintf(deep, sizeof deep, "_ring");
+        snprintf(deep, sizeof deep, "_ring%s", !ring->bulk1 && !ring->bulk3 ? "16" : "");
     else if (cs == &WIDE_DEEP3)
         snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
     snprintf(variant, sizeof variant, "b%u_%s_t%u%s_norm%s", bmax, cl, threads, deep,
@@ -201,6 +208,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGE_BYTES", ring->stage_bytes);
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
+        fg_instance_add_param(&in, "BULK1", ring->bulk1);
+        fg_instance_add_param(&in, "BULK3", ring->bulk3);
     } else {
         fg_instance_add_param(&in, "UNROLL", cs->unroll);
         fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
@@ -246,11 +255,14 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (ring)
         fg_sb_printf(&in.reasons,
                      "%u consumer threads + 1 producer warp, one CTA per SM: every byte streams "
-                     "through a ring of %u stages of %u B (%u KB ahead of the consumers, bulk "
-                     "copies); %u projection rows, %u tokens or %u W_o rows per stage\n",
+                     "through a ring of %u stages of %u B (%u KB ahead of the consumers); %u "
+                     "projection rows, %u tokens or %u W_o rows per stage; W_qkv rows by %s, "
+                     "KV by bulk copies, W_o rows by %s\n",
                      threads, ring->stages, ring->stage_bytes,
                      ring->stages * ring->stage_bytes / 1024, ring->rows1,
-                     ring->stage_bytes / (4 * a->head_dim), ring->stage_bytes / (2 * a->head_dim));
+                     ring->stage_bytes / (4 * a->head_dim), ring->stage_bytes / (2 * a->head_dim),
+                     ring->bulk1 ? "bulk copies" : "16-byte cp.async",
+                     ring->bulk3 ? "bulk copies" : "16-byte cp.async");
     else
         fg_sb_printf(&in.reasons,
                      "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
@@ -344,7 +356,13 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
          * cooperative grid fits, and one cluster of 2 (no head barriers) so
          * both exchange paths are compiled and tested. */
         ring_cfg rc;
-        if (!ring_plan(m, t, 2, 2, bmax, &rc) &&
+        if (!ring_plan(m, t, 2, 2, bmax, true, &rc) &&
+            plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 1,
+                     "the ring with every row copied by 16-byte cp.async: measured against "
+                     "the bulk-copy rule",
+                     d, add))
+            return -1;
+        if (!ring_plan(m, t, 2, 2, bmax, false, &rc) &&
             (plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 1,
                       "the split pairs streamed through a shared-memory ring: not measured "
                       "yet, so not preferred",
@@ -352,7 +370,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
              plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 0,
                       "deterministic twin of the ring form", d, add)))
             return -1;
-        if (!ring_plan(m, t, 2, 1, bmax, &rc) &&
+        if (!ring_plan(m, t, 2, 1, bmax, false, &rc) &&
             plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, 1,
                      "one cluster of 2 per head streamed through a shared-memory ring (half "
                      "the SMs; tests the single-cluster exchange)",
