@@ -36,27 +36,29 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
  * consumer threads compute.  Stage size and count are fixed by the plan. */
 typedef struct ring_cfg {
     unsigned stage_bytes, stages, rows1;
-    bool bulk1, bulk3;      /* rows copied by one bulk copy each, else 16-B cp.async */
+    bool bulk1;             /* W_qkv slices by one bulk copy each, else 16-B cp.async */
     unsigned static_smem;   /* estimate of the template's Smem struct */
 } ring_cfg;
 
 #define RING_THREADS 512u
 #define RING_STAGE_BYTES 16384u
-/* Rows at least this long go by one bulk copy each; shorter ones (W_o's
- * head_dim-wide pieces) by 16-byte cp.async from all producer lanes, since
- * each bulk copy has a fixed cost. */
+/* W_qkv slices at least this long go by one bulk copy each, shorter ones by
+ * 16-byte cp.async from all producer lanes: each bulk copy has a fixed cost
+ * (measured on the H200: 256-B bulk copies streamed W_o at 2.6 TB/s, 16-byte
+ * cp.async of 2 KB slices made phase 1 11 us slower than bulk copies). */
 #define RING_BULK_MIN_BYTES 1024u
 
 /* Plans the ring for a head split over c*p CTAs; returns why it cannot, or NULL. */
 static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
-                             unsigned bmax, bool all_async, ring_cfg *r)
+                             unsigned bmax, ring_cfg *r)
 {
     const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
     const unsigned warps = RING_THREADS / 32, groups = RING_THREADS / (hd / 8);
     const unsigned ks = m->hidden / cph, qkv = 3 * hd;
     if (m->hidden % cph || m->hidden / cph % 256)
         return "hidden/CTAs-per-head is not a multiple of 256";
-    if (p > 1 && m->attention->heads * cph > t->compute_units)
+    const unsigned grid = m->attention->heads * cph, qd = m->attention->heads * hd;
+    if (grid > t->compute_units)
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
@@ -69,23 +71,30 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
             r->rows1 = rows;
     if (!r->rows1)
         return "no phase-1 tiling of the K slice fits a stage";
-    const unsigned tok = r->stage_bytes / (2 * hd * e), rows3 = r->stage_bytes / (hd * e);
-    if (tok % groups || rows3 % groups || (m->hidden / cph) % rows3)
-        return "a stage does not split evenly over the lane groups";
+    const unsigned tok = r->stage_bytes / (2 * hd * e);
+    if (tok % groups)
+        return "a stage of tokens does not split evenly over the lane groups";
+    /* phase 3: each CTA owns whole W_o rows, rows3 per stage */
+    const unsigned rows3 = r->stage_bytes / (qd * e);
+    if (m->hidden % grid || !rows3 || warps % rows3 || (qd / (warps / rows3)) % 256 ||
+        (m->hidden / grid) % rows3)
+        return "W_o rows do not split evenly over the CTAs, stages and warps";
+    if (bmax * (qd / (warps / rows3) / 256) * 8 > 64)
+        return "the attention outputs of the batch would not fit in registers";
     if (bmax * (ks / (warps / r->rows1) / 256) * 8 > 64)
         return "the x slices of the batch would not fit in registers (more than 64 floats)";
     const unsigned wpr = warps / r->rows1;
     r->static_smem = 16 * 16 + 16 +
                      4 * (wpr * bmax * qkv + c * bmax * qkv + bmax * qkv + 3 * warps + warps * hd +
-                          (1 + c) * bmax * (hd + 2) + bmax * hd + bmax + 1);
+                          (1 + c) * bmax * (hd + 2) + (warps / rows3) * bmax * (m->hidden / grid) +
+                          bmax);
     const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
     r->stages = budget / r->stage_bytes;
     if (r->stages > 16)
         r->stages = 16;
     if (r->stages < 4)
         return "fewer than 4 ring stages fit in shared memory";
-    r->bulk1 = !all_async && ks * e >= RING_BULK_MIN_BYTES;
-    r->bulk3 = !all_async && hd * e >= RING_BULK_MIN_BYTES;
+    r->bulk1 = ks * e >= RING_BULK_MIN_BYTES;
     return NULL;
 }
 
@@ -176,7 +185,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         snprintf(cl, sizeof cl, "c%u", c);
     char deep[8] = "";
     if (ring)
-        snprintf(deep, sizeof deep, "_ring%s", !ring->bulk1 && !ring->bulk3 ? "16" : "");
+        snprintf(deep, sizeof deep, "_ring");
     else if (cs == &WIDE_DEEP3)
         snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
     snprintf(variant, sizeof variant, "b%u_%s_t%u%s_norm%s", bmax, cl, threads, deep,
@@ -209,7 +218,6 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
         fg_instance_add_param(&in, "BULK1", ring->bulk1);
-        fg_instance_add_param(&in, "BULK3", ring->bulk3);
     } else {
         fg_instance_add_param(&in, "UNROLL", cs->unroll);
         fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
@@ -225,12 +233,19 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                             .dynamic_smem = ring ? ring->stages * ring->stage_bytes : 0,
                             .cluster = {c, 1, 1},
                             .nonportable_cluster = c > 8,
-                            .cooperative = p > 1};
+                            .cooperative = p > 1 || ring};
     const unsigned qkv = 3 * a->head_dim;
     in.workspace_bytes = (unsigned)(((det ? a->heads : 1u) * bmax * m->hidden +
                                      (p > 1 ? a->heads * p * bmax * (qkv + a->head_dim + 2) : 0)) *
                                     sizeof(float));
     in.counter_count = c * p + (p > 1 ? 2 * a->heads : 0);
+    if (ring) {
+        /* the clusters' QKV sums (P > 1) and softmax states; barrier counters
+         * of the heads and of the grid */
+        in.workspace_bytes = (unsigned)((a->heads * p * bmax * ((p > 1 ? qkv : 0) + a->head_dim + 2)) *
+                                        sizeof(float));
+        in.counter_count = 2 * a->heads + 2;
+    }
     in.priority = priority;
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
@@ -256,13 +271,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_sb_printf(&in.reasons,
                      "%u consumer threads + 1 producer warp, one CTA per SM: every byte streams "
                      "through a ring of %u stages of %u B (%u KB ahead of the consumers); %u "
-                     "projection rows, %u tokens or %u W_o rows per stage; W_qkv rows by %s, "
-                     "KV by bulk copies, W_o rows by %s\n",
+                     "projection rows or %u tokens per stage; W_qkv slices by %s, KV and W_o "
+                     "by bulk copies\n",
                      threads, ring->stages, ring->stage_bytes,
                      ring->stages * ring->stage_bytes / 1024, ring->rows1,
-                     ring->stage_bytes / (4 * a->head_dim), ring->stage_bytes / (2 * a->head_dim),
-                     ring->bulk1 ? "bulk copies" : "16-byte cp.async",
-                     ring->bulk3 ? "bulk copies" : "16-byte cp.async");
+                     ring->stage_bytes / (4 * a->head_dim),
+                     ring->bulk1 ? "bulk copies" : "16-byte cp.async");
     else
         fg_sb_printf(&in.reasons,
                      "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
@@ -275,6 +289,15 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_sb_printf(&in.reasons, "attention: %u tokens in flight per group of %u lanes, online "
                                   "softmax, states merged over DSMEM\n",
                      cs->unroll, a->head_dim / 8);
+    if (ring)
+        fg_sb_printf(&in.reasons,
+                     "output: after one grid barrier each CTA owns %u whole rows of W_o (%u KB "
+                     "contiguous) and writes its rows of y from partials summed in a fixed "
+                     "order: no atomics, bitwise reproducible%s\n",
+                     m->hidden / (a->heads * c * p),
+                     m->hidden / (a->heads * c * p) * a->heads * a->head_dim * 2 / 1024,
+                     det ? " (this twin serves calls that ask for determinism: same code)" : "");
+    else
     fg_sb_printf(&in.reasons, "output: %s\n",
                  det ? "per-head fp32 partials summed in head order by the last head to "
                        "finish (bitwise reproducible)"
@@ -356,13 +379,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
          * cooperative grid fits, and one cluster of 2 (no head barriers) so
          * both exchange paths are compiled and tested. */
         ring_cfg rc;
-        if (!ring_plan(m, t, 2, 2, bmax, true, &rc) &&
-            plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 1,
-                     "the ring with every row copied by 16-byte cp.async: measured against "
-                     "the bulk-copy rule",
-                     d, add))
-            return -1;
-        if (!ring_plan(m, t, 2, 2, bmax, false, &rc) &&
+        if (!ring_plan(m, t, 2, 2, bmax, &rc) &&
             (plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 1,
                       "the split pairs streamed through a shared-memory ring: not measured "
                       "yet, so not preferred",
@@ -370,7 +387,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
              plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 0,
                       "deterministic twin of the ring form", d, add)))
             return -1;
-        if (!ring_plan(m, t, 2, 1, bmax, false, &rc) &&
+        if (!ring_plan(m, t, 2, 1, bmax, &rc) &&
             plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, 1,
                      "one cluster of 2 per head streamed through a shared-memory ring (half "
                      "the SMs; tests the single-cluster exchange)",
