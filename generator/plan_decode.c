@@ -291,11 +291,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      cs->unroll, a->head_dim / 8);
     if (ring)
         fg_sb_printf(&in.reasons,
-                     "output: after one grid barrier each CTA owns %u whole rows of W_o (%u KB "
-                     "contiguous) and writes its rows of y from partials summed in a fixed "
-                     "order: no atomics, bitwise reproducible%s\n",
-                     m->hidden / (a->heads * c * p),
-                     m->hidden / (a->heads * c * p) * a->heads * a->head_dim * 2 / 1024,
+                     "output: after one grid barrier each CTA owns %u whole rows of W_o, %u "
+                     "rows apart (the CTAs stream neighbouring rows), and writes those rows of y "
+                     "from partials summed in a fixed order: no atomics, bitwise reproducible%s\n",
+                     m->hidden / (a->heads * c * p), a->heads * c * p,
                      det ? " (this twin serves calls that ask for determinism: same code)" : "");
     else
     fg_sb_printf(&in.reasons, "output: %s\n",
