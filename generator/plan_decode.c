@@ -35,13 +35,17 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
  * the CTA reads through a shared-memory ring of bulk copies; `threads`
  * consumer threads compute.  Stage size and count are fixed by the plan. */
 typedef struct ring_cfg {
-    unsigned stage_bytes, stages, rows1;
+    unsigned stage_bytes, stages, rows1, inflight;
     bool bulk1;             /* W_qkv slices by one bulk copy each, else 16-B cp.async */
     unsigned static_smem;   /* estimate of the template's Smem struct */
 } ring_cfg;
 
 #define RING_THREADS 512u
 #define RING_STAGE_BYTES 16384u
+/* Stages in flight per CTA: 64 KB per SM covers the memory latency (about
+ * 1 us x 4.5 TB/s over 128 SMs is 35 KB); more only lengthens the queue that
+ * the kernel's own barriers and exchanges wait in. */
+#define RING_INFLIGHT 4u
 /* W_qkv slices at least this long go by one bulk copy each, shorter ones by
  * 16-byte cp.async from all producer lanes: each bulk copy has a fixed cost
  * (measured on the H200: 256-B bulk copies streamed W_o at 2.6 TB/s, 16-byte
@@ -62,7 +66,7 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
-    *r = (ring_cfg){.stage_bytes = RING_STAGE_BYTES};
+    *r = (ring_cfg){.stage_bytes = RING_STAGE_BYTES, .inflight = RING_INFLIGHT};
     /* phase 1: the most rows per stage such that the warps split them evenly
      * and each warp's column span is whole 256-column steps */
     for (unsigned rows = warps; rows >= 1 && !r->rows1; rows--)
@@ -216,6 +220,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (ring) {
         fg_instance_add_param(&in, "STAGE_BYTES", ring->stage_bytes);
         fg_instance_add_param(&in, "STAGES", ring->stages);
+        fg_instance_add_param(&in, "INFLIGHT", ring->inflight);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
         fg_instance_add_param(&in, "BULK1", ring->bulk1);
     } else {
@@ -270,11 +275,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (ring)
         fg_sb_printf(&in.reasons,
                      "%u consumer threads + 1 producer warp, one CTA per SM: every byte streams "
-                     "through a ring of %u stages of %u B (%u KB ahead of the consumers); %u "
+                     "through a ring of %u stages of %u B (%u KB ahead of the consumers, %u "
+                     "stages in flight); %u "
                      "projection rows or %u tokens per stage; W_qkv slices by %s, KV and W_o "
                      "by bulk copies\n",
                      threads, ring->stages, ring->stage_bytes,
-                     ring->stages * ring->stage_bytes / 1024, ring->rows1,
+                     ring->stages * ring->stage_bytes / 1024, ring->inflight, ring->rows1,
                      ring->stage_bytes / (4 * a->head_dim),
                      ring->bulk1 ? "bulk copies" : "16-byte cp.async");
     else
