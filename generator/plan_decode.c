@@ -247,7 +247,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (ring) {
         /* the clusters' QKV sums (P > 1) and softmax states; barrier counters
          * of the heads and of the grid */
-        in.workspace_bytes = (unsigned)((a->heads * p * bmax * ((p > 1 ? qkv : 0) + a->head_dim + 2)) *
+        in.workspace_bytes = (unsigned)((a->heads * p * bmax * ((p > 1 ? qkv : 0) + a->head_dim + 4)) *
                                         sizeof(float));
         in.counter_count = 2 * a->heads + 2;
     }
