@@ -36,7 +36,6 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
  * consumer threads compute.  Stage size and count are fixed by the plan. */
 typedef struct ring_cfg {
     unsigned stage_bytes, stages, rows1, inflight;
-    bool bulk1;             /* W_qkv slices by one bulk copy each, else 16-B cp.async */
     unsigned static_smem;   /* estimate of the template's Smem struct */
 } ring_cfg;
 
@@ -46,11 +45,18 @@ typedef struct ring_cfg {
  * 1 us x 4.5 TB/s over 128 SMs is 35 KB); more only lengthens the queue that
  * the kernel's own barriers and exchanges wait in. */
 #define RING_INFLIGHT 4u
+/* Every ring stage is one or two bulk copies of whole rows or token runs:
+ * each bulk copy has a fixed cost (measured on the H200: K slices of 2 KB per
+ * copy streamed W_qkv at ~3.4 TB/s, 256-B W_o pieces at 2.6 TB/s, while 8 KB
+ * runs of KV streamed at 4.3-4.7 TB/s). */
+/* Stages in flight per CTA: 64 KB per SM covers the memory latency (about
+ * 1 us x 4.5 TB/s over 128 SMs is 35 KB); more only lengthens the queue that
+ * the kernel's own barriers and exchanges wait in. */
+#define RING_INFLIGHT 4u
 /* W_qkv slices at least this long go by one bulk copy each, shorter ones by
  * 16-byte cp.async from all producer lanes: each bulk copy has a fixed cost
  * (measured on the H200: 256-B bulk copies streamed W_o at 2.6 TB/s, 16-byte
  * cp.async of 2 KB slices made phase 1 11 us slower than bulk copies). */
-#define RING_BULK_MIN_BYTES 1024u
 
 /* Plans the ring for a head split over c*p CTAs; returns why it cannot, or NULL. */
 static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
@@ -58,23 +64,19 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
 {
     const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
     const unsigned warps = RING_THREADS / 32, groups = RING_THREADS / (hd / 8);
-    const unsigned ks = m->hidden / cph, qkv = 3 * hd;
-    if (m->hidden % cph || m->hidden / cph % 256)
-        return "hidden/CTAs-per-head is not a multiple of 256";
+    const unsigned qkv = 3 * hd;
     const unsigned grid = m->attention->heads * cph, qd = m->attention->heads * hd;
     if (grid > t->compute_units)
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
     *r = (ring_cfg){.stage_bytes = RING_STAGE_BYTES, .inflight = RING_INFLIGHT};
-    /* phase 1: the most rows per stage such that the warps split them evenly
-     * and each warp's column span is whole 256-column steps */
-    for (unsigned rows = warps; rows >= 1 && !r->rows1; rows--)
-        if (warps % rows == 0 && hd % rows == 0 && rows * ks * e <= r->stage_bytes &&
-            (ks / (warps / rows)) % 256 == 0 && ks % (warps / rows) == 0)
-            r->rows1 = rows;
-    if (!r->rows1)
-        return "no phase-1 tiling of the K slice fits a stage";
+    /* phase 1: each CTA owns qkv/cph whole rows of W_qkv, rows1 per stage;
+     * warps/rows1 warps share a row, each over whole 256-column steps */
+    r->rows1 = r->stage_bytes / (m->hidden * e);
+    if (qkv % cph || !r->rows1 || warps % r->rows1 || hd % r->rows1 || (qkv / cph) % r->rows1 ||
+        (m->hidden / (warps / r->rows1)) % 256)
+        return "W_qkv rows do not split evenly over the head's CTAs, stages and warps";
     const unsigned tok = r->stage_bytes / (2 * hd * e);
     if (tok % groups)
         return "a stage of tokens does not split evenly over the lane groups";
@@ -85,11 +87,11 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
         return "W_o rows do not split evenly over the CTAs, stages and warps";
     if (bmax * (qd / (warps / rows3) / 256) * 8 > 64)
         return "the attention outputs of the batch would not fit in registers";
-    if (bmax * (ks / (warps / r->rows1) / 256) * 8 > 64)
+    if (bmax * (m->hidden / (warps / r->rows1) / 256) * 8 > 64)
         return "the x slices of the batch would not fit in registers (more than 64 floats)";
     const unsigned wpr = warps / r->rows1;
     r->static_smem = 16 * 16 + 16 +
-                     4 * (wpr * bmax * qkv + c * bmax * qkv + bmax * qkv + 3 * warps + warps * hd +
+                     4 * (wpr * bmax * (qkv / cph) + bmax * qkv + 3 * warps + warps * hd +
                           (1 + c) * bmax * (hd + 2) + (warps / rows3) * bmax * (m->hidden / grid) +
                           bmax);
     const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
@@ -98,7 +100,6 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
         r->stages = 16;
     if (r->stages < 4)
         return "fewer than 4 ring stages fit in shared memory";
-    r->bulk1 = ks * e >= RING_BULK_MIN_BYTES;
     return NULL;
 }
 
@@ -222,7 +223,6 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "INFLIGHT", ring->inflight);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
-        fg_instance_add_param(&in, "BULK1", ring->bulk1);
     } else {
         fg_instance_add_param(&in, "UNROLL", cs->unroll);
         fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
@@ -245,9 +245,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                                     sizeof(float));
     in.counter_count = c * p + (p > 1 ? 2 * a->heads : 0);
     if (ring) {
-        /* the clusters' QKV sums (P > 1) and softmax states; barrier counters
+        /* the heads' q, k, v (P > 1) and the clusters' softmax states; barrier counters
          * of the heads and of the grid */
-        in.workspace_bytes = (unsigned)((a->heads * p * bmax * ((p > 1 ? qkv : 0) + a->head_dim + 4)) *
+        in.workspace_bytes = (unsigned)(a->heads * bmax * ((p > 1 ? qkv : 0) + p * (a->head_dim + 4)) *
                                         sizeof(float));
         in.counter_count = 2 * a->heads + 2;
     }
@@ -277,12 +277,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "%u consumer threads + 1 producer warp, one CTA per SM: every byte streams "
                      "through a ring of %u stages of %u B (%u KB ahead of the consumers, %u "
                      "stages in flight); %u "
-                     "projection rows or %u tokens per stage; W_qkv slices by %s, KV and W_o "
-                     "by bulk copies\n",
+                     "whole W_qkv rows or %u tokens per stage, by bulk copies\n",
                      threads, ring->stages, ring->stage_bytes,
                      ring->stages * ring->stage_bytes / 1024, ring->inflight, ring->rows1,
-                     ring->stage_bytes / (4 * a->head_dim),
-                     ring->bulk1 ? "bulk copies" : "16-byte cp.async");
+                     ring->stage_bytes / (4 * a->head_dim));
     else
         fg_sb_printf(&in.reasons,
                      "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
