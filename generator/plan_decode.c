@@ -40,27 +40,23 @@ typedef struct ring_cfg {
 } ring_cfg;
 
 #define RING_THREADS 512u
-#define RING_STAGE_BYTES 16384u
-/* Stages in flight per CTA: 64 KB per SM covers the memory latency (about
- * 1 us x 4.5 TB/s over 128 SMs is 35 KB); more only lengthens the queue that
- * the kernel's own barriers and exchanges wait in. */
-#define RING_INFLIGHT 4u
+/* Larger stages first: every stage costs the consumers an mbarrier handshake
+ * (measured: 32 KB stages were 4 us faster than 16 KB at S = 1K); smaller ones
+ * when the larger tiling needs too many registers (batch > 1). */
+static const unsigned RING_STAGE_SIZES[] = {32768u, 16384u};
+/* Stages in flight per CTA: 0 = the whole ring.  Capping it at 4 or 8 of 13
+ * stages (64-128 KB per SM) measured no faster on the H200 (47.2 / 47.0 /
+ * 47.3 us at S = 1K), so the ring is not capped; the knob stays for tuning. */
+#define RING_INFLIGHT 0u
 /* Every ring stage is one or two bulk copies of whole rows or token runs:
  * each bulk copy has a fixed cost (measured on the H200: K slices of 2 KB per
  * copy streamed W_qkv at ~3.4 TB/s, 256-B W_o pieces at 2.6 TB/s, while 8 KB
  * runs of KV streamed at 4.3-4.7 TB/s). */
-/* Stages in flight per CTA: 64 KB per SM covers the memory latency (about
- * 1 us x 4.5 TB/s over 128 SMs is 35 KB); more only lengthens the queue that
- * the kernel's own barriers and exchanges wait in. */
-#define RING_INFLIGHT 4u
-/* W_qkv slices at least this long go by one bulk copy each, shorter ones by
- * 16-byte cp.async from all producer lanes: each bulk copy has a fixed cost
- * (measured on the H200: 256-B bulk copies streamed W_o at 2.6 TB/s, 16-byte
- * cp.async of 2 KB slices made phase 1 11 us slower than bulk copies). */
 
-/* Plans the ring for a head split over c*p CTAs; returns why it cannot, or NULL. */
-static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
-                             unsigned bmax, ring_cfg *r)
+/* Plans the ring for a head split over c*p CTAs with stages of stage_bytes;
+ * returns why it cannot, or NULL. */
+static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
+                                   unsigned bmax, unsigned stage_bytes, ring_cfg *r)
 {
     const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
     const unsigned warps = RING_THREADS / 32, groups = RING_THREADS / (hd / 8);
@@ -70,7 +66,7 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
-    *r = (ring_cfg){.stage_bytes = RING_STAGE_BYTES, .inflight = RING_INFLIGHT};
+    *r = (ring_cfg){.stage_bytes = stage_bytes};
     /* phase 1: each CTA owns qkv/cph whole rows of W_qkv, rows1 per stage;
      * warps/rows1 warps share a row, each over whole 256-column steps */
     r->rows1 = r->stage_bytes / (m->hidden * e);
@@ -97,10 +93,22 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
     const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
     r->stages = budget / r->stage_bytes;
     if (r->stages > 16)
-        r->stages = 16;
+        r->stages = 16;   /* the barriers' estimate above assumes at most 16 */
     if (r->stages < 4)
         return "fewer than 4 ring stages fit in shared memory";
+    r->inflight = RING_INFLIGHT ? RING_INFLIGHT : r->stages;
     return NULL;
+}
+
+/* The ring with the largest stage size that plans. */
+static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
+                             unsigned bmax, ring_cfg *r)
+{
+    const char *why = NULL;
+    for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++)
+        if (!(why = ring_plan_stage(m, t, c, p, bmax, RING_STAGE_SIZES[i], r)))
+            return NULL;
+    return why;
 }
 
 /* Why a model cannot use this family yet, or NULL. */
