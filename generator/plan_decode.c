@@ -41,8 +41,10 @@ typedef struct ring_cfg {
 
 #define RING_THREADS 512u
 /* Larger stages first: every stage costs the consumers an mbarrier handshake
- * (measured: 32 KB stages were 4 us faster than 16 KB at S = 1K); smaller ones
- * when the larger tiling needs too many registers (batch > 1). */
+ * (with K-sliced projections 32 KB stages measured 4 us faster than 16 KB at
+ * S = 1K; with whole rows the two are within 1.3%); 16 KB above batch 1,
+ * where the 32 KB tiling's x and o slices spill (batch 2: 120 B, found by the
+ * resource gate). */
 static const unsigned RING_STAGE_SIZES[] = {32768u, 16384u};
 /* Stages in flight per CTA: 0 = the whole ring.  Capping it at 4 or 8 of 13
  * stages (64-128 KB per SM) measured no faster on the H200 (47.2 / 47.0 /
@@ -106,7 +108,8 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
 {
     const char *why = NULL;
     for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++)
-        if (!(why = ring_plan_stage(m, t, c, p, bmax, RING_STAGE_SIZES[i], r)))
+        if ((bmax == 1 || RING_STAGE_SIZES[i] <= 16384u) &&
+            !(why = ring_plan_stage(m, t, c, p, bmax, RING_STAGE_SIZES[i], r)))
             return NULL;
     return why;
 }
@@ -230,6 +233,20 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGE_BYTES", ring->stage_bytes);
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "INFLIGHT", ring->inflight);
+        /* One CTA per SM.  __launch_bounds__ lets ptxas stop at 96 registers
+         * for 17 warps, which spills at batch 4; there the cap is set to what
+         * 17 warps may hold (256-register steps per warp: 120). */
+        const unsigned cap = t->registers_per_cu / ((threads + 32) / 32) / 256 * 256 / 32;
+        if (bmax >= 4)
+            fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__maxnreg__(%u)", cap);
+        else
+            fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
+                         threads + 32);
+        fg_sb_printf(&in.reasons,
+                     "registers: %s (ptxas stops at 96 under __launch_bounds__ for %u threads, "
+                     "which spilled at batch 4)\n",
+                     bmax >= 4 ? "capped at what one CTA per SM may hold" : "__launch_bounds__",
+                     threads + 32);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
     } else {
         fg_instance_add_param(&in, "UNROLL", cs->unroll);
@@ -294,9 +311,15 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
                      "lane in the projections, %u tokens or rows per lane group after\n",
                      threads, cs->min_blocks, cs->loads1, cs->unroll);
-    fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed in rank order "
-                              "over DSMEM (deterministic)\n",
-                 m->hidden / (c * p));
+    if (ring)
+        fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
+                                  "are gathered over DSMEM in the cluster%s\n",
+                     3 * a->head_dim / (c * p), 3 * a->head_dim,
+                     p > 1 ? " and through global memory between the head's clusters" : "");
+    else
+        fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed in rank "
+                                  "order over DSMEM (deterministic)\n",
+                     m->hidden / (c * p));
     if (!ring)
         fg_sb_printf(&in.reasons, "attention: %u tokens in flight per group of %u lanes, online "
                                   "softmax, states merged over DSMEM\n",
@@ -337,8 +360,9 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
         if (!best)
             continue;
         /* The order of preference comes from measurements on the H200
-         * (docs/performance.md): pairs of clusters of 2 per head, one CTA per
-         * SM, stream best; else 256-thread CTAs two per SM; else 512 threads. */
+         * (docs/performance.md): the ring form (priority 3) where it plans;
+         * of the register forms, pairs of clusters of 2 per head, one CTA per
+         * SM; else 256-thread CTAs two per SM; else 512 threads. */
         const bool split = !infeasible(m, t, 2, 2, cs, bmax);
         const bool paired = bmax == 1 && !infeasible(m, t, best, 1, &PAIRED, bmax);
         char alt[160];
@@ -372,31 +396,35 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                 return -1;
         }
         if (split) {
-            const char *why = "preferred: two clusters of 2 per head, one CTA per SM: clusters "
-                              "of 2 reach every SM, larger ones leave SMs of odd GPCs idle "
-                              "(measured fastest)";
+            const char *why = "register form, two clusters of 2 per head, one CTA per SM: "
+                              "clusters of 2 reach every SM, larger ones leave SMs of odd GPCs "
+                              "idle (the fastest register form measured; the ring form is "
+                              "preferred where it plans)";
             if (plan_one(set, s, ts, bmax, 2, 2, cs, NULL, false, 2, why, d, add) ||
                 plan_one(set, s, ts, bmax, 2, 2, cs, NULL, true, 0,
                          "deterministic twin of the preferred instance", d, add))
                 return -1;
             if (cs == &WIDE && !infeasible(m, t, 2, 2, &WIDE_DEEP3, bmax) &&
                 plan_one(set, s, ts, bmax, 2, 2, &WIDE_DEEP3, NULL, false, 1,
-                         "the preferred split with 8 W_o rows in flight per lane group "
-                         "(64 KB per SM in phase 3): not measured yet, so not preferred",
+                         "the split with 8 W_o rows in flight per lane group (64 KB per SM "
+                         "in phase 3): measured 0.7-1.7 us faster than 4 rows, still behind "
+                         "the ring form",
                          d, add))
                 return -1;
         }
-        /* The ring form: the head split as pairs of clusters of 2 where the
-         * cooperative grid fits, and one cluster of 2 (no head barriers) so
-         * both exchange paths are compiled and tested. */
+        /* The ring form, preferred: the head split as pairs of clusters of 2
+         * where the cooperative grid fits, and one cluster of 2 (no head
+         * barriers) so both exchange paths are compiled and tested. */
         ring_cfg rc;
         if (!ring_plan(m, t, 2, 2, bmax, &rc) &&
-            (plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 1,
-                      "the split pairs streamed through a shared-memory ring: not measured "
-                      "yet, so not preferred",
+            (plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 3,
+                      "preferred: two clusters of 2 per head streamed through a shared-memory "
+                      "ring (measured fastest at batch 1, 2 and 4: 8-14% ahead of the best "
+                      "register form at batch 1, 1.2-1.7x the unfused cuBLAS baseline)",
                       d, add) ||
-             plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 0,
-                      "deterministic twin of the ring form", d, add)))
+             plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 1,
+                      "deterministic twin of the ring form (same code: the ring form is "
+                      "reproducible by construction)", d, add)))
             return -1;
         if (!ring_plan(m, t, 2, 1, bmax, &rc) &&
             plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, 1,

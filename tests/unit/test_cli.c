@@ -291,7 +291,16 @@ Test(cli, explain_decode_plan_and_skips)
               "%s", out);
     cr_assert(strstr(out, "launch: grid=(128,1,1) block=(512,1,1) cluster=(2,1,1)"), "%s", out);
     cr_assert(strstr(out, "cooperative"), "%s", out);
-    cr_assert(strstr(out, "preferred: two clusters of 2 per head"), "%s", out);
+    /* the ring form: one producer warp more, the ring in dynamic shared memory */
+    cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2_t512_ring_norm\n"),
+              "%s", out);
+    cr_assert(strstr(out, "launch: grid=(128,1,1) block=(544,1,1) cluster=(2,1,1) "
+                          "dynamic_smem=196608 cooperative"),
+              "%s", out);
+    cr_assert(strstr(out, "preferred: two clusters of 2 per head streamed through a shared-memory "
+                          "ring"),
+              "%s", out);
+    cr_assert(strstr(out, "QKV: rank r computes 96 whole rows of the head's 384"), "%s", out);
     cr_assert(strstr(out, "llama-3-8b on h200: fused attention (decode_attn): GQA"), "%s", out);
     cr_assert(strstr(out, "deepseek-v2-lite on h200: fused attention (MLA)"), "%s", out);
     free(out);
