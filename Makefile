@@ -153,13 +153,14 @@ $(BUILD)/tests/test_runtime: tests/unit/test_runtime.c $(BUILD)/libfgrt.a
 	$(CC) $(FG_CFLAGS) -Iruntime/src $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< \
 	    $(BUILD)/libfgrt.a -ldl -lcriterion
 
-# The C reference of the GPU tests against its golden outputs (no GPU needed).
+# The C reference of the GPU tests against its golden outputs (no GPU needed),
+# and against the generator's RoPE tables (libfusegen).
 $(BUILD)/tests/test_ref_decode: tests/unit/test_ref_decode.c tests/gpu/ref_decode.c \
-        tests/gpu/numerics.c tests/gpu/ref_decode.h tests/gpu/harness.h
+        tests/gpu/numerics.c tests/gpu/ref_decode.h tests/gpu/harness.h $(BUILD)/libfusegen.a
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
 	    tests/unit/test_ref_decode.c tests/gpu/ref_decode.c tests/gpu/numerics.c \
-	    -lpthread -lm -lcriterion
+	    $(BUILD)/libfusegen.a $(LIBS) -lpthread -lm -lcriterion
 
 # The downstream example as CI builds it from a clean clone (fusegen.mk runs this
 # Makefile for build/fusegen and build/libfgrt.a).  Without a GPU the demo says so, exit 0.

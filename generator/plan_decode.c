@@ -10,6 +10,9 @@
 #include <string.h>
 
 #include "plan.h"
+#include "rope.h"
+
+#define FG_MAX_HEAD_DIM 256   /* unsupported() refuses larger heads */
 
 #define MAX_BATCH 4
 
@@ -174,12 +177,16 @@ static unsigned preferred_cluster(const fg_model *m, const fg_target *t, const c
     return best ? best : smallest;
 }
 
-static void inv_freq_table(fg_strbuf *sb, double theta, unsigned hd)
+/* The kernel's inv_freq table as C initializers (fg_rope_inv_freq: the one
+ * definition, shared in meaning with the C reference).  The family refuses
+ * the scalings it does not implement before it gets here. */
+static void inv_freq_table(fg_strbuf *sb, const fg_rope *rope, unsigned hd)
 {
-    for (unsigned i = 0; i < hd / 2; i++) {
-        float f = (float)(1.0 / pow(theta, (2.0 * i) / hd));
-        fg_sb_printf(sb, "%s%.9ef", i ? ", " : "", (double)f);
-    }
+    float inv[FG_MAX_HEAD_DIM / 2];
+    if (hd > FG_MAX_HEAD_DIM || !fg_rope_inv_freq(rope, hd, inv))
+        return;
+    for (unsigned i = 0; i < hd / 2; i++)
+        fg_sb_printf(sb, "%s%.9ef", i ? ", " : "", (double)inv[i]);
 }
 
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
@@ -254,7 +261,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "LOADS1", cs->loads1);
         fg_instance_add_param(&in, "MIN_BLOCKS", cs->min_blocks);
     }
-    inv_freq_table(fg_instance_add_text(&in, "INV_FREQ"), m->rope->theta, a->head_dim);
+    inv_freq_table(fg_instance_add_text(&in, "INV_FREQ"), m->rope, a->head_dim);
     fg_sb_printf(fg_instance_add_text(&in, "SOFTMAX_SCALE_LOG2"), "%.9ef",
                  (double)(float)(1.4426950408889634 / sqrt((double)a->head_dim)));
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,

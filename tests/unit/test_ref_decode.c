@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "ref_decode.h"
+#include "rope.h"
 
 #define MAGIC "FGGOLD1"
 
@@ -405,6 +406,44 @@ Test(ref_decode, inv_freq_llama3_bands)
     cr_assert(smooth > 0.1 && smooth < 0.9);
     cr_assert_eq(got[31], (float)((1 - smooth) * mid / factor + smooth * mid));
     cr_assert(got[31] > (float)(mid / factor) && got[31] < (float)mid);
+}
+
+/* The generator's table (what the kernels get) equals the reference's, bit
+ * for bit, with no scaling, linear and llama3; YaRN is refused, not guessed. */
+Test(ref_decode, generator_inv_freq_matches_the_reference)
+{
+    const fg_rope_scaling_spec specs[] = {
+        {.type = FG_SCALING_NONE},
+        {.type = FG_SCALING_LINEAR, .factor = 4},
+        {.type = FG_SCALING_LLAMA3, .factor = 8, .low_freq_factor = 1, .high_freq_factor = 4,
+         .original_max_position = 8192},
+    };
+    const fgh_rope_scaling refs[] = {
+        {.type = FGH_ROPE_SCALING_NONE},
+        {.type = FGH_ROPE_SCALING_LINEAR, .factor = 4},
+        {.type = FGH_ROPE_SCALING_LLAMA3, .factor = 8, .low_freq_factor = 1,
+         .high_freq_factor = 4, .original_max_position = 8192},
+    };
+    const double thetas[] = {10000.0, 500000.0};
+    const unsigned hds[] = {64, 128};
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++)
+        for (size_t t = 0; t < 2; t++)
+            for (size_t h = 0; h < 2; h++) {
+                fg_rope_scaling_spec sc = specs[k];
+                const fg_rope rope = {.theta = thetas[t], .scaling = &sc};
+                float gen[64], ref[64];
+                cr_assert(fg_rope_inv_freq(&rope, hds[h], gen));
+                fgh_rope_inv_freq(thetas[t], (int)hds[h], &refs[k], ref);
+                for (unsigned i = 0; i < hds[h] / 2; i++)
+                    cr_assert_eq(gen[i], ref[i], "scaling %zu theta %g hd %u: inv_freq[%u]", k,
+                                 thetas[t], hds[h], i);
+            }
+    fg_rope_scaling_spec yarn = {.type = FG_SCALING_YARN, .factor = 40};
+    const fg_rope rope = {.theta = 10000.0, .scaling = &yarn};
+    float untouched[32] = {0};
+    cr_assert(!fg_rope_inv_freq(&rope, 64, untouched));
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(untouched[i], 0.0f);
 }
 
 /* A pool [num_pages, P, NKV, HD] holding a contiguous cache's tokens under
