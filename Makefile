@@ -31,13 +31,15 @@ all: kernels
 help:
 	@echo "make run         set-up (deps) + main job: generate and compile all kernels;"
 	@echo "                 on a GPU machine also validate and time them"
-	@echo "make check       set-up (deps) + every test CI runs (test, check-asan)"
+	@echo "make check       set-up (deps) + every test CI runs (test, check-asan, fuzz-smoke)"
 	@echo "make deps        install the Debian packages (as root; quick when present)"
 	@echo "make generate    run fusegen on the shipped specs into $(GEN_OUT)/"
 	@echo "make kernels     compile every generated kernel through the resource gate"
 	@echo "make kernels-ci  compile one instance of every distinct code path"
 	@echo "make test        unit and golden suites, plus kernels-ci"
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
+	@echo "make fuzz        libFuzzer on the spec loader and the importer (FUZZ_SECONDS=600 each);"
+	@echo "                 fuzz-smoke: 20 s each (CI); fuzz-coverage: what the corpora reach"
 	@echo "make check-gpu   numeric GPU tests (skipped, and said so, without a GPU)"
 	@echo "make bench       GPU benchmarks into bench/results (needs a GPU)"
 	@echo "make runtime     libfgrt (static and shared)"
@@ -56,6 +58,8 @@ check:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(NPROC) test
 	@$(MAKE) --no-print-directory -j$(NPROC) check-asan
+	@$(MAKE) --no-print-directory -j$(NPROC) fuzz-build
+	@$(MAKE) --no-print-directory fuzz-smoke
 
 deps:
 	@scripts/deps.sh
@@ -122,7 +126,7 @@ bench:
 	@BUILD=$(BUILD) scripts/bench.sh
 
 clean:
-	rm -rf $(BUILD) build-asan examples/downstream/build $(GEN_OUT)/*.cu $(GEN_OUT)/*.hip $(GEN_OUT)/fg_registry.c \
+	rm -rf $(BUILD) build-asan build-fuzz examples/downstream/build $(GEN_OUT)/*.cu $(GEN_OUT)/*.hip $(GEN_OUT)/fg_registry.c \
 	    $(GEN_OUT)/manifest.json
 
 # ---- runtime: libfgrt (C17; CUDA headers only, the driver is dlopen'ed) ----
@@ -187,3 +191,5 @@ install: $(FUSEGEN) $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fusegen.pc
 
 -include $(shell find $(BUILD)/obj $(BUILD)/tests -name '*.d' 2>/dev/null)
+
+include mk/fuzz.mk

@@ -1154,6 +1154,20 @@ static void emit_yaml(fg_strbuf *sb, const char *json_path, const fg_model *m)
 int fg_import_hf(const char *json_path, const fg_import_opts *o, fg_strbuf *yaml_out,
                  fg_diag *d)
 {
+    size_t len;
+    char *text = fg_read_all(json_path, &len);
+    if (!text) {
+        fg_error_at(d, json_path, 0, 0, "cannot read: %s", strerror(errno));
+        return 1;
+    }
+    int rc = fg_import_hf_text(json_path, text, len, o, yaml_out, d);
+    free(text);
+    return rc;
+}
+
+int fg_import_hf_text(const char *json_path, const char *json, size_t len,
+                      const fg_import_opts *o, fg_strbuf *yaml_out, fg_diag *d)
+{
     static const fg_import_opts no_opts;
     int before = d->errors;
     choices c;
@@ -1169,9 +1183,15 @@ int fg_import_hf(const char *json_path, const fg_import_opts *o, fg_strbuf *yaml
     }
     im->file = json_path;
     im->d = d;
-    char *text = fg_read_all(json_path, &im->len);
-    if (!text)
-        fg_error_at(d, json_path, 0, 0, "cannot read: %s", strerror(errno));
+    /* the scanner stops at a terminator: a copy with one */
+    char *text = malloc(len + 1);
+    if (!text) {
+        fputs("fusegen: out of memory\n", stderr);
+        exit(2);
+    }
+    memcpy(text, json, len);
+    text[len] = '\0';
+    im->len = len;
     im->text = text;
     json_object *root = text ? parse_json(im) : NULL;
     if (root && !json_object_is_type(root, json_type_object)) {

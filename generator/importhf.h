@@ -34,6 +34,10 @@ typedef struct fg_import_opts {
  * file's content, its base name and `o`. */
 int fg_import_hf(const char *json_path, const fg_import_opts *o, fg_strbuf *yaml_out,
                  fg_diag *d);
+/* The same for a config already in memory (len bytes); `json_path` names it
+ * in messages and supplies the base name. */
+int fg_import_hf_text(const char *json_path, const char *json, size_t len,
+                      const fg_import_opts *o, fg_strbuf *yaml_out, fg_diag *d);
 
 /* `fusegen import-hf [options] CONFIG.json` (argv[0] is "import-hf").
  * Returns the exit status: 0 done, 1 the config could not be imported or

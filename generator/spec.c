@@ -572,14 +572,20 @@ static unsigned count_kinds(const checker *c)
 
 fg_spec *fg_spec_load(const char *path, fg_diag *d)
 {
-    int errors_before = d->errors;
     size_t len;
     char *text = fg_read_all(path, &len);
     if (!text) {
         fg_error_at(d, path, 0, 0, "cannot open: %s", strerror(errno));
         return NULL;
     }
+    fg_spec *spec = fg_spec_load_text(path, text, len, d);
+    free(text);
+    return spec;
+}
 
+fg_spec *fg_spec_load_text(const char *path, const char *text, size_t len, fg_diag *d)
+{
+    int errors_before = d->errors;
     yaml_document_t doc;
     checker c = {.file = path, .d = d, .doc = &doc};
     fg_spec *spec = NULL;
@@ -633,7 +639,6 @@ out_doc:
     yaml_document_delete(&doc);
 out_text:
     free(c.locs);
-    free(text);
     return spec;
 }
 

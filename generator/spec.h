@@ -128,6 +128,9 @@ typedef struct fg_spec {
 /* Loads and validates one spec file.  Returns NULL after reporting every
  * error found to `d`. */
 fg_spec *fg_spec_load(const char *path, fg_diag *d);
+/* The same for a spec already in memory (len bytes; no terminator needed);
+ * `path` names it in messages. */
+fg_spec *fg_spec_load_text(const char *path, const char *text, size_t len, fg_diag *d);
 void fg_spec_free(fg_spec *s);
 
 const char *fg_dtype_name(fg_dtype t);   /* "f16", "bf16" */
