@@ -6,6 +6,7 @@
  * and marks one as preferred (priority), which the runtime's lookup takes.
  * Features the family does not cover yet are refused by name. */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -271,18 +272,25 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                             .cluster = {c, 1, 1},
                             .nonportable_cluster = c > 8,
                             .cooperative = p > 1 || ring};
-    const unsigned qkv = 3 * a->head_dim;
-    in.workspace_bytes = (unsigned)(((det ? a->heads : 1u) * bmax * m->hidden +
-                                     (p > 1 ? a->heads * p * bmax * (qkv + a->head_dim + 2) : 0)) *
-                                    sizeof(float));
-    in.counter_count = c * p + (p > 1 ? 2 * a->heads : 0);
+    /* byte counts in 64 bits, checked against the registry's 32-bit fields */
+    const uint64_t qkv = 3ull * a->head_dim, heads = a->heads;
+    uint64_t ws_floats;
     if (ring) {
         /* the heads' q, k, v (P > 1) and the clusters' softmax states; barrier counters
          * of the heads and of the grid */
-        in.workspace_bytes = (unsigned)(a->heads * bmax * ((p > 1 ? qkv : 0) + p * (a->head_dim + 4)) *
-                                        sizeof(float));
+        ws_floats = heads * bmax * ((p > 1 ? qkv : 0) + p * (a->head_dim + 4ull));
         in.counter_count = 2 * a->heads + 2;
+    } else {
+        ws_floats = (det ? heads : 1) * bmax * m->hidden +
+                    (p > 1 ? heads * p * bmax * (qkv + a->head_dim + 2) : 0);
+        in.counter_count = c * p + (p > 1 ? 2 * a->heads : 0);
     }
+    if (ws_floats * sizeof(float) > UINT32_MAX) {
+        fg_error(d, "%s: a workspace of %llu bytes does not fit the registry's 32-bit field",
+                 in.name, (unsigned long long)(ws_floats * sizeof(float)));
+        return -1;
+    }
+    in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
