@@ -23,7 +23,7 @@ FUSEGEN   := $(BUILD)/fusegen
 SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml))
 GEN_OUT   ?= generated
 
-.PHONY: all run check deps generate kernels kernels-ci test check-asan check-gpu bench \
+.PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu bench \
         clean help install update-golden runtime example
 
 all: kernels
@@ -31,13 +31,15 @@ all: kernels
 help:
 	@echo "make run         set-up (deps) + main job: generate and compile all kernels;"
 	@echo "                 on a GPU machine also validate and time them"
-	@echo "make check       set-up (deps) + every test CI runs (test, check-asan, fuzz-smoke)"
+	@echo "make check       set-up (deps) + every test CI runs (test, check-asan, check-valgrind,"
+	@echo "                 fuzz-smoke)"
 	@echo "make deps        install the Debian packages (as root; quick when present)"
 	@echo "make generate    run fusegen on the shipped specs into $(GEN_OUT)/"
 	@echo "make kernels     compile every generated kernel through the resource gate"
 	@echo "make kernels-ci  compile one instance of every distinct code path"
 	@echo "make test        unit and golden suites, plus kernels-ci"
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
+	@echo "make check-valgrind  the generator under valgrind on every spec, config and bad input"
 	@echo "make fuzz        libFuzzer on the spec loader and the importer (FUZZ_SECONDS=600 each);"
 	@echo "                 fuzz-smoke: 20 s each (CI); fuzz-coverage: what the corpora reach"
 	@echo "make check-gpu   numeric GPU tests (skipped, and said so, without a GPU)"
@@ -58,6 +60,7 @@ check:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(NPROC) test
 	@$(MAKE) --no-print-directory -j$(NPROC) check-asan
+	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory -j$(NPROC) fuzz-build
 	@$(MAKE) --no-print-directory fuzz-smoke
 
@@ -112,6 +115,9 @@ check-asan:
 	    OPT="-O1 -g" $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS)) build-asan/fusegen
 	@ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 FUSEGEN=build-asan/fusegen \
 	    scripts/run-tests.sh $(patsubst $(BUILD)/%,build-asan/%,$(TEST_BINS))
+
+check-valgrind: $(FUSEGEN)
+	@FUSEGEN=$(FUSEGEN) scripts/valgrind-generator.sh
 
 check-gpu:
 	@BUILD=$(BUILD) scripts/check-gpu.sh
