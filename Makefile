@@ -59,10 +59,10 @@ run:
 check:
 	@$(MAKE) --no-print-directory deps
 	@$(MAKE) --no-print-directory -j$(NPROC) test
-	@$(MAKE) --no-print-directory -j$(NPROC) check-asan
 	@$(MAKE) --no-print-directory check-valgrind
 	@$(MAKE) --no-print-directory -j$(NPROC) fuzz-build
 	@$(MAKE) --no-print-directory fuzz-smoke
+	@$(MAKE) --no-print-directory -j$(NPROC) check-asan
 
 deps:
 	@scripts/deps.sh
