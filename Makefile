@@ -107,6 +107,7 @@ test: $(TEST_BINS) $(FUSEGEN)
 	@$(MAKE) --no-print-directory kernels-ci
 	@$(MAKE) --no-print-directory example
 	@tests/integration/downstream.sh
+	@FUSEGEN=$(FUSEGEN) tests/integration/killed-generate.sh
 	@scripts/run-tests.sh $(TEST_BINS)
 
 check-asan:
