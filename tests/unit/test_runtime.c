@@ -228,6 +228,8 @@ typedef struct fake {
     int loads, unloads, configures, launches, allocs, frees, closes;
     int resident;              /* what occupancy reports */
     fg_status load_status;     /* what load returns */
+    /* injected failures: what these calls return (FG_OK: they work) */
+    fg_status configure_status, occupancy_status, launch_status, alloc_status, zero_status;
     bool nonportable;          /* last configure */
     fg_launch_cfg cfg;         /* last launch */
     void *stream;
@@ -256,6 +258,8 @@ static void f_unload(fg_driver *d, void *m) { (void)m, ((fake *)d)->unloads++; }
 static fg_status f_configure(fg_driver *d, void *fn, const fg_launch_cfg *c, bool nonportable)
 {
     (void)fn, (void)c;
+    if (((fake *)d)->configure_status != FG_OK)
+        return fg_fail(((fake *)d)->configure_status, "fake configure failed");
     ((fake *)d)->configures++;
     ((fake *)d)->nonportable = nonportable;
     return FG_OK;
@@ -263,6 +267,8 @@ static fg_status f_configure(fg_driver *d, void *fn, const fg_launch_cfg *c, boo
 static fg_status f_occupancy(fg_driver *d, void *fn, const fg_launch_cfg *c, int *resident)
 {
     (void)fn, (void)c;
+    if (((fake *)d)->occupancy_status != FG_OK)
+        return fg_fail(((fake *)d)->occupancy_status, "fake occupancy query failed");
     *resident = ((fake *)d)->resident;
     return FG_OK;
 }
@@ -271,6 +277,8 @@ static fg_status f_launch(fg_driver *d, void *fn, const fg_launch_cfg *c, void *
 {
     fake *f = (fake *)d;
     (void)fn;
+    if (f->launch_status != FG_OK)
+        return fg_fail(f->launch_status, "fake launch failed");
     f->launches++;
     f->cfg = *c;
     f->stream = stream;
@@ -285,12 +293,16 @@ static fg_status f_launch(fg_driver *d, void *fn, const fg_launch_cfg *c, void *
 }
 static fg_status f_alloc(fg_driver *d, size_t n, void **p)
 {
+    if (((fake *)d)->alloc_status != FG_OK)
+        return fg_fail(((fake *)d)->alloc_status, "fake allocation failed");
     ((fake *)d)->allocs++;
     *p = malloc(n);
     return FG_OK;
 }
 static fg_status f_zero(fg_driver *d, void *p, size_t n)
 {
+    if (((fake *)d)->zero_status != FG_OK)
+        return fg_fail(((fake *)d)->zero_status, "fake memset failed");
     ((fake *)d)->zeros++;
     memset(p, 0, n);
     return FG_OK;
@@ -613,6 +625,64 @@ Test(runtime_bind, workspace_counters_and_fixed_grid)
     fg_binding_free(b);
     cr_assert_eq(F.frees, 1, "the binding frees what it owns");
     fg_shutdown(ctx);
+}
+
+/* Every driver failure on the bind and launch paths becomes the status the
+ * driver gave, leaks nothing, and leaves the context (and, after a failed
+ * launch, the binding) usable once the failure is gone. */
+Test(runtime_bind, driver_failures_are_statuses_and_leave_the_state_usable)
+{
+    const fg_kernel_entry e[] = {
+        ENTRY("ws", "wsop", SM90, FG_REG_F16, .ndims = 1, .dims = {1024},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {6, 2, 1}, .workspace_bytes = 100,
+              .counter_count = 3),
+    };
+    fg_rmsnorm_args a = good_args();
+    /* each on a fresh context: a context loads and configures a module once */
+    struct {
+        fg_status *knob;
+        fg_status injected;
+        const char *what;
+    } cases[] = {
+        {&F.load_status, FG_ERR_DRIVER, "loading the module"},
+        {&F.configure_status, FG_ERR_DRIVER, "configuring the kernel"},
+        {&F.occupancy_status, FG_ERR_DRIVER, "the occupancy query"},
+        {&F.alloc_status, FG_ERR_OUT_OF_MEMORY, "allocating the workspace"},
+        {&F.zero_status, FG_ERR_DRIVER, "zeroing the workspace"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fg_context *ctx = fake_ctx(SM90, e, 1);
+        *cases[i].knob = cases[i].injected;
+        fg_binding *b = (fg_binding *)1;
+        const fg_status st = fg_bind_op(ctx, &ws_op, &a, &b);
+        cr_assert_eq(st, cases[i].injected, "%s: got %s (%s)", cases[i].what,
+                     fg_status_string(st), fg_last_error());
+        cr_assert(strstr(fg_last_error(), "fake"), "%s: %s", cases[i].what, fg_last_error());
+        cr_assert_null(b, "%s: a failed bind clears *out", cases[i].what);
+        cr_assert_eq(F.allocs, F.frees, "%s: the failed bind leaked device memory", cases[i].what);
+        *cases[i].knob = FG_OK;
+        cr_assert_eq(fg_bind_op(ctx, &ws_op, &a, &b), FG_OK, "%s: then %s", cases[i].what,
+                     fg_last_error());
+        fg_binding_free(b);
+        fg_shutdown(ctx);
+        cr_assert_eq(F.allocs, F.frees, "%s", cases[i].what);
+        cr_assert_eq(F.loads, F.unloads, "%s: every loaded module unloaded", cases[i].what);
+    }
+
+    fg_context *ctx = fake_ctx(SM90, e, 1);
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_bind_op(ctx, &ws_op, &a, &b), FG_OK, "%s", fg_last_error());
+    F.launch_status = FG_ERR_DRIVER;
+    cr_assert_eq(fg_launch(b, NULL), FG_ERR_DRIVER);
+    cr_assert(strstr(fg_last_error(), "fake launch failed"), "%s", fg_last_error());
+    F.launch_status = FG_OK;
+    const int before = F.launches;
+    cr_assert_eq(fg_launch(b, NULL), FG_OK, "the binding works again: %s", fg_last_error());
+    cr_assert_eq(F.launches, before + 1);
+    fg_binding_free(b);
+    fg_shutdown(ctx);
+    cr_assert_eq(F.allocs, F.frees);
+    cr_assert_eq(F.loads, F.unloads, "every loaded module unloaded at shutdown");
 }
 
 Test(runtime_helpers, memory)
