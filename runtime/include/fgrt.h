@@ -125,14 +125,16 @@ FG_API fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, f
 
 /* One decode step of a Llama-family attention block (fused decode family):
  * [RMSNorm] -> QKV -> RoPE -> append k, v at positions[b] -> attention over
- * [0, pos] -> W_o, summed over heads in fp32.  Shapes (README, "Tensor
+ * [0, pos] -> W_o (accumulated in fp32).  Shapes (README, "Tensor
  * contracts"): x, y [batch, hidden]; norm_w [hidden]; w_qkv [3*heads*head_dim,
  * hidden]; w_o [hidden, heads*head_dim]; k_cache, v_cache [batch, heads,
  * max_context, head_dim]; positions [batch] int32 on the device (< 0: an
  * inactive slot, output zero, no write).  Key: hidden, heads, head_dim,
  * max_context, batch (<= the instance's B_max), and the 0/1 flags rmsnorm,
- * neox (RoPE layout) and deterministic (bitwise reproducible head sum).
- * The binding owns an fp32 workspace and arrival counters, zeroed at bind. */
+ * neox (RoPE layout) and deterministic (bitwise reproducible output: an
+ * instance that sums over heads in a fixed order, or one of the ring form,
+ * which writes whole rows of y and is reproducible either way).  The binding
+ * owns an fp32 workspace and the counters of its barriers, zeroed at bind. */
 typedef struct fg_decode_attn_args {
     fg_reg_dtype dtype;
     long long hidden, heads, head_dim, max_context;
