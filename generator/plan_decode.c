@@ -224,16 +224,19 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.template_name = ring ? "decode_attn_ring.in" : "decode_attn.in";
     in.target = t;
     in.dtype = m->dtype;
+    /* the registry key, in fgrt.h's order: shapes, then the 0/1 flags */
     fg_instance_add_param(&in, "HIDDEN", m->hidden);
     fg_instance_add_param(&in, "HEADS", a->heads);
+    fg_instance_add_param(&in, "KV_HEADS", a->kv_heads);
     fg_instance_add_param(&in, "HEAD_DIM", a->head_dim);
     fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
+    fg_instance_add_param(&in, "WINDOW", a->sliding_window);
     fg_instance_add_param(&in, "BMAX", bmax);
     fg_instance_add_param(&in, "RMSNORM", 1);
     fg_instance_add_param(&in, "NEOX", m->rope->layout == FG_ROPE_NEOX);
     fg_instance_add_param(&in, "DETERMINISTIC", det);
-    in.nkey_params = 8;
-    in.key_max_mask = 1u << 4; /* a call's batch may be below B_max */
+    in.nkey_params = 10;
+    in.key_max_mask = 1u << 6; /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "CLUSTER", c);
     fg_instance_add_param(&in, "CLUSTERS_PER_HEAD", p);
     fg_instance_add_param(&in, "THREADS", threads);

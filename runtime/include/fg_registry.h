@@ -28,7 +28,7 @@ typedef enum {
     FG_REG_MATCH_ANY,         /* any call value: the kernel takes it at run time */
 } fg_reg_dim_match;
 
-#define FG_REG_MAX_DIMS 8
+#define FG_REG_MAX_DIMS 12
 
 typedef struct fg_kernel_entry {
     const char *name;            /* instance name = kernel symbol */

@@ -129,15 +129,18 @@ FG_API fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, f
  * contracts"): x, y [batch, hidden]; norm_w [hidden]; w_qkv [3*heads*head_dim,
  * hidden]; w_o [hidden, heads*head_dim]; k_cache, v_cache [batch, heads,
  * max_context, head_dim]; positions [batch] int32 on the device (< 0: an
- * inactive slot, output zero, no write).  Key: hidden, heads, head_dim,
- * max_context, batch (<= the instance's B_max), and the 0/1 flags rmsnorm,
+ * inactive slot, output zero, no write).  Key: hidden, heads, kv_heads (0:
+ * heads, i.e. MHA; with GQA w_qkv is [(heads + 2*kv_heads)*head_dim, hidden]
+ * and the caches have kv_heads heads), head_dim, max_context, sliding_window
+ * (0: none; W: attend over [pos - W + 1, pos]), batch (<= the instance's
+ * B_max), and the 0/1 flags rmsnorm,
  * neox (RoPE layout) and deterministic (bitwise reproducible output: an
  * instance that sums over heads in a fixed order, or one of the ring form,
  * which writes whole rows of y and is reproducible either way).  The binding
  * owns an fp32 workspace and the counters of its barriers, zeroed at bind. */
 typedef struct fg_decode_attn_args {
     fg_reg_dtype dtype;
-    long long hidden, heads, head_dim, max_context;
+    long long hidden, heads, kv_heads, head_dim, max_context, sliding_window;
     long long batch;
     long long rmsnorm, neox, deterministic;
     const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning) */

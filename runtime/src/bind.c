@@ -225,9 +225,12 @@ fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg
     for (unsigned k = 0; k < op->nkeys; k++) {
         keys[k] = ll_field(args, op->key_offsets[k]);
         const bool flag = k >= op->nkeys - op->nflags;
-        if (flag ? (keys[k] != 0 && keys[k] != 1) : keys[k] <= 0)
+        const bool optional = op->optional_mask >> k & 1;
+        if (flag ? (keys[k] != 0 && keys[k] != 1) : keys[k] < (optional ? 0 : 1))
             return fg_fail(FG_ERR_BAD_SHAPE, "%s: key %u is %lld; %s", op->op, k, keys[k],
-                           flag ? "flags are 0 or 1" : "dims must be positive");
+                           flag       ? "flags are 0 or 1"
+                           : optional ? "it must be 0 (off) or positive"
+                                      : "dims must be positive");
     }
     fg_param_value vals[FG_MAX_KERNEL_ARGS] = {0};
     fg_status s = check_args(op, args, vals);

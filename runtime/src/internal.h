@@ -120,6 +120,7 @@ typedef struct fg_op_desc {
     size_t dtype_offset;                  /* fg_reg_dtype field */
     unsigned nkeys;                       /* key dims, registry order */
     unsigned nflags;                      /* the last nflags keys are 0/1 flags, not shapes */
+    unsigned optional_mask;               /* bit k: key k may be 0 (a feature turned off) */
     size_t instance_offset;               /* const char * field naming an instance, or 0 */
     size_t key_offsets[FG_REG_MAX_DIMS];  /* long long fields */
     size_t rows_offset;                   /* long long field for FG_REG_GRID_ROWS */

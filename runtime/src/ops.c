@@ -84,11 +84,14 @@ static const fg_arg_desc decode_attn_args[] = {
 const fg_op_desc fg_op_decode_attn = {
     .op = "decode_attn",
     .dtype_offset = offsetof(fg_decode_attn_args, dtype),
-    .nkeys = 8,
+    .nkeys = 10,
     .nflags = 3,
+    .optional_mask = 1u << 5,   /* sliding_window: 0 is none */
     .key_offsets = {offsetof(fg_decode_attn_args, hidden), offsetof(fg_decode_attn_args, heads),
+                    offsetof(fg_decode_attn_args, kv_heads),
                     offsetof(fg_decode_attn_args, head_dim),
                     offsetof(fg_decode_attn_args, max_context),
+                    offsetof(fg_decode_attn_args, sliding_window),
                     offsetof(fg_decode_attn_args, batch), offsetof(fg_decode_attn_args, rmsnorm),
                     offsetof(fg_decode_attn_args, neox),
                     offsetof(fg_decode_attn_args, deterministic)},
@@ -99,5 +102,11 @@ const fg_op_desc fg_op_decode_attn = {
 
 fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, fg_binding **out)
 {
-    return fg_bind_op(ctx, &fg_op_decode_attn, args, out);
+    if (!args)
+        return fg_bind_op(ctx, &fg_op_decode_attn, NULL, out);
+    /* kv_heads 0 is MHA: the registry keys every instance by its KV heads */
+    fg_decode_attn_args a = *args;
+    if (a.kv_heads == 0)
+        a.kv_heads = a.heads;
+    return fg_bind_op(ctx, &fg_op_decode_attn, &a, out);
 }

@@ -153,10 +153,13 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     e->op = "decode_attn";
     e->arch = FG_REG_ARCH_SM90A;
     e->dtype = in.dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
-    e->ndims = 8;
-    const long long dims[8] = {in.hidden, in.heads, in.hd, in.smax, in.bmax, 1, 1, in.det};
+    // fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
+    // sliding_window, batch (a maximum), rmsnorm, neox, deterministic
+    e->ndims = 10;
+    const long long dims[10] = {in.hidden, in.heads, in.heads, in.hd, in.smax, 0, in.bmax,
+                                1, 1, in.det};
     memcpy(e->dims, dims, sizeof dims);
-    e->match[4] = FG_REG_MATCH_MAX;
+    e->match[6] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
     e->grid[0] = in.heads * in.cluster * in.per_head, e->grid[1] = 1, e->grid[2] = 1;
     e->block[0] = (unsigned)in.block, e->block[1] = 1, e->block[2] = 1;
@@ -273,6 +276,7 @@ fg_status problem_bind(Problem *p)
     fg_decode_attn_args a = {};
     a.dtype = p->in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
     a.hidden = p->in->hidden, a.heads = p->in->heads, a.head_dim = p->in->hd;
+    a.kv_heads = 0, a.sliding_window = 0;   // MHA, full attention
     a.max_context = p->in->smax, a.batch = p->batch;
     a.rmsnorm = 1, a.neox = 1, a.deterministic = p->in->det;
     a.instance = p->in->name;

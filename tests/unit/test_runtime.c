@@ -685,6 +685,60 @@ Test(runtime_bind, driver_failures_are_statuses_and_leave_the_state_usable)
     cr_assert_eq(F.loads, F.unloads, "every loaded module unloaded at shutdown");
 }
 
+/* fg_decode_attn_bind: kv_heads 0 means MHA and finds the instances keyed by
+ * their heads; a GQA or sliding-window call finds only an instance emitted
+ * for it; a negative window is a shape error, not a miss. */
+Test(runtime_bind, decode_keys_kv_heads_and_window)
+{
+    /* fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
+     * sliding_window, batch (a maximum), rmsnorm, neox, deterministic */
+    const fg_kernel_entry e[] = {
+        ENTRY("mha", "decode_attn", SM90, FG_REG_F16, .ndims = 10,
+              .dims = {4096, 32, 32, 128, 4096, 0, 4, 1, 1, 0}, .match = {[6] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
+              .counter_count = 2),
+        ENTRY("gqa_w4096", "decode_attn", SM90, FG_REG_F16, .ndims = 10,
+              .dims = {4096, 32, 8, 128, 32768, 4096, 4, 1, 1, 0}, .match = {[6] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
+              .counter_count = 2),
+    };
+    fg_context *ctx = fake_ctx(SM90, e, 2);
+    fg_decode_attn_args a = {.dtype = FG_REG_F16, .hidden = 4096, .heads = 32, .head_dim = 128,
+                             .max_context = 4096, .batch = 2, .rmsnorm = 1, .neox = 1,
+                             .x = DEV(0x1000000000), .norm_w = DEV(0x2000000000),
+                             .w_qkv = DEV(0x3000000000), .w_o = DEV(0x4000000000),
+                             .k_cache = DEV(0x5000000000), .v_cache = DEV(0x6000000000),
+                             .positions = DEV(0x7000000000), .y = DEV(0x8000000000),
+                             .eps = 1e-5f};
+    fg_binding *b = NULL;
+    fg_binding_info info;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_OK, "kv_heads 0: %s", fg_last_error());
+    fg_binding_get_info(b, &info);
+    cr_assert_str_eq(info.entry->name, "mha");
+    fg_binding_free(b);
+    a.kv_heads = 32;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_OK, "kv_heads = heads: %s", fg_last_error());
+    fg_binding_free(b);
+
+    a.kv_heads = 8;   /* GQA at this shape: nothing emitted */
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    a.max_context = 32768, a.sliding_window = 4096;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_OK, "GQA + window: %s", fg_last_error());
+    fg_binding_get_info(b, &info);
+    cr_assert_str_eq(info.entry->name, "gqa_w4096");
+    fg_binding_free(b);
+    a.sliding_window = 0;   /* full attention is another computation */
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    a.sliding_window = -1;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_BAD_SHAPE);
+    cr_assert(strstr(fg_last_error(), "0 (off) or positive"), "%s", fg_last_error());
+    a.sliding_window = 0, a.kv_heads = -8;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_BAD_SHAPE);
+    cr_assert_eq(fg_decode_attn_bind(ctx, NULL, &b), FG_ERR_INVALID_ARGUMENT);
+    fg_shutdown(ctx);
+    cr_assert_eq(F.allocs, F.frees);
+}
+
 Test(runtime_helpers, memory)
 {
     fg_context *ctx = fake_ctx(SM90, reg, nreg);
