@@ -29,11 +29,31 @@ static void note_users(fg_instance *in, const fg_spec *s, const fg_spec *ts)
     note(in->targets, &in->ntargets, ts->target->name);
 }
 
+/* What two instances of one name differ in that changes their code, or NULL. */
+static const char *code_difference(const fg_instance *a, const fg_instance *b)
+{
+    if (strcmp(a->template_name, b->template_name) || a->nparams != b->nparams ||
+        a->ntexts != b->ntexts)
+        return "template";
+    for (unsigned i = 0; i < a->nparams; i++)
+        if (strcmp(a->params[i].key, b->params[i].key) || a->params[i].value != b->params[i].value)
+            return a->params[i].key;
+    for (unsigned i = 0; i < a->ntexts; i++)
+        if (strcmp(fg_sb_str(&a->text_values[i]), fg_sb_str(&b->text_values[i])))
+            return a->text_keys[i];
+    return NULL;
+}
+
 static void add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_spec *ts)
 {
     fg_instance *old = find(set, in->name);
     if (old) {
-        /* Same name means same parameters; keep the first reasons. */
+        /* Same name must mean same code; keep the first reasons. */
+        const char *diff = code_difference(old, in);
+        if (diff && !set->conflict[0])
+            snprintf(set->conflict, sizeof set->conflict,
+                     "%s: two specs need different code under this name (%s differs; %s)",
+                     in->name, diff, s->path);
         fg_instance_free(in);
         note_users(old, s, ts);
         return;
@@ -77,6 +97,11 @@ int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *
         rc |= add_rmsnorm(set, s, t, m->mla->kv_lora_rank, "latent (kv_lora) RMSNorm", d);
         if (m->mla->q_lora_rank)
             rc |= add_rmsnorm(set, s, t, m->mla->q_lora_rank, "q_lora RMSNorm", d);
+    }
+    if (set->conflict[0]) {
+        fg_error(d, "internal error: %s", set->conflict);
+        set->conflict[0] = '\0';
+        return -1;
     }
     return rc;
 }

@@ -9,6 +9,8 @@
 typedef struct fg_plan_set {
     fg_instance *items;
     size_t count, cap;
+    char conflict[FG_NAME_MAX + 128]; /* set when two specs asked for different code
+                                         under one instance name: a naming bug */
 } fg_plan_set;
 
 /* Adds the instances `spec` needs on `target`; an instance another spec

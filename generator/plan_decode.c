@@ -199,9 +199,23 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_attention *a = m->attention;
     const unsigned threads = ring ? RING_THREADS : cs->threads;
     fg_instance in = {0};
-    char dims[96], variant[64];
-    snprintf(dims, sizeof dims, "h%u_nh%u_hd%u_s%u", m->hidden, a->heads, a->head_dim,
-             m->max_context);
+    char dims[160], variant[64];
+    /* every model property that changes the code is in the name: the shapes,
+     * then (when not the Llama-2 defaults) KV heads, window, RoPE base and
+     * layout, and scaling */
+    int len = snprintf(dims, sizeof dims, "h%u_nh%u", m->hidden, a->heads);
+    if (a->kv_heads != a->heads)
+        len += snprintf(dims + len, sizeof dims - len, "_kv%u", a->kv_heads);
+    len += snprintf(dims + len, sizeof dims - len, "_hd%u_s%u", a->head_dim, m->max_context);
+    if (a->sliding_window)
+        len += snprintf(dims + len, sizeof dims - len, "_win%u", a->sliding_window);
+    if (m->rope->theta != 10000.0)
+        len += snprintf(dims + len, sizeof dims - len, "_rt%.0f", m->rope->theta);
+    if (m->rope->layout != FG_ROPE_NEOX)
+        len += snprintf(dims + len, sizeof dims - len, "_gptj");
+    const fg_rope_scaling_spec *sc = m->rope->scaling;
+    if (sc && sc->type != FG_SCALING_NONE)
+        snprintf(dims + len, sizeof dims - len, "_rs%s%g", fg_scaling_name(sc->type), sc->factor);
     char cl[16];
     if (p > 1)
         snprintf(cl, sizeof cl, "c%ux%u", c, p);

@@ -268,6 +268,43 @@ Test(cli, manifest_param_names_are_lower_snake_case)
     free(m);
 }
 
+/* Models of equal shapes whose code differs (RoPE base, RoPE layout) get
+ * instances of different names: one name never stands for two codes. */
+Test(cli, decode_names_carry_what_changes_the_code)
+{
+    char *base = slurp("specs/models/llama-2-7b.yaml");
+    const struct {
+        const char *from, *to, *name_part;
+    } variants[] = {
+        {"theta: 10000", "theta: 1000000", "_rt1000000_"},
+        {"layout: neox", "layout: gptj", "_gptj_"},
+    };
+    for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+        /* the same spec under another name, with one property changed */
+        char *at = strstr(base, variants[v].from), *name = strstr(base, "name: llama-2-7b\n");
+        cr_assert(at && name && name < at, "%s not after the name in llama-2-7b.yaml",
+                  variants[v].from);
+        const char *after_name = name + strlen("name: llama-2-7b");
+        char path[128];
+        snprintf(path, sizeof path, "%s/variant%zu.yaml", tmp, v);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fprintf(f, "%.*sname: variant%zu%.*s%s%s", (int)(name - base), base, v,
+                (int)(at - after_name), after_name, variants[v].to, at + strlen(variants[v].from));
+        fclose(f);
+        char *out;
+        cr_assert_eq(run(&out, "list --target h200 --filter 'decode_attn*' "
+                               "specs/models/llama-2-7b.yaml %s specs/targets/h200.yaml",
+                         path),
+                     0, "%s", out);
+        cr_assert(strstr(out, variants[v].name_part), "%s", out);
+        cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2_t512_ring_norm"),
+                  "%s", out);
+        free(out);
+    }
+    free(base);
+}
+
 Test(cli, explain_gives_reasons)
 {
     char *out;
