@@ -25,7 +25,10 @@ static double rounded(fgh_dtype t, double v)
 }
 
 /* Llama 3.1: high frequencies kept, low ones divided by factor, a linear
- * blend between them by how many wavelengths fit the original context. */
+ * blend between them by how many wavelengths fit the original context.
+ * Written apart from generator/rope.c on purpose: the reference checks the
+ * generator (tests/unit/test_ref_decode.c holds the two tables equal, and
+ * checks this one against the published rule at one frequency per band). */
 static double llama3_scaled(double inv, const fgh_rope_scaling *s)
 {
     const double orig = s->original_max_position;
