@@ -23,7 +23,8 @@ FUSEGEN   := $(BUILD)/fusegen
 SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml))
 GEN_OUT   ?= generated
 
-.PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu bench \
+.PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu \
+        check-gpu-sanitize bench \
         clean help install update-golden runtime example
 
 all: kernels
@@ -43,6 +44,8 @@ help:
 	@echo "make fuzz        libFuzzer on the spec loader and the importer (FUZZ_SECONDS=600 each);"
 	@echo "                 fuzz-smoke: 20 s each (CI); fuzz-coverage: what the corpora reach"
 	@echo "make check-gpu   numeric GPU tests (skipped, and said so, without a GPU)"
+	@echo "make check-gpu-sanitize  compute-sanitizer memcheck, synccheck, racecheck over every"
+	@echo "                 kernel family at small dims (GPU only)"
 	@echo "make bench       GPU benchmarks into bench/results (needs a GPU)"
 	@echo "make runtime     libfgrt (static and shared)"
 	@echo "make example     build and run examples/downstream (reports a missing GPU)"
@@ -122,6 +125,9 @@ check-valgrind: $(FUSEGEN)
 
 check-gpu:
 	@BUILD=$(BUILD) scripts/check-gpu.sh
+
+check-gpu-sanitize:
+	@BUILD=$(BUILD) scripts/check-gpu-sanitize.sh
 
 # Rewrites tests/golden/ from the current generator (after an intended change).
 update-golden: $(FUSEGEN) $(BUILD)/tests/test_ref_decode
