@@ -169,6 +169,10 @@ typedef struct fg_binding_info {
     long long resident_blocks;   /* blocks the device holds at once (occupancy check) */
     long long waves;             /* ceil(grid blocks / resident_blocks) */
     size_t workspace_bytes;      /* owned by the binding: workspace and counters */
+    void *workspace;             /* the device workspace (the entry's workspace_bytes,
+                                    then the counters 16-byte aligned); NULL if none.
+                                    Tests poison it between launches of kernels that
+                                    write it before reading it */
 } fg_binding_info;
 
 FG_API fg_status fg_binding_get_info(const fg_binding *b, fg_binding_info *out);

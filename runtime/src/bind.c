@@ -291,7 +291,8 @@ fg_status fg_binding_get_info(const fg_binding *b, fg_binding_info *out)
                              .dynamic_smem = b->cfg.smem,
                              .resident_blocks = b->resident_blocks,
                              .waves = b->waves,
-                             .workspace_bytes = b->workspace_bytes};
+                             .workspace_bytes = b->workspace_bytes,
+                             .workspace = b->workspace};
     memcpy(out->grid, b->cfg.grid, sizeof out->grid);
     memcpy(out->block, b->cfg.block, sizeof out->block);
     memcpy(out->cluster, b->cfg.cluster, sizeof out->cluster);

@@ -611,6 +611,7 @@ Test(runtime_bind, workspace_counters_and_fixed_grid)
     cr_assert_eq(info.grid[0], 6);
     cr_assert_eq(info.grid[1], 2);
     cr_assert_eq(info.workspace_bytes, 112 + 3 * 4, "workspace rounded to 16 B, then counters");
+    cr_assert_not_null(info.workspace);
     cr_assert_eq(F.allocs, 1);
     cr_assert_eq(F.zeros, 1, "zeroed once, at bind");
     cr_assert_eq(fg_launch(b, NULL), FG_OK);
@@ -619,6 +620,7 @@ Test(runtime_bind, workspace_counters_and_fixed_grid)
     cr_assert_eq(F.raw[0], a.x);
     cr_assert_not_null(F.raw[1]);
     cr_assert_eq((char *)F.raw[2], (char *)F.raw[1] + 112);
+    cr_assert_eq(info.workspace, F.raw[1], "the info names the workspace the kernel gets");
     const unsigned char *ws = F.raw[1];
     for (size_t i = 0; i < info.workspace_bytes; i++)
         cr_assert_eq(ws[i], 0);
