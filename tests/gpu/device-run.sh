@@ -3,15 +3,23 @@
 # and benchmark in one go, logs and results under $OUT.  Kernels are compiled
 # there from pre-generated sources (FG_GEN_DIR, default tests/gpu/gen_tmp),
 # since fusegen needs libcyaml, which such machines lack.
-#   OUT=dir FG_COMMIT=abc tests/gpu/device-run.sh [--sanitize] [--no-bench]
+#   OUT=dir FG_COMMIT=abc tests/gpu/device-run.sh [--sanitize] [--no-bench] [--timeline INSTANCE]
+# --sanitize: scripts/check-gpu-sanitize.sh (memcheck, synccheck, racecheck);
+# --timeline: INSTANCE once more with the template's TIMELINE hook on
+# (tests/gpu/variants.sh), printing each step's time and the ring waits.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/fg-out}
 mkdir -p "$OUT"
-export FG_GEN_DIR=${FG_GEN_DIR:-tests/gpu/gen_tmp} FG_RESULTS_DIR="$OUT" BUILD=${BUILD:-build}
-sanitize=0 bench=1
-for a in "$@"; do
-    case $a in --sanitize) sanitize=1 ;; --no-bench) bench=0 ;; esac
+export FG_GEN_DIR="${FG_GEN_DIR:-tests/gpu/gen_tmp}" FG_RESULTS_DIR="$OUT" BUILD="${BUILD:-build}"
+sanitize=0 bench=1 timeline=""
+while [ $# -gt 0 ]; do
+    case $1 in
+        --sanitize) sanitize=1 ;;
+        --no-bench) bench=0 ;;
+        --timeline) timeline=${2:-}; shift ;;
+    esac
+    shift
 done
 {
     date -u
@@ -25,10 +33,14 @@ scripts/check-gpu.sh >"$OUT/check.log" 2>&1
 check_rc=$?
 t1=$(date +%s)
 cat "$BUILD"/gpu/kernels/*.cubin.log >"$OUT/ptxas.txt" 2>/dev/null
-if [ $sanitize = 1 ] && command -v compute-sanitizer >/dev/null 2>&1; then
-    timeout 150 compute-sanitizer --tool memcheck --print-limit 20 "$BUILD/gpu/test_rmsnorm" \
-        --kernels "$BUILD/gpu/kernels" --quick >"$OUT/memcheck.log" 2>&1
-    echo "memcheck exit $?" >>"$OUT/memcheck.log"
+if [ $sanitize = 1 ]; then
+    FG_SKIP_BUILD=1 scripts/check-gpu-sanitize.sh >"$OUT/sanitize.log" 2>&1
+    echo "check-gpu-sanitize exit $?" >>"$OUT/sanitize.log"
+fi
+if [ -n "$timeline" ]; then
+    FG_SKIP_BUILD=1 INSTANCE=$timeline tests/gpu/variants.sh \
+        'timeline:s/constexpr bool TIMELINE = false;/constexpr bool TIMELINE = true;/' \
+        >"$OUT/timeline.log" 2>&1
 fi
 bench_rc=-
 if [ $bench = 1 ]; then
@@ -39,7 +51,8 @@ t2=$(date +%s)
 echo "---- check (exit $check_rc, $((t1 - t0)) s)"
 grep -E '^(FAIL|SKIP)|passed, ' "$OUT/check.log" | tail -n 40
 grep -E '^rmsnorm_|^instance|^timing|^ceilings|^  copy|^  read|^device|^fgrt|^launch' "$OUT/check.log" | head -n 50
-[ -f "$OUT/memcheck.log" ] && grep -E "ERROR SUMMARY|passed, |memcheck exit|^=========" "$OUT/memcheck.log" | head -n 12
+[ -f "$OUT/sanitize.log" ] && grep -E "check-gpu-sanitize|passed, " "$OUT/sanitize.log" | head -n 12
+[ -f "$OUT/timeline.log" ] && grep -E "^timeline|^==|S=" "$OUT/timeline.log" | head -n 20
 echo "---- bench (exit $bench_rc, $((t2 - t1)) s)"
 [ -f "$OUT/bench.log" ] && grep -vE '^ok ' "$OUT/bench.log" | grep -vE 'warning|snprintf|\^|^ +[0-9]+ \||inlined|note:' | tail -n 80
 exit 0
