@@ -1193,7 +1193,7 @@ int fg_import_hf_text(const char *json_path, const char *json, size_t len,
     text[len] = '\0';
     im->len = len;
     im->text = text;
-    json_object *root = text ? parse_json(im) : NULL;
+    json_object *root = parse_json(im);
     if (root && !json_object_is_type(root, json_type_object)) {
         scanner s = {im, 0};
         unsigned line, col;
