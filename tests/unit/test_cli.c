@@ -305,6 +305,57 @@ Test(cli, decode_names_carry_what_changes_the_code)
     free(base);
 }
 
+/* The ring form's measured plan: 32 KB stages at batch 1, 16 KB above (the
+ * 32 KB tiling spilled at batch 2), the register cap only at batch 4, and the
+ * ring preferred over the register split by priority. */
+Test(cli, decode_ring_plan_follows_the_measurements)
+{
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/r --target h200 --filter 'decode_attn*c2x2_t512*' "
+                           "tests/gpu/specs/llama-2-7b-16k-f16.yaml specs/targets/h200.yaml",
+                     tmp),
+                 0, "%s", out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/r/manifest.json", tmp);
+    char *m = slurp(path);
+    const struct {
+        const char *instance, *want[3];
+    } cases[] = {
+        {"b1_c2x2_t512_ring_norm", {"\"stage_bytes\": 32768", "__launch_bounds__(544, 1)",
+                                    "\"priority\": 3"}},
+        {"b2_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "__launch_bounds__(544, 1)",
+                                    "\"priority\": 3"}},
+        {"b4_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "__maxnreg__(120)",
+                                    "\"priority\": 3"}},
+        {"b1_c2x2_t512_norm", {"\"unroll3\": 4", "\"loads1\": 8", "\"priority\": 2"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[160];
+        snprintf(name, sizeof name,
+                 "\"name\": \"decode_attn_sm90a_f16_h4096_nh32_hd128_s16384_%s\"",
+                 cases[i].instance);
+        const char *at = strstr(m, name);
+        cr_assert(at, "%s not generated", cases[i].instance);
+        const char *end = strstr(at + 1, "\"name\": \"decode_attn");
+        for (int k = 0; k < 3; k++) {
+            if (cases[i].want[k][0] == '_') {   /* the launch attribute: in the source */
+                snprintf(path, sizeof path,
+                         "%s/r/decode_attn_sm90a_f16_h4096_nh32_hd128_s16384_%s.cu", tmp,
+                         cases[i].instance);
+                char *src = slurp(path);
+                cr_assert(strstr(src, cases[i].want[k]), "%s: %s", cases[i].instance,
+                          cases[i].want[k]);
+                free(src);
+                continue;
+            }
+            const char *hit = strstr(at, cases[i].want[k]);
+            cr_assert(hit && (!end || hit < end), "%s: %s", cases[i].instance, cases[i].want[k]);
+        }
+    }
+    free(m);
+}
+
 Test(cli, explain_gives_reasons)
 {
     char *out;
