@@ -179,6 +179,16 @@ static json_object *uint3(const unsigned v[3])
     return a;
 }
 
+/* A template key (A-Z, 0-9, _) in lower case, as the manifest names it. */
+static const char *lower_key(const char *k, char out[32])
+{
+    size_t n = 0;
+    for (; k[n] && n < 31; n++)
+        out[n] = k[n] >= 'A' && k[n] <= 'Z' ? (char)(k[n] - 'A' + 'a') : k[n];
+    out[n] = '\0';
+    return out;
+}
+
 static json_object *instance_json(const fg_instance *in)
 {
     json_object *o = json_object_new_object();
@@ -195,17 +205,20 @@ static json_object *instance_json(const fg_instance *in)
     json_object_object_add(o, "specs", str_array(in->specs, in->nspecs));
 
     json_object *params = json_object_new_object();
-    for (unsigned i = 0; i < in->nparams; i++) {
-        char key[32];
-        size_t k = 0;
-        for (; in->params[i].key[k] && k < sizeof key - 1; k++) {
-            const char c = in->params[i].key[k];
-            key[k] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-        }
-        key[k] = '\0';
-        json_object_object_add(params, key, json_object_new_int64(in->params[i].value));
-    }
+    char key[32];
+    for (unsigned i = 0; i < in->nparams; i++)
+        json_object_object_add(params, lower_key(in->params[i].key, key),
+                               json_object_new_int64(in->params[i].value));
     json_object_object_add(o, "params", params);
+    if (in->ntexts) {
+        /* text values as the template got them (tables, constants): a test
+         * harness can use exactly what the kernel was compiled with */
+        json_object *texts = json_object_new_object();
+        for (unsigned i = 0; i < in->ntexts; i++)
+            json_object_object_add(texts, lower_key(in->text_keys[i], key),
+                                   json_object_new_string(fg_sb_str(&in->text_values[i])));
+        json_object_object_add(o, "texts", texts);
+    }
     json_object_object_add(o, "key_params", json_object_new_int64(in->nkey_params));
 
     const fg_launch *l = &in->launch;

@@ -220,7 +220,10 @@ void fgh_ref_decode_kv(const fgh_decode_cfg *c, const void *x, const void *norm_
     const fgh_dtype t = c->dtype;
     double *xn = malloc(sizeof(double) * H), *o = malloc(sizeof(double) * QD);
     float *inv_freq = malloc(sizeof(float) * (c->head_dim / 2));
-    fgh_rope_inv_freq(c->theta, c->head_dim, &c->rope_scaling, inv_freq);
+    if (c->inv_freq)
+        memcpy(inv_freq, c->inv_freq, sizeof(float) * (c->head_dim / 2));
+    else
+        fgh_rope_inv_freq(c->theta, c->head_dim, &c->rope_scaling, inv_freq);
 
     for (int b = 0; b < c->batch; b++) {
         double *yb = y + (size_t)b * H;

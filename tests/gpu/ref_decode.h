@@ -47,6 +47,8 @@ typedef struct fgh_decode_cfg {
     int kv_heads;         /* 0: == heads (MHA); must divide heads */
     int sliding_window;   /* W; 0: full attention */
     fgh_rope_scaling rope_scaling;
+    const float *inv_freq; /* [head_dim / 2] as a kernel was built with; NULL: from
+                              theta and rope_scaling (fgh_rope_inv_freq) */
 } fgh_decode_cfg;
 
 /* Where the cache rows live.  page_size 0: contiguous, k and v are

@@ -41,7 +41,8 @@ namespace {
 
 struct Inst {
     char name[160];
-    int hidden, heads, hd, smax, bmax, cluster, per_head, threads, det;
+    int hidden, heads, kv, hd, smax, window, bmax, cluster, per_head, threads, det;
+    float inv_freq[128];   // the table the kernel was built with (manifest "texts")
     long long workspace, counters, cooperative, block, dynamic_smem;
     fgh_dtype dt;
     void *image;
@@ -54,37 +55,17 @@ int g_ninst;
 fg_kernel_entry g_reg[kMaxInsts];
 fg_context *g_fg;
 
+// A decode_attn cubin's name and dtype; the rest comes from the manifest.
 bool parse_name(const char *file, Inst *in)
 {
     char dt[8];
     int used = 0;
-    if (sscanf(file, "decode_attn_sm90a_%7[^_]_h%d_nh%d_hd%d_s%d_b%d_c%d%n", dt, &in->hidden,
-               &in->heads, &in->hd, &in->smax, &in->bmax, &in->cluster, &used) != 7)
-        return false;
-    const char *rest = file + used;
-    in->per_head = 1;
-    if (*rest == 'x' && sscanf(rest, "x%d%n", &in->per_head, &used) == 1)
-        rest += used;
-    if (sscanf(rest, "_t%d%n", &in->threads, &used) != 1)
-        return false;
-    rest += used;
-    // plan details (_w8, _ring, ...) up to _norm: the manifest has what they imply
-    while (*rest == '_' && strncmp(rest, "_norm", 5) != 0) {
-        const char *next = strchr(rest + 1, '_');
-        if (!next)
-            return false;
-        rest = next;
-    }
-    if (strncmp(rest, "_norm", 5) != 0)
-        return false;
-    rest += 5;
-    in->det = strncmp(rest, "_det", 4) == 0;
-    if (in->det)
-        rest += 4;
-    if (strcmp(rest, ".cubin") != 0)
+    const size_t len = strlen(file);
+    if (sscanf(file, "decode_attn_sm90a_%7[^_]_%n", dt, &used) != 1 || !used || len < 7 ||
+        strcmp(file + len - 6, ".cubin") != 0 || (strcmp(dt, "f16") && strcmp(dt, "bf16")))
         return false;
     in->dt = !strcmp(dt, "f16") ? FGH_F16 : FGH_BF16;
-    snprintf(in->name, sizeof in->name, "%.*s", (int)(strlen(file) - 6), file);
+    snprintf(in->name, sizeof in->name, "%.*s", (int)(len - 6), file);
     return true;
 }
 
@@ -112,6 +93,31 @@ long long manifest_value(const char *manifest, const char *name, const char *key
     return strtoll(k, NULL, 10);
 }
 
+// The floats of text value "key" ("1.0e+00f, 5.0e-01f, ...") of instance
+// `name`'s manifest entry into out[n]; false if absent or short.
+bool manifest_floats(const char *manifest, const char *name, const char *key, float *out, int n)
+{
+    char pat[256];
+    snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
+    const char *at = manifest ? strstr(manifest, pat) : NULL;
+    if (!at)
+        return false;
+    const char *end = strstr(at + strlen(pat), "\"name\": ");
+    snprintf(pat, sizeof pat, "\"%s\": \"", key);
+    const char *k = strstr(at, pat);
+    if (!k || (end && k > end))
+        return false;
+    k += strlen(pat);
+    for (int i = 0; i < n; i++) {
+        char *next;
+        out[i] = strtof(k, &next);
+        if (next == k)
+            return false;
+        k = next + strspn(next, "f, ");
+    }
+    return true;
+}
+
 int discover(const char *dir, const char *manifest)
 {
     DIR *d = opendir(dir);
@@ -123,6 +129,27 @@ int discover(const char *dir, const char *manifest)
             continue;
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        const struct {
+            int *field;
+            const char *key;
+        } dims[] = {{&in.hidden, "hidden"},     {&in.heads, "heads"},
+                    {&in.kv, "kv_heads"},       {&in.hd, "head_dim"},
+                    {&in.smax, "max_context"},  {&in.window, "window"},
+                    {&in.bmax, "bmax"},         {&in.cluster, "cluster"},
+                    {&in.per_head, "clusters_per_head"}, {&in.threads, "threads"},
+                    {&in.det, "deterministic"}};
+        bool known = true;
+        for (const auto &d : dims) {
+            const long long v = manifest_value(manifest, in.name, d.key);
+            known &= v >= 0;
+            *d.field = (int)v;
+        }
+        known &= in.hd / 2 <= 128 &&
+                 manifest_floats(manifest, in.name, "inv_freq", in.inv_freq, in.hd / 2);
+        if (!known) {
+            fgh_skip(in.name, "not in the manifest (shape, plan or RoPE table unknown)");
+            continue;
+        }
         in.workspace = manifest_value(manifest, in.name, "workspace_bytes");
         in.counters = manifest_value(manifest, in.name, "counters");
         in.cooperative = manifest_value(manifest, in.name, "cooperative");
@@ -156,8 +183,8 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     // fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
     // sliding_window, batch (a maximum), rmsnorm, neox, deterministic
     e->ndims = 10;
-    const long long dims[10] = {in.hidden, in.heads, in.heads, in.hd, in.smax, 0, in.bmax,
-                                1, 1, in.det};
+    const long long dims[10] = {in.hidden, in.heads, in.kv,     in.hd, in.smax, in.window,
+                                in.bmax,   1,        1,         in.det};
     memcpy(e->dims, dims, sizeof dims);
     e->match[6] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
@@ -215,13 +242,17 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     p->in = in;
     p->batch = batch;
     p->S = in->smax;
-    p->cfg = fgh_decode_cfg{in->hidden, in->heads, in->hd, in->smax, batch, true, true, 10000.0,
-                            1e-5f, in->dt};
+    p->cfg = fgh_decode_cfg{};
+    p->cfg.hidden = in->hidden, p->cfg.heads = in->heads, p->cfg.head_dim = in->hd;
+    p->cfg.max_context = in->smax, p->cfg.batch = batch, p->cfg.neox = true;
+    p->cfg.rmsnorm = true, p->cfg.eps = 1e-5f, p->cfg.dtype = in->dt;
+    p->cfg.kv_heads = in->kv, p->cfg.sliding_window = in->window;
+    p->cfg.inv_freq = in->inv_freq;   // the generator's table (unit-tested against the formula)
     const int H = in->hidden, QD = in->heads * in->hd;
     p->nx = (size_t)batch * H;
-    p->nw_qkv = (size_t)3 * QD * H;
+    p->nw_qkv = (size_t)(in->heads + 2 * in->kv) * in->hd * H;
     p->nw_o = (size_t)H * QD;
-    p->ncache = (size_t)batch * in->heads * in->smax * in->hd;
+    p->ncache = (size_t)batch * in->kv * in->smax * in->hd;
     const fgh_dtype t = in->dt;
     p->x = (uint16_t *)malloc(p->nx * 2);
     p->g = (uint16_t *)malloc(H * 2);
@@ -238,8 +269,8 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     fgh_fill_host(p->kc, t, p->ncache, fgh_next_seed(), 1.0f);
     fgh_fill_host(p->vc, t, p->ncache, fgh_next_seed(), 1.0f);
     for (int b = 0; b < batch; b++)
-        for (int h = 0; h < in->heads; h++) {
-            const size_t base = ((size_t)b * in->heads + h) * in->smax * in->hd;
+        for (int h = 0; h < in->kv; h++) {
+            const size_t base = ((size_t)b * in->kv + h) * in->smax * in->hd;
             const int from = pos[b] < 0 ? 0 : pos[b];
             memset(p->kc + base + (size_t)from * in->hd, 0xFF,
                    (size_t)(in->smax - from) * in->hd * 2);
@@ -276,7 +307,7 @@ fg_status problem_bind(Problem *p)
     fg_decode_attn_args a = {};
     a.dtype = p->in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
     a.hidden = p->in->hidden, a.heads = p->in->heads, a.head_dim = p->in->hd;
-    a.kv_heads = 0, a.sliding_window = 0;   // MHA, full attention
+    a.kv_heads = p->in->kv, a.sliding_window = p->in->window;
     a.max_context = p->in->smax, a.batch = p->batch;
     a.rmsnorm = 1, a.neox = 1, a.deterministic = p->in->det;
     a.instance = p->in->name;
@@ -338,8 +369,8 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
         // odd element that rounds the other way moves k and v by about that much.
         size_t row_bad = 0, other_bad = 0;
         for (int b = 0; b < p->batch; b++)
-            for (int h = 0; h < in->heads; h++) {
-                const size_t base = ((size_t)b * in->heads + h) * in->smax * in->hd;
+            for (int h = 0; h < in->kv; h++) {
+                const size_t base = ((size_t)b * in->kv + h) * in->smax * in->hd;
                 float rowmax[2] = {0, 0};
                 if (p->pos[b] >= 0)
                     for (int d = 0; d < in->hd; d++)
@@ -694,10 +725,17 @@ bool baseline_step(Baseline *bl, const Problem *p, cudaStream_t s)
 
 // The baseline is only a yardstick if it is right: once per shape, on host
 // inputs, against the reference.
+// The unfused baseline computes MHA over [0, pos] only.
+bool baseline_covers(const Inst *in) { return in->kv == in->heads && in->window == 0; }
+
 void check_baseline(const Inst *in, cudaStream_t s)
 {
     char name[256];
     snprintf(name, sizeof name, "baseline (cuBLAS + plain kernels) for %s", in->name);
+    if (!baseline_covers(in)) {
+        fgh_skip(name, "the unfused baseline is MHA without a window");
+        return;
+    }
     int pos[8];
     for (int b = 0; b < in->bmax; b++)
         pos[b] = in->smax / 2 + b;
@@ -732,9 +770,9 @@ bool bench_problem(Problem *p, const Inst *in, const int *pos, cudaStream_t s)
     p->cfg.eps = 1e-5f;
     const int H = in->hidden, QD = in->heads * in->hd;
     p->nx = (size_t)p->batch * H;
-    p->nw_qkv = (size_t)3 * QD * H;
+    p->nw_qkv = (size_t)(in->heads + 2 * in->kv) * in->hd * H;
     p->nw_o = (size_t)H * QD;
-    p->ncache = (size_t)p->batch * in->heads * in->smax * in->hd;
+    p->ncache = (size_t)p->batch * in->kv * in->smax * in->hd;
     const fgh_dtype t = in->dt;
     return problem_alloc(p) && fgh_fill_device(p->dx, t, p->nx, fgh_next_seed(), 1.0f, s) == 0 &&
            fgh_fill_device(p->dg, t, H, fgh_next_seed(), 1.0f, s) == 0 &&
@@ -763,8 +801,8 @@ void enqueue(void *ctx, int i, cudaStream_t s)
 
 bool same_shape(const Inst *a, const Inst *b)
 {
-    return a->dt == b->dt && a->hidden == b->hidden && a->heads == b->heads && a->hd == b->hd &&
-           a->smax == b->smax && a->bmax == b->bmax;
+    return a->dt == b->dt && a->hidden == b->hidden && a->heads == b->heads && a->kv == b->kv &&
+           a->hd == b->hd && a->smax == b->smax && a->window == b->window && a->bmax == b->bmax;
 }
 
 // True for the first selected instance of its shape (deterministic ones left
@@ -794,8 +832,12 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             int pos[8];
             for (int b = 0; b < in->bmax; b++)
                 pos[b] = S - 1;
-            const double bytes = 2.0 * (3.0 * QD * in->hidden + (double)in->hidden * QD) +
-                                 in->bmax * (2.0 * in->heads * (double)S * in->hd * 2 +
+            // weights, then per request the KV rows attended (a window caps them)
+            // read, x and y
+            const double attended = in->window && in->window < S ? in->window : S;
+            const double wqkv = (double)(in->heads + 2 * in->kv) * in->hd * in->hidden;
+            const double bytes = 2.0 * (wqkv + (double)in->hidden * QD) +
+                                 in->bmax * (2.0 * in->kv * attended * in->hd * 2 +
                                              2.0 * in->hidden * 2);
             const int nsets = fgh_rotation_sets((size_t)bytes, dev->l2_bytes);
             Problem sets[4];
@@ -810,7 +852,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             // the baseline, once per shape, on the same buffer sets
             Baseline bl;
             bool have_bl = false;
-            if (ok && first_of_shape(k, only, true) && baseline_init(&bl, &sets[0])) {
+            if (ok && baseline_covers(in) && first_of_shape(k, only, true) &&
+                baseline_init(&bl, &sets[0])) {
                 BenchCtx cb = {sets, nsets, &bl};
                 // cuBLAS sets itself up on its first call: not inside the capture
                 have_bl = baseline_step(&bl, &sets[0], s) && fgh_ok(cudaStreamSynchronize(s)) &&
@@ -830,8 +873,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             fgh_json_int(j, "cluster", in->cluster);
             fgh_json_num(j, "bytes", bytes);
             // projections (2 flops a weight per request) and attention (q.k and p.v)
-            fgh_json_num(j, "flops", in->bmax * (2.0 * (3.0 * QD * in->hidden + (double)in->hidden * QD) +
-                                                 4.0 * in->heads * (double)S * in->hd));
+            fgh_json_num(j, "flops", in->bmax * (2.0 * (wqkv + (double)in->hidden * QD) +
+                                                 4.0 * in->heads * attended * in->hd));
             fgh_json_timing(j, "time", &t);
             fgh_json_num(j, "gbps", gbps);
             fgh_json_num(j, "fraction_of_read_ceiling", gbps / ceil.read_gbps);
