@@ -30,7 +30,8 @@ typedef enum fg_status {
     FG_ERR_INVALID_ARGUMENT,     /* a NULL handle, an out-of-range enum, a bad registry */
     FG_ERR_NULL_POINTER,         /* a device buffer argument is NULL */
     FG_ERR_MISALIGNED,           /* a device buffer is not aligned as the kernel loads it */
-    FG_ERR_BAD_SHAPE,            /* a dim is <= 0 or beyond what a launch can cover */
+    FG_ERR_BAD_SHAPE,            /* a dim out of range (<= 0; < 0 for keys that may be 0;
+                                    a flag not 0/1) or beyond what a launch can cover */
     FG_ERR_NO_MATCHING_INSTANCE, /* no registered kernel serves this op, dtype and shape */
     FG_ERR_NO_DEVICE,            /* no driver library, or it sees no device */
     FG_ERR_UNSUPPORTED_DEVICE,   /* a device fusegen emits no kernels for, or an old driver */
@@ -74,7 +75,7 @@ typedef struct fg_binding fg_binding;
 /* Opens the driver and device `device` (an ordinal of that driver) and uses
  * its primary context, so engines built on the CUDA runtime API share it.
  * The device's arch decides which registry entries are usable.  The driver
- * library is libcuda.so.1, else libamdhip64.so; the environment variable
+ * library is libcuda.so.1, else libamdhip64.so (.so.6, .so.5); the environment variable
  * FG_DRIVER_LIB names another one (FG_DRIVER_LIB=/nonexistent forces the
  * no-device path).  `registry` must outlive the context. */
 FG_API fg_status fg_init(const fg_kernel_entry *registry, size_t count, int device,

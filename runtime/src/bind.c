@@ -224,6 +224,8 @@ fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg
     long long keys[FG_REG_MAX_DIMS];
     for (unsigned k = 0; k < op->nkeys; k++) {
         keys[k] = ll_field(args, op->key_offsets[k]);
+        if (keys[k] == 0 && op->zero_default_offsets[k])
+            keys[k] = ll_field(args, op->zero_default_offsets[k]);
         const bool flag = k >= op->nkeys - op->nflags;
         const bool optional = op->optional_mask >> k & 1;
         if (flag ? (keys[k] != 0 && keys[k] != 1) : keys[k] < (optional ? 0 : 1))

@@ -112,7 +112,7 @@ static fg_status cu_load(fg_driver *d, const void *image, const char *symbol, vo
     if (s.r != CUDA_SUCCESS && m)
         c->fn.cuModuleUnload(m);
     leave(c, pushed);
-    *module = m;
+    *module = s.r == CUDA_SUCCESS ? m : NULL;   /* never a handle already unloaded */
     *fn = f;
     return cu_status(c, &s, symbol);
 }
@@ -220,6 +220,9 @@ static fg_status cu_zero(fg_driver *d, void *dptr, size_t bytes)
     bool pushed;
     enter(c, &s, &pushed);
     STEP(c, &s, cuMemsetD8, ((CUdeviceptr)(uintptr_t)dptr, 0, bytes));
+    /* cuMemsetD8 on device memory is asynchronous (legacy stream): wait, so a
+     * kernel on any stream sees zeros */
+    STEP(c, &s, cuStreamSynchronize, ((CUstream)0));
     leave(c, pushed);
     return cu_status(c, &s, NULL);
 }

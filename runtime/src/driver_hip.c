@@ -189,10 +189,17 @@ static fg_status hip_alloc(fg_driver *d, size_t bytes, void **dptr)
     ON_DEVICE(h, "hipMalloc", h->fn.hipMalloc(dptr, bytes));
 }
 
+/* hipMemset may return before the memory is set: wait (the op is synchronous) */
+static hip_error memset_zero_and_wait(hip *h, void *dptr, size_t bytes)
+{
+    const hip_error e = h->fn.hipMemset(dptr, 0, bytes);
+    return e == HIP_SUCCESS ? h->fn.hipStreamSynchronize(NULL) : e;
+}
+
 static fg_status hip_zero(fg_driver *d, void *dptr, size_t bytes)
 {
     hip *h = (hip *)d;
-    ON_DEVICE(h, "hipMemset", h->fn.hipMemset(dptr, 0, bytes));
+    ON_DEVICE(h, "hipMemset", memset_zero_and_wait(h, dptr, bytes));
 }
 
 static fg_status hip_free(fg_driver *d, void *dptr)

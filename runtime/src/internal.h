@@ -121,6 +121,8 @@ typedef struct fg_op_desc {
     unsigned nkeys;                       /* key dims, registry order */
     unsigned nflags;                      /* the last nflags keys are 0/1 flags, not shapes */
     unsigned optional_mask;               /* bit k: key k may be 0 (a feature turned off) */
+    size_t zero_default_offsets[FG_REG_MAX_DIMS]; /* key k 0 in a call: the long long
+                                                     field here instead (0: none) */
     size_t instance_offset;               /* const char * field naming an instance, or 0 */
     size_t key_offsets[FG_REG_MAX_DIMS];  /* long long fields */
     size_t rows_offset;                   /* long long field for FG_REG_GRID_ROWS */

@@ -16,7 +16,7 @@ static const fg_arg_desc rmsnorm_args[] = {
     PTR(weight, 16),
     PTR(y, 16),
     {"rows", FG_ARG_I32, offsetof(fg_rmsnorm_args, rows), .min = 1},
-    {"eps", FG_ARG_F32, offsetof(fg_rmsnorm_args, eps), .min = 0},
+    {"eps", FG_ARG_F32, offsetof(fg_rmsnorm_args, eps), .align = 0},
 };
 #undef PTR
 
@@ -77,7 +77,7 @@ static const fg_arg_desc decode_attn_args[] = {
     {"workspace", FG_ARG_WORKSPACE, 0, .align = 0},
     {"counters", FG_ARG_COUNTERS, 0, .align = 0},
     {"batch", FG_ARG_I32, offsetof(fg_decode_attn_args, batch), .min = 1},
-    {"eps", FG_ARG_F32, offsetof(fg_decode_attn_args, eps), .min = 0},
+    {"eps", FG_ARG_F32, offsetof(fg_decode_attn_args, eps), .align = 0},
 };
 #undef PTR
 
@@ -87,6 +87,7 @@ const fg_op_desc fg_op_decode_attn = {
     .nkeys = 10,
     .nflags = 3,
     .optional_mask = 1u << 5,   /* sliding_window: 0 is none */
+    .zero_default_offsets = {[2] = offsetof(fg_decode_attn_args, heads)},   /* kv_heads 0: MHA */
     .key_offsets = {offsetof(fg_decode_attn_args, hidden), offsetof(fg_decode_attn_args, heads),
                     offsetof(fg_decode_attn_args, kv_heads),
                     offsetof(fg_decode_attn_args, head_dim),
@@ -102,11 +103,5 @@ const fg_op_desc fg_op_decode_attn = {
 
 fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, fg_binding **out)
 {
-    if (!args)
-        return fg_bind_op(ctx, &fg_op_decode_attn, NULL, out);
-    /* kv_heads 0 is MHA: the registry keys every instance by its KV heads */
-    fg_decode_attn_args a = *args;
-    if (a.kv_heads == 0)
-        a.kv_heads = a.heads;
-    return fg_bind_op(ctx, &fg_op_decode_attn, &a, out);
+    return fg_bind_op(ctx, &fg_op_decode_attn, args, out);
 }
