@@ -111,3 +111,17 @@ int fg_mkdirs(const char *path, fg_diag *d)
     }
     return 0;
 }
+
+void fg_line_col(const char *text, size_t offset, unsigned *line, unsigned *col)
+{
+    *line = 1;
+    *col = 1;
+    for (size_t i = 0; i < offset && text[i]; i++) {
+        if (text[i] == '\n') {
+            ++*line;
+            *col = 1;
+        } else {
+            ++*col;
+        }
+    }
+}

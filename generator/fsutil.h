@@ -17,6 +17,10 @@ int fg_write_if_changed(const char *path, const char *data, size_t len, bool *ch
 /* mkdir -p */
 int fg_mkdirs(const char *path, fg_diag *d);
 
+/* Where byte `offset` of `text` is, 1-based, for file:line:col messages
+ * (counting stops at a NUL). */
+void fg_line_col(const char *text, size_t offset, unsigned *line, unsigned *col);
+
 /* Reads a whole file; NULL (and no message) if it cannot be read. */
 char *fg_read_all(const char *path, size_t *len);
 

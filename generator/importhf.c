@@ -24,7 +24,6 @@
 
 #define KEY_PATH_LEN 96
 #define MAX_READ 128
-#define NAME_MAX_LEN 64     /* as the spec format allows */
 #define MAX_BATCH_SIZES 16  /* as the spec format allows */
 #define MAX_BATCH 256
 #define MAX_PAGE_SIZE 1024
@@ -128,7 +127,7 @@ typedef struct imported {
     fg_rope_scaling_spec scaling;
     fg_kv_cache kv;
     uint32_t batch[MAX_BATCH_SIZES];
-    char name[NAME_MAX_LEN + 1];
+    char name[FG_SPEC_NAME_MAX + 1];
 } imported;
 
 /* The options, parsed. */
@@ -153,20 +152,6 @@ static void *xrealloc(void *p, size_t n)
 
 /* ---- positions of keys in the text ---- */
 
-static void line_col(const char *text, size_t off, unsigned *line, unsigned *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < off; i++) {
-        if (text[i] == '\n') {
-            ++*line;
-            *col = 1;
-        } else {
-            ++*col;
-        }
-    }
-}
-
 static const key_loc *find_loc(const importer *im, const char *path)
 {
     for (size_t i = 0; i < im->nlocs; i++)
@@ -190,7 +175,7 @@ static void err_key(importer *im, const char *path, const char *fmt, ...)
 static void add_loc(importer *im, const char *path, size_t off)
 {
     unsigned line, col;
-    line_col(im->text, off, &line, &col);
+    fg_line_col(im->text, off, &line, &col);
     const key_loc *dup = find_loc(im, path);
     if (dup) {
         /* json-c keeps the last value without a word; a twice-given key is
@@ -319,7 +304,7 @@ static json_object *parse_json(importer *im)
     if (!root) {
         size_t off = e == json_tokener_continue ? im->len : json_tokener_get_parse_end(tok);
         unsigned line, col;
-        line_col(im->text, off, &line, &col);
+        fg_line_col(im->text, off, &line, &col);
         if (e == json_tokener_continue)
             fg_error_at(im->d, im->file, line, col,
                         "JSON syntax error: the file ends inside a value; expected the rest of "
@@ -589,29 +574,15 @@ static bool parse_batch_sizes(const char *s, uint32_t *out, unsigned *n)
     }
 }
 
-/* Names become file stems and kernel symbols (the spec format's rule). */
-static bool name_ok(const char *s)
-{
-    size_t n = strlen(s);
-    if (n == 0 || n > NAME_MAX_LEN || strstr(s, ".."))
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        bool alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9');
-        if (!alnum && (i == 0 || !strchr("._-", s[i])))
-            return false;
-    }
-    return true;
-}
-
 static bool parse_choices(const fg_import_opts *o, choices *c, fg_diag *d)
 {
     int before = d->errors;
     memset(c, 0, sizeof *c);
-    if (o->name && !name_ok(o->name))
+    if (o->name && !fg_spec_name_ok(o->name))
         fg_error(d,
                  "--name '%s': expected up to %d lowercase letters, digits, '.', '_' or '-', "
                  "starting with a letter or digit",
-                 o->name, NAME_MAX_LEN);
+                 o->name, FG_SPEC_NAME_MAX);
     c->have_dtype = o->dtype != NULL;
     if (o->dtype && !parse_dtype(o->dtype, &c->dtype))
         fg_error(d, "--dtype '%s': expected f16 or bf16", o->dtype);
@@ -947,7 +918,7 @@ static void derive_name(const char *src, char *out, size_t size)
         out[n++] = keep ? ch : '-';
     }
     out[n] = '\0';
-    if (end - start >= size) /* too long: make name_ok refuse it */
+    if (end - start >= size) /* too long: make fg_spec_name_ok refuse it */
         out[0] = '\0';
 }
 
@@ -968,7 +939,7 @@ static void import_name(importer *im, json_object *root, const fg_import_opts *o
         return;
     }
     derive_name(src, out->name, sizeof out->name);
-    if (!name_ok(out->name))
+    if (!fg_spec_name_ok(out->name))
         err_key(im, "_name_or_path",
                 "config key '_name_or_path' (\"%s\") gives no usable model name; pass --name",
                 src);
@@ -1081,11 +1052,8 @@ static void put_num(fg_strbuf *sb, const char *indent_key, double v)
 
 static void emit_scaling(fg_strbuf *sb, const fg_rope_scaling_spec *s)
 {
-    static const char *const names[] = {[FG_SCALING_NONE] = "none",
-                                        [FG_SCALING_LINEAR] = "linear",
-                                        [FG_SCALING_LLAMA3] = "llama3",
-                                        [FG_SCALING_YARN] = "yarn"};
-    fg_sb_printf(sb, "    scaling:\n      type: %s\n", names[s->type]);
+    /* the names the spec loader reads back (spec_schema.c) */
+    fg_sb_printf(sb, "    scaling:\n      type: %s\n", fg_scaling_name(s->type));
     put_num(sb, "      factor", s->factor);
     if (s->type == FG_SCALING_LLAMA3) {
         put_num(sb, "      low_freq_factor", s->low_freq_factor);
@@ -1132,17 +1100,16 @@ static void emit_yaml(fg_strbuf *sb, const char *json_path, const fg_model *m)
         fg_sb_append(sb, (unsigned char)*p < ' ' ? "?" : p, 1);
     fg_sb_printf(sb, "\nschema_version: %u\nmodel:\n  name: %s\n  family: %s\n  dtype: %s\n"
                      "  hidden: %u\n",
-                 FG_SCHEMA_VERSION, m->name, m->family == FG_FAMILY_MLA ? "mla" : "llama",
-                 m->dtype == FG_DT_BF16 ? "bf16" : "f16", m->hidden);
+                 FG_SCHEMA_VERSION, m->name, fg_family_name(m->family), fg_dtype_name(m->dtype),
+                 m->hidden);
     put_num(sb, "  rms_eps", m->rms_eps);
     emit_block(sb, m);
     fg_sb_puts(sb, "  rope:\n");
     put_num(sb, "    theta", m->rope->theta);
-    fg_sb_printf(sb, "    layout: %s\n", m->rope->layout == FG_ROPE_GPTJ ? "gptj" : "neox");
+    fg_sb_printf(sb, "    layout: %s\n", fg_rope_layout_name(m->rope->layout));
     if (m->rope->scaling)
         emit_scaling(sb, m->rope->scaling);
-    fg_sb_printf(sb, "  kv_cache:\n    layout: %s\n",
-                 m->kv_cache->layout == FG_KV_PAGED ? "paged" : "contiguous");
+    fg_sb_printf(sb, "  kv_cache:\n    layout: %s\n", fg_kv_layout_name(m->kv_cache->layout));
     if (m->kv_cache->layout == FG_KV_PAGED)
         fg_sb_printf(sb, "    page_size: %u\n", m->kv_cache->page_size);
     fg_sb_puts(sb, "  batch_sizes: [");
@@ -1183,22 +1150,15 @@ int fg_import_hf_text(const char *json_path, const char *json, size_t len,
     }
     im->file = json_path;
     im->d = d;
-    /* the scanner stops at a terminator: a copy with one */
-    char *text = malloc(len + 1);
-    if (!text) {
-        fputs("fusegen: out of memory\n", stderr);
-        exit(2);
-    }
-    memcpy(text, json, len);
-    text[len] = '\0';
+    /* every reader of the text stops at len: no terminator needed */
     im->len = len;
-    im->text = text;
+    im->text = json;
     json_object *root = parse_json(im);
     if (root && !json_object_is_type(root, json_type_object)) {
         scanner s = {im, 0};
         unsigned line, col;
         skip_ws(&s);
-        line_col(im->text, s.i, &line, &col);
+        fg_line_col(im->text, s.i, &line, &col);
         fg_error_at(d, json_path, line, col, "the file holds %s; expected a JSON object",
                     kind_name(root));
     } else if (root) {
@@ -1206,15 +1166,10 @@ int fg_import_hf_text(const char *json_path, const char *json, size_t len,
         scan_value(&s, "", 0);
         imported out = {0};
         import_model(im, root, o, &c, &out);
-        if (d->errors == before) {
-            fg_strbuf sb = {0};
-            emit_yaml(&sb, json_path, &out.m);
-            fg_sb_append(yaml_out, sb.data, sb.len);
-            fg_sb_free(&sb);
-        }
+        if (d->errors == before)
+            emit_yaml(yaml_out, json_path, &out.m);
     }
     json_object_put(root);
-    free(text);
     free(im->locs);
     free(im);
     return d->errors != before;

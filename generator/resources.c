@@ -504,20 +504,6 @@ static void gate_log(gate *g, const char *log)
     free(text);
 }
 
-/* Where `offset` is in `text`, 1-based, for file:line:col messages. */
-static void line_col(const char *text, size_t offset, unsigned *line, unsigned *col)
-{
-    *line = 1;
-    *col = 1;
-    for (size_t i = 0; i < offset && text[i]; i++) {
-        if (text[i] == '\n') {
-            ++*line;
-            *col = 1;
-        } else {
-            ++*col;
-        }
-    }
-}
 
 /* What is wrong with a parse that stopped at `rest`; NULL: nothing. */
 static const char *json_problem(json_object *obj, enum json_tokener_error err, const char *rest)
@@ -548,7 +534,7 @@ static json_object *parse_json_file(const char *path, fg_diag *d)
     const char *problem = json_problem(obj, json_tokener_get_error(tok), text + end);
     if (problem) {
         unsigned line, col;
-        line_col(text, end, &line, &col);
+        fg_line_col(text, end, &line, &col);
         fg_error_at(d, path, line, col, "invalid manifest: %s; expected the JSON object "
                     "fusegen writes", problem);
         json_object_put(obj);

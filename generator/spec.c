@@ -333,14 +333,23 @@ static void float_range(checker *c, const char *path, double v, double lo, doubl
                hi);
 }
 
+bool fg_spec_name_ok(const char *s)
+{
+    const size_t n = strlen(s);
+    if (n == 0 || n > FG_SPEC_NAME_MAX || strstr(s, ".."))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const bool alnum = (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9');
+        if (!alnum && (i == 0 || !strchr("._-", s[i])))
+            return false;
+    }
+    return true;
+}
+
 /* Names become file stems and kernel symbols: no paths, no surprises. */
 static void check_name(checker *c, const char *path, const char *name)
 {
-    bool ok = islower((unsigned char)name[0]) || isdigit((unsigned char)name[0]);
-    for (const char *p = name; *p; p++)
-        ok &= islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '-' ||
-              *p == '_' || *p == '.';
-    if (!ok || strstr(name, ".."))
+    if (!fg_spec_name_ok(name))
         err_at(c, path, false,
                "'%s' is '%s'; expected lowercase letters, digits, '.', '_' or '-', starting "
                "with a letter or digit, without '/' or '..'",

@@ -127,6 +127,14 @@ typedef struct fg_spec {
 
 /* Loads and validates one spec file.  Returns NULL after reporting every
  * error found to `d`. */
+/* The longest name a spec may give (model, GEMM, shape, target). */
+#define FG_SPEC_NAME_MAX 64
+
+/* Whether `name` is a valid spec name: 1..FG_SPEC_NAME_MAX lowercase letters,
+ * digits, '.', '_' or '-', starting with a letter or digit, no "..".  Names
+ * become file stems and kernel symbols. */
+bool fg_spec_name_ok(const char *name);
+
 fg_spec *fg_spec_load(const char *path, fg_diag *d);
 /* The same for a spec already in memory (len bytes; no terminator needed);
  * `path` names it in messages. */

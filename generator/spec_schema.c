@@ -27,7 +27,7 @@ const cyaml_strval_t fg_arch_strings[] = {
     {"sm_90a", FG_ARCH_SM90A}, {"gfx942", FG_ARCH_GFX942}, {"gfx90a", FG_ARCH_GFX90A}};
 const unsigned fg_arch_strings_count = ENUM_COUNT(fg_arch_strings);
 
-#define NAME_MAX_LEN 64
+#define NAME_MAX_LEN FG_SPEC_NAME_MAX
 #define OPT (CYAML_FLAG_OPTIONAL)
 #define STRICT (CYAML_FLAG_STRICT)
 #define OPT_PTR (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)

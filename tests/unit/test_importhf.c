@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fsutil.h"
 #include "importhf.h"
 #include "spec.h"
 
@@ -19,16 +20,9 @@
 
 static char *read_all(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "cannot open %s", path);
-    fg_strbuf sb = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        fg_sb_append(&sb, buf, n);
-    fclose(f);
-    fg_sb_append(&sb, "", 0);
-    return sb.data;
+    char *text = fg_read_all(path, NULL);
+    cr_assert(text, "cannot read %s", path);
+    return text;
 }
 
 /* The text without its comment lines. */

@@ -20,6 +20,7 @@
 
 #include <json-c/json.h>
 
+#include "fsutil.h"
 #include "resources.h"
 #include "strbuf.h"
 
@@ -33,19 +34,7 @@
 
 /* ---- helpers ---------------------------------------------------------- */
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fg_strbuf sb = {0};
-    char buf[4096];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, f)) > 0)
-        fg_sb_append(&sb, buf, n);
-    fclose(f);
-    return sb.data ? sb.data : calloc(1, 1);
-}
+static char *slurp(const char *path) { return fg_read_all(path, NULL); }
 
 static char *fixture(const char *name)
 {
