@@ -95,6 +95,39 @@ static void sleep_us(long us)
     nanosleep(&ts, NULL);
 }
 
+// Waits for the reps timed intervals between events ev[0..reps] (reading the
+// SM clock a few times while they run), then fills out's statistics from
+// t[reps] (per launch, us).  0 on success.
+static int collect_timing(cudaEvent_t *ev, int reps, int launches, double *t, fgh_timing *out)
+{
+    double clk[64];
+    int nclk = 0;
+    while (nclk < 64) {
+        const int mhz = fgh_clock_sample();
+        if (mhz > 0)
+            clk[nclk++] = mhz;
+        if (cudaEventQuery(ev[reps]) != cudaErrorNotReady)
+            break;
+        sleep_us(2000);
+    }
+    if (!CK(cudaEventSynchronize(ev[reps])) || !CK(cudaGetLastError()))
+        return -1;
+    for (int r = 0; r < reps; r++) {
+        float ms = 0;
+        if (!CK(cudaEventElapsedTime(&ms, ev[r], ev[r + 1])))
+            return -1;
+        t[r] = ms * 1000.0 / launches;
+    }
+    out->reps = reps;
+    out->launches = launches;
+    out->med_us = fgh_median(t, reps);   // sorts t
+    out->min_us = t[0];
+    out->max_us = t[reps - 1];
+    if (nclk)
+        out->sm_clock_mhz = (int)fgh_median(clk, nclk);
+    return 0;
+}
+
 extern "C" int fgh_time_graph(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int launches,
                               int reps, fgh_timing *out)
 {
@@ -106,8 +139,7 @@ extern "C" int fgh_time_graph(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int 
     cudaGraphExec_t ge = NULL;
     cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)reps + 1, sizeof *ev);
     double *t = (double *)calloc((size_t)reps, sizeof *t);
-    int rc = -1, nclk = 0;
-    double clk[64];
+    int rc = -1;
     if (!ev || !t)
         goto done;
     if (!CK(cudaGetLastError()))
@@ -137,31 +169,8 @@ extern "C" int fgh_time_graph(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int 
     for (int r = 0; r < reps; r++)
         if (!CK(cudaGraphLaunch(ge, s)) || !CK(cudaEventRecord(ev[r + 1], s)))
             goto done;
-    // Read the SM clock while the replays run (a few samples, spaced out).
-    while (nclk < 64) {
-        const int mhz = fgh_clock_sample();
-        if (mhz > 0)
-            clk[nclk++] = mhz;
-        if (cudaEventQuery(ev[reps]) != cudaErrorNotReady)
-            break;
-        sleep_us(2000);
-    }
-    if (!CK(cudaEventSynchronize(ev[reps])) || !CK(cudaGetLastError()))
-        goto done;
-    for (int r = 0; r < reps; r++) {
-        float ms = 0;
-        if (!CK(cudaEventElapsedTime(&ms, ev[r], ev[r + 1])))
-            goto done;
-        t[r] = ms * 1000.0 / launches;
-    }
-    out->reps = reps;
-    out->launches = launches;
-    out->med_us = fgh_median(t, reps);   // sorts t
-    out->min_us = t[0];
-    out->max_us = t[reps - 1];
-    if (nclk)
-        out->sm_clock_mhz = (int)fgh_median(clk, nclk);
-    rc = 0;
+    if (collect_timing(ev, reps, launches, t, out) == 0)
+        rc = 0;
 done:
     if (ev)
         for (int r = 0; r <= reps; r++)
@@ -185,8 +194,7 @@ extern "C" int fgh_time_stream(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int
         return -1;
     cudaEvent_t *ev = (cudaEvent_t *)calloc((size_t)reps + 1, sizeof *ev);
     double *t = (double *)calloc((size_t)reps, sizeof *t);
-    int rc = -1, nclk = 0;
-    double clk[64];
+    int rc = -1;
     if (!ev || !t || !CK(cudaGetLastError()))
         goto done;
     for (int i = 0; i < 2 * launches; i++)   // warm-up
@@ -204,30 +212,8 @@ extern "C" int fgh_time_stream(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int
         if (!CK(cudaEventRecord(ev[r + 1], s)))
             goto done;
     }
-    while (nclk < 64) {
-        const int mhz = fgh_clock_sample();
-        if (mhz > 0)
-            clk[nclk++] = mhz;
-        if (cudaEventQuery(ev[reps]) != cudaErrorNotReady)
-            break;
-        sleep_us(2000);
-    }
-    if (!CK(cudaEventSynchronize(ev[reps])) || !CK(cudaGetLastError()))
-        goto done;
-    for (int r = 0; r < reps; r++) {
-        float ms = 0;
-        if (!CK(cudaEventElapsedTime(&ms, ev[r], ev[r + 1])))
-            goto done;
-        t[r] = ms * 1000.0 / launches;
-    }
-    out->reps = reps;
-    out->launches = launches;
-    out->med_us = fgh_median(t, reps);
-    out->min_us = t[0];
-    out->max_us = t[reps - 1];
-    if (nclk)
-        out->sm_clock_mhz = (int)fgh_median(clk, nclk);
-    rc = 0;
+    if (collect_timing(ev, reps, launches, t, out) == 0)
+        rc = 0;
 done:
     if (ev)
         for (int r = 0; r <= reps; r++)
