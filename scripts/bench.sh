@@ -1,7 +1,8 @@
 #!/bin/sh
-# GPU benchmarks: builds the harness (nvcc + a C compiler only), measures the
-# copy and read-only ceilings and every RMSNorm instance against a baseline in
-# one run, and writes bench/results/<date>-<gpu>-<commit>.json.  Without a GPU
+# GPU benchmarks: builds the harness (nvcc + a C compiler only) and, per kernel
+# family, measures the copy and read-only ceilings and every instance against
+# its baseline in one run, writing bench/results/<date>-<gpu>-<commit>-<family>.json.
+# Without a GPU
 # it says SKIPPED, writes nothing and exits 0.  Exit status: failed checks.
 # Environment: FG_COMMIT (default: git's short HEAD, "-dirty" if the tree is
 # modified), FG_RESULTS_DIR (default bench/results), and tests/gpu/gpu-env.sh's.

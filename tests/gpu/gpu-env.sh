@@ -1,4 +1,5 @@
-# Sourced by scripts/check-gpu.sh and scripts/bench.sh: GPU detection and the
+# Sourced by the GPU scripts (scripts/check-gpu.sh, bench.sh,
+# check-gpu-sanitize.sh, tests/gpu/variants.sh): GPU detection and the
 # build of the GPU harness with nvcc and a C compiler alone (no Debian
 # packages).  Defines: fg_gpu_missing, fg_gpu_build.  POSIX sh.
 #
@@ -13,7 +14,8 @@
 #   NVCC_ARCH       harness target (default -arch=native)
 
 # Every tests/gpu/test_*.cu is a test program; every tests/gpu/*.c (harness,
-# references) is linked into each.  A new kernel family adds its files there.
+# references) is linked into each.  A new kernel family adds its files there
+# (and its name to the family lists of bench.sh and check-gpu-sanitize.sh).
 FG_GPU_TESTS=$(for f in tests/gpu/test_*.cu; do [ -e "$f" ] && basename "${f%.cu}"; done | tr '\n' ' ' | sed 's/ $//')
 BUILD=${BUILD:-build}
 GPU_BUILD=$BUILD/gpu

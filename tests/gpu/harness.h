@@ -212,8 +212,8 @@ void fgh_json_int(fgh_json *j, const char *key, long long v);
 void fgh_json_bool(fgh_json *j, const char *key, bool v);
 void fgh_json_null(fgh_json *j, const char *key);
 void fgh_json_timing(fgh_json *j, const char *key, const fgh_timing *t);
-/* The header every results file starts with: schema, date (UTC), commit, GPU,
- * clocks summary is written by fgh_json_footer. */
+/* The header every results file starts with: schema, date (UTC), commit, GPU;
+ * the clocks summary is written by fgh_json_clocks. */
 void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const char *tool);
 void fgh_json_ceilings(fgh_json *j, const fgh_ceilings *c);
 void fgh_json_clocks(fgh_json *j);

@@ -1,10 +1,12 @@
 // GPU tests and benchmark of the fused decode-attention family, launched
-// through libfgrt (lookup or a named instance -> bind -> launch).
+// through libfgrt (each instance bound by name -> launch).
 //
-// Kernels: DIR/decode_attn_sm90a_<dt>_h<H>_nh<NH>_hd<HD>_s<S>_b<B>_c<C>[x<P>]_t<T>_norm[_det].cubin
-// as `make kernels` or check-gpu.sh compile them; the test makes its registry
-// from the names and, for workspace, counters and the cooperative flag, from
-// the generator's manifest.json beside the sources (--manifest).
+// Kernels: DIR/decode_attn_sm90a_<dt>_<shape and plan>.cubin as `make kernels`
+// or check-gpu.sh compile them.  The dtype comes from the name; everything
+// else (shapes, KV heads, window, RoPE layout and table, plan, launch shape,
+// workspace, counters, the cooperative flag) from the generator's
+// manifest.json beside the sources (--manifest): an instance the manifest
+// does not describe is reported as skipped.
 //
 // Checks, per instance, on fresh random inputs with outputs poisoned:
 //   - y against the C reference (double) at several positions and input scales,
@@ -14,12 +16,15 @@
 //     read past [0, pos] would also show in y);
 //   - peaked attention: W_k rows of head 0 set to a multiple of its W_q rows,
 //     so the newest token dominates: an off-by-one on it fails;
-//   - inactive slots (pos < 0) give zeros and write nothing (batch > 1);
-//   - CUDA-graph replay gives the same bits as the direct launch;
-//   - deterministic instances: 1000 launches, bitwise identical.
-// --bench: T(S) at S = 1K..16K (S_max permitting) per instance, the unfused
-// baseline (cuBLAS projections + plain kernels, split-KV attention) on the same
-// shapes, and the copy and read-only ceilings, all in the same run.
+//   - inactive slots (pos < 0) give zeros and write nothing (batch > 2);
+//   - CUDA-graph replay equals the direct launch (bitwise for deterministic
+//     instances, to rounding for those that add in arrival order);
+//   - deterministic instances: 1000 launches, bitwise identical, the fp32
+//     workspace poisoned before each.
+// --bench: T(S) at S = 1K..16K (S_max permitting; --quick: 1K and S_max) per
+// instance, the unfused baseline (cuBLAS projections + plain kernels, split-KV
+// attention) on the same shapes where it computes the same thing (MHA, no
+// window), and the copy and read-only ceilings, all in the same run.
 #include <algorithm>
 #include <dirent.h>
 #include <math.h>
@@ -41,7 +46,7 @@ namespace {
 
 struct Inst {
     char name[160];
-    int hidden, heads, kv, hd, smax, window, bmax, cluster, per_head, threads, det;
+    int hidden, heads, kv, hd, smax, window, bmax, cluster, per_head, threads, det, neox;
     float inv_freq[128];   // the table the kernel was built with (manifest "texts")
     long long workspace, counters, cooperative, block, dynamic_smem;
     fgh_dtype dt;
@@ -137,7 +142,7 @@ int discover(const char *dir, const char *manifest)
                     {&in.smax, "max_context"},  {&in.window, "window"},
                     {&in.bmax, "bmax"},         {&in.cluster, "cluster"},
                     {&in.per_head, "clusters_per_head"}, {&in.threads, "threads"},
-                    {&in.det, "deterministic"}};
+                    {&in.det, "deterministic"}, {&in.neox, "neox"}};
         bool known = true;
         for (const auto &d : dims) {
             const long long v = manifest_value(manifest, in.name, d.key);
@@ -183,8 +188,8 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     // fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
     // sliding_window, batch (a maximum), rmsnorm, neox, deterministic
     e->ndims = 10;
-    const long long dims[10] = {in.hidden, in.heads, in.kv,     in.hd, in.smax, in.window,
-                                in.bmax,   1,        1,         in.det};
+    const long long dims[10] = {in.hidden, in.heads, in.kv,      in.hd, in.smax, in.window,
+                                in.bmax,   1,        in.neox,   in.det};
     memcpy(e->dims, dims, sizeof dims);
     e->match[6] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
@@ -230,7 +235,6 @@ struct Problem {
     fg_binding *b;
 };
 
-size_t esz(fgh_dtype t) { return fgh_dtype_size(t); }
 
 bool upload(void *d, const void *h, size_t n) { return fgh_ok(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
 
@@ -244,7 +248,7 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     p->S = in->smax;
     p->cfg = fgh_decode_cfg{};
     p->cfg.hidden = in->hidden, p->cfg.heads = in->heads, p->cfg.head_dim = in->hd;
-    p->cfg.max_context = in->smax, p->cfg.batch = batch, p->cfg.neox = true;
+    p->cfg.max_context = in->smax, p->cfg.batch = batch, p->cfg.neox = in->neox;
     p->cfg.rmsnorm = true, p->cfg.eps = 1e-5f, p->cfg.dtype = in->dt;
     p->cfg.kv_heads = in->kv, p->cfg.sliding_window = in->window;
     p->cfg.inv_freq = in->inv_freq;   // the generator's table (unit-tested against the formula)
@@ -277,7 +281,6 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
             memset(p->vc + base + (size_t)from * in->hd, 0xFF,
                    (size_t)(in->smax - from) * in->hd * 2);
         }
-    (void)esz;
     return true;
 }
 
@@ -309,7 +312,7 @@ fg_status problem_bind(Problem *p)
     a.hidden = p->in->hidden, a.heads = p->in->heads, a.head_dim = p->in->hd;
     a.kv_heads = p->in->kv, a.sliding_window = p->in->window;
     a.max_context = p->in->smax, a.batch = p->batch;
-    a.rmsnorm = 1, a.neox = 1, a.deterministic = p->in->det;
+    a.rmsnorm = 1, a.neox = p->in->neox, a.deterministic = p->in->det;
     a.instance = p->in->name;
     a.x = p->dx, a.norm_w = p->dg, a.w_qkv = p->dwqkv, a.w_o = p->dwo;
     a.k_cache = p->dkc, a.v_cache = p->dvc, a.positions = p->dpos, a.y = p->dy;
@@ -404,8 +407,8 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
                 CHECKF(name, nz == 0, "inactive slot %d: %zu non-zero outputs", b, nz);
             }
         // keep the device's cache as the new state (the reference wrote the same rows)
-        memcpy(p->kc, kc, p->ncache * 2);
-        memcpy(p->vc, vc, p->ncache * 2);
+        std::swap(p->kc, kc);   // the old copies are freed below
+        std::swap(p->vc, vc);
     }
     free(y), free(kc), free(vc), free(ref);
 }
@@ -673,15 +676,14 @@ bool baseline_init(Baseline *bl, const Problem *p)
     const int QD = in->heads * in->hd;
     // enough CTAs to fill the GPU at the longest context: about 256 tokens a split
     bl->splits = std::max(1, std::min(64, (in->smax + 255) / 256));
-    float inv[256];
-    for (int i = 0; i < in->hd / 2; i++)
-        inv[i] = (float)(1.0 / pow(10000.0, (2.0 * i) / in->hd));
     return fgh_ok(cudaMalloc(&bl->xn, (size_t)p->batch * in->hidden * 2)) &&
            fgh_ok(cudaMalloc(&bl->qkv, (size_t)p->batch * 3 * QD * 2)) &&
            fgh_ok(cudaMalloc(&bl->o, (size_t)p->batch * QD * 2)) &&
            fgh_ok(cudaMalloc(&bl->part, sizeof(float) * p->batch * in->heads * bl->splits * (in->hd + 2))) &&
            fgh_ok(cudaMalloc(&bl->inv_freq, sizeof(float) * in->hd / 2)) &&
-           fgh_ok(cudaMemcpy(bl->inv_freq, inv, sizeof(float) * in->hd / 2, cudaMemcpyHostToDevice)) &&
+           // the RoPE table the kernel under test was built with (manifest)
+           fgh_ok(cudaMemcpy(bl->inv_freq, in->inv_freq, sizeof(float) * in->hd / 2,
+                             cudaMemcpyHostToDevice)) &&
            cublasCreate(&bl->blas) == CUBLAS_STATUS_SUCCESS;
 }
 
@@ -705,7 +707,7 @@ bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataTyp
                            bl->xn, dt, H, &zero, bl->qkv, dt, 3 * QD, CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
     bl_rope_append<T><<<dim3(NH, B), HD / 2, 0, s>>>((T *)bl->qkv, (T *)p->dkc, (T *)p->dvc, p->dpos,
-                                                     bl->inv_freq, NH, HD, in->smax, true);
+                                                     bl->inv_freq, NH, HD, in->smax, in->neox != 0);
     const float scale = (float)(1.4426950408889634 / sqrt((double)HD));
     bl_attn_split<T><<<dim3(NH, bl->splits, B), 128, (128 / (HD / 8)) * (HD + 2) * sizeof(float), s>>>(
         (const T *)bl->qkv, (const T *)p->dkc, (const T *)p->dvc, p->dpos, bl->part, NH, HD, in->smax,
@@ -816,7 +818,8 @@ bool first_of_shape(int k, const char *only, bool skip_det)
     return true;
 }
 
-void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
+// quick: S = 1K and S_max only.
+void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only, bool quick)
 {
     fgh_ceilings ceil = {};
     if (fgh_measure_ceilings(s, (size_t)1 << 30, &ceil) == 0)
@@ -829,6 +832,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
             continue;
         const int QD = in->heads * in->hd;
         for (int S = 1024; S <= in->smax; S *= 2) {
+            if (quick && S != 1024 && S != in->smax)
+                continue;
             int pos[8];
             for (int b = 0; b < in->bmax; b++)
                 pos[b] = S - 1;
@@ -860,7 +865,14 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only)
                           fgh_bench(s, enqueue, &cb, nsets, 2.0, 7, &tb) == 0;
                 baseline_free(&bl);
             }
-            const double gbps = ok ? bytes / (t.med_us * 1e3) : 0;
+            char what[256];
+            snprintf(what, sizeof what, "%s: bench at S=%d", in->name, S);
+            if (!CHECKF(what, ok, "setup, bind or timing failed (%s)", fg_last_error())) {
+                for (int m = 0; m < made; m++)
+                    problem_free(&sets[m]);
+                continue;   // no case with a made-up time
+            }
+            const double gbps = bytes / (t.med_us * 1e3);
             printf("%-70s S=%5d  %8.2f us  %6.0f GB/s  %5.1f%% of read", in->name, S, t.med_us,
                    gbps, 100 * gbps / ceil.read_gbps);
             if (have_bl)
@@ -896,7 +908,7 @@ int main(int argc, char **argv)
     const char *json = NULL, *commit = getenv("FG_COMMIT");
     const char *only = NULL;
     const char *manifest_path = NULL;
-    bool do_bench = false;
+    bool do_bench = false, quick = false;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
             kdir = argv[++i];
@@ -912,9 +924,13 @@ int main(int argc, char **argv)
             only = argv[++i];
         else if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
+        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
+            fgh_set_base_seed(strtoull(argv[++i], NULL, 0));
+        else if (!strcmp(argv[i], "--quick"))
+            quick = true;
         else {
-            fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--verbose] [--bench "
-                            "[--json FILE] [--commit C]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
+                            "[--verbose] [--bench [--json FILE] [--commit C] [--quick]]\n", argv[0]);
             return 2;
         }
     }
@@ -952,7 +968,7 @@ int main(int argc, char **argv)
         fgh_json_init(&j, f);
         fgh_json_obj_begin(&j, NULL);
         fgh_json_header(&j, &dev, commit ? commit : "unknown", "test_decode_attn --bench");
-        bench(s, &dev, &j, only);
+        bench(s, &dev, &j, only, quick);
         fgh_json_clocks(&j);
         fgh_json_obj_end(&j);
         fputc('\n', f);

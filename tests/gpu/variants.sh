@@ -39,9 +39,9 @@ sed 's/"cooperative": true/"cooperative": false/; s/"dynamic_smem": [0-9]*/"dyna
 for spec in "$@"; do
     name=${spec%%:*}
     mkdir -p "$work/$name" && sed "${spec#*:}" "$src" >"$work/$name/$INSTANCE.cu" || exit 1
-    ( "$NVCC" -gencode=arch=compute_90a,code=sm_90a -cubin -O3 -o "$work/$name/$INSTANCE.cubin" \
-          "$work/$name/$INSTANCE.cu" >"$work/$name/nvcc.log" 2>&1 ||
-          { echo "variants: $name did not compile"; cat "$work/$name/nvcc.log"; } ) &
+    # the flags every kernel is compiled with (gpu-env.sh), one variant per job
+    ( fg_compile_kernels "$work/$name" "$work/$name" ||
+          echo "variants: $name did not compile" ) &
 done
 wait
 for spec in "$@"; do
