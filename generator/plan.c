@@ -44,19 +44,20 @@ static const char *code_difference(const fg_instance *a, const fg_instance *b)
     return NULL;
 }
 
-static void add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_spec *ts)
+int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_spec *ts,
+                fg_diag *d)
 {
     fg_instance *old = find(set, in->name);
     if (old) {
         /* Same name must mean same code; keep the first reasons. */
         const char *diff = code_difference(old, in);
-        if (diff && !set->conflict[0])
-            snprintf(set->conflict, sizeof set->conflict,
-                     "%s: two specs need different code under this name (%s differs; %s)",
+        if (diff)
+            fg_error(d, "internal error: %s: two specs need different code under this name "
+                        "(%s differs; %s)",
                      in->name, diff, s->path);
         fg_instance_free(in);
         note_users(old, s, ts);
-        return;
+        return diff ? -1 : 0;
     }
     if (set->count == set->cap) {
         set->cap = set->cap ? set->cap * 2 : 16;
@@ -69,6 +70,7 @@ static void add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_sp
     }
     note_users(in, s, ts);
     set->items[set->count++] = *in;
+    return 0;
 }
 
 static int add_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned hidden,
@@ -81,8 +83,7 @@ static int add_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, un
         fg_instance_free(&in);
         return -1;
     }
-    add(set, &in, s, ts);
-    return 0;
+    return fg_plan_add(set, &in, s, ts, d);
 }
 
 int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *d)
@@ -92,16 +93,11 @@ int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *
     const fg_model *m = s->model;
     int rc = add_rmsnorm(set, s, t, m->hidden, "input RMSNorm", d);
     if (m->family == FG_FAMILY_LLAMA && rc == 0)
-        rc = fg_plan_decode(set, s, t, d, add);
+        rc = fg_plan_decode(set, s, t, d);
     if (m->family == FG_FAMILY_MLA) {
         rc |= add_rmsnorm(set, s, t, m->mla->kv_lora_rank, "latent (kv_lora) RMSNorm", d);
         if (m->mla->q_lora_rank)
             rc |= add_rmsnorm(set, s, t, m->mla->q_lora_rank, "q_lora RMSNorm", d);
-    }
-    if (set->conflict[0]) {
-        fg_error(d, "internal error: %s", set->conflict);
-        set->conflict[0] = '\0';
-        return -1;
     }
     return rc;
 }

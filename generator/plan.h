@@ -9,8 +9,6 @@
 typedef struct fg_plan_set {
     fg_instance *items;
     size_t count, cap;
-    char conflict[FG_NAME_MAX + 128]; /* set when two specs asked for different code
-                                         under one instance name: a naming bug */
 } fg_plan_set;
 
 /* Adds the instances `spec` needs on `target`; an instance another spec
@@ -29,11 +27,14 @@ void fg_plan_sort(fg_plan_set *set);
 
 void fg_plan_free(fg_plan_set *set);
 
+/* Adds a planned instance (the set takes it over); one another spec already
+ * asked for is shared and records both spec paths.  -1 (reported) when that
+ * instance has the same name but different code: a naming bug. */
+int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *model, const fg_spec *target,
+                fg_diag *d);
+
 /* Family planners (plan_<family>.c). */
-typedef void (*fg_plan_add_fn)(fg_plan_set *set, fg_instance *in, const fg_spec *model,
-                               const fg_spec *target);
-int fg_plan_decode(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d,
-                   fg_plan_add_fn add);
+int fg_plan_decode(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
 /* Why the fused decode family emits nothing (or less) for this model and
  * target, or NULL. */
 const char *fg_plan_decode_skipped(const fg_spec *model, const fg_target *target);

@@ -1,10 +1,13 @@
 /* Fused decode attention planner (Llama family, MHA, sm_90a, batch <= 4).
  *
- * One cluster of C CTAs per head.  Every feasible cluster size (2, 4, 8, 16)
- * is emitted so each collective size is compiled and tested inside the whole
- * kernel, and so `make bench` can check the choice; the planner ranks them
- * and marks one as preferred (priority), which the runtime's lookup takes.
- * Features the family does not cover yet are refused by name. */
+ * Two forms: the register form (decode_attn.in) in every feasible cluster
+ * shape (one cluster of 2, 4, 8 or 16 per head, two per SM at 256 threads,
+ * two clusters of 2 per head, the latter with 8 W_o rows in flight), so each
+ * collective size is compiled and tested inside the whole kernel; and the ring
+ * form (decode_attn_ring.in), two clusters of 2 per head and one cluster of 2.
+ * Priorities rank them in the order measured on the H200 (docs/performance.md)
+ * and the runtime's lookup takes the highest.  Features the family does not
+ * cover yet are refused by name. */
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -120,6 +123,10 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
     return why;
 }
 
+/* The cluster sizes of the register form's single-cluster shapes. */
+static const unsigned CLUSTER_SIZES[] = {2, 4, 8, 16};
+#define NCLUSTER_SIZES (sizeof CLUSTER_SIZES / sizeof CLUSTER_SIZES[0])
+
 /* Why a model cannot use this family yet, or NULL. */
 static const char *unsupported(const fg_model *m)
 {
@@ -136,7 +143,8 @@ static const char *unsupported(const fg_model *m)
         return "RoPE scaling comes with part 2 of the family";
     if (m->kv_cache->layout != FG_KV_CONTIGUOUS)
         return "paged KV caches come with part 2 of the family";
-    if (a->head_dim % 8 || a->head_dim < 8 || a->head_dim > 256 || 32 % (a->head_dim / 8))
+    if (a->head_dim % 8 || a->head_dim < 8 || a->head_dim > FG_MAX_HEAD_DIM ||
+        32 % (a->head_dim / 8))
         return "head_dim must be 8 to 256 with head_dim/8 dividing 32";
     return NULL;
 }
@@ -194,30 +202,32 @@ static void inv_freq_table(fg_strbuf *sb, const fg_rope *rope, unsigned hd)
 
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                     unsigned c, unsigned p, const cta_shape *cs, const ring_cfg *ring, bool det,
-                    int priority, const char *choice, fg_diag *d, fg_plan_add_fn add)
+                    int priority, const char *choice, fg_diag *d)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
     const fg_attention *a = m->attention;
     const unsigned threads = ring ? RING_THREADS : cs->threads;
     fg_instance in = {0};
-    char dims[160], variant[64];
+    char variant[64];
     /* every model property that changes the code is in the name: the shapes,
      * then (when not the Llama-2 defaults) KV heads, window, RoPE base and
-     * layout, and scaling */
-    int len = snprintf(dims, sizeof dims, "h%u_nh%u", m->hidden, a->heads);
+     * layout, and scaling; KV heads, windows and scaling are refused today
+     * (unsupported()), their parts are there for the forms that will come */
+    fg_strbuf dims = {0};
+    fg_sb_printf(&dims, "h%u_nh%u", m->hidden, a->heads);
     if (a->kv_heads != a->heads)
-        len += snprintf(dims + len, sizeof dims - len, "_kv%u", a->kv_heads);
-    len += snprintf(dims + len, sizeof dims - len, "_hd%u_s%u", a->head_dim, m->max_context);
+        fg_sb_printf(&dims, "_kv%u", a->kv_heads);
+    fg_sb_printf(&dims, "_hd%u_s%u", a->head_dim, m->max_context);
     if (a->sliding_window)
-        len += snprintf(dims + len, sizeof dims - len, "_win%u", a->sliding_window);
+        fg_sb_printf(&dims, "_win%u", a->sliding_window);
     if (m->rope->theta != 10000.0)
-        len += snprintf(dims + len, sizeof dims - len, "_rt%.0f", m->rope->theta);
+        fg_sb_printf(&dims, "_rt%.0f", m->rope->theta);
     if (m->rope->layout != FG_ROPE_NEOX)
-        len += snprintf(dims + len, sizeof dims - len, "_gptj");
+        fg_sb_puts(&dims, "_gptj");
     const fg_rope_scaling_spec *sc = m->rope->scaling;
     if (sc && sc->type != FG_SCALING_NONE)
-        snprintf(dims + len, sizeof dims - len, "_rs%s%g", fg_scaling_name(sc->type), sc->factor);
+        fg_sb_printf(&dims, "_rs%s%g", fg_scaling_name(sc->type), sc->factor);
     char cl[16];
     if (p > 1)
         snprintf(cl, sizeof cl, "c%ux%u", c, p);
@@ -230,8 +240,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
     snprintf(variant, sizeof variant, "b%u_%s_t%u%s_norm%s", bmax, cl, threads, deep,
              det ? "_det" : "");
-    if (!fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype), dims,
-                          variant)) {
+    const bool named = fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype),
+                                        fg_sb_str(&dims), variant);
+    fg_sb_free(&dims);
+    if (!named) {
         fg_error(d, "cannot name a decode_attn instance");
         return -1;
     }
@@ -371,20 +383,17 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                        "finish (bitwise reproducible)"
                      : "fp32 red.add across heads; the last head to finish converts and "
                        "clears (fast, order of fp32 adds varies)");
-    add(set, &in, s, ts);
-    return 0;
+    return fg_plan_add(set, &in, s, ts, d);
 }
 
-int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d,
-                   fg_plan_add_fn add)
+int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
     if (t->arch != FG_ARCH_SM90A || unsupported(m))
         return 0; /* fg_plan_decode_skipped() says why in explain */
 
-    static const unsigned sizes[] = {2, 4, 8, 16};
-    const unsigned ns = sizeof sizes / sizeof sizes[0];
+    const unsigned *sizes = CLUSTER_SIZES, ns = NCLUSTER_SIZES;
     for (unsigned bi = 0; bi < m->batch_sizes_count; bi++) {
         const unsigned bmax = m->batch_sizes[bi];
         if (bmax > MAX_BATCH)
@@ -399,9 +408,8 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
          * SM; else 256-thread CTAs two per SM; else 512 threads. */
         const bool split = !infeasible(m, t, 2, 2, cs, bmax);
         const bool paired = bmax == 1 && !infeasible(m, t, best, 1, &PAIRED, bmax);
-        char alt[160];
-        snprintf(alt, sizeof alt,
-                 "alternative, emitted to test this collective size and to measure the choice");
+        const char *alt =
+            "alternative, emitted to test this collective size and to measure the choice";
         for (unsigned i = 0; i < ns; i++) {
             const unsigned c = sizes[i];
             if (infeasible(m, t, c, 1, cs, bmax))
@@ -413,9 +421,9 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                              ? "preferred: the largest cluster whose grid fits the SMs"
                              : "preferred: no cluster size fits the SMs at one CTA each; the "
                                "smallest grid",
-                         d, add) ||
+                         d) ||
                 (pref && plan_one(set, s, ts, bmax, c, 1, cs, NULL, true, 0,
-                                  "deterministic twin of the preferred instance", d, add)))
+                                  "deterministic twin of the preferred instance", d)))
                 return -1;
         }
         if (paired) {
@@ -424,9 +432,9 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                                      "streaming than one 512-thread CTA per SM (measured)"
                                    : "two CTAs per SM at the single-cluster size, measured "
                                      "against the split";
-            if (plan_one(set, s, ts, bmax, best, 1, &PAIRED, NULL, false, pref ? 2 : 1, why, d, add) ||
+            if (plan_one(set, s, ts, bmax, best, 1, &PAIRED, NULL, false, pref ? 2 : 1, why, d) ||
                 (pref && plan_one(set, s, ts, bmax, best, 1, &PAIRED, NULL, true, 0,
-                                  "deterministic twin of the preferred instance", d, add)))
+                                  "deterministic twin of the preferred instance", d)))
                 return -1;
         }
         if (split) {
@@ -434,16 +442,16 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                               "clusters of 2 reach every SM, larger ones leave SMs of odd GPCs "
                               "idle (the fastest register form measured; the ring form is "
                               "preferred where it plans)";
-            if (plan_one(set, s, ts, bmax, 2, 2, cs, NULL, false, 2, why, d, add) ||
+            if (plan_one(set, s, ts, bmax, 2, 2, cs, NULL, false, 2, why, d) ||
                 plan_one(set, s, ts, bmax, 2, 2, cs, NULL, true, 0,
-                         "deterministic twin of the preferred instance", d, add))
+                         "deterministic twin of the preferred instance", d))
                 return -1;
             if (cs == &WIDE && !infeasible(m, t, 2, 2, &WIDE_DEEP3, bmax) &&
                 plan_one(set, s, ts, bmax, 2, 2, &WIDE_DEEP3, NULL, false, 1,
                          "the split with 8 W_o rows in flight per lane group (64 KB per SM "
                          "in phase 3): measured 0.7-1.7 us faster than 4 rows, still behind "
                          "the ring form",
-                         d, add))
+                         d))
                 return -1;
         }
         /* The ring form, preferred: the head split as pairs of clusters of 2
@@ -455,16 +463,16 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                       "preferred: two clusters of 2 per head streamed through a shared-memory "
                       "ring (measured fastest at batch 1, 2 and 4: 8-14% ahead of the best "
                       "register form at batch 1, 1.2-1.7x the unfused cuBLAS baseline)",
-                      d, add) ||
+                      d) ||
              plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 1,
                       "deterministic twin of the ring form (same code: the ring form is "
-                      "reproducible by construction)", d, add)))
+                      "reproducible by construction)", d)))
             return -1;
         if (!ring_plan(m, t, 2, 1, bmax, &rc) &&
             plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, 1,
                      "one cluster of 2 per head streamed through a shared-memory ring (half "
                      "the SMs; tests the single-cluster exchange)",
-                     d, add))
+                     d))
             return -1;
     }
     return 0;
@@ -477,7 +485,6 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
     const char *why = unsupported(s->model);
     if (why)
         return why;
-    static const unsigned sizes[] = {2, 4, 8, 16};
     static char buf[256];
     buf[0] = '\0';
     size_t len = 0;
@@ -488,7 +495,7 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
             reason = "batch sizes above 4 come with part 2 of the family";
         } else {
             const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;
-            if (!preferred_cluster(s->model, t, cs, bmax, sizes, 4))
+            if (!preferred_cluster(s->model, t, cs, bmax, CLUSTER_SIZES, NCLUSTER_SIZES))
                 reason = "no cluster size fits: the x slices of the batch would not fit in "
                          "registers";
         }
