@@ -191,7 +191,8 @@ SHARE    = $(DESTDIR)$(PREFIX)/share/fusegen
 
 install: $(FUSEGEN) $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/include \
-	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(SHARE)/templates $(SHARE)/scripts $(SHARE)/targets
+	    $(DESTDIR)$(PREFIX)/lib/pkgconfig $(SHARE)/templates $(SHARE)/scripts $(SHARE)/targets \
+	    $(SHARE)/mk
 	install -m 755 $(FUSEGEN) $(DESTDIR)$(PREFIX)/bin/fusegen
 	install -m 644 $(BUILD)/libfgrt.a $(DESTDIR)$(PREFIX)/lib/libfgrt.a
 	install -m 755 $(BUILD)/libfgrt.so $(DESTDIR)$(PREFIX)/lib/libfgrt.so
@@ -200,6 +201,7 @@ install: $(FUSEGEN) $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
 	install -m 644 specs/targets/*.yaml $(SHARE)/targets/
 	install -m 755 scripts/hip-devlibs.sh $(SHARE)/scripts/
 	install -m 644 fusegen.mk $(SHARE)/fusegen.mk
+	install -m 644 mk/kernel-flags.mk $(SHARE)/mk/kernel-flags.mk
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' fusegen.pc.in \
 	    > $(DESTDIR)$(PREFIX)/lib/pkgconfig/fusegen.pc
 

@@ -68,11 +68,10 @@ endif
 FUSEGEN_OUT       ?= fusegen-out
 FUSEGEN_BUILD     ?= $(FUSEGEN_OUT)/build
 FUSEGEN_NVCC      ?= /usr/local/cuda/bin/nvcc
-FUSEGEN_NVCC_FLAGS ?= -gencode=arch=compute_90a,code=sm_90a -cubin -O3 -Xptxas -v
+include $(FUSEGEN_MK_DIR)/mk/kernel-flags.mk
+FUSEGEN_NVCC_FLAGS ?= $(FUSEGEN_KERNEL_NVCC_FLAGS)
 FUSEGEN_CLANG_HIP ?= clang++-19
-FUSEGEN_HIP_FLAGS ?= -x hip --rocm-path=/usr --rocm-device-lib-path=$(FUSEGEN_BUILD)/devlibs \
-                     --offload-device-only --no-gpu-bundle-output -O3 \
-                     -Rpass-analysis=kernel-resource-usage
+FUSEGEN_HIP_FLAGS ?= $(FUSEGEN_KERNEL_HIP_FLAGS) --rocm-device-lib-path=$(FUSEGEN_BUILD)/devlibs
 
 FUSEGEN_CFLAGS := -I$(FUSEGEN_INCLUDE)
 FUSEGEN_LDLIBS := $(FUSEGEN_LIBFGRT) -ldl

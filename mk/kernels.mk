@@ -2,11 +2,11 @@
 # Makefile with FUSEGEN, SPECS, GEN_OUT, KBUILD (and LIST_OPTS); the file list
 # comes from `fusegen list`, so Make knows every output before generating.
 
+include mk/kernel-flags.mk
 NVCC      ?= /usr/local/cuda/bin/nvcc
 CLANG_HIP ?= clang++-19
-NVCC_FLAGS = -gencode=arch=compute_90a,code=sm_90a -cubin -O3 -Xptxas -v
-HIP_FLAGS  = -x hip --rocm-path=/usr --rocm-device-lib-path=$(KBUILD)/../devlibs \
-             --offload-device-only --no-gpu-bundle-output -O3 -Rpass-analysis=kernel-resource-usage
+NVCC_FLAGS = $(FUSEGEN_KERNEL_NVCC_FLAGS)
+HIP_FLAGS  = $(FUSEGEN_KERNEL_HIP_FLAGS) --rocm-device-lib-path=$(KBUILD)/../devlibs
 
 GEN_ARGS  := --out $(GEN_OUT) $(LIST_OPTS) $(SPECS)
 OUTS      := $(shell $(FUSEGEN) list $(GEN_ARGS))
