@@ -272,20 +272,18 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGE_BYTES", ring->stage_bytes);
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "INFLIGHT", ring->inflight);
-        /* One CTA per SM.  __launch_bounds__ lets ptxas stop at 96 registers
-         * for 17 warps, which spills at batch 4; there the cap is set to what
-         * 17 warps may hold (256-register steps per warp: 120). */
-        const unsigned cap = t->registers_per_cu / ((threads + 32) / 32) / 256 * 256 / 32;
-        if (bmax >= 4)
-            fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__maxnreg__(%u)", cap);
-        else
-            fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
-                         threads + 32);
-        fg_sb_printf(&in.reasons,
-                     "registers: %s (ptxas stops at 96 under __launch_bounds__ for %u threads, "
-                     "which spilled at batch 4)\n",
-                     bmax >= 4 ? "capped at what one CTA per SM may hold" : "__launch_bounds__",
+        /* One CTA per SM.  Registers go to warps in groups of 4, so 17 warps
+         * are charged as 20: 96 per thread, which ptxas derives from
+         * __launch_bounds__ (a cap of 120 compiled but could not be resident).
+         * The x slices are kept in the storage type to fit batch 4. */
+        const unsigned warps_charged = ((threads + 32) / 32 + 3) / 4 * 4;
+        fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
                      threads + 32);
+        fg_sb_printf(&in.reasons,
+                     "registers: __launch_bounds__(%u, 1): one CTA per SM, at most %u per "
+                     "thread (registers are allocated for %u warps)\n",
+                     threads + 32, t->registers_per_cu / (warps_charged * 32) / 8 * 8,
+                     warps_charged);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
     } else {
         fg_instance_add_param(&in, "UNROLL", cs->unroll);

@@ -328,7 +328,7 @@ Test(cli, decode_ring_plan_follows_the_measurements)
                                     "\"priority\": 3"}},
         {"b2_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "__launch_bounds__(544, 1)",
                                     "\"priority\": 3"}},
-        {"b4_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "__maxnreg__(120)",
+        {"b4_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "__launch_bounds__(544, 1)",
                                     "\"priority\": 3"}},
         {"b1_c2x2_t512_norm", {"\"unroll3\": 4", "\"loads1\": 8", "\"priority\": 2"}},
     };
