@@ -50,10 +50,11 @@ typedef struct ring_cfg {
 #define RING_THREADS 512u
 /* Larger stages first: every stage costs the consumers an mbarrier handshake
  * (with K-sliced projections 32 KB stages measured 4 us faster than 16 KB at
- * S = 1K; with whole rows the two are within 1.3%); 16 KB above batch 1,
+ * S = 1K; with whole rows the two are within 1.3%; 40 KB serves hidden 5120,
+ * whose rows are 10 KB, not yet measured); 16 KB above batch 1,
  * where the 32 KB tiling's x and o slices spill (batch 2: 120 B, found by the
  * resource gate). */
-static const unsigned RING_STAGE_SIZES[] = {32768u, 16384u};
+static const unsigned RING_STAGE_SIZES[] = {40960u, 32768u, 16384u};
 /* Stages in flight per CTA: 0 = the whole ring.  Capping it at 4 or 8 of 13
  * stages (64-128 KB per SM) measured no faster on the H200 (47.2 / 47.0 /
  * 47.3 us at S = 1K), so the ring is not capped; the knob stays for tuning. */
@@ -84,14 +85,13 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     if (qkv % cph || !r->rows1 || warps % r->rows1 || hd % r->rows1 || (qkv / cph) % r->rows1 ||
         (m->hidden / (warps / r->rows1)) % 256)
         return "W_qkv rows do not split evenly over the head's CTAs, stages and warps";
-    const unsigned tok = r->stage_bytes / (2 * hd * e);
-    if (tok % groups)
-        return "a stage of tokens does not split evenly over the lane groups";
-    /* phase 3: each CTA owns whole W_o rows, rows3 per stage */
+    if (r->stage_bytes / (2 * hd * e) < groups)
+        return "a stage holds fewer tokens than the CTA has lane groups";
+    /* phase 3: each CTA owns whole W_o rows (hidden/grid, rounded either way),
+     * rows3 per stage */
     const unsigned rows3 = r->stage_bytes / (qd * e);
-    if (m->hidden % grid || !rows3 || warps % rows3 || (qd / (warps / rows3)) % 256 ||
-        (m->hidden / grid) % rows3)
-        return "W_o rows do not split evenly over the CTAs, stages and warps";
+    if (!rows3 || warps % rows3 || (qd / (warps / rows3)) % 256)
+        return "W_o rows do not split evenly over the stages and warps";
     if (bmax * (qd / (warps / rows3) / 256) * 8 > 64)
         return "the attention outputs of the batch would not fit in registers";
     if (bmax * (m->hidden / (warps / r->rows1) / 256) * 8 > 64)
@@ -99,7 +99,8 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     const unsigned wpr = warps / r->rows1;
     r->static_smem = 16 * 16 + 16 +
                      4 * (wpr * bmax * (qkv / cph) + bmax * qkv + 3 * warps + warps * hd +
-                          (1 + c) * bmax * (hd + 2) + (warps / rows3) * bmax * (m->hidden / grid) +
+                          (1 + c) * bmax * (hd + 2) +
+                          (warps / rows3) * bmax * ((m->hidden + grid - 1) / grid) +
                           bmax);
     const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
     r->stages = budget / r->stage_bytes;
@@ -133,19 +134,29 @@ static const char *unsupported(const fg_model *m)
     if (m->family != FG_FAMILY_LLAMA)
         return "family mla has its own kernels";
     const fg_attention *a = m->attention;
-    if (a->kv_heads != a->heads)
-        return "GQA (kv_heads < heads) comes with part 2 of the family";
     if (a->qkv_bias)
         return "q/k/v biases come with part 2 of the family";
-    if (a->sliding_window)
-        return "sliding windows come with part 2 of the family";
-    if (m->rope->scaling && m->rope->scaling->type != FG_SCALING_NONE)
-        return "RoPE scaling comes with part 2 of the family";
+    if (m->rope->scaling && m->rope->scaling->type == FG_SCALING_YARN)
+        return "YaRN RoPE scaling belongs to the MLA family";
     if (m->kv_cache->layout != FG_KV_CONTIGUOUS)
         return "paged KV caches come with part 2 of the family";
     if (a->head_dim % 8 || a->head_dim < 8 || a->head_dim > FG_MAX_HEAD_DIM ||
         32 % (a->head_dim / 8))
         return "head_dim must be 8 to 256 with head_dim/8 dividing 32";
+    return NULL;
+}
+
+/* Why the register form cannot compute this model (it is MHA over [0, pos]
+ * with plain RoPE), or NULL; the ring form covers GQA, windows and scaling. */
+static const char *register_form_unsupported(const fg_model *m)
+{
+    const fg_attention *a = m->attention;
+    if (a->kv_heads != a->heads)
+        return "the register form is MHA only (GQA runs in the ring form)";
+    if (a->sliding_window)
+        return "the register form has no sliding window (the ring form does)";
+    if (m->rope->scaling && m->rope->scaling->type != FG_SCALING_NONE)
+        return "the register form has no RoPE scaling (the ring form does)";
     return NULL;
 }
 
@@ -397,18 +408,18 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
         if (bmax > MAX_BATCH)
             continue;
         const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;
-        const unsigned best = preferred_cluster(m, t, cs, bmax, sizes, ns);
-        if (!best)
-            continue;
+        /* register forms: only for what they compute (best = 0 skips them) */
+        const unsigned best =
+            register_form_unsupported(m) ? 0 : preferred_cluster(m, t, cs, bmax, sizes, ns);
         /* The order of preference comes from measurements on the H200
          * (docs/performance.md): the ring form (priority 3) where it plans;
          * of the register forms, pairs of clusters of 2 per head, one CTA per
          * SM; else 256-thread CTAs two per SM; else 512 threads. */
-        const bool split = !infeasible(m, t, 2, 2, cs, bmax);
-        const bool paired = bmax == 1 && !infeasible(m, t, best, 1, &PAIRED, bmax);
+        const bool split = best && !infeasible(m, t, 2, 2, cs, bmax);
+        const bool paired = best && bmax == 1 && !infeasible(m, t, best, 1, &PAIRED, bmax);
         const char *alt =
             "alternative, emitted to test this collective size and to measure the choice";
-        for (unsigned i = 0; i < ns; i++) {
+        for (unsigned i = 0; i < ns && best; i++) {
             const unsigned c = sizes[i];
             if (infeasible(m, t, c, 1, cs, bmax))
                 continue;
@@ -421,18 +432,19 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                                "smallest grid",
                          d) ||
                 (pref && plan_one(set, s, ts, bmax, c, 1, cs, NULL, true, 0,
-                                  "deterministic twin of the preferred instance", d)))
+                                  "deterministic twin of the register form's choice", d)))
                 return -1;
         }
         if (paired) {
             const bool pref = !split;
-            const char *why = pref ? "preferred: 256-thread CTAs, two per SM, keep more SMs "
-                                     "streaming than one 512-thread CTA per SM (measured)"
+            const char *why = pref ? "the register form's choice: 256-thread CTAs, two per "
+                                     "SM, keep more SMs streaming than one 512-thread CTA per "
+                                     "SM (measured; the ring form outranks it where it plans)"
                                    : "two CTAs per SM at the single-cluster size, measured "
                                      "against the split";
             if (plan_one(set, s, ts, bmax, best, 1, &PAIRED, NULL, false, pref ? 2 : 1, why, d) ||
                 (pref && plan_one(set, s, ts, bmax, best, 1, &PAIRED, NULL, true, 0,
-                                  "deterministic twin of the preferred instance", d)))
+                                  "deterministic twin of the register form's choice", d)))
                 return -1;
         }
         if (split) {
@@ -442,7 +454,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                               "preferred where it plans)";
             if (plan_one(set, s, ts, bmax, 2, 2, cs, NULL, false, 2, why, d) ||
                 plan_one(set, s, ts, bmax, 2, 2, cs, NULL, true, 0,
-                         "deterministic twin of the preferred instance", d))
+                         "deterministic twin of the register form's choice", d))
                 return -1;
             if (cs == &WIDE && !infeasible(m, t, 2, 2, &WIDE_DEEP3, bmax) &&
                 plan_one(set, s, ts, bmax, 2, 2, &WIDE_DEEP3, NULL, false, 1,
@@ -458,19 +470,38 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
         ring_cfg rc;
         if (!ring_plan(m, t, 2, 2, bmax, &rc) &&
             (plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 3,
-                      "preferred: two clusters of 2 per head streamed through a shared-memory "
-                      "ring (measured fastest at batch 1, 2 and 4: 8-14% ahead of the best "
-                      "register form at batch 1, 1.2-1.7x the unfused cuBLAS baseline)",
+                      m->attention->kv_heads == m->attention->heads
+                          ? "preferred: two clusters of 2 per head streamed through a "
+                            "shared-memory ring (measured fastest at batch 1, 2 and 4: 8-14% "
+                            "ahead of the best register form at batch 1, 1.2-1.7x the unfused "
+                            "cuBLAS baseline)"
+                          : "preferred: two clusters of 2 per query head streamed through a "
+                            "shared-memory ring; the query heads of a group read their K/V "
+                            "rows and cache where the group's first head brought them into "
+                            "L2 (not measured yet)",
                       d) ||
              plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 1,
                       "deterministic twin of the ring form (same code: the ring form is "
                       "reproducible by construction)", d)))
             return -1;
+        /* One cluster of 2 per head.  Where pairs of pairs need more CTAs than
+         * SMs (Llama-2-13B: 40 heads x 4 > 132) it is the preferred form: a
+         * cluster of 3 per head (120 CTAs) cannot be co-resident (the H200
+         * holds 117 CTAs in clusters of 3), and at 80 CTAs it measured ahead
+         * of the register form (13B, B = 1: 69.9 / 84.5 / 143.7 us against
+         * 70.9 / 95.0 / 189.7 at S = 1K / 4K / 16K).  Elsewhere it is kept
+         * so the single-cluster exchange is compiled and tested. */
+        const bool pairs = !ring_plan(m, t, 2, 2, bmax, &rc);
         if (!ring_plan(m, t, 2, 1, bmax, &rc) &&
-            plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, 1,
-                     "one cluster of 2 per head streamed through a shared-memory ring (half "
-                     "the SMs; tests the single-cluster exchange)",
-                     d))
+            (plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, pairs ? 1 : 3,
+                      pairs ? "one cluster of 2 per head streamed through a shared-memory ring "
+                              "(half the SMs; tests the single-cluster exchange)"
+                            : "preferred: one cluster of 2 per head streamed through a "
+                              "shared-memory ring (two clusters of 2 per head would need more "
+                              "CTAs than SMs; measured ahead of the register form)",
+                      d) ||
+             (!pairs && plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, true, 1,
+                                 "deterministic twin of the ring form (same code)", d))))
             return -1;
     }
     return 0;
@@ -493,7 +524,12 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
             reason = "batch sizes above 4 come with part 2 of the family";
         } else {
             const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;
-            if (!preferred_cluster(s->model, t, cs, bmax, CLUSTER_SIZES, NCLUSTER_SIZES))
+            ring_cfg rc;
+            const char *ring_why = ring_plan(s->model, t, 2, 2, bmax, &rc);
+            const char *reg_why = register_form_unsupported(s->model);
+            if (ring_why && reg_why)
+                reason = ring_why;   /* the ring is the only form, and it does not plan */
+            else if (ring_why && !preferred_cluster(s->model, t, cs, bmax, CLUSTER_SIZES, NCLUSTER_SIZES))
                 reason = "no cluster size fits: the x slices of the batch would not fit in "
                          "registers";
         }
