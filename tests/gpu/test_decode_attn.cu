@@ -56,7 +56,7 @@ struct Inst {
     size_t image_size;
 };
 
-constexpr int kMaxInsts = 64;
+constexpr int kMaxInsts = 256;
 Inst g_inst[kMaxInsts];
 int g_ninst;
 fg_kernel_entry g_reg[kMaxInsts];
@@ -130,10 +130,15 @@ int discover(const char *dir, const char *manifest)
     DIR *d = opendir(dir);
     if (!d)
         return -1;
-    for (struct dirent *e; (e = readdir(d)) && g_ninst < kMaxInsts;) {
+    int overflow = 0;   // instances past the table: a failure, never a silent skip
+    for (struct dirent *e; (e = readdir(d));) {
         Inst in = {};
         if (!parse_name(e->d_name, &in))
             continue;
+        if (g_ninst == kMaxInsts) {
+            overflow++;
+            continue;
+        }
         char path[512];
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
         const struct {
@@ -172,6 +177,8 @@ int discover(const char *dir, const char *manifest)
             g_inst[g_ninst++] = in;
     }
     closedir(d);
+    CHECKF("decode_attn: kernel folder", overflow == 0,
+           "%d instances past the %d this program holds were not tested", overflow, kMaxInsts);
     qsort(g_inst, g_ninst, sizeof(Inst), [](const void *a, const void *b) {
         return strcmp(((const Inst *)a)->name, ((const Inst *)b)->name);
     });

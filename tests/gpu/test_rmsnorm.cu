@@ -107,7 +107,8 @@ static int discover(const char *dir)
         return -1;
     }
     struct dirent *e;
-    while ((e = readdir(d)) && g_ninst < MAX_INSTS) {
+    int overflow = 0;   /* instances past the table: a failure, never a silent skip */
+    while ((e = readdir(d))) {
         char arch[32], dt[16];
         int h, t, used = 0;
         const size_t len = strlen(e->d_name);
@@ -116,6 +117,10 @@ static int discover(const char *dir)
         if (sscanf(e->d_name, "rmsnorm_%31[^_]_%15[^_]_h%d_t%d.cubin%n", arch, dt, &h, &t, &used) != 4 ||
             used != (int)len)
             continue;
+        if (g_ninst == MAX_INSTS) {
+            overflow++;
+            continue;
+        }
         inst *in = &g_inst[g_ninst];
         memset(in, 0, sizeof *in);
         snprintf(in->name, sizeof in->name, "%.*s", (int)(len - 6), e->d_name);
@@ -131,6 +136,8 @@ static int discover(const char *dir)
         g_ninst++;
     }
     closedir(d);
+    CHECKF("rmsnorm: kernel folder", overflow == 0,
+           "%d instances past the %d this program holds were not tested", overflow, MAX_INSTS);
     qsort(g_inst, (size_t)g_ninst, sizeof g_inst[0], cmp_inst);
     for (int i = 0; i < g_ninst; i++) {
         inst *in = &g_inst[i];
