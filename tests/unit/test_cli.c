@@ -308,7 +308,7 @@ Test(cli, decode_names_carry_what_changes_the_code)
 }
 
 /* The ring form's measured plan: 32 KB stages at batch 1, 16 KB above (the
- * 32 KB tiling spilled at batch 2), the register cap only at batch 4, and the
+ * 32 KB tiling spilled at batch 2), one CTA per SM at every batch, and the
  * ring preferred over the register split by priority. */
 Test(cli, decode_ring_plan_follows_the_measurements)
 {
@@ -355,6 +355,41 @@ Test(cli, decode_ring_plan_follows_the_measurements)
             cr_assert(hit && (!end || hit < end), "%s: %s", cases[i].instance, cases[i].want[k]);
         }
     }
+    free(m);
+}
+
+/* Llama-2-13B: pairs of clusters of 2 would need 160 CTAs and clusters of 3
+ * cannot all be resident, so the one-cluster-of-2 ring (80 CTAs) outranks the
+ * register form (measured), with a deterministic twin. */
+Test(cli, decode_13b_prefers_the_single_cluster_ring)
+{
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/r13 --target h200 --filter 'decode_attn*h5120*s4096*' "
+                           "specs/models/llama-2-13b.yaml specs/targets/h200.yaml",
+                     tmp),
+                 0, "%s", out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/r13/manifest.json", tmp);
+    char *m = slurp(path);
+    const struct {
+        const char *instance, *priority;
+    } cases[] = {
+        {"b1_c2_t512_ring_norm\"", "\"priority\": 3"},
+        {"b1_c2_t512_ring_norm_det\"", "\"priority\": 1"},
+        {"b1_c4_t256_norm\"", "\"priority\": 2"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char name[160];
+        snprintf(name, sizeof name, "\"name\": \"decode_attn_sm90a_f16_h5120_nh40_hd128_s4096_%s",
+                 cases[i].instance);
+        const char *at = strstr(m, name);
+        cr_assert(at, "%s not generated", cases[i].instance);
+        const char *end = strstr(at + 1, "\"name\": \"decode_attn");
+        const char *hit = strstr(at, cases[i].priority);
+        cr_assert(hit && (!end || hit < end), "%s: %s", cases[i].instance, cases[i].priority);
+    }
+    cr_assert_null(strstr(m, "_c3_"), "no cluster-of-3 instance");
     free(m);
 }
 
