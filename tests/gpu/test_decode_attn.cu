@@ -40,6 +40,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "device_convert.cuh"
 #include "fgrt.h"
 #include "harness.h"
 #include "ref_decode.h"
@@ -541,13 +542,6 @@ void test_instance(const Inst *in, cudaStream_t s)
 // same storage roundings as the reference.  Checked against the reference
 // before it is timed.
 
-template <typename T> __device__ float bl_f(T v);
-template <> __device__ float bl_f<__half>(__half v) { return __half2float(v); }
-template <> __device__ float bl_f<__nv_bfloat16>(__nv_bfloat16 v) { return __bfloat162float(v); }
-template <typename T> __device__ T bl_t(float v);
-template <> __device__ __half bl_t<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __nv_bfloat16 bl_t<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
 template <typename T>
 __global__ void bl_rmsnorm(const T *x, const T *g, T *xn, int H, float eps)
 {
@@ -555,7 +549,7 @@ __global__ void bl_rmsnorm(const T *x, const T *g, T *xn, int H, float eps)
     const T *xr = x + (size_t)blockIdx.x * H;
     float ss = 0.f;
     for (int i = threadIdx.x; i < H; i += blockDim.x)
-        ss += bl_f(xr[i]) * bl_f(xr[i]);
+        ss += fgh_to_f(xr[i]) * fgh_to_f(xr[i]);
     for (int o = 16; o > 0; o >>= 1)
         ss += __shfl_xor_sync(0xffffffffu, ss, o);
     if (threadIdx.x % 32 == 0)
@@ -566,7 +560,7 @@ __global__ void bl_rmsnorm(const T *x, const T *g, T *xn, int H, float eps)
         t += red[w];
     const float r = rsqrtf(t / H + eps);
     for (int i = threadIdx.x; i < H; i += blockDim.x)
-        xn[(size_t)blockIdx.x * H + i] = bl_t<T>(bl_f(xr[i]) * r * bl_f(g[i]));
+        xn[(size_t)blockIdx.x * H + i] = fgh_from_f<T>(fgh_to_f(xr[i]) * r * fgh_to_f(g[i]));
 }
 
 // grid (NH, B), block HD/2: rotate q and k of one head, append k and v at pos.
@@ -583,12 +577,12 @@ __global__ void bl_rope_append(T *qkv, T *kc, T *vc, const int *pos, const float
     float sn, cs;
     sincosf((float)ps * inv_freq[p], &sn, &cs);
     const int i0 = neox ? p : 2 * p, i1 = neox ? p + HD / 2 : 2 * p + 1;
-    const float q0 = bl_f(q[i0]), q1 = bl_f(q[i1]), k0 = bl_f(k[i0]), k1 = bl_f(k[i1]);
-    q[i0] = bl_t<T>(q0 * cs - q1 * sn);
-    q[i1] = bl_t<T>(q1 * cs + q0 * sn);
+    const float q0 = fgh_to_f(q[i0]), q1 = fgh_to_f(q[i1]), k0 = fgh_to_f(k[i0]), k1 = fgh_to_f(k[i1]);
+    q[i0] = fgh_from_f<T>(q0 * cs - q1 * sn);
+    q[i1] = fgh_from_f<T>(q1 * cs + q0 * sn);
     const size_t row = (((size_t)b * NH + h) * S + ps) * HD;
-    kc[row + i0] = bl_t<T>(k0 * cs - k1 * sn);
-    kc[row + i1] = bl_t<T>(k1 * cs + k0 * sn);
+    kc[row + i0] = fgh_from_f<T>(k0 * cs - k1 * sn);
+    kc[row + i1] = fgh_from_f<T>(k1 * cs + k0 * sn);
     vc[row + i0] = v[i0];
     vc[row + i1] = v[i1];
 }
@@ -608,7 +602,7 @@ __global__ void bl_attn_split(const T *qkv, const T *kc, const T *vc, const int 
     const T *q = qkv + (size_t)b * 3 * NH * HD + (size_t)h * HD;
     float qv[8], acc[8], m = -INFINITY, l = 0.f;
     for (int j = 0; j < 8; j++) {
-        qv[j] = bl_f(q[gl * 8 + j]) * scale_log2;
+        qv[j] = fgh_to_f(q[gl * 8 + j]) * scale_log2;
         acc[j] = 0.f;
     }
     const size_t base = ((size_t)b * NH + h) * S * HD + gl * 8;
@@ -622,14 +616,14 @@ __global__ void bl_attn_split(const T *qkv, const T *kc, const T *vc, const int 
         const T *ke = reinterpret_cast<const T *>(&kr), *ve = reinterpret_cast<const T *>(&vr);
         float sc = 0.f;
         for (int j = 0; j < 8; j++)
-            sc += qv[j] * bl_f(ke[j]);
+            sc += qv[j] * fgh_to_f(ke[j]);
         for (int o = lpr / 2; o > 0; o >>= 1)
             sc += __shfl_xor_sync(0xffffffffu, sc, o);
         if (tt < t1) {
             const float mn = fmaxf(m, sc), c = exp2f(m - mn), pr = exp2f(sc - mn);
             l = l * c + pr;
             for (int j = 0; j < 8; j++)
-                acc[j] = acc[j] * c + pr * bl_f(ve[j]);
+                acc[j] = acc[j] * c + pr * fgh_to_f(ve[j]);
             m = mn;
         }
     }
@@ -669,7 +663,7 @@ __global__ void bl_attn_combine(const float *part, T *o, int NH, int HD, int spl
         num += w * p[s * (HD + 2) + d];
         den += w * p[s * (HD + 2) + HD + 1];
     }
-    o[(size_t)b * NH * HD + (size_t)h * HD + d] = bl_t<T>(den > 0.f ? num / den : 0.f);
+    o[(size_t)b * NH * HD + (size_t)h * HD + d] = fgh_from_f<T>(den > 0.f ? num / den : 0.f);
 }
 
 struct Baseline {

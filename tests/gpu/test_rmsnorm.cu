@@ -16,6 +16,7 @@
 //         when it is there.
 // Signature: extern "C" __global__ void NAME(const T* x, const T* w, T* y,
 // int rows, float eps); grid = rows, block = THREADS.
+#include "device_convert.cuh"
 #include "harness.h"
 #include "ref.h"
 #ifdef FG_HAVE_FGRT
@@ -259,18 +260,6 @@ static void rms_release(rms_call *c)
 
 // The plain way: one warp per row, two passes over x (sum of squares, then
 // scale), 16-byte loads, fp32 sum.  Four rows per 128-thread block.
-template <typename T> __device__ __forceinline__ float to_f(T v);
-template <> __device__ __forceinline__ float to_f<__half>(__half v) { return __half2float(v); }
-template <> __device__ __forceinline__ float to_f<__nv_bfloat16>(__nv_bfloat16 v)
-{
-    return __bfloat162float(v);
-}
-template <typename T> __device__ __forceinline__ T from_f(float v);
-template <> __device__ __forceinline__ __half from_f<__half>(float v) { return __float2half_rn(v); }
-template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float v)
-{
-    return __float2bfloat16_rn(v);
-}
 
 template <typename T>
 __global__ void __launch_bounds__(128) baseline_rmsnorm(const T *__restrict__ x, const T *__restrict__ w,
@@ -288,7 +277,7 @@ __global__ void __launch_bounds__(128) baseline_rmsnorm(const T *__restrict__ x,
         const uint4 v = xr[i];
         const T *e = reinterpret_cast<const T *>(&v);
         for (int j = 0; j < 8; j++)
-            ss += to_f(e[j]) * to_f(e[j]);
+            ss += fgh_to_f(e[j]) * fgh_to_f(e[j]);
     }
     for (int o = 16; o > 0; o >>= 1)
         ss += __shfl_xor_sync(0xffffffffu, ss, o);
@@ -299,7 +288,7 @@ __global__ void __launch_bounds__(128) baseline_rmsnorm(const T *__restrict__ x,
         uint4 o;
         T *oe = reinterpret_cast<T *>(&o);
         for (int j = 0; j < 8; j++)
-            oe[j] = from_f<T>(to_f(e[j]) * scale * to_f(we[j]));
+            oe[j] = fgh_from_f<T>(fgh_to_f(e[j]) * scale * fgh_to_f(we[j]));
         yr[i] = o;
     }
 }
