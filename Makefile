@@ -93,7 +93,8 @@ KERNEL_MAKE = $(MAKE) --no-print-directory -f mk/kernels.mk FUSEGEN=$(FUSEGEN) B
 kernels: $(FUSEGEN)
 	@$(KERNEL_MAKE) GEN_OUT=$(GEN_OUT) KBUILD=$(BUILD)/kernels SPECS="$(SPECS)" all
 
-# The GPU test specs add code paths the shipped ones lack (bf16 MHA, batch 2).
+# The GPU test specs add code paths the shipped ones lack (bf16 MHA, batch 2, the
+# GPT-J RoPE layout).
 kernels-ci: $(FUSEGEN)
 	@$(KERNEL_MAKE) GEN_OUT=$(BUILD)/ci/generated KBUILD=$(BUILD)/ci/kernels \
 	    SPECS="$(SPECS) $(wildcard tests/gpu/specs/*.yaml)" LIST_OPTS=--one-per-path all
