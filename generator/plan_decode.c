@@ -48,6 +48,10 @@ typedef struct ring_cfg {
 } ring_cfg;
 
 #define RING_THREADS 512u
+/* Paged caches: each page of a head is one bulk copy (K and V pools
+ * [pages, kv_heads, page_size, head_dim]); pages under 16 tokens (4 KB at
+ * head_dim 128) would need a gather path. */
+#define PAGE_MIN 16u
 /* Larger stages first: every stage costs the consumers an mbarrier handshake
  * (with K-sliced projections 32 KB stages measured 4 us faster than 16 KB at
  * S = 1K; with whole rows the two are within 1.3%; 40 KB serves hidden 5120,
@@ -138,8 +142,11 @@ static const char *unsupported(const fg_model *m)
         return "q/k/v biases come with part 2 of the family";
     if (m->rope->scaling && m->rope->scaling->type == FG_SCALING_YARN)
         return "YaRN RoPE scaling belongs to the MLA family";
-    if (m->kv_cache->layout != FG_KV_CONTIGUOUS)
-        return "paged KV caches come with part 2 of the family";
+    if (m->kv_cache->layout == FG_KV_PAGED && m->kv_cache->page_size < PAGE_MIN)
+        return "pages under 16 tokens need a gather path (one bulk copy per page is too "
+               "small); not emitted yet";
+    if (m->kv_cache->layout == FG_KV_PAGED && m->max_context % m->kv_cache->page_size)
+        return "max_context must be a whole number of pages (the block table's row)";
     if (a->head_dim % 8 || a->head_dim < 8 || a->head_dim > FG_MAX_HEAD_DIM ||
         32 % (a->head_dim / 8))
         return "head_dim must be 8 to 256 with head_dim/8 dividing 32";
@@ -157,6 +164,8 @@ static const char *register_form_unsupported(const fg_model *m)
         return "the register form has no sliding window (the ring form does)";
     if (m->rope->scaling && m->rope->scaling->type != FG_SCALING_NONE)
         return "the register form has no RoPE scaling (the ring form does)";
+    if (m->kv_cache->layout == FG_KV_PAGED)
+        return "the register form reads contiguous caches only (paged runs in the ring form)";
     return NULL;
 }
 
@@ -239,6 +248,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_rope_scaling_spec *sc = m->rope->scaling;
     if (sc && sc->type != FG_SCALING_NONE)
         fg_sb_printf(&dims, "_rs%s%g", fg_scaling_name(sc->type), sc->factor);
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    if (page)
+        fg_sb_printf(&dims, "_p%u", page);
     char cl[16];
     if (p > 1)
         snprintf(cl, sizeof cl, "c%ux%u", c, p);
@@ -270,12 +282,13 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "HEAD_DIM", a->head_dim);
     fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
     fg_instance_add_param(&in, "WINDOW", a->sliding_window);
+    fg_instance_add_param(&in, "PAGE_SIZE", page);
     fg_instance_add_param(&in, "BMAX", bmax);
     fg_instance_add_param(&in, "RMSNORM", 1);
     fg_instance_add_param(&in, "NEOX", m->rope->layout == FG_ROPE_NEOX);
     fg_instance_add_param(&in, "DETERMINISTIC", det);
-    in.nkey_params = 10;
-    in.key_max_mask = 1u << 6; /* a call's batch may be below B_max */
+    in.nkey_params = 11;
+    in.key_max_mask = 1u << 7; /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "CLUSTER", c);
     fg_instance_add_param(&in, "CLUSTERS_PER_HEAD", p);
     fg_instance_add_param(&in, "THREADS", threads);
@@ -332,9 +345,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     }
     in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s",
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
-             m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj");
+             m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "");
 
     const unsigned ctas = a->heads * c * p;
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
@@ -366,6 +379,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
                      "lane in the projections, %u tokens or rows per lane group after\n",
                      threads, cs->min_blocks, cs->loads1, cs->unroll);
+    if (page)
+        fg_sb_printf(&in.reasons,
+                     "KV cache: pages of %u tokens (K and V pools [pages, %u, %u, %u], block "
+                     "table [batch, %u] int32): one bulk copy per page and head, its table entry "
+                     "loaded a stage ahead\n",
+                     page, a->kv_heads, page, a->head_dim, m->max_context / page);
     if (ring)
         fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
                                   "are gathered over DSMEM in the cluster%s\n",

@@ -133,20 +133,24 @@ FG_API fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, f
  * inactive slot, output zero, no write).  Key: hidden, heads, kv_heads (0:
  * heads, i.e. MHA; with GQA w_qkv is [(heads + 2*kv_heads)*head_dim, hidden]
  * and the caches have kv_heads heads), head_dim, max_context, sliding_window
- * (0: none; W: attend over [pos - W + 1, pos]), batch (<= the instance's
- * B_max), and the 0/1 flags rmsnorm,
+ * (0: none; W: attend over [pos - W + 1, pos]), page_size (0: the contiguous
+ * caches above; P: k_cache and v_cache are page pools [pages, kv_heads, P,
+ * head_dim] and block_table [batch, max_context / P] int32 on the device
+ * gives request b's page of tokens [j*P, (j+1)*P); NULL when contiguous),
+ * batch (<= the instance's B_max), and the 0/1 flags rmsnorm,
  * neox (RoPE layout) and deterministic (bitwise reproducible output: an
  * instance that sums over heads in a fixed order, or one of the ring form,
  * which writes whole rows of y and is reproducible either way).  The binding
  * owns an fp32 workspace and the counters of its barriers, zeroed at bind. */
 typedef struct fg_decode_attn_args {
     fg_reg_dtype dtype;
-    long long hidden, heads, kv_heads, head_dim, max_context, sliding_window;
+    long long hidden, heads, kv_heads, head_dim, max_context, sliding_window, page_size;
     long long batch;
     long long rmsnorm, neox, deterministic;
     const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning) */
     const void *x, *norm_w, *w_qkv, *w_o;
     void *k_cache, *v_cache;
+    const int *block_table;   /* paged caches only */
     const int *positions;
     void *y;
     float eps;

@@ -49,7 +49,7 @@ static fg_status check_args(const fg_op_desc *op, const void *args, fg_param_val
         case FG_ARG_DEVPTR: {
             void *p;
             memcpy(&p, field(args, a->offset), sizeof p);
-            if (!p)
+            if (!p && !a->nullable)
                 return fg_fail(FG_ERR_NULL_POINTER, "%s: %s is NULL", op->op, a->name);
             if ((uintptr_t)p % a->align)
                 return fg_fail(FG_ERR_MISALIGNED, "%s: %s = %p is not %u-byte aligned", op->op,

@@ -109,6 +109,7 @@ typedef struct fg_arg_desc {
     fg_arg_kind kind;
     size_t offset;
     unsigned align;         /* DEVPTR: required alignment in bytes */
+    bool nullable;          /* DEVPTR: NULL is accepted (passed as is; the op's check decides) */
     long long min;          /* I32: smallest accepted value (the largest is INT32_MAX) */
 } fg_arg_desc;
 

@@ -60,8 +60,8 @@ fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, fg_bindi
     return fg_bind_op(ctx, &fg_op_rmsnorm, args, out);
 }
 
-/* ---- decode_attn: kernel (x, norm_w, w_qkv, w_o, k_cache, v_cache, positions, y,
- *      workspace, counters, int batch, float eps) ---- */
+/* ---- decode_attn: kernel (x, norm_w, w_qkv, w_o, k_cache, v_cache, block_table,
+ *      positions, y, workspace, counters, int batch, float eps) ---- */
 
 #define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_decode_attn_args, field), .align = bytes}
 
@@ -72,6 +72,8 @@ static const fg_arg_desc decode_attn_args[] = {
     PTR(w_o, 16),
     PTR(k_cache, 16),
     PTR(v_cache, 16),
+    {"block_table", FG_ARG_DEVPTR, offsetof(fg_decode_attn_args, block_table), .align = 4,
+     .nullable = true},
     PTR(positions, 4),
     PTR(y, 16),
     {"workspace", FG_ARG_WORKSPACE, 0, .align = 0},
@@ -81,24 +83,43 @@ static const fg_arg_desc decode_attn_args[] = {
 };
 #undef PTR
 
+/* A paged binding needs its block table; a contiguous one has none. */
+static fg_status decode_attn_check(const void *p)
+{
+    const fg_decode_attn_args *a = p;
+    if (a->page_size && !a->block_table)
+        return fg_fail(FG_ERR_NULL_POINTER, "decode_attn: page_size %lld needs block_table",
+                       a->page_size);
+    if (!a->page_size && a->block_table)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "decode_attn: block_table given for contiguous caches (page_size 0)");
+    if (a->page_size && a->max_context % a->page_size)
+        return fg_fail(FG_ERR_BAD_SHAPE,
+                       "decode_attn: max_context %lld is not a whole number of %lld-token pages",
+                       a->max_context, a->page_size);
+    return FG_OK;
+}
+
 const fg_op_desc fg_op_decode_attn = {
     .op = "decode_attn",
     .dtype_offset = offsetof(fg_decode_attn_args, dtype),
-    .nkeys = 10,
+    .nkeys = 11,
     .nflags = 3,
-    .optional_mask = 1u << 5,   /* sliding_window: 0 is none */
+    .optional_mask = 1u << 5 | 1u << 6,   /* sliding_window: 0 is none; page_size: 0 contiguous */
     .zero_default_offsets = {[2] = offsetof(fg_decode_attn_args, heads)},   /* kv_heads 0: MHA */
     .key_offsets = {offsetof(fg_decode_attn_args, hidden), offsetof(fg_decode_attn_args, heads),
                     offsetof(fg_decode_attn_args, kv_heads),
                     offsetof(fg_decode_attn_args, head_dim),
                     offsetof(fg_decode_attn_args, max_context),
                     offsetof(fg_decode_attn_args, sliding_window),
+                    offsetof(fg_decode_attn_args, page_size),
                     offsetof(fg_decode_attn_args, batch), offsetof(fg_decode_attn_args, rmsnorm),
                     offsetof(fg_decode_attn_args, neox),
                     offsetof(fg_decode_attn_args, deterministic)},
     .instance_offset = offsetof(fg_decode_attn_args, instance),
     .args = decode_attn_args,
     .nargs = sizeof decode_attn_args / sizeof decode_attn_args[0],
+    .check = decode_attn_check,
 };
 
 fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, fg_binding **out)

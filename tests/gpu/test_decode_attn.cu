@@ -49,7 +49,7 @@ namespace {
 
 struct Inst {
     char name[160];
-    int hidden, heads, kv, hd, smax, window, bmax, cluster, per_head, threads, det, neox;
+    int hidden, heads, kv, hd, smax, window, page, bmax, cluster, per_head, threads, det, neox;
     float inv_freq[128];   // the table the kernel was built with (manifest "texts")
     long long workspace, counters, cooperative, block, dynamic_smem;
     fgh_dtype dt;
@@ -148,6 +148,7 @@ int discover(const char *dir, const char *manifest)
         } dims[] = {{&in.hidden, "hidden"},     {&in.heads, "heads"},
                     {&in.kv, "kv_heads"},       {&in.hd, "head_dim"},
                     {&in.smax, "max_context"},  {&in.window, "window"},
+                    {&in.page, "page_size"},
                     {&in.bmax, "bmax"},         {&in.cluster, "cluster"},
                     {&in.per_head, "clusters_per_head"}, {&in.threads, "threads"},
                     {&in.det, "deterministic"}, {&in.neox, "neox"}};
@@ -196,12 +197,12 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     e->arch = FG_REG_ARCH_SM90A;
     e->dtype = in.dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
     // fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
-    // sliding_window, batch (a maximum), rmsnorm, neox, deterministic
-    e->ndims = 10;
-    const long long dims[10] = {in.hidden, in.heads, in.kv,      in.hd, in.smax, in.window,
-                                in.bmax,   1,        in.neox,   in.det};
+    // sliding_window, page_size, batch (a maximum), rmsnorm, neox, deterministic
+    e->ndims = 11;
+    const long long dims[11] = {in.hidden, in.heads, in.kv, in.hd,   in.smax, in.window,
+                                in.page,   in.bmax,  1,     in.neox, in.det};
     memcpy(e->dims, dims, sizeof dims);
-    e->match[6] = FG_REG_MATCH_MAX;
+    e->match[7] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
     e->grid[0] = in.heads * in.cluster * in.per_head, e->grid[1] = 1, e->grid[2] = 1;
     e->block[0] = (unsigned)in.block, e->block[1] = 1, e->block[2] = 1;
@@ -240,10 +241,69 @@ struct Problem {
     size_t nx, nw_qkv, nw_o, ncache;
     uint16_t *x, *g, *wqkv, *wo, *kc, *vc;  // host copies (storage bits)
     int *pos;
+    int *bt;                           // paged: the block table [batch, smax / page]
     void *dx, *dg, *dwqkv, *dwo, *dkc, *dvc, *dy;
-    int *dpos;
+    int *dpos, *dbt;
     fg_binding *b;
 };
+
+// Paged instances: the block table maps request b's page j to a page of the
+// pool, a random permutation of all batch * smax / page pages, so neighbouring
+// pages of a request are scattered as an engine's would be.
+void make_block_table(Problem *p)
+{
+    const int page = p->in->page, n = p->batch * (p->in->smax / page);
+    p->bt = (int *)malloc(sizeof(int) * n);
+    for (int i = 0; i < n; i++)
+        p->bt[i] = i;
+    const uint64_t seed = fgh_next_seed();
+    for (int i = n - 1; i > 0; i--) {
+        const int j = (int)(fgh_splitmix64(seed + (uint64_t)i) % (uint64_t)(i + 1));
+        const int t = p->bt[i];
+        p->bt[i] = p->bt[j], p->bt[j] = t;
+    }
+}
+
+// Between the host's contiguous caches [batch, kv, smax, hd] and the device's
+// page pool [pages, kv, page, hd]: to_pool copies contiguous rows into the pool.
+void repage(const Problem *p, const uint16_t *from, uint16_t *to, bool to_pool)
+{
+    const Inst *in = p->in;
+    const int page = in->page, pages = in->smax / page;
+    for (int b = 0; b < p->batch; b++)
+        for (int h = 0; h < in->kv; h++)
+            for (int t = 0; t < in->smax; t++) {
+                const size_t c = (((size_t)b * in->kv + h) * in->smax + t) * in->hd;
+                const size_t q =
+                    (((size_t)p->bt[b * pages + t / page] * in->kv + h) * page + t % page) * in->hd;
+                memcpy(to_pool ? to + q : to + c, to_pool ? from + c : from + q, in->hd * 2);
+            }
+}
+
+// A cache's host copy onto the device (through the pages when paged).
+bool upload_cache(const Problem *p, void *d, const uint16_t *h)
+{
+    if (!p->in->page)
+        return fgh_ok(cudaMemcpy(d, h, p->ncache * 2, cudaMemcpyHostToDevice));
+    uint16_t *pool = (uint16_t *)malloc(p->ncache * 2);
+    repage(p, h, pool, true);
+    const bool ok = fgh_ok(cudaMemcpy(d, pool, p->ncache * 2, cudaMemcpyHostToDevice));
+    free(pool);
+    return ok;
+}
+
+// The device's cache as contiguous host rows.
+bool download_cache(const Problem *p, uint16_t *h, const void *d)
+{
+    if (!p->in->page)
+        return fgh_ok(cudaMemcpy(h, d, p->ncache * 2, cudaMemcpyDeviceToHost));
+    uint16_t *pool = (uint16_t *)malloc(p->ncache * 2);
+    const bool ok = fgh_ok(cudaMemcpy(pool, d, p->ncache * 2, cudaMemcpyDeviceToHost));
+    if (ok)
+        repage(p, pool, h, false);
+    free(pool);
+    return ok;
+}
 
 
 bool upload(void *d, const void *h, size_t n) { return fgh_ok(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
@@ -276,6 +336,8 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     p->vc = (uint16_t *)malloc(p->ncache * 2);
     p->pos = (int *)malloc(sizeof(int) * batch);
     memcpy(p->pos, pos, sizeof(int) * batch);
+    if (in->page)
+        make_block_table(p);
     fgh_fill_host(p->x, t, p->nx, fgh_next_seed(), xscale);
     fgh_fill_host(p->g, t, H, fgh_next_seed(), 1.0f);
     fgh_fill_host(p->wqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H));
@@ -303,7 +365,9 @@ bool problem_alloc(Problem *p)
            fgh_ok(cudaMalloc(&p->dkc, p->ncache * 2)) &&
            fgh_ok(cudaMalloc(&p->dvc, p->ncache * 2)) &&
            fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
-           fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch));
+           fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch)) &&
+           (!p->in->page ||
+            fgh_ok(cudaMalloc(&p->dbt, sizeof(int) * p->batch * (p->in->smax / p->in->page))));
 }
 
 bool problem_device(Problem *p)
@@ -311,8 +375,10 @@ bool problem_device(Problem *p)
     const int H = p->in->hidden;
     return problem_alloc(p) && upload(p->dx, p->x, p->nx * 2) && upload(p->dg, p->g, H * 2) &&
            upload(p->dwqkv, p->wqkv, p->nw_qkv * 2) && upload(p->dwo, p->wo, p->nw_o * 2) &&
-           upload(p->dkc, p->kc, p->ncache * 2) && upload(p->dvc, p->vc, p->ncache * 2) &&
-           upload(p->dpos, p->pos, sizeof(int) * p->batch);
+           upload_cache(p, p->dkc, p->kc) && upload_cache(p, p->dvc, p->vc) &&
+           upload(p->dpos, p->pos, sizeof(int) * p->batch) &&
+           (!p->in->page ||
+            upload(p->dbt, p->bt, sizeof(int) * p->batch * (p->in->smax / p->in->page)));
 }
 
 fg_status problem_bind(Problem *p)
@@ -321,6 +387,7 @@ fg_status problem_bind(Problem *p)
     a.dtype = p->in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
     a.hidden = p->in->hidden, a.heads = p->in->heads, a.head_dim = p->in->hd;
     a.kv_heads = p->in->kv, a.sliding_window = p->in->window;
+    a.page_size = p->in->page, a.block_table = p->dbt;
     a.max_context = p->in->smax, a.batch = p->batch;
     a.rmsnorm = 1, a.neox = p->in->neox, a.deterministic = p->in->det;
     a.instance = p->in->name;
@@ -333,10 +400,10 @@ fg_status problem_bind(Problem *p)
 void problem_free(Problem *p)
 {
     fg_binding_free(p->b);
-    void *dev[] = {p->dx, p->dg, p->dwqkv, p->dwo, p->dkc, p->dvc, p->dy, p->dpos};
+    void *dev[] = {p->dx, p->dg, p->dwqkv, p->dwo, p->dkc, p->dvc, p->dy, p->dpos, p->dbt};
     for (void *d : dev)
         cudaFree(d);
-    void *host[] = {p->x, p->g, p->wqkv, p->wo, p->kc, p->vc, p->pos};
+    void *host[] = {p->x, p->g, p->wqkv, p->wo, p->kc, p->vc, p->pos, p->bt};
     for (void *h : host)
         free(h);
     *p = Problem{};
@@ -365,8 +432,7 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
     uint16_t *kc = (uint16_t *)malloc(p->ncache * 2), *vc = (uint16_t *)malloc(p->ncache * 2);
     double *ref = (double *)malloc(sizeof(double) * p->nx);
     bool copied = fgh_ok(cudaMemcpy(y, p->dy, p->nx * 2, cudaMemcpyDeviceToHost)) &&
-                  fgh_ok(cudaMemcpy(kc, p->dkc, p->ncache * 2, cudaMemcpyDeviceToHost)) &&
-                  fgh_ok(cudaMemcpy(vc, p->dvc, p->ncache * 2, cudaMemcpyDeviceToHost));
+                  download_cache(p, kc, p->dkc) && download_cache(p, vc, p->dvc);
     if (CHECK(name, copied)) {
         // the reference appends to the host copies, which then must equal the device's
         fgh_ref_decode(&p->cfg, p->x, p->g, p->wqkv, p->wo, p->kc, p->vc, p->pos, ref);
@@ -731,14 +797,15 @@ bool baseline_step(Baseline *bl, const Problem *p, cudaStream_t s)
 // The baseline is only a yardstick if it is right: once per shape, on host
 // inputs, against the reference.
 // The unfused baseline computes MHA over [0, pos] only.
-bool baseline_covers(const Inst *in) { return in->kv == in->heads && in->window == 0; }
+// The unfused baseline computes MHA without a window over contiguous caches.
+bool baseline_covers(const Inst *in) { return in->kv == in->heads && in->window == 0 && !in->page; }
 
 void check_baseline(const Inst *in, cudaStream_t s)
 {
     char name[256];
     snprintf(name, sizeof name, "baseline (cuBLAS + plain kernels) for %s", in->name);
     if (!baseline_covers(in)) {
-        fgh_skip(name, "the unfused baseline is MHA without a window");
+        fgh_skip(name, "the unfused baseline is MHA without a window over contiguous caches");
         return;
     }
     int pos[8];
@@ -777,9 +844,12 @@ bool bench_problem(Problem *p, const Inst *in, const int *pos, cudaStream_t s)
     p->nx = (size_t)p->batch * H;
     p->nw_qkv = (size_t)(in->heads + 2 * in->kv) * in->hd * H;
     p->nw_o = (size_t)H * QD;
-    p->ncache = (size_t)p->batch * in->kv * in->smax * in->hd;
+    p->ncache = (size_t)p->batch * in->kv * in->smax * in->hd;   // also the pool's size
     const fgh_dtype t = in->dt;
+    if (in->page)
+        make_block_table(p);
     return problem_alloc(p) && fgh_fill_device(p->dx, t, p->nx, fgh_next_seed(), 1.0f, s) == 0 &&
+           (!in->page || upload(p->dbt, p->bt, sizeof(int) * p->batch * (in->smax / in->page))) &&
            fgh_fill_device(p->dg, t, H, fgh_next_seed(), 1.0f, s) == 0 &&
            fgh_fill_device(p->dwqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H), s) == 0 &&
            fgh_fill_device(p->dwo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD), s) == 0 &&
@@ -807,7 +877,8 @@ void enqueue(void *ctx, int i, cudaStream_t s)
 bool same_shape(const Inst *a, const Inst *b)
 {
     return a->dt == b->dt && a->hidden == b->hidden && a->heads == b->heads && a->kv == b->kv &&
-           a->hd == b->hd && a->smax == b->smax && a->window == b->window && a->bmax == b->bmax;
+           a->hd == b->hd && a->smax == b->smax && a->window == b->window && a->page == b->page &&
+           a->bmax == b->bmax;
 }
 
 // True for the first selected instance of its shape (deterministic ones left

@@ -280,6 +280,7 @@ Test(cli, decode_names_carry_what_changes_the_code)
     } variants[] = {
         {"theta: 10000", "theta: 1000000", "_rt1000000_"},
         {"layout: neox", "layout: gptj", "_gptj_"},
+        {"layout: contiguous", "layout: paged\n    page_size: 16", "_p16_"},
     };
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         /* the same spec under another name, with one property changed */
@@ -302,6 +303,43 @@ Test(cli, decode_names_carry_what_changes_the_code)
         cr_assert(strstr(out, variants[v].name_part), "%s", out);
         cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2_t512_ring_norm"),
                   "%s", out);
+        free(out);
+    }
+    free(base);
+}
+
+/* Paged caches: the ring form only (no register-form instance), pages of 16
+ * tokens or more (a smaller page is skipped with its reason). */
+Test(cli, decode_paged_plan_and_skips)
+{
+    char *base = slurp("specs/models/llama-2-7b.yaml");
+    const char *from = "layout: contiguous";
+    char *at = strstr(base, from);
+    cr_assert(at);
+    const unsigned pages[] = {16, 8};
+    for (size_t v = 0; v < 2; v++) {
+        char path[128];
+        snprintf(path, sizeof path, "%s/paged%u.yaml", tmp, pages[v]);
+        FILE *f = fopen(path, "w");
+        cr_assert(f);
+        fprintf(f, "%.*slayout: paged\n    page_size: %u%s", (int)(at - base), base, pages[v],
+                at + strlen(from));
+        fclose(f);
+        char *out;
+        cr_assert_eq(run(&out, "explain --target h200 %s specs/targets/h200.yaml", path), 0, "%s",
+                     out);
+        if (pages[v] == 16) {
+            cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_p16_b1_c2x2_t512_"
+                                  "ring_norm\n"),
+                      "%s", out);
+            cr_assert(strstr(out, "KV cache: pages of 16 tokens (K and V pools [pages, 32, 16, "
+                                  "128], block table [batch, 256] int32)"),
+                      "%s", out);
+            cr_assert_null(strstr(out, "_p16_b1_c2x2_t512_norm\n"), "%s", out);
+        } else {
+            cr_assert(strstr(out, "pages under 16 tokens need a gather path"), "%s", out);
+            cr_assert_null(strstr(out, "_p8_"), "%s", out);
+        }
         free(out);
     }
     free(base);

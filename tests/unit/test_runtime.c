@@ -693,18 +693,22 @@ Test(runtime_bind, driver_failures_are_statuses_and_leave_the_state_usable)
 Test(runtime_bind, decode_keys_kv_heads_and_window)
 {
     /* fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
-     * sliding_window, batch (a maximum), rmsnorm, neox, deterministic */
+     * sliding_window, page_size, batch (a maximum), rmsnorm, neox, deterministic */
     const fg_kernel_entry e[] = {
-        ENTRY("mha", "decode_attn", SM90, FG_REG_F16, .ndims = 10,
-              .dims = {4096, 32, 32, 128, 4096, 0, 4, 1, 1, 0}, .match = {[6] = MAX},
+        ENTRY("mha", "decode_attn", SM90, FG_REG_F16, .ndims = 11,
+              .dims = {4096, 32, 32, 128, 4096, 0, 0, 4, 1, 1, 0}, .match = {[7] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
               .counter_count = 2),
-        ENTRY("gqa_w4096", "decode_attn", SM90, FG_REG_F16, .ndims = 10,
-              .dims = {4096, 32, 8, 128, 32768, 4096, 4, 1, 1, 0}, .match = {[6] = MAX},
+        ENTRY("gqa_w4096", "decode_attn", SM90, FG_REG_F16, .ndims = 11,
+              .dims = {4096, 32, 8, 128, 32768, 4096, 0, 4, 1, 1, 0}, .match = {[7] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
+              .counter_count = 2),
+        ENTRY("mha_p16", "decode_attn", SM90, FG_REG_F16, .ndims = 11,
+              .dims = {4096, 32, 32, 128, 4096, 0, 16, 4, 1, 1, 0}, .match = {[7] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
               .counter_count = 2),
     };
-    fg_context *ctx = fake_ctx(SM90, e, 2);
+    fg_context *ctx = fake_ctx(SM90, e, 3);
     fg_decode_attn_args a = {.dtype = FG_REG_F16, .hidden = 4096, .heads = 32, .head_dim = 128,
                              .max_context = 4096, .batch = 2, .rmsnorm = 1, .neox = 1,
                              .x = DEV(0x1000000000), .norm_w = DEV(0x2000000000),
@@ -736,6 +740,26 @@ Test(runtime_bind, decode_keys_kv_heads_and_window)
     cr_assert(strstr(fg_last_error(), "0 (off) or positive"), "%s", fg_last_error());
     a.sliding_window = 0, a.kv_heads = -8;
     cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_BAD_SHAPE);
+
+    /* paged caches: the page size is a key; the block table comes with it */
+    a.kv_heads = 32, a.max_context = 4096, a.page_size = 16;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
+    cr_assert(strstr(fg_last_error(), "needs block_table"), "%s", fg_last_error());
+    a.block_table = DEV(0x9000000000);
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_OK, "paged: %s", fg_last_error());
+    fg_binding_get_info(b, &info);
+    cr_assert_str_eq(info.entry->name, "mha_p16");
+    fg_binding_free(b);
+    a.page_size = 64;   /* another page size is another kernel */
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    a.page_size = 48;   /* 4096 is not whole pages of 48 */
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_BAD_SHAPE);
+    a.page_size = 0;    /* a table with contiguous caches is a mistake, not ignored */
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "contiguous"), "%s", fg_last_error());
+    a.block_table = DEV(0x9000000002);   /* int32 entries */
+    a.page_size = 16;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_MISALIGNED);
     cr_assert_eq(fg_decode_attn_bind(ctx, NULL, &b), FG_ERR_INVALID_ARGUMENT);
     fg_shutdown(ctx);
     cr_assert_eq(F.allocs, F.frees);
