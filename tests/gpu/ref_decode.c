@@ -104,7 +104,7 @@ static size_t cache_row(const decode_step *st, int g, int s)
     if (!kv->page_size)
         return (((size_t)st->b * nkv + g) * st->c->max_context + s) * hd;
     const size_t page = kv->page_table[(size_t)st->b * kv->max_pages + s / kv->page_size];
-    return ((page * kv->page_size + s % kv->page_size) * nkv + g) * hd;
+    return ((page * nkv + g) * kv->page_size + s % kv->page_size) * hd;
 }
 
 /* KV head g: k and v rows of W_qkv, RoPE on k, both appended at pos. */

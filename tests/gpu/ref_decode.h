@@ -52,8 +52,8 @@ typedef struct fgh_decode_cfg {
 } fgh_decode_cfg;
 
 /* Where the cache rows live.  page_size 0: contiguous, k and v are
- * [B, NKV, S, HD] with S = max_context.  Otherwise paged as DESIGN.md's
- * contract has it: k and v are pools [num_pages, page_size, NKV, HD] and
+ * [B, NKV, S, HD] with S = max_context.  Otherwise paged as the README's
+ * contract has it: k and v are pools [num_pages, NKV, page_size, HD] and
  * page_table [B, max_pages] (int32) gives the physical page that holds
  * tokens [i * page_size, (i + 1) * page_size) of request b at
  * page_table[b * max_pages + i]; pos must be < max_pages * page_size. */

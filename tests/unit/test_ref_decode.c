@@ -446,7 +446,7 @@ Test(ref_decode, generator_inv_freq_matches_the_reference)
         cr_assert_eq(untouched[i], 0.0f);
 }
 
-/* A pool [num_pages, P, NKV, HD] holding a contiguous cache's tokens under
+/* A pool [num_pages, NKV, P, HD] holding a contiguous cache's tokens under
  * a page table; the pages no request owns hold poison (NaN). */
 static void scatter_to_pages(const problem *p, const uint16_t *contiguous, const int32_t *table,
                              int page_size, int max_pages, int num_pages, uint16_t *pool)
@@ -457,7 +457,7 @@ static void scatter_to_pages(const problem *p, const uint16_t *contiguous, const
         for (int s = 0; s < max_pages * page_size; s++) {
             const size_t page = table[(size_t)b * max_pages + s / page_size];
             for (int g = 0; g < NKV; g++)
-                memcpy(pool + ((page * page_size + s % page_size) * NKV + g) * HD,
+                memcpy(pool + ((page * NKV + g) * page_size + s % page_size) * HD,
                        contiguous + row_at(p, b, g, s), 2 * HD);
         }
 }
