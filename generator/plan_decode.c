@@ -43,11 +43,14 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
  * the CTA reads through a shared-memory ring of bulk copies; `threads`
  * consumer threads compute.  Stage size and count are fixed by the plan. */
 typedef struct ring_cfg {
-    unsigned stage_bytes, stages, rows1, inflight;
+    unsigned threads, stage_bytes, stages, rows1, inflight;
     unsigned static_smem;   /* estimate of the template's Smem struct */
 } ring_cfg;
 
-#define RING_THREADS 512u
+/* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
+ * tiles hidden sizes of 7 x 512 (Qwen2-7B's 3584), whose rows split evenly
+ * over 7 warps but not over 8 or 16. */
+static const unsigned RING_THREADS[] = {512u, 448u};
 /* Paged caches: each page of a head is one bulk copy (K and V pools
  * [pages, kv_heads, page_size, head_dim]); pages under 16 tokens (4 KB at
  * head_dim 128) would need a gather path. */
@@ -72,17 +75,18 @@ static const unsigned RING_STAGE_SIZES[] = {40960u, 32768u, 16384u};
 /* Plans the ring for a head split over c*p CTAs with stages of stage_bytes;
  * returns why it cannot, or NULL. */
 static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
-                                   unsigned bmax, unsigned stage_bytes, ring_cfg *r)
+                                   unsigned bmax, unsigned threads, unsigned stage_bytes,
+                                   ring_cfg *r)
 {
     const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
-    const unsigned warps = RING_THREADS / 32, groups = RING_THREADS / (hd / 8);
+    const unsigned warps = threads / 32, groups = threads / (hd / 8);
     const unsigned qkv = 3 * hd;
     const unsigned grid = m->attention->heads * cph, qd = m->attention->heads * hd;
     if (grid > t->compute_units)
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
-    *r = (ring_cfg){.stage_bytes = stage_bytes};
+    *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes};
     /* phase 1: each CTA owns qkv/cph whole rows of W_qkv, rows1 per stage;
      * warps/rows1 warps share a row, each over whole 256-column steps */
     r->rows1 = r->stage_bytes / (m->hidden * e);
@@ -116,16 +120,24 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     return NULL;
 }
 
-/* The ring with the largest stage size that plans. */
+/* The ring with the preferred thread count, then the largest stage size,
+ * that plans; the first reason otherwise. */
 static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
                              unsigned bmax, ring_cfg *r)
 {
-    const char *why = NULL;
-    for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++)
-        if ((bmax == 1 || RING_STAGE_SIZES[i] <= 16384u) &&
-            !(why = ring_plan_stage(m, t, c, p, bmax, RING_STAGE_SIZES[i], r)))
-            return NULL;
-    return why;
+    const char *first = NULL;
+    for (size_t k = 0; k < sizeof RING_THREADS / sizeof RING_THREADS[0]; k++)
+        for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++) {
+            if (bmax > 1 && RING_STAGE_SIZES[i] > 16384u)
+                continue;
+            const char *why = ring_plan_stage(m, t, c, p, bmax, RING_THREADS[k],
+                                              RING_STAGE_SIZES[i], r);
+            if (!why)
+                return NULL;
+            if (!first)
+                first = why;
+        }
+    return first;
 }
 
 /* The cluster sizes of the register form's single-cluster shapes. */
@@ -138,8 +150,6 @@ static const char *unsupported(const fg_model *m)
     if (m->family != FG_FAMILY_LLAMA)
         return "family mla has its own kernels";
     const fg_attention *a = m->attention;
-    if (a->qkv_bias)
-        return "q/k/v biases come with part 2 of the family";
     if (m->rope->scaling && m->rope->scaling->type == FG_SCALING_YARN)
         return "YaRN RoPE scaling belongs to the MLA family";
     if (m->kv_cache->layout == FG_KV_PAGED && m->kv_cache->page_size < PAGE_MIN)
@@ -166,6 +176,8 @@ static const char *register_form_unsupported(const fg_model *m)
         return "the register form has no RoPE scaling (the ring form does)";
     if (m->kv_cache->layout == FG_KV_PAGED)
         return "the register form reads contiguous caches only (paged runs in the ring form)";
+    if (a->qkv_bias)
+        return "the register form has no q/k/v biases (the ring form does)";
     return NULL;
 }
 
@@ -227,7 +239,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
     const fg_attention *a = m->attention;
-    const unsigned threads = ring ? RING_THREADS : cs->threads;
+    const unsigned threads = ring ? ring->threads : cs->threads;
     fg_instance in = {0};
     char variant[64];
     /* every model property that changes the code is in the name: the shapes,
@@ -251,6 +263,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
     if (page)
         fg_sb_printf(&dims, "_p%u", page);
+    if (a->qkv_bias)
+        fg_sb_puts(&dims, "_bias");
     char cl[16];
     if (p > 1)
         snprintf(cl, sizeof cl, "c%ux%u", c, p);
@@ -284,10 +298,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "WINDOW", a->sliding_window);
     fg_instance_add_param(&in, "PAGE_SIZE", page);
     fg_instance_add_param(&in, "BMAX", bmax);
+    fg_instance_add_param(&in, "QKV_BIAS", a->qkv_bias);
     fg_instance_add_param(&in, "RMSNORM", 1);
     fg_instance_add_param(&in, "NEOX", m->rope->layout == FG_ROPE_NEOX);
     fg_instance_add_param(&in, "DETERMINISTIC", det);
-    in.nkey_params = 11;
+    in.nkey_params = 12;
     in.key_max_mask = 1u << 7; /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "CLUSTER", c);
     fg_instance_add_param(&in, "CLUSTERS_PER_HEAD", p);
@@ -345,9 +360,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     }
     in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s",
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
-             m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "");
+             m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",
+             a->qkv_bias ? "/bias" : "");
 
     const unsigned ctas = a->heads * c * p;
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",

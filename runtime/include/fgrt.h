@@ -137,7 +137,9 @@ FG_API fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, f
  * caches above; P: k_cache and v_cache are page pools [pages, kv_heads, P,
  * head_dim] and block_table [batch, max_context / P] int32 on the device
  * gives request b's page of tokens [j*P, (j+1)*P); NULL when contiguous),
- * batch (<= the instance's B_max), and the 0/1 flags rmsnorm,
+ * batch (<= the instance's B_max), and the 0/1 flags qkv_bias (b_qkv
+ * [(heads + 2*kv_heads)*head_dim], added to the projections' rows before
+ * RoPE; NULL without), rmsnorm,
  * neox (RoPE layout) and deterministic (bitwise reproducible output: an
  * instance that sums over heads in a fixed order, or one of the ring form,
  * which writes whole rows of y and is reproducible either way).  The binding
@@ -146,9 +148,9 @@ typedef struct fg_decode_attn_args {
     fg_reg_dtype dtype;
     long long hidden, heads, kv_heads, head_dim, max_context, sliding_window, page_size;
     long long batch;
-    long long rmsnorm, neox, deterministic;
+    long long qkv_bias, rmsnorm, neox, deterministic;
     const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning) */
-    const void *x, *norm_w, *w_qkv, *w_o;
+    const void *x, *norm_w, *w_qkv, *b_qkv, *w_o;
     void *k_cache, *v_cache;
     const int *block_table;   /* paged caches only */
     const int *positions;

@@ -60,7 +60,7 @@ fg_status fg_rmsnorm_bind(fg_context *ctx, const fg_rmsnorm_args *args, fg_bindi
     return fg_bind_op(ctx, &fg_op_rmsnorm, args, out);
 }
 
-/* ---- decode_attn: kernel (x, norm_w, w_qkv, w_o, k_cache, v_cache, block_table,
+/* ---- decode_attn: kernel (x, norm_w, w_qkv, b_qkv, w_o, k_cache, v_cache, block_table,
  *      positions, y, workspace, counters, int batch, float eps) ---- */
 
 #define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_decode_attn_args, field), .align = bytes}
@@ -69,6 +69,7 @@ static const fg_arg_desc decode_attn_args[] = {
     PTR(x, 16),
     PTR(norm_w, 16),
     PTR(w_qkv, 16),
+    {"b_qkv", FG_ARG_DEVPTR, offsetof(fg_decode_attn_args, b_qkv), .align = 2, .nullable = true},
     PTR(w_o, 16),
     PTR(k_cache, 16),
     PTR(v_cache, 16),
@@ -83,10 +84,15 @@ static const fg_arg_desc decode_attn_args[] = {
 };
 #undef PTR
 
-/* A paged binding needs its block table; a contiguous one has none. */
+/* A paged binding needs its block table, a biased one its bias; neither is
+ * taken where the key says there is none. */
 static fg_status decode_attn_check(const void *p)
 {
     const fg_decode_attn_args *a = p;
+    if (!a->qkv_bias != !a->b_qkv)
+        return fg_fail(a->qkv_bias ? FG_ERR_NULL_POINTER : FG_ERR_INVALID_ARGUMENT,
+                       "decode_attn: qkv_bias %lld with b_qkv %s", a->qkv_bias,
+                       a->b_qkv ? "set" : "NULL");
     if (a->page_size && !a->block_table)
         return fg_fail(FG_ERR_NULL_POINTER, "decode_attn: page_size %lld needs block_table",
                        a->page_size);
@@ -103,8 +109,8 @@ static fg_status decode_attn_check(const void *p)
 const fg_op_desc fg_op_decode_attn = {
     .op = "decode_attn",
     .dtype_offset = offsetof(fg_decode_attn_args, dtype),
-    .nkeys = 11,
-    .nflags = 3,
+    .nkeys = 12,
+    .nflags = 4,
     .optional_mask = 1u << 5 | 1u << 6,   /* sliding_window: 0 is none; page_size: 0 contiguous */
     .zero_default_offsets = {[2] = offsetof(fg_decode_attn_args, heads)},   /* kv_heads 0: MHA */
     .key_offsets = {offsetof(fg_decode_attn_args, hidden), offsetof(fg_decode_attn_args, heads),
@@ -113,7 +119,8 @@ const fg_op_desc fg_op_decode_attn = {
                     offsetof(fg_decode_attn_args, max_context),
                     offsetof(fg_decode_attn_args, sliding_window),
                     offsetof(fg_decode_attn_args, page_size),
-                    offsetof(fg_decode_attn_args, batch), offsetof(fg_decode_attn_args, rmsnorm),
+                    offsetof(fg_decode_attn_args, batch), offsetof(fg_decode_attn_args, qkv_bias),
+                    offsetof(fg_decode_attn_args, rmsnorm),
                     offsetof(fg_decode_attn_args, neox),
                     offsetof(fg_decode_attn_args, deterministic)},
     .instance_offset = offsetof(fg_decode_attn_args, instance),

@@ -49,7 +49,8 @@ namespace {
 
 struct Inst {
     char name[160];
-    int hidden, heads, kv, hd, smax, window, page, bmax, cluster, per_head, threads, det, neox;
+    int hidden, heads, kv, hd, smax, window, page, bmax, cluster, per_head, threads, det, neox,
+        bias;
     float inv_freq[128];   // the table the kernel was built with (manifest "texts")
     long long workspace, counters, cooperative, block, dynamic_smem;
     fgh_dtype dt;
@@ -148,7 +149,7 @@ int discover(const char *dir, const char *manifest)
         } dims[] = {{&in.hidden, "hidden"},     {&in.heads, "heads"},
                     {&in.kv, "kv_heads"},       {&in.hd, "head_dim"},
                     {&in.smax, "max_context"},  {&in.window, "window"},
-                    {&in.page, "page_size"},
+                    {&in.page, "page_size"},       {&in.bias, "qkv_bias"},
                     {&in.bmax, "bmax"},         {&in.cluster, "cluster"},
                     {&in.per_head, "clusters_per_head"}, {&in.threads, "threads"},
                     {&in.det, "deterministic"}, {&in.neox, "neox"}};
@@ -197,10 +198,11 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     e->arch = FG_REG_ARCH_SM90A;
     e->dtype = in.dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
     // fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
-    // sliding_window, page_size, batch (a maximum), rmsnorm, neox, deterministic
-    e->ndims = 11;
-    const long long dims[11] = {in.hidden, in.heads, in.kv, in.hd,   in.smax, in.window,
-                                in.page,   in.bmax,  1,     in.neox, in.det};
+    // sliding_window, page_size, batch (a maximum), qkv_bias, rmsnorm, neox,
+    // deterministic
+    e->ndims = 12;
+    const long long dims[12] = {in.hidden, in.heads, in.kv,   in.hd, in.smax, in.window,
+                                in.page,   in.bmax,  in.bias, 1,     in.neox, in.det};
     memcpy(e->dims, dims, sizeof dims);
     e->match[7] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
@@ -239,10 +241,10 @@ struct Problem {
     fgh_decode_cfg cfg;
     int batch, S;                      // S: the cache's max_context (the instance's)
     size_t nx, nw_qkv, nw_o, ncache;
-    uint16_t *x, *g, *wqkv, *wo, *kc, *vc;  // host copies (storage bits)
+    uint16_t *x, *g, *wqkv, *bqkv, *wo, *kc, *vc;  // host copies (storage bits); bqkv: bias
     int *pos;
     int *bt;                           // paged: the block table [batch, smax / page]
-    void *dx, *dg, *dwqkv, *dwo, *dkc, *dvc, *dy;
+    void *dx, *dg, *dwqkv, *dbqkv, *dwo, *dkc, *dvc, *dy;
     int *dpos, *dbt;
     fg_binding *b;
 };
@@ -341,6 +343,10 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     fgh_fill_host(p->x, t, p->nx, fgh_next_seed(), xscale);
     fgh_fill_host(p->g, t, H, fgh_next_seed(), 1.0f);
     fgh_fill_host(p->wqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H));
+    if (in->bias) {   // of the size of the projections' values, so a missed bias shows
+        p->bqkv = (uint16_t *)malloc((in->heads + 2 * in->kv) * in->hd * 2);
+        fgh_fill_host(p->bqkv, t, (in->heads + 2 * in->kv) * in->hd, fgh_next_seed(), xscale);
+    }
     fgh_fill_host(p->wo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD));
     fgh_fill_host(p->kc, t, p->ncache, fgh_next_seed(), 1.0f);
     fgh_fill_host(p->vc, t, p->ncache, fgh_next_seed(), 1.0f);
@@ -367,7 +373,9 @@ bool problem_alloc(Problem *p)
            fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
            fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch)) &&
            (!p->in->page ||
-            fgh_ok(cudaMalloc(&p->dbt, sizeof(int) * p->batch * (p->in->smax / p->in->page))));
+            fgh_ok(cudaMalloc(&p->dbt, sizeof(int) * p->batch * (p->in->smax / p->in->page)))) &&
+           (!p->in->bias ||
+            fgh_ok(cudaMalloc(&p->dbqkv, (p->in->heads + 2 * p->in->kv) * p->in->hd * 2)));
 }
 
 bool problem_device(Problem *p)
@@ -378,7 +386,8 @@ bool problem_device(Problem *p)
            upload_cache(p, p->dkc, p->kc) && upload_cache(p, p->dvc, p->vc) &&
            upload(p->dpos, p->pos, sizeof(int) * p->batch) &&
            (!p->in->page ||
-            upload(p->dbt, p->bt, sizeof(int) * p->batch * (p->in->smax / p->in->page)));
+            upload(p->dbt, p->bt, sizeof(int) * p->batch * (p->in->smax / p->in->page))) &&
+           (!p->in->bias || upload(p->dbqkv, p->bqkv, (p->in->heads + 2 * p->in->kv) * p->in->hd * 2));
 }
 
 fg_status problem_bind(Problem *p)
@@ -388,6 +397,7 @@ fg_status problem_bind(Problem *p)
     a.hidden = p->in->hidden, a.heads = p->in->heads, a.head_dim = p->in->hd;
     a.kv_heads = p->in->kv, a.sliding_window = p->in->window;
     a.page_size = p->in->page, a.block_table = p->dbt;
+    a.qkv_bias = p->in->bias, a.b_qkv = p->dbqkv;
     a.max_context = p->in->smax, a.batch = p->batch;
     a.rmsnorm = 1, a.neox = p->in->neox, a.deterministic = p->in->det;
     a.instance = p->in->name;
@@ -400,10 +410,10 @@ fg_status problem_bind(Problem *p)
 void problem_free(Problem *p)
 {
     fg_binding_free(p->b);
-    void *dev[] = {p->dx, p->dg, p->dwqkv, p->dwo, p->dkc, p->dvc, p->dy, p->dpos, p->dbt};
+    void *dev[] = {p->dx, p->dg, p->dwqkv, p->dbqkv, p->dwo, p->dkc, p->dvc, p->dy, p->dpos, p->dbt};
     for (void *d : dev)
         cudaFree(d);
-    void *host[] = {p->x, p->g, p->wqkv, p->wo, p->kc, p->vc, p->pos, p->bt};
+    void *host[] = {p->x, p->g, p->wqkv, p->bqkv, p->wo, p->kc, p->vc, p->pos, p->bt};
     for (void *h : host)
         free(h);
     *p = Problem{};
@@ -435,7 +445,8 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
                   download_cache(p, kc, p->dkc) && download_cache(p, vc, p->dvc);
     if (CHECK(name, copied)) {
         // the reference appends to the host copies, which then must equal the device's
-        fgh_ref_decode(&p->cfg, p->x, p->g, p->wqkv, p->wo, p->kc, p->vc, p->pos, ref);
+        const fgh_kv_view host_cache = {.k = p->kc, .v = p->vc};
+        fgh_ref_decode_kv(&p->cfg, p->x, p->g, p->wqkv, p->bqkv, p->wo, &host_cache, p->pos, ref);
         const fgh_err e = fgh_compare(y, in->dt, ref, p->nx);
         const double tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;
         CHECKF(name, e.nonfinite == 0 && e.rel_l2 <= tol,
@@ -794,18 +805,22 @@ bool baseline_step(Baseline *bl, const Problem *p, cudaStream_t s)
                                 : baseline_step_t<__nv_bfloat16>(bl, p, s, CUDA_R_16BF);
 }
 
+// The unfused baseline computes MHA without a window or biases over contiguous caches.
+bool baseline_covers(const Inst *in)
+{
+    return in->kv == in->heads && in->window == 0 && !in->page && !in->bias;
+}
+
 // The baseline is only a yardstick if it is right: once per shape, on host
 // inputs, against the reference.
-// The unfused baseline computes MHA over [0, pos] only.
-// The unfused baseline computes MHA without a window over contiguous caches.
-bool baseline_covers(const Inst *in) { return in->kv == in->heads && in->window == 0 && !in->page; }
 
 void check_baseline(const Inst *in, cudaStream_t s)
 {
     char name[256];
     snprintf(name, sizeof name, "baseline (cuBLAS + plain kernels) for %s", in->name);
     if (!baseline_covers(in)) {
-        fgh_skip(name, "the unfused baseline is MHA without a window over contiguous caches");
+        fgh_skip(name, "the unfused baseline is MHA without a window or biases over contiguous "
+                       "caches");
         return;
     }
     int pos[8];
@@ -852,6 +867,8 @@ bool bench_problem(Problem *p, const Inst *in, const int *pos, cudaStream_t s)
            (!in->page || upload(p->dbt, p->bt, sizeof(int) * p->batch * (in->smax / in->page))) &&
            fgh_fill_device(p->dg, t, H, fgh_next_seed(), 1.0f, s) == 0 &&
            fgh_fill_device(p->dwqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H), s) == 0 &&
+           (!in->bias || fgh_fill_device(p->dbqkv, t, (in->heads + 2 * in->kv) * in->hd, fgh_next_seed(),
+                                         1.0f, s) == 0) &&
            fgh_fill_device(p->dwo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD), s) == 0 &&
            fgh_fill_device(p->dkc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
            fgh_fill_device(p->dvc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&

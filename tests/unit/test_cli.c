@@ -308,6 +308,24 @@ Test(cli, decode_names_carry_what_changes_the_code)
     free(base);
 }
 
+/* Qwen2-7B: q/k/v biases, seven query heads per KV head, a 16-token paged
+ * cache, and hidden 3584 (7 x 512), which tiles over 14 consumer warps: the
+ * ring at 448 threads, 128 registers each (15 warps are charged as 16). */
+Test(cli, decode_qwen2_plans_on_the_ring_at_448_threads)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --target h200 specs/models/qwen2-7b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "decode_attn_sm90a_bf16_h3584_nh28_kv4_hd128_s32768_rt1000000_p16_bias_b1_"
+                          "c2x2_t448_ring_norm\n"),
+              "%s", out);
+    cr_assert(strstr(out, "__launch_bounds__(480, 1): one CTA per SM, at most 128 per thread"), "%s",
+              out);
+    cr_assert(strstr(out, "batch 16: batch sizes above 4 come with part 2"), "%s", out);
+    cr_assert_null(strstr(out, "_t448_norm"), "no register form: %s", out);
+    free(out);
+}
+
 /* Paged caches: the ring form only (no register-form instance), pages of 16
  * tokens or more (a smaller page is skipped with its reason). */
 Test(cli, decode_paged_plan_and_skips)

@@ -693,18 +693,19 @@ Test(runtime_bind, driver_failures_are_statuses_and_leave_the_state_usable)
 Test(runtime_bind, decode_keys_kv_heads_and_window)
 {
     /* fgrt.h's key order: hidden, heads, kv_heads, head_dim, max_context,
-     * sliding_window, page_size, batch (a maximum), rmsnorm, neox, deterministic */
+     * sliding_window, page_size, batch (a maximum), qkv_bias, rmsnorm, neox,
+     * deterministic */
     const fg_kernel_entry e[] = {
-        ENTRY("mha", "decode_attn", SM90, FG_REG_F16, .ndims = 11,
-              .dims = {4096, 32, 32, 128, 4096, 0, 0, 4, 1, 1, 0}, .match = {[7] = MAX},
+        ENTRY("mha", "decode_attn", SM90, FG_REG_F16, .ndims = 12,
+              .dims = {4096, 32, 32, 128, 4096, 0, 0, 4, 0, 1, 1, 0}, .match = {[7] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
               .counter_count = 2),
-        ENTRY("gqa_w4096", "decode_attn", SM90, FG_REG_F16, .ndims = 11,
-              .dims = {4096, 32, 8, 128, 32768, 4096, 0, 4, 1, 1, 0}, .match = {[7] = MAX},
+        ENTRY("gqa_w4096", "decode_attn", SM90, FG_REG_F16, .ndims = 12,
+              .dims = {4096, 32, 8, 128, 32768, 4096, 0, 4, 0, 1, 1, 0}, .match = {[7] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
               .counter_count = 2),
-        ENTRY("mha_p16", "decode_attn", SM90, FG_REG_F16, .ndims = 11,
-              .dims = {4096, 32, 32, 128, 4096, 0, 16, 4, 1, 1, 0}, .match = {[7] = MAX},
+        ENTRY("mha_p16", "decode_attn", SM90, FG_REG_F16, .ndims = 12,
+              .dims = {4096, 32, 32, 128, 4096, 0, 16, 4, 0, 1, 1, 0}, .match = {[7] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {128, 1, 1}, .workspace_bytes = 64,
               .counter_count = 2),
     };
@@ -760,6 +761,16 @@ Test(runtime_bind, decode_keys_kv_heads_and_window)
     a.block_table = DEV(0x9000000002);   /* int32 entries */
     a.page_size = 16;
     cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_MISALIGNED);
+
+    /* biases: a key flag, and the pointer comes with it */
+    a.block_table = NULL, a.page_size = 0;
+    a.b_qkv = DEV(0xa000000000);
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "qkv_bias 0 with b_qkv set"), "%s", fg_last_error());
+    a.qkv_bias = 1;   /* no biased instance emitted at this shape */
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    a.b_qkv = NULL;
+    cr_assert_eq(fg_decode_attn_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
     cr_assert_eq(fg_decode_attn_bind(ctx, NULL, &b), FG_ERR_INVALID_ARGUMENT);
     fg_shutdown(ctx);
     cr_assert_eq(F.allocs, F.frees);
