@@ -12,6 +12,7 @@
 #include "emit.h"
 #include "fsutil.h"
 #include "importhf.h"
+#include "report.h"
 #include "resources.h"
 
 #ifndef FG_DEFAULT_TEMPLATES
@@ -31,6 +32,7 @@ static const char main_usage[] =
     "  import-hf  write a model spec from a Hugging Face config.json\n"
     "  gate       check compiler resource reports (registers, spills) into the manifest\n"
     "  embed      turn a compiled kernel image into a C source\n"
+    "  report     turn benchmark results into a markdown table and a gnuplot chart\n"
     "\n"
     "  fusegen COMMAND --help   options of one command\n"
     "  fusegen --version\n";
@@ -453,6 +455,8 @@ int main(int argc, char **argv)
         return fg_cmd_gate(argc - 1, argv + 1);
     if (!strcmp(cmd, "embed"))
         return fg_cmd_embed(argc - 1, argv + 1);
+    if (!strcmp(cmd, "report"))
+        return fg_cmd_report(argc - 1, argv + 1);
     fprintf(stderr, "fusegen: error: unknown command '%s'\n\n%s", cmd, main_usage);
     return 2;
 }

@@ -1,7 +1,8 @@
 #!/bin/sh
 # GPU benchmarks: builds the harness (nvcc + a C compiler only) and, per kernel
 # family, measures the copy and read-only ceilings and every instance against
-# its baseline in one run, writing bench/results/<date>-<gpu>-<commit>-<family>.json.
+# its baseline in one run, writing bench/results/<date>-<gpu>-<commit>-<family>.json
+# and, through `fusegen report` and gnuplot, its .md table and .png chart.
 # Without a GPU
 # it says SKIPPED, writes nothing and exits 0.  Exit status: failed checks.
 # Environment: FG_COMMIT (default: git's short HEAD, "-dirty" if the tree is
@@ -35,6 +36,17 @@ for fam in rmsnorm decode_attn; do
     out="$stem-$fam.json"
     "$GPU_BUILD/test_$fam" --bench --kernels "$FG_KERNELS_DIR" --commit "$FG_COMMIT" \
         --json "$out" "$@" || rc=1
-    [ -s "$out" ] || { echo "bench: no results written for $fam"; rc=1; }
+    [ -s "$out" ] || { echo "bench: no results written for $fam"; rc=1; continue; }
+    # the table and the chart (the generator needs the Debian libraries `make`
+    # builds with; a GPU machine without them keeps the JSON and says so)
+    if [ -x "$BUILD/fusegen" ] && "$BUILD/fusegen" report "$out"; then
+        if command -v gnuplot >/dev/null 2>&1; then
+            (cd "$(dirname "$out")" && gnuplot "$(basename "${out%.json}").gp") || rc=1
+        else
+            echo "bench: chart SKIPPED for $fam: gnuplot is not installed (make deps)"
+        fi
+    else
+        echo "bench: report SKIPPED for $fam: no $BUILD/fusegen (run make first)"
+    fi
 done
 exit $rc

@@ -6,7 +6,7 @@ set -eu
 
 PACKAGES="gcc make libyaml-dev libcyaml-dev libcriterion-dev libjson-c-dev pkg-config \
 libamdhip64-dev rocm-device-libs clang-19 lld-19 llvm-19 clang-tools-19 libclang-19-dev \
-libclang-rt-19-dev valgrind"
+libclang-rt-19-dev valgrind gnuplot-nox"
 
 missing=""
 for p in $PACKAGES; do

@@ -526,3 +526,74 @@ Test(cli, embed_round_trip)
     free(c);
     cr_assert_neq(run(NULL, "embed --name Bad-Name %s %s", img, src), 0);
 }
+
+/* report: a results file as a markdown table and a gnuplot chart; the numbers
+ * are the file's (GB/s from bytes and the median), nothing is written on an
+ * error. */
+Test(cli, report_table_and_chart)
+{
+    char *out;
+    cr_assert_eq(run(&out, "report -o %s/r tests/data/bench/decode-two-cases.json", tmp), 0, "%s",
+                 out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/r/decode-two-cases.md", tmp);
+    char *md = slurp(path);
+    cr_assert(strstr(md, "NVIDIA H200, commit abc1234, 2026-11-30T08:36:18Z"), "%s", md);
+    cr_assert(strstr(md, "read-only 4594 GB/s, device-to-device copy 4235 GB/s"), "%s", md);
+    /* 151011328 B in 47.96 us: 3149 GB/s, 68.5% of 4594; baseline 82.05 us: 1.71x */
+    cr_assert(strstr(md, "| decode_attn_sm90a_f16_h4096_nh32_hd128_s16384_b1_c2x2_t512_ring_norm | "
+                         "1024 | 1 | 47.96 (47.90-48.10) | 3149 | 68.5 | 82.05 | 1.71x |"),
+              "%s", md);
+    cr_assert(strstr(md, "_p16_b1_c2x2_t512_ring_norm | 16384 | 1 | 106.16 (106.00-106.50) | 3793 | "
+                         "82.6 | - | - |"),
+              "%s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/r/decode-two-cases.gp", tmp);
+    char *gp = slurp(path);
+    cr_assert(strstr(gp, "decode-two-cases.png'"), "%s", gp);
+    cr_assert(strstr(gp, "title 'f16_h4096_nh32_hd128_s16384_b1_c2x2_t512_ring_norm'"), "%s", gp);
+    cr_assert(strstr(gp, "title 'baseline of f16_h4096_nh32_hd128_s16384_b1_c2x2_t512_ring_norm'"),
+              "%s", gp);
+    cr_assert_null(strstr(gp, "baseline of f16_h4096_nh32_hd128_s16384_p16"), "%s", gp);
+    cr_assert(strstr(gp, "4594.0 with lines lw 3 lc rgb 'black' title 'read ceiling"), "%s", gp);
+    free(gp);
+    if (system("command -v gnuplot >/dev/null 2>&1") != 0)
+        cr_skip_test("gnuplot is not installed (make deps installs it): the chart was not drawn");
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd %s/r && gnuplot decode-two-cases.gp", tmp);
+    cr_assert_eq(system(cmd), 0);
+    snprintf(path, sizeof path, "%s/r/decode-two-cases.png", tmp);
+    struct stat st;
+    cr_assert(stat(path, &st) == 0 && st.st_size > 1000, "no chart drawn");
+}
+
+Test(cli, report_refuses_bad_input_and_writes_nothing)
+{
+    char bad[256], wrong[256];
+    snprintf(bad, sizeof bad, "%s/bad.json", tmp);
+    snprintf(wrong, sizeof wrong, "%s/wrong.json", tmp);
+    FILE *f = fopen(bad, "w");
+    fputs("{\"schema\": \"fusegen-bench/1\", \"cases\": [", f);
+    fclose(f);
+    f = fopen(wrong, "w");
+    fputs("{\"schema\": \"fusegen-bench/1\", \"cases\": [{\"name\": \"x\", \"S\": 1}]}", f);
+    fclose(f);
+    const char *want[] = {"cannot read or parse", "case 0: a case without"};
+    const char *files[] = {bad, wrong};
+    for (int i = 0; i < 2; i++) {
+        char *out;
+        cr_assert_eq(run(&out, "report -o %s/r tests/data/bench/decode-two-cases.json %s", tmp,
+                         files[i]),
+                     1, "%s", out);
+        cr_assert(strstr(out, want[i]), "%s", out);
+        free(out);
+        char dir[256];
+        snprintf(dir, sizeof dir, "%s/r", tmp);
+        cr_assert_leq(count_files(dir), 0, "the good file's report was written beside an error");
+    }
+    char *out;
+    cr_assert_eq(run(&out, "report %s/none.txt", tmp), 1, "%s", out);
+    cr_assert(strstr(out, "expected a .json results file"), "%s", out);
+    free(out);
+}

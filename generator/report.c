@@ -1,0 +1,285 @@
+/* fusegen report: benchmark results as a table and a chart (report.h).
+ *
+ * Both families' harnesses write schema fusegen-bench/1 with their own case
+ * fields; a case is read into one row here: the instance, the point on the
+ * x axis (decode: cached tokens S; rmsnorm: rows), the median time with its
+ * spread, the bytes moved, and the baseline's median time where one ran. */
+#include "report.h"
+
+#include <getopt.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fsutil.h"
+
+typedef struct report_row {
+    const char *instance;
+    long long x;           /* S (decode) or rows (rmsnorm) */
+    long long batch;       /* decode; 0 for rmsnorm */
+    double us, us_min, us_max;
+    double bytes;
+    double base_us;        /* 0: no baseline in this case */
+} report_row;
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static double num(json_object *o, const char *key)
+{
+    json_object *v = get(o, key);
+    return v && (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int))
+               ? json_object_get_double(v)
+               : NAN;
+}
+
+static const char *str(json_object *o, const char *key)
+{
+    json_object *v = get(o, key);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* One case as a row; NULL if it lacks what a row needs. */
+static const char *read_row(json_object *c, report_row *r)
+{
+    *r = (report_row){0};
+    r->instance = str(c, "instance") ? str(c, "instance") : str(c, "name");
+    json_object *time = get(c, "time") ? get(c, "time") : get(c, "us");
+    json_object *shape = get(c, "shape");
+    const double x = shape ? num(shape, "rows") : num(c, "S");
+    r->us = num(time, "median"), r->us_min = num(time, "min"), r->us_max = num(time, "max");
+    r->bytes = num(c, "bytes");
+    if (!r->instance || isnan(x) || isnan(r->us) || isnan(r->bytes) || r->us <= 0)
+        return "a case without its instance, S or rows, median time or bytes";
+    r->x = (long long)x;
+    r->batch = isnan(num(c, "batch")) ? 0 : (long long)num(c, "batch");
+    json_object *base = get(c, "baseline_unfused_cublas");
+    json_object *list = get(c, "baselines");
+    if (!base && list && json_object_is_type(list, json_type_array) &&
+        json_object_array_length(list) > 0)
+        base = get(json_object_array_get_idx(list, 0), "us");
+    if (base && num(base, "median") > 0)
+        r->base_us = num(base, "median");
+    return NULL;
+}
+
+static double gbps(double bytes, double us) { return bytes / (us * 1e3); }
+
+/* A chart label: the instance name without its family and arch prefix
+ * (decode_attn_sm90a_f16_... -> f16_...), which every line of a chart shares. */
+static const char *short_name(const char *instance)
+{
+    const char *arch = strstr(instance, "_sm");
+    if (!arch)
+        arch = strstr(instance, "_gfx");
+    const char *rest = arch ? strchr(arch + 1, '_') : NULL;
+    return rest ? rest + 1 : instance;
+}
+
+int fg_report_render(json_object *doc, const char *source, const char *png_name, fg_strbuf *md,
+                     fg_strbuf *gp, fg_diag *d)
+{
+    const char *schema = str(doc, "schema");
+    if (!schema || strcmp(schema, "fusegen-bench/1")) {
+        fg_error_at(d, source, 0, 0, "not a fusegen-bench/1 results document (schema %s)",
+                    schema ? schema : "missing");
+        return -1;
+    }
+    json_object *cases = get(doc, "cases");
+    const size_t n = cases && json_object_is_type(cases, json_type_array)
+                         ? json_object_array_length(cases)
+                         : 0;
+    if (!n) {
+        fg_error_at(d, source, 0, 0, "no cases");
+        return -1;
+    }
+    report_row *rows = calloc(n, sizeof *rows);
+    if (!rows) {
+        fg_error(d, "out of memory");
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const char *why = read_row(json_object_array_get_idx(cases, i), &rows[i]);
+        if (why) {
+            fg_error_at(d, source, 0, 0, "case %zu: %s", i, why);
+            free(rows);
+            return -1;
+        }
+    }
+    json_object *gpu = get(doc, "gpu"), *ceil = get(doc, "ceilings");
+    const char *gpu_name = str(gpu, "name") ? str(gpu, "name") : "unknown GPU";
+    const char *commit = str(doc, "commit") ? str(doc, "commit") : "unknown";
+    const char *date = str(doc, "date_utc") ? str(doc, "date_utc") : "unknown";
+    const double read = num(ceil, "read_gbps"), copy = num(ceil, "copy_gbps");
+    const bool decode = rows[0].batch > 0;
+    const char *xname = decode ? "S" : "rows";
+
+    fg_strbuf m = {0}, g = {0};
+    fg_sb_printf(&m, "# %s\n\n%s, commit %s, %s. Ceilings measured in the same run: read-only "
+                     "%.0f GB/s, device-to-device copy %.0f GB/s. Times are medians (min-max) per "
+                     "launch; GB/s counts the bytes each launch must move.\n\n",
+                 source, gpu_name, commit, date, read, copy);
+    fg_sb_printf(&m, "| instance | %s | batch | us (min-max) | GB/s | %% of read | baseline us | "
+                     "speed-up |\n|---|---|---|---|---|---|---|---|\n",
+                 xname);
+    for (size_t i = 0; i < n; i++) {
+        const report_row *r = &rows[i];
+        const double bw = gbps(r->bytes, r->us);
+        char batch[24] = "-";
+        if (r->batch)
+            snprintf(batch, sizeof batch, "%lld", r->batch);
+        fg_sb_printf(&m, "| %s | %lld | %s | %.2f (%.2f-%.2f) | %.0f | %.1f |", r->instance, r->x,
+                     batch, r->us, r->us_min, r->us_max, bw, read > 0 ? 100.0 * bw / read : NAN);
+        if (r->base_us > 0)
+            fg_sb_printf(&m, " %.2f | %.2fx |\n", r->base_us, r->base_us / r->us);
+        else
+            fg_sb_puts(&m, " - | - |\n");
+    }
+
+    /* the chart: one line per instance, its baseline dashed, the ceilings flat */
+    fg_sb_printf(&g, "# gnuplot script written by fusegen report from %s\n"
+                     "set terminal png size 1100,900\nset output '%s'\n"
+                     "set title \"%s, %s (commit %s)\" noenhanced\n"
+                     "set xlabel '%s'\nset ylabel 'GB/s'\nset logscale x 2\nset xtics 2\n"
+                     "set format x '%%.0f'\nset grid\nset key below left Left reverse noenhanced height 2\n"
+                     "set yrange [0:*]\n",
+                 source, png_name, gpu_name, date, commit, decode ? "cached tokens S" : "rows");
+    size_t series = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool first = true;   /* an instance's rows, in file order */
+        for (size_t k = 0; k < i; k++)
+            first &= strcmp(rows[k].instance, rows[i].instance) != 0;
+        if (!first)
+            continue;
+        for (int base = 0; base < 2; base++) {
+            fg_sb_printf(&g, "$s%zu << EOD\n", series++);
+            for (size_t k = i; k < n; k++)
+                if (!strcmp(rows[k].instance, rows[i].instance) && (!base || rows[k].base_us > 0))
+                    fg_sb_printf(&g, "%lld %.1f\n", rows[k].x,
+                                 gbps(rows[k].bytes, base ? rows[k].base_us : rows[k].us));
+            fg_sb_puts(&g, "EOD\n");
+        }
+    }
+    fg_sb_puts(&g, "plot ");
+    series = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool first = true;
+        for (size_t k = 0; k < i; k++)
+            first &= strcmp(rows[k].instance, rows[i].instance) != 0;
+        if (!first)
+            continue;
+        bool has_base = false;
+        for (size_t k = i; k < n; k++)
+            has_base |= !strcmp(rows[k].instance, rows[i].instance) && rows[k].base_us > 0;
+        const char *label = short_name(rows[i].instance);
+        fg_sb_printf(&g, "$s%zu with linespoints lw 2 lc %zu title '%s', \\\n     ", series,
+                     series / 2 + 1, label);
+        if (has_base)
+            fg_sb_printf(&g, "$s%zu with lines dt 2 lc %zu title 'baseline of %s', \\\n     ",
+                         series + 1, series / 2 + 1, label);
+        series += 2;
+    }
+    fg_sb_printf(&g, "%.1f with lines lw 3 lc rgb 'black' title 'read ceiling (%.0f GB/s)', \\\n"
+                     "     %.1f with lines dt 3 lc rgb 'gray40' title 'copy ceiling (%.0f GB/s)'\n",
+                 read, read, copy, copy);
+    free(rows);
+    fg_sb_puts(md, fg_sb_str(&m));
+    fg_sb_puts(gp, fg_sb_str(&g));
+    fg_sb_free(&m);
+    fg_sb_free(&g);
+    return 0;
+}
+
+static const char usage[] =
+    "usage: fusegen report [-o DIR] RESULTS.json...\n"
+    "\n"
+    "Writes, for each benchmark results file (bench/results/*.json, schema\n"
+    "fusegen-bench/1), NAME.md (a markdown table: time, GB/s, fraction of the\n"
+    "read ceiling, baseline and speed-up per case) and NAME.gp (a gnuplot script:\n"
+    "`gnuplot NAME.gp` run in its folder draws NAME.png, each instance's GB/s against the measured\n"
+    "ceilings and its baseline).  On any error nothing is written.\n"
+    "\n"
+    "options:\n"
+    "  -o, --out DIR   output folder (default: beside each results file)\n"
+    "  -h, --help      this text\n";
+
+int fg_cmd_report(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {0}};
+    const char *out_dir = NULL;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        if (c == 'o') {
+            out_dir = optarg;
+        } else if (c == 'h') {
+            fputs(usage, stdout);
+            return 0;
+        } else {
+            fputs(usage, stderr);
+            return 2;
+        }
+    }
+    if (optind >= argc) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    fg_diag d;
+    fg_diag_init(&d, stderr);
+    const int nfiles = argc - optind;
+    fg_strbuf *md = calloc((size_t)nfiles, sizeof *md), *gp = calloc((size_t)nfiles, sizeof *gp);
+    char **stems = calloc((size_t)nfiles, sizeof *stems);
+    int rc = md && gp && stems ? 0 : 1;
+    for (int i = 0; !rc && i < nfiles; i++) {
+        const char *path = argv[optind + i];
+        const size_t len = strlen(path);
+        if (len < 6 || strcmp(path + len - 5, ".json")) {
+            fg_error_at(&d, path, 0, 0, "expected a .json results file");
+            rc = 1;
+            break;
+        }
+        /* DIR/NAME without .json, DIR the output folder or the file's own */
+        char *dup = strdup(path), *dup2 = strdup(path);
+        const char *base = basename(dup2), *dir = out_dir ? out_dir : dirname(dup);
+        const size_t n = strlen(dir) + strlen(base) + 2;
+        stems[i] = malloc(n);
+        snprintf(stems[i], n, "%s/%.*s", dir, (int)(strlen(base) - 5), base);
+        json_object *doc = json_object_from_file(path);
+        if (!doc) {
+            fg_error_at(&d, path, 0, 0, "cannot read or parse: %s", json_util_get_last_err());
+            rc = 1;
+        } else {
+            char png[512];   /* beside the script: gnuplot runs in its folder */
+            snprintf(png, sizeof png, "%.*s.png", (int)(strlen(base) - 5), base);
+            rc = fg_report_render(doc, path, png, &md[i], &gp[i], &d) ? 1 : 0;
+            json_object_put(doc);
+        }
+        free(dup), free(dup2);
+    }
+    if (!rc && out_dir)
+        rc = fg_mkdirs(out_dir, &d) ? 1 : 0;
+    for (int i = 0; !rc && i < nfiles; i++) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s.md", stems[i]);
+        rc = fg_write_if_changed(path, fg_sb_str(&md[i]), md[i].len, NULL, &d) ? 1 : 0;
+        snprintf(path, sizeof path, "%s.gp", stems[i]);
+        if (!rc)
+            rc = fg_write_if_changed(path, fg_sb_str(&gp[i]), gp[i].len, NULL, &d) ? 1 : 0;
+    }
+    for (int i = 0; i < nfiles; i++) {
+        if (md)
+            fg_sb_free(&md[i]);
+        if (gp)
+            fg_sb_free(&gp[i]);
+        if (stems)
+            free(stems[i]);
+    }
+    free(md), free(gp), free(stems);
+    return rc;
+}
