@@ -51,10 +51,6 @@ typedef struct ring_cfg {
  * tiles hidden sizes of 7 x 512 (Qwen2-7B's 3584), whose rows split evenly
  * over 7 warps but not over 8 or 16. */
 static const unsigned RING_THREADS[] = {512u, 448u};
-/* Paged caches: each page of a head is one bulk copy (K and V pools
- * [pages, kv_heads, page_size, head_dim]); pages under 16 tokens (4 KB at
- * head_dim 128) would need a gather path. */
-#define PAGE_MIN 16u
 /* Larger stages first: every stage costs the consumers an mbarrier handshake
  * (with K-sliced projections 32 KB stages measured 4 us faster than 16 KB at
  * S = 1K; with whole rows the two are within 1.3%; 40 KB serves hidden 5120,
@@ -152,9 +148,6 @@ static const char *unsupported(const fg_model *m)
     const fg_attention *a = m->attention;
     if (m->rope->scaling && m->rope->scaling->type == FG_SCALING_YARN)
         return "YaRN RoPE scaling belongs to the MLA family";
-    if (m->kv_cache->layout == FG_KV_PAGED && m->kv_cache->page_size < PAGE_MIN)
-        return "pages under 16 tokens need a gather path (one bulk copy per page is too "
-               "small); not emitted yet";
     if (m->kv_cache->layout == FG_KV_PAGED && m->max_context % m->kv_cache->page_size)
         return "max_context must be a whole number of pages (the block table's row)";
     if (a->head_dim % 8 || a->head_dim < 8 || a->head_dim > FG_MAX_HEAD_DIM ||
@@ -398,8 +391,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (page)
         fg_sb_printf(&in.reasons,
                      "KV cache: pages of %u tokens (K and V pools [pages, %u, %u, %u], block "
-                     "table [batch, %u] int32): one bulk copy per page and head, its table entry "
-                     "loaded a stage ahead\n",
+                     "table [batch, %u] int32): one bulk copy per page and head (the gather of "
+                     "a page of 1 token is a copy per token), table entries loaded a stage "
+                     "ahead\n",
                      page, a->kv_heads, page, a->head_dim, m->max_context / page);
     if (ring)
         fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
