@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "fsutil.h"
 #include "spec.h"
 
@@ -140,16 +141,6 @@ typedef struct choices {
     unsigned tensor_parallel;
 } choices;
 
-static void *xrealloc(void *p, size_t n)
-{
-    p = realloc(p, n);
-    if (!p) {
-        fputs("fusegen: out of memory\n", stderr);
-        exit(2);
-    }
-    return p;
-}
-
 /* ---- positions of keys in the text ---- */
 
 static const key_loc *find_loc(const importer *im, const char *path)
@@ -186,8 +177,14 @@ static void add_loc(importer *im, const char *path, size_t off)
         return;
     }
     if (im->nlocs == im->caplocs) {
-        im->caplocs = im->caplocs ? 2 * im->caplocs : 64;
-        im->locs = xrealloc(im->locs, im->caplocs * sizeof *im->locs);
+        /* out of memory is an error like any other: reported, the import fails */
+        const size_t cap = im->caplocs ? 2 * im->caplocs : 64;
+        key_loc *locs = realloc(im->locs, cap * sizeof *locs);
+        if (!locs) {
+            fg_error_at(im->d, im->file, line, col, "out of memory");
+            return;
+        }
+        im->locs = locs, im->caplocs = cap;
     }
     key_loc *l = &im->locs[im->nlocs++];
     snprintf(l->path, sizeof l->path, "%s", path);
@@ -295,8 +292,8 @@ static json_object *parse_json(importer *im)
     }
     struct json_tokener *tok = json_tokener_new();
     if (!tok) {
-        fputs("fusegen: out of memory\n", stderr);
-        exit(2);
+        fg_error_at(im->d, im->file, 0, 0, "out of memory");
+        return NULL;
     }
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
     json_object *root = json_tokener_parse_ex(tok, im->text, (int)im->len);
@@ -530,15 +527,8 @@ static bool parse_dtype(const char *s, fg_dtype *t)
 /* A decimal integer from 1 to `max`, nothing else. */
 static bool parse_count(const char *s, size_t n, uint32_t max, uint32_t *out)
 {
-    uint64_t v = 0;
-    if (n == 0 || n > 10)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return false;
-        v = v * 10 + (uint64_t)(s[i] - '0');
-    }
-    if (v < 1 || v > max)
+    uint64_t v;
+    if (!fg_parse_decimal(s, n, 1, max, &v))
         return false;
     *out = (uint32_t)v;
     return true;
@@ -1145,8 +1135,8 @@ int fg_import_hf_text(const char *json_path, const char *json, size_t len,
 
     importer *im = calloc(1, sizeof *im);
     if (!im) {
-        fputs("fusegen: out of memory\n", stderr);
-        exit(2);
+        fg_error_at(d, json_path, 0, 0, "out of memory");
+        return 1;
     }
     im->file = json_path;
     im->d = d;

@@ -20,6 +20,7 @@
  * is new in 19), so only the keys the gate needs are required. */
 #include "resources.h"
 
+#include "decimal.h"
 #include "fsutil.h"
 
 #include <errno.h>
@@ -105,14 +106,11 @@ static bool set_name(char *dst, size_t size, const char *src, size_t len)
 /* A whole non-negative decimal int, nothing else but trailing blanks. */
 static bool parse_count(const char *s, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (end == s || errno || v < 0 || v > 0x7fffffff)
-        return false;
-    while (*end == ' ' || *end == '\t')
-        end++;
-    if (*end)
+    size_t n = strlen(s);
+    while (n && (s[n - 1] == ' ' || s[n - 1] == '\t'))
+        n--;
+    uint64_t v;
+    if (!fg_parse_decimal(s, n, 0, INT32_MAX, &v))
         return false;
     *out = (int)v;
     return true;
