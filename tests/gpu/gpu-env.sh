@@ -1,7 +1,8 @@
 # Sourced by the GPU scripts (scripts/check-gpu.sh, bench.sh,
 # check-gpu-sanitize.sh, tests/gpu/variants.sh): GPU detection and the
 # build of the GPU harness with nvcc and a C compiler alone (no Debian
-# packages).  Defines: fg_gpu_missing, fg_gpu_build.  POSIX sh.
+# packages).  Defines: fg_gpu_missing, fg_gpu_build, fg_compile_kernels.  POSIX
+# sh, sourced from the repository root (every caller cds there first).
 #
 # Environment:
 #   NVCC            nvcc to use (default /usr/local/cuda/bin/nvcc, else on PATH)
@@ -54,10 +55,18 @@ fg_find_nvcc() {
     [ -n "$NVCC" ] && [ -x "$NVCC" ]
 }
 
+# The nvcc flags every generated kernel is compiled with: read from
+# mk/kernel-flags.mk, the one place they are written (no make needed here).
+fg_kernel_nvcc_flags() {
+    sed -n 's/^FUSEGEN_KERNEL_NVCC_FLAGS[[:space:]]*:=[[:space:]]*//p' mk/kernel-flags.mk
+}
+
 # Compiles every generated .cu of $1 into $2 (only the stale ones), in parallel.
 fg_compile_kernels() {
     gen=$1 out=$2
     mkdir -p "$out" || return 1
+    flags=$(fg_kernel_nvcc_flags)
+    [ -n "$flags" ] || { echo "check-gpu: no FUSEGEN_KERNEL_NVCC_FLAGS in mk/kernel-flags.mk"; return 1; }
     jobs=$(nproc 2>/dev/null || echo 4)
     stale=$(for src in "$gen"/*.cu; do
         [ -e "$src" ] || continue
@@ -66,10 +75,11 @@ fg_compile_kernels() {
     done)
     [ -z "$stale" ] && return 0
     echo "check-gpu: compiling $(printf '%s\n' "$stale" | wc -l) kernels from $gen into $out"
-    printf '%s\n' "$stale" | NVCC=$NVCC OUTK=$out xargs -P "$jobs" -I{} sh -c '
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    printf '%s\n' "$stale" | NVCC=$NVCC OUTK=$out FLAGS=$flags xargs -P "$jobs" -I{} sh -c '
         src={}; cub="$OUTK/$(basename "${src%.cu}").cubin"
-        "$NVCC" -gencode=arch=compute_90a,code=sm_90a -cubin -O3 -Xptxas -v -o "$cub" "$src" \
-            >"$cub.log" 2>&1 || { cat "$cub.log"; rm -f "$cub"; exit 1; }'
+        # shellcheck disable=SC2086 # the flags are words
+        "$NVCC" $FLAGS -o "$cub" "$src" >"$cub.log" 2>&1 || { cat "$cub.log"; rm -f "$cub"; exit 1; }'
 }
 
 # Builds the harness and its test programs into $GPU_BUILD and sets
