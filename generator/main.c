@@ -3,6 +3,7 @@
  * tools around it. */
 #include <getopt.h>
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "emit.h"
 #include "fsutil.h"
 #include "importhf.h"
+#include "plan_overlap.h"
 #include "report.h"
 #include "resources.h"
 
@@ -313,6 +315,31 @@ static void print_resources(json_object *res_root, const char *name)
     printf("  resources: not measured (run `make kernels`)\n");
 }
 
+/* The cost model's prediction for every shape of g on t (plan_overlap.h). */
+static void explain_overlap(const fg_gemm *g, const fg_target *t)
+{
+    fg_overlap_prediction p;
+    const char *why = g->shapes_count ? fg_overlap_predict(g, &g->shapes[0], t, &p) : NULL;
+    if (why) {
+        printf("  on %s: schedules not predicted: %s\n", t->name, why);
+        return;
+    }
+    printf("  on %s, predicted by the cost model (peer copies: %s; GEMMs at the measured %.0f "
+           "TFLOPS; not yet checked against runs):\n",
+           t->name, t->interconnect->source, t->ceilings->matmul_bf16_tflops);
+    for (unsigned i = 0; i < g->shapes_count; i++) {
+        const fg_gemm_shape *s = &g->shapes[i];
+        fg_overlap_predict(g, s, t, &p);
+        printf("    %s (%s m%u n%u k%u): gemm %.1f us, copies %.1f us;", s->name,
+               fg_collective_name(s->collective), s->m, s->n, s->k, p.gemm_us, p.comm_us);
+        for (int k = 0; k < FG_SCHED_COUNT; k++)
+            printf(" %s %.1f us%s", fg_schedule_name((fg_schedule)k), p.us[k],
+                   k + 1 < FG_SCHED_COUNT ? "," : "");
+        printf(" -> %s, %.2fx max(gemm, copies)\n", fg_schedule_name(p.chosen),
+               p.us[p.chosen] / fmax(p.gemm_us, p.comm_us));
+    }
+}
+
 static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *set,
                     json_object *res_root)
 {
@@ -377,8 +404,13 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
         printf("%s (%s): %u shapes, %s, world size %u, %s\n", s->gemm->name, s->path,
                s->gemm->shapes_count, fg_dtype_name(s->gemm->dtype), s->gemm->world_size,
                fg_topology_name(s->gemm->topology));
-        printf("  overlap schedules are not planned yet: the overlap family (issues 6-7) "
-               "brings them; the shapes are recorded in the manifest\n");
+        for (size_t t = 0; t < l->count; t++) {
+            const fg_spec *ts = l->specs[t];
+            if (ts->kind == FG_SPEC_TARGET && target_selected(o, ts))
+                explain_overlap(s->gemm, ts->target);
+        }
+        printf("  no executor runs these schedules yet (the overlap family, issues 6-7); the "
+               "shapes are recorded in the manifest\n");
     }
 }
 

@@ -542,6 +542,20 @@ static void check_target(checker *c, const fg_target *t)
     float_range(c, "target.ceilings.read_gbps", t->ceilings->read_gbps, 0, 1e5);
     float_range(c, "target.ceilings.matmul_bf16_tflops", t->ceilings->matmul_bf16_tflops, 0,
                 1e5);
+    const fg_interconnect *ic = t->interconnect;
+    if (ic) {
+        float_range(c, "target.interconnect.peer_copy_latency_us", ic->peer_copy_latency_us, 0,
+                    1e4);
+        float_range(c, "target.interconnect.peer_copy_gbps", ic->peer_copy_gbps, 0, 1e5);
+        /* both directions at once move at least one direction's bytes, at most twice */
+        float_range(c, "target.interconnect.peer_copy_bidir_gbps", ic->peer_copy_bidir_gbps,
+                    ic->peer_copy_gbps * (1 - 1e-9), 2 * ic->peer_copy_gbps);
+        if (!(ic->gemm_slowdown >= 0 && ic->gemm_slowdown < 1))
+            err_at(c, "target.interconnect.gemm_slowdown", false,
+                   "'target.interconnect.gemm_slowdown' is %g; expected a fraction from 0 to "
+                   "below 1",
+                   ic->gemm_slowdown);
+    }
 }
 
 /* ---- driver ---- */

@@ -100,6 +100,17 @@ typedef struct fg_ceilings {
     char *source;              /* where the figures come from */
 } fg_ceilings;
 
+/* Peer copies over the copy engine between two GPUs of the node, as `fusegen
+ * profile` is to measure them; what the overlap planner's cost model reads
+ * (optional: a target without it gets no overlap predictions). */
+typedef struct fg_interconnect {
+    double peer_copy_latency_us;   /* fixed cost of one peer copy */
+    double peer_copy_gbps;         /* one direction, copies queued back to back */
+    double peer_copy_bidir_gbps;   /* both directions at once, in sum */
+    double gemm_slowdown;          /* fraction a GEMM slows while peer copies stream */
+    char *source;                  /* where the figures come from */
+} fg_interconnect;
+
 typedef struct fg_target {
     char *name;
     fg_arch arch;
@@ -112,6 +123,7 @@ typedef struct fg_target {
     uint32_t l2_bytes;
     uint32_t max_cluster_size;        /* 0: no thread-block clusters */
     fg_ceilings *ceilings;
+    fg_interconnect *interconnect;    /* NULL: not profiled */
 } fg_target;
 
 typedef enum { FG_SPEC_MODEL, FG_SPEC_GEMM, FG_SPEC_TARGET } fg_spec_kind;

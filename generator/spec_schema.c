@@ -131,6 +131,16 @@ static const cyaml_schema_field_t ceiling_fields[] = {
     CYAML_FIELD_STRING_PTR("source", CYAML_FLAG_POINTER, fg_ceilings, source, 1, 256),
     CYAML_FIELD_END};
 
+static const cyaml_schema_field_t interconnect_fields[] = {
+    CYAML_FIELD_FLOAT("peer_copy_latency_us", CYAML_FLAG_DEFAULT, fg_interconnect,
+                      peer_copy_latency_us),
+    CYAML_FIELD_FLOAT("peer_copy_gbps", CYAML_FLAG_DEFAULT, fg_interconnect, peer_copy_gbps),
+    CYAML_FIELD_FLOAT("peer_copy_bidir_gbps", CYAML_FLAG_DEFAULT, fg_interconnect,
+                      peer_copy_bidir_gbps),
+    CYAML_FIELD_FLOAT("gemm_slowdown", CYAML_FLAG_DEFAULT, fg_interconnect, gemm_slowdown),
+    CYAML_FIELD_STRING_PTR("source", CYAML_FLAG_POINTER, fg_interconnect, source, 1, 256),
+    CYAML_FIELD_END};
+
 static const cyaml_schema_field_t target_fields[] = {
     CYAML_FIELD_STRING_PTR("name", CYAML_FLAG_POINTER, fg_target, name, 1, NAME_MAX_LEN),
     CYAML_FIELD_ENUM("arch", STRICT, fg_target, arch, fg_arch_strings,
@@ -145,6 +155,8 @@ static const cyaml_schema_field_t target_fields[] = {
     CYAML_FIELD_UINT("l2_bytes", CYAML_FLAG_DEFAULT, fg_target, l2_bytes),
     CYAML_FIELD_UINT("max_cluster_size", CYAML_FLAG_DEFAULT, fg_target, max_cluster_size),
     CYAML_FIELD_MAPPING_PTR("ceilings", CYAML_FLAG_POINTER, fg_target, ceilings, ceiling_fields),
+    CYAML_FIELD_MAPPING_PTR("interconnect", OPT_PTR, fg_target, interconnect,
+                            interconnect_fields),
     CYAML_FIELD_END};
 
 /* ---- top level ---- */

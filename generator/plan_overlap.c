@@ -1,0 +1,59 @@
+/* The overlap family's cost model (plan_overlap.h).
+ *
+ * Per rank, world size W, 2-byte elements:
+ *   copy(b)  = latency + b / (bidir / 2): every rank sends and receives at
+ *              once, so each direction gets half the two-way rate
+ *   gemm(r)  = 2 r n k / matmul rate: the target's measured bf16 matmul rate
+ *              (cuBLASLt's efficiency per shape is what `fusegen profile`
+ *              is to add; small chunks run below it)
+ * All-gather + GEMM, shard = (m / W) k elements from each peer:
+ *   serial        (W - 1) copy(shard) + gemm(m)
+ *   shard overlap (W - 1) max(gemm(m / W) (1 + slowdown), copy(shard)) + gemm(m / W):
+ *                 the GEMM of shard i runs while shard i + 1 lands, own shard first
+ * GEMM + reduce-scatter, chunk = (m / W) n partial sums for each peer:
+ *   serial        gemm(m) + (W - 1) copy(chunk) + reduce
+ *   shard overlap gemm(m / W) + (W - 1) max(gemm(m / W) (1 + slowdown), copy(chunk)) + reduce:
+ *                 the peers' chunks first, each sent while the next is computed
+ *   reduce        (W + 1) chunks through the copy ceiling (W read, 1 written) */
+#include "plan_overlap.h"
+
+#include <math.h>
+
+const char *fg_schedule_name(fg_schedule s)
+{
+    static const char *const names[FG_SCHED_COUNT] = {"serial_ce", "shard_overlap"};
+    return s < FG_SCHED_COUNT ? names[s] : "?";
+}
+
+const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const fg_target *t,
+                               fg_overlap_prediction *out)
+{
+    const fg_interconnect *ic = t->interconnect;
+    if (!ic)
+        return "the target has no interconnect profile (peer-copy curve): `fusegen profile` "
+               "measures it";
+    if (!(t->ceilings->matmul_bf16_tflops > 0))
+        return "the target has no measured matmul rate";
+    const unsigned w = g->world_size;
+    if (w < 2)
+        return "a world size of 1 has nothing to overlap";
+    const double e = 2.0, rows = (double)s->m / w;
+    const double per_direction = ic->peer_copy_bidir_gbps / 2 * 1e3;   /* bytes per us */
+    const double flops_per_us = t->ceilings->matmul_bf16_tflops * 1e6;
+    const double gemm_all = 2.0 * s->m * s->n * s->k / flops_per_us;
+    const double gemm_part = 2.0 * rows * s->n * s->k / flops_per_us;
+    const double under_copies = gemm_part * (1 + ic->gemm_slowdown);
+    const double piece = rows * (s->collective == FG_COLL_ALL_GATHER ? s->k : s->n) * e;
+    const double copy = ic->peer_copy_latency_us + piece / per_direction;
+    const double reduce = s->collective == FG_COLL_REDUCE_SCATTER
+                              ? (w + 1) * piece / (t->ceilings->copy_gbps * 1e3)
+                              : 0;
+    *out = (fg_overlap_prediction){.gemm_us = gemm_all, .comm_us = (w - 1) * copy};
+    out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce;
+    out->us[FG_SCHED_SHARD_OVERLAP] = gemm_part + (w - 1) * fmax(under_copies, copy) + reduce;
+    out->chosen = FG_SCHED_SERIAL_CE;
+    for (int k = 1; k < FG_SCHED_COUNT; k++)
+        if (out->us[k] < out->us[out->chosen])
+            out->chosen = (fg_schedule)k;
+    return NULL;
+}

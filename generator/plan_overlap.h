@@ -1,0 +1,33 @@
+/* The overlap family's cost model (DESIGN.md, "Kernel family 3"): for one
+ * tensor-parallel GEMM shape on one target, the time each schedule of part 1
+ * would take, from the target's profile (peer-copy curve, GEMM slowdown under
+ * copies) and its measured matmul rate.  `fusegen explain` prints the
+ * predictions; the executor (to come) runs the chosen schedule. */
+#ifndef FG_PLAN_OVERLAP_H
+#define FG_PLAN_OVERLAP_H
+
+#include "spec.h"
+
+typedef enum {
+    FG_SCHED_SERIAL_CE,      /* every peer copy over the copy engine, then the GEMM (AG);
+                                the GEMM, then the partials' copies and the reduction (RS) */
+    FG_SCHED_SHARD_OVERLAP,  /* one peer shard (AG) or chunk (RS) per step, its copy
+                                under the GEMM of another */
+    FG_SCHED_COUNT
+} fg_schedule;
+
+const char *fg_schedule_name(fg_schedule s);
+
+typedef struct fg_overlap_prediction {
+    double gemm_us;            /* the unsplit GEMM alone */
+    double comm_us;            /* the schedule-free communication: every copy back to back */
+    double us[FG_SCHED_COUNT]; /* each schedule */
+    fg_schedule chosen;        /* the fastest; serial on a tie (never slower than serial) */
+} fg_overlap_prediction;
+
+/* Predicts shape s of gemm g on target t; NULL, or why it cannot (a target
+ * without an interconnect profile or a matmul rate, a world size of 1). */
+const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const fg_target *t,
+                               fg_overlap_prediction *out);
+
+#endif

@@ -1,0 +1,73 @@
+/* The overlap cost model (generator/plan_overlap.c) against hand-worked
+ * numbers on a made-up target: 1 TFLOPS, 10 us per copy + bytes at half of
+ * the two-way rate. */
+#include <criterion/criterion.h>
+#include <math.h>
+
+#include "plan_overlap.h"
+
+static fg_ceilings ceil_ = {.copy_gbps = 100, .read_gbps = 100, .matmul_bf16_tflops = 1};
+static fg_interconnect ic_ = {.peer_copy_latency_us = 10, .peer_copy_gbps = 100,
+                              .peer_copy_bidir_gbps = 200, .gemm_slowdown = 0.1};
+static fg_target target_ = {.name = "made-up", .ceilings = &ceil_, .interconnect = &ic_};
+
+static fg_overlap_prediction predict(fg_collective c, unsigned world, const fg_target *t)
+{
+    fg_gemm_shape s = {.name = "s", .collective = c, .m = 1000, .n = 1000, .k = 1000};
+    fg_gemm g = {.name = "g", .world_size = world, .shapes = &s, .shapes_count = 1};
+    fg_overlap_prediction p;
+    const char *why = fg_overlap_predict(&g, &s, t, &p);
+    cr_assert_null(why, "%s", why);
+    return p;
+}
+
+#define NEAR(a, b) cr_assert(fabs((a) - (b)) < 1e-6, "%s = %.9g, expected %.9g", #a, a, b)
+
+Test(overlap, small_copies_under_a_slowed_gemm_stay_serial)
+{
+    /* gemm(1000 rows) = 2e9 flop / 1e6 flop/us = 2000 us, half 1000 us (1100 under copies);
+     * a shard or chunk of 500 x 1000 x 2 B = 1e6 B: 10 + 1e6 / 1e5 = 20 us */
+    fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &target_);
+    NEAR(p.gemm_us, 2000.0);
+    NEAR(p.comm_us, 20.0);
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 2020.0);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0);
+    cr_assert_eq(p.chosen, FG_SCHED_SERIAL_CE, "never slower than serial");
+    /* reduce-scatter adds the reduction: 3 chunks through 1e5 B/us = 30 us */
+    p = predict(FG_COLL_REDUCE_SCATTER, 2, &target_);
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 2000.0 + 20.0 + 30.0);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0 + 30.0);
+    cr_assert_eq(p.chosen, FG_SCHED_SERIAL_CE);
+}
+
+Test(overlap, slow_links_overlap_shard_by_shard)
+{
+    fg_interconnect slow = ic_;
+    slow.peer_copy_bidir_gbps = 2, slow.peer_copy_gbps = 1, slow.gemm_slowdown = 0;
+    fg_target t = target_;
+    t.interconnect = &slow;
+    /* copy(1e6 B) = 10 + 1e6 / 1e3 = 1010 us */
+    fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &t);
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 1010.0 + 2000.0);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1010.0);
+    cr_assert_eq(p.chosen, FG_SCHED_SHARD_OVERLAP);
+    /* four ranks: shards of 250 rows, copy(5e5 B) = 510 us, gemm(250) = 500 us */
+    p = predict(FG_COLL_ALL_GATHER, 4, &t);
+    NEAR(p.comm_us, 3 * 510.0);
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 3 * 510.0 + 2000.0);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 500.0 + 3 * 510.0);
+}
+
+Test(overlap, says_why_it_cannot_predict)
+{
+    fg_gemm_shape s = {.name = "s", .collective = FG_COLL_ALL_GATHER, .m = 8, .n = 8, .k = 8};
+    fg_gemm g = {.name = "g", .world_size = 2, .shapes = &s, .shapes_count = 1};
+    fg_overlap_prediction p;
+    fg_target t = target_;
+    t.interconnect = NULL;
+    const char *why = fg_overlap_predict(&g, &s, &t, &p);
+    cr_assert(why && strstr(why, "fusegen profile"), "%s", why);
+    g.world_size = 1;
+    why = fg_overlap_predict(&g, &s, &target_, &p);
+    cr_assert(why && strstr(why, "world size of 1"), "%s", why);
+}
