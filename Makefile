@@ -180,6 +180,13 @@ $(BUILD)/tests/test_ref_decode: tests/unit/test_ref_decode.c tests/gpu/ref_decod
 	    tests/unit/test_ref_decode.c tests/gpu/ref_decode.c tests/gpu/numerics.c \
 	    $(BUILD)/libfusegen.a $(LIBS) -lpthread -lm -lcriterion
 
+# The MLA attention-core reference against its identities (no GPU needed).
+$(BUILD)/tests/test_ref_mla: tests/unit/test_ref_mla.c tests/gpu/ref_mla.c tests/gpu/numerics.c \
+        tests/gpu/ref_mla.h tests/gpu/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
+	    tests/unit/test_ref_mla.c tests/gpu/ref_mla.c tests/gpu/numerics.c -lm -lcriterion
+
 # The downstream example as CI builds it from a clean clone (fusegen.mk runs this
 # Makefile for build/fusegen and build/libfgrt.a).  Without a GPU the demo says so, exit 0.
 example: $(FUSEGEN) $(BUILD)/libfgrt.a
