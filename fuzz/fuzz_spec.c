@@ -1,12 +1,14 @@
 /* libFuzzer target: the spec loader (YAML parse, the schema walk with
  * file:line:col errors, libcyaml, the semantic rules) on arbitrary bytes.
  * Whatever loads is also planned against a fixed target, so the planners'
- * arithmetic on spec values runs on hostile values too. */
+ * arithmetic on spec values runs on hostile values too (a GEMM spec's shapes
+ * through the overlap cost model as well). */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "plan.h"
+#include "plan_overlap.h"
 #include "spec.h"
 
 /* specs/targets/h200.yaml, embedded at build time (fusegen embed) so the
@@ -35,6 +37,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fg_plan_spec(s, target, &set, &d);
         fg_plan_free(&set);
     }
+    if (s->kind == FG_SPEC_GEMM)
+        for (unsigned i = 0; i < s->gemm->shapes_count; i++) {
+            fg_overlap_prediction p;
+            if (!fg_overlap_predict(s->gemm, &s->gemm->shapes[i], target->target, &p) &&
+                !(p.us[p.chosen] >= 0))
+                __builtin_trap();   /* a prediction is a time, never NaN or negative */
+        }
     fg_spec_free(s);
     return 0;
 }

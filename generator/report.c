@@ -239,16 +239,34 @@ int fg_cmd_report(int argc, char **argv)
     for (int i = 0; !rc && i < nfiles; i++) {
         const char *path = argv[optind + i];
         const size_t len = strlen(path);
-        if (len < 6 || strcmp(path + len - 5, ".json")) {
+        if (len < 5 || strcmp(path + len - 5, ".json")) {
             fg_error_at(&d, path, 0, 0, "expected a .json results file");
             rc = 1;
             break;
         }
         /* DIR/NAME without .json, DIR the output folder or the file's own */
         char *dup = strdup(path), *dup2 = strdup(path);
+        if (!dup || !dup2) {
+            fg_error(&d, "out of memory");
+            free(dup), free(dup2);
+            rc = 1;
+            break;
+        }
         const char *base = basename(dup2), *dir = out_dir ? out_dir : dirname(dup);
+        if (strlen(base) <= 5) {   /* ".json" alone names no output */
+            fg_error_at(&d, path, 0, 0, "expected a .json results file");
+            free(dup), free(dup2);
+            rc = 1;
+            break;
+        }
         const size_t n = strlen(dir) + strlen(base) + 2;
         stems[i] = malloc(n);
+        if (!stems[i]) {
+            fg_error(&d, "out of memory");
+            free(dup), free(dup2);
+            rc = 1;
+            break;
+        }
         snprintf(stems[i], n, "%s/%.*s", dir, (int)(strlen(base) - 5), base);
         json_object *doc = json_object_from_file(path);
         if (!doc) {
