@@ -578,6 +578,30 @@ Test(cli, report_table_and_chart)
     cr_assert(stat(path, &st) == 0 && st.st_size > 1000, "no chart drawn");
 }
 
+/* The rmsnorm harness's cases (shape.rows, an instance field, a list of
+ * baselines) read as rows too. */
+Test(cli, report_reads_the_rmsnorm_harness)
+{
+    char *out;
+    cr_assert_eq(run(&out, "report -o %s tests/data/bench/rmsnorm-one-case.json", tmp), 0, "%s",
+                 out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rmsnorm-one-case.md", tmp);
+    char *md = slurp(path);
+    /* 67117056 B in 19.8 us: 3390 GB/s, 75.2% of 4508; baseline 25.2 us: 1.27x */
+    cr_assert(strstr(md, "| instance | rows | batch |"), "%s", md);
+    cr_assert(strstr(md, "| rmsnorm_sm90a_f16_h4096_t128 | 4096 | - | 19.80 (19.70-19.90) | 3390 | "
+                         "75.2 | 25.20 | 1.27x |"),
+              "%s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/rmsnorm-one-case.gp", tmp);
+    char *gp = slurp(path);
+    cr_assert(strstr(gp, "set xlabel 'rows'"), "%s", gp);
+    cr_assert(strstr(gp, "title 'f16_h4096_t128'"), "%s", gp);
+    free(gp);
+}
+
 Test(cli, report_refuses_bad_input_and_writes_nothing)
 {
     char bad[256], wrong[256];
