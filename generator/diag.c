@@ -1,5 +1,6 @@
 #include "diag.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void fg_diag_init(fg_diag *d, FILE *stream)
@@ -43,4 +44,10 @@ void fg_error(fg_diag *d, const char *fmt, ...)
     va_start(ap, fmt);
     fg_verror_at(d, NULL, 0, 0, fmt, ap);
     va_end(ap);
+}
+
+void fg_out_of_memory(void)
+{
+    fputs("fusegen: out of memory\n", stderr);
+    exit(2);
 }

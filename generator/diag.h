@@ -25,4 +25,9 @@ void fg_verror_at(fg_diag *d, const char *file, unsigned line, unsigned col,
 /* An error with no source location (command line, I/O). */
 void fg_error(fg_diag *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
+/* Out of memory ends fusegen: "fusegen: out of memory" on stderr, exit
+ * status 2.  Nothing is half-written, as every output is written whole at the
+ * end of a run (fsutil.h). */
+_Noreturn void fg_out_of_memory(void);
+
 #endif

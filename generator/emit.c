@@ -16,20 +16,16 @@ static fg_output *add_output(fg_outputs *o, const char *dir, const char *file)
     if (o->count == o->cap) {
         o->cap = o->cap ? o->cap * 2 : 16;
         fg_output *p = realloc(o->items, o->cap * sizeof *p);
-        if (!p) {
-            fputs("fusegen: out of memory\n", stderr);
-            exit(2);
-        }
+        if (!p)
+            fg_out_of_memory();
         o->items = p;
     }
     fg_output *out = &o->items[o->count++];
     memset(out, 0, sizeof *out);
     size_t n = strlen(dir) + strlen(file) + 2;
     out->path = malloc(n);
-    if (!out->path) {
-        fputs("fusegen: out of memory\n", stderr);
-        exit(2);
-    }
+    if (!out->path)
+        fg_out_of_memory();
     snprintf(out->path, n, "%s/%s", dir, file);
     return out;
 }

@@ -177,13 +177,10 @@ static void add_loc(importer *im, const char *path, size_t off)
         return;
     }
     if (im->nlocs == im->caplocs) {
-        /* out of memory is an error like any other: reported, the import fails */
         const size_t cap = im->caplocs ? 2 * im->caplocs : 64;
         key_loc *locs = realloc(im->locs, cap * sizeof *locs);
-        if (!locs) {
-            fg_error_at(im->d, im->file, line, col, "out of memory");
-            return;
-        }
+        if (!locs)
+            fg_out_of_memory();
         im->locs = locs, im->caplocs = cap;
     }
     key_loc *l = &im->locs[im->nlocs++];
@@ -291,10 +288,8 @@ static json_object *parse_json(importer *im)
         return NULL;
     }
     struct json_tokener *tok = json_tokener_new();
-    if (!tok) {
-        fg_error_at(im->d, im->file, 0, 0, "out of memory");
-        return NULL;
-    }
+    if (!tok)
+        fg_out_of_memory();
     json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
     json_object *root = json_tokener_parse_ex(tok, im->text, (int)im->len);
     enum json_tokener_error e = json_tokener_get_error(tok);
@@ -1134,10 +1129,8 @@ int fg_import_hf_text(const char *json_path, const char *json, size_t len,
         return 1;
 
     importer *im = calloc(1, sizeof *im);
-    if (!im) {
-        fg_error_at(d, json_path, 0, 0, "out of memory");
-        return 1;
-    }
+    if (!im)
+        fg_out_of_memory();
     im->file = json_path;
     im->d = d;
     /* every reader of the text stops at len: no terminator needed */

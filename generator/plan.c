@@ -62,10 +62,8 @@ int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_sp
     if (set->count == set->cap) {
         set->cap = set->cap ? set->cap * 2 : 16;
         fg_instance *p = realloc(set->items, set->cap * sizeof *p);
-        if (!p) {
-            fputs("fusegen: out of memory\n", stderr);
-            exit(2);
-        }
+        if (!p)
+            fg_out_of_memory();
         set->items = p;
     }
     note_users(in, s, ts);

@@ -99,10 +99,8 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
         return -1;
     }
     report_row *rows = calloc(n, sizeof *rows);
-    if (!rows) {
-        fg_error(d, "out of memory");
-        return -1;
-    }
+    if (!rows)
+        fg_out_of_memory();
     for (size_t i = 0; i < n; i++) {
         const char *why = read_row(json_object_array_get_idx(cases, i), &rows[i]);
         if (why) {
@@ -235,7 +233,9 @@ int fg_cmd_report(int argc, char **argv)
     const int nfiles = argc - optind;
     fg_strbuf *md = calloc((size_t)nfiles, sizeof *md), *gp = calloc((size_t)nfiles, sizeof *gp);
     char **stems = calloc((size_t)nfiles, sizeof *stems);
-    int rc = md && gp && stems ? 0 : 1;
+    if (!md || !gp || !stems)
+        fg_out_of_memory();
+    int rc = 0;
     for (int i = 0; !rc && i < nfiles; i++) {
         const char *path = argv[optind + i];
         const size_t len = strlen(path);
@@ -246,12 +246,8 @@ int fg_cmd_report(int argc, char **argv)
         }
         /* DIR/NAME without .json, DIR the output folder or the file's own */
         char *dup = strdup(path), *dup2 = strdup(path);
-        if (!dup || !dup2) {
-            fg_error(&d, "out of memory");
-            free(dup), free(dup2);
-            rc = 1;
-            break;
-        }
+        if (!dup || !dup2)
+            fg_out_of_memory();
         const char *base = basename(dup2), *dir = out_dir ? out_dir : dirname(dup);
         if (strlen(base) <= 5) {   /* ".json" alone names no output */
             fg_error_at(&d, path, 0, 0, "expected a .json results file");
@@ -261,12 +257,8 @@ int fg_cmd_report(int argc, char **argv)
         }
         const size_t n = strlen(dir) + strlen(base) + 2;
         stems[i] = malloc(n);
-        if (!stems[i]) {
-            fg_error(&d, "out of memory");
-            free(dup), free(dup2);
-            rc = 1;
-            break;
-        }
+        if (!stems[i])
+            fg_out_of_memory();
         snprintf(stems[i], n, "%s/%.*s", dir, (int)(strlen(base) - 5), base);
         json_object *doc = json_object_from_file(path);
         if (!doc) {

@@ -49,10 +49,8 @@ static fg_resources *fn_push(fn_list *l)
     if (l->n == l->cap) {
         int cap = l->cap ? 2 * l->cap : 16;
         fg_resources *v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v) {
-            fputs("fusegen: out of memory\n", stderr);
-            exit(2);
-        }
+        if (!v)
+            fg_out_of_memory();
         l->v = v;
         l->cap = cap;
     }
@@ -557,10 +555,8 @@ static bool gate_load(gate *g, const char *path)
     }
     size_t n = json_object_array_length(g->instances);
     g->reported = calloc(n ? n : 1, sizeof *g->reported);
-    if (!g->reported) {
-        fputs("fusegen: out of memory\n", stderr);
-        exit(2);
-    }
+    if (!g->reported)
+        fg_out_of_memory();
     return true;
 }
 

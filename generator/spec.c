@@ -42,10 +42,8 @@ static void add_loc(checker *c, const char *path, yaml_mark_t key, yaml_mark_t v
     if (c->nlocs == c->caplocs) {
         c->caplocs = c->caplocs ? c->caplocs * 2 : 64;
         loc_entry *p = realloc(c->locs, c->caplocs * sizeof *p);
-        if (!p) {
-            fputs("fusegen: out of memory\n", stderr);
-            exit(2);
-        }
+        if (!p)
+            fg_out_of_memory();
         c->locs = p;
     }
     loc_entry *e = &c->locs[c->nlocs++];

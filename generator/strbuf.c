@@ -1,5 +1,7 @@
 #include "strbuf.h"
 
+#include "diag.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +16,8 @@ static void reserve(fg_strbuf *sb, size_t extra)
     while (cap < need)
         cap *= 2;
     char *p = realloc(sb->data, cap);
-    if (!p) {
-        fputs("fusegen: out of memory\n", stderr);
-        exit(2);
-    }
+    if (!p)
+        fg_out_of_memory();
     sb->data = p;
     sb->cap = cap;
 }
