@@ -13,6 +13,9 @@
 #   FG_GEN_DIR      generated sources to compile when there are no cubins
 #                   (default: generated/ when it holds any .cu)
 #   NVCC_ARCH       harness target (default -arch=native)
+#   FG_SHARD        K/N: test_decode_attn checks only the instances whose name
+#                   hashes to K mod N, so N runs split the suite (a lent GPU
+#                   machine gives each command 10 minutes); unset: all
 
 # Every tests/gpu/test_*.cu is a test program; every tests/gpu/*.c (harness,
 # references) is linked into each.  A new kernel family adds its files there

@@ -221,9 +221,38 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
 
 size_t g_sizes[kMaxInsts];
 
-// --only A,B,...: instances whose name contains any of the parts.
+// FG_SHARD=K/N (environment, so check-gpu.sh passes it to every program
+// untouched): this run takes the instances whose name hashes to K mod N, so
+// N runs of the suite split it without overlap whatever the kernel folder
+// holds (the lent GPU machine gives each command 10 minutes).  0/1: all.
+unsigned g_shard = 0, g_shards = 1;
+
+bool parse_shard(const char *s)
+{
+    unsigned k, n;
+    char end;
+    if (!s || !*s)
+        return true;
+    if (sscanf(s, "%u/%u%c", &k, &n, &end) != 2 || n == 0 || k >= n)
+        return false;
+    g_shard = k, g_shards = n;
+    return true;
+}
+
+bool in_shard(const char *name)
+{
+    uint32_t h = 2166136261u;   // FNV-1a
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return h % g_shards == g_shard;
+}
+
+// --only A,B,...: instances whose name contains any of the parts (and in
+// this run's shard).
 bool selected(const char *only, const char *name)
 {
+    if (!in_shard(name))
+        return false;
     if (!only)
         return true;
     char buf[512];
@@ -1028,6 +1057,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (!parse_shard(getenv("FG_SHARD"))) {
+        fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
+        return 2;
+    }
+    if (g_shards > 1)
+        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", g_shard,
+               g_shards);
     fgh_device dev;
     if (fgh_device_open(0, &dev) != 0) {
         fgh_skip("decode_attn", "no usable GPU");
