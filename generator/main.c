@@ -318,18 +318,20 @@ static void print_resources(json_object *res_root, const char *name)
 /* The cost model's prediction for every shape of g on t (plan_overlap.h). */
 static void explain_overlap(const fg_gemm *g, const fg_target *t)
 {
-    fg_overlap_prediction p;
-    const char *why = g->shapes_count ? fg_overlap_predict(g, &g->shapes[0], t, &p) : NULL;
-    if (why) {
-        printf("  on %s: schedules not predicted: %s\n", t->name, why);
-        return;
-    }
-    printf("  on %s, predicted by the cost model (peer copies: %s; GEMMs at the measured %.0f "
-           "TFLOPS; not yet checked against runs):\n",
-           t->name, t->interconnect->source, t->ceilings->matmul_bf16_tflops);
     for (unsigned i = 0; i < g->shapes_count; i++) {
         const fg_gemm_shape *s = &g->shapes[i];
-        fg_overlap_predict(g, s, t, &p);
+        fg_overlap_prediction p;
+        /* what stops a prediction is the target's or the world size's: the
+         * first shape says it for all */
+        const char *why = fg_overlap_predict(g, s, t, &p);
+        if (why) {
+            printf("  on %s: schedules not predicted: %s\n", t->name, why);
+            return;
+        }
+        if (i == 0)
+            printf("  on %s, predicted by the cost model (peer copies: %s; GEMMs at the measured "
+                   "%.0f TFLOPS; not yet checked against runs):\n",
+                   t->name, t->interconnect->source, t->ceilings->matmul_bf16_tflops);
         printf("    %s (%s m%u n%u k%u): gemm %.1f us, copies %.1f us;", s->name,
                fg_collective_name(s->collective), s->m, s->n, s->k, p.gemm_us, p.comm_us);
         for (int k = 0; k < FG_SCHED_COUNT; k++)

@@ -500,7 +500,6 @@ static void gate_log(gate *g, const char *log)
     free(text);
 }
 
-
 /* What is wrong with a parse that stopped at `rest`; NULL: nothing. */
 static const char *json_problem(json_object *obj, enum json_tokener_error err, const char *rest)
 {

@@ -9,7 +9,6 @@
  * Nothing is loaded if any pass reports an error. */
 #include "spec.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -17,6 +16,7 @@
 #include <string.h>
 #include <yaml.h>
 
+#include "decimal.h"
 #include "fsutil.h"
 #include "spec_schema.h"
 #include "strbuf.h"
@@ -100,19 +100,6 @@ static void join(char *out, const char *path, const char *key)
         snprintf(out, PATH_MAX_LEN, "%s.%s", path, key);
     else
         snprintf(out, PATH_MAX_LEN, "%s", key);
-}
-
-static bool parse_uint(const char *s, uint64_t *v)
-{
-    if (!isdigit((unsigned char)*s))
-        return false;
-    errno = 0;
-    char *end;
-    unsigned long long x = strtoull(s, &end, 10);
-    if (*end || errno)
-        return false;
-    *v = x;
-    return true;
 }
 
 static bool parse_float(const char *s, double *v)
@@ -199,7 +186,7 @@ static void check_scalar(checker *c, const yaml_node_t *n, const cyaml_schema_va
     double f;
     switch (s->type) {
     case CYAML_UINT:
-        if (!parse_uint(v, &u) || u > UINT32_MAX)
+        if (!fg_parse_decimal(v, strlen(v), 0, UINT32_MAX, &u))
             fg_error_at(c->d, c->file, line, col,
                         "'%s' is '%s'; expected a non-negative integer below 2^32", path, v);
         break;

@@ -269,7 +269,8 @@ struct Problem {
     const Inst *in;
     fgh_decode_cfg cfg;
     int batch, S;                      // S: the cache's max_context (the instance's)
-    size_t nx, nw_qkv, nw_o, ncache;
+    size_t nx, nw_qkv, nw_o, ncache;   // ncache: also the page pool's size
+    size_t nbias, ntable;              // 0 without biases, with contiguous caches
     uint16_t *x, *g, *wqkv, *bqkv, *wo, *kc, *vc;  // host copies (storage bits); bqkv: bias
     int *pos;
     int *bt;                           // paged: the block table [batch, smax / page]
@@ -278,12 +279,25 @@ struct Problem {
     fg_binding *b;
 };
 
+// The element counts of a problem of `batch` requests of instance `in`.
+void problem_sizes(Problem *p, const Inst *in, int batch)
+{
+    p->in = in;
+    p->batch = batch;
+    p->nx = (size_t)batch * in->hidden;
+    p->nw_qkv = (size_t)(in->heads + 2 * in->kv) * in->hd * in->hidden;
+    p->nw_o = (size_t)in->hidden * in->heads * in->hd;
+    p->ncache = (size_t)batch * in->kv * in->smax * in->hd;
+    p->nbias = in->bias ? (size_t)(in->heads + 2 * in->kv) * in->hd : 0;
+    p->ntable = in->page ? (size_t)batch * (in->smax / in->page) : 0;
+}
+
 // Paged instances: the block table maps request b's page j to a page of the
 // pool, a random permutation of all batch * smax / page pages, so neighbouring
 // pages of a request are scattered as an engine's would be.
 void make_block_table(Problem *p)
 {
-    const int page = p->in->page, n = p->batch * (p->in->smax / page);
+    const int n = (int)p->ntable;
     p->bt = (int *)malloc(sizeof(int) * n);
     for (int i = 0; i < n; i++)
         p->bt[i] = i;
@@ -344,8 +358,7 @@ bool upload(void *d, const void *h, size_t n) { return fgh_ok(cudaMemcpy(d, h, n
 bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float xscale)
 {
     *p = Problem{};
-    p->in = in;
-    p->batch = batch;
+    problem_sizes(p, in, batch);
     p->S = in->smax;
     p->cfg = fgh_decode_cfg{};
     p->cfg.hidden = in->hidden, p->cfg.heads = in->heads, p->cfg.head_dim = in->hd;
@@ -354,10 +367,6 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     p->cfg.kv_heads = in->kv, p->cfg.sliding_window = in->window;
     p->cfg.inv_freq = in->inv_freq;   // the generator's table (unit-tested against the formula)
     const int H = in->hidden, QD = in->heads * in->hd;
-    p->nx = (size_t)batch * H;
-    p->nw_qkv = (size_t)(in->heads + 2 * in->kv) * in->hd * H;
-    p->nw_o = (size_t)H * QD;
-    p->ncache = (size_t)batch * in->kv * in->smax * in->hd;
     const fgh_dtype t = in->dt;
     p->x = (uint16_t *)malloc(p->nx * 2);
     p->g = (uint16_t *)malloc(H * 2);
@@ -373,8 +382,8 @@ bool problem_init(Problem *p, const Inst *in, int batch, const int *pos, float x
     fgh_fill_host(p->g, t, H, fgh_next_seed(), 1.0f);
     fgh_fill_host(p->wqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H));
     if (in->bias) {   // of the size of the projections' values, so a missed bias shows
-        p->bqkv = (uint16_t *)malloc((in->heads + 2 * in->kv) * in->hd * 2);
-        fgh_fill_host(p->bqkv, t, (in->heads + 2 * in->kv) * in->hd, fgh_next_seed(), xscale);
+        p->bqkv = (uint16_t *)malloc(p->nbias * 2);
+        fgh_fill_host(p->bqkv, t, p->nbias, fgh_next_seed(), xscale);
     }
     fgh_fill_host(p->wo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD));
     fgh_fill_host(p->kc, t, p->ncache, fgh_next_seed(), 1.0f);
@@ -401,10 +410,8 @@ bool problem_alloc(Problem *p)
            fgh_ok(cudaMalloc(&p->dvc, p->ncache * 2)) &&
            fgh_ok(cudaMalloc(&p->dy, p->nx * 2)) &&
            fgh_ok(cudaMalloc(&p->dpos, sizeof(int) * p->batch)) &&
-           (!p->in->page ||
-            fgh_ok(cudaMalloc(&p->dbt, sizeof(int) * p->batch * (p->in->smax / p->in->page)))) &&
-           (!p->in->bias ||
-            fgh_ok(cudaMalloc(&p->dbqkv, (p->in->heads + 2 * p->in->kv) * p->in->hd * 2)));
+           (!p->ntable || fgh_ok(cudaMalloc(&p->dbt, sizeof(int) * p->ntable))) &&
+           (!p->nbias || fgh_ok(cudaMalloc(&p->dbqkv, p->nbias * 2)));
 }
 
 bool problem_device(Problem *p)
@@ -414,9 +421,8 @@ bool problem_device(Problem *p)
            upload(p->dwqkv, p->wqkv, p->nw_qkv * 2) && upload(p->dwo, p->wo, p->nw_o * 2) &&
            upload_cache(p, p->dkc, p->kc) && upload_cache(p, p->dvc, p->vc) &&
            upload(p->dpos, p->pos, sizeof(int) * p->batch) &&
-           (!p->in->page ||
-            upload(p->dbt, p->bt, sizeof(int) * p->batch * (p->in->smax / p->in->page))) &&
-           (!p->in->bias || upload(p->dbqkv, p->bqkv, (p->in->heads + 2 * p->in->kv) * p->in->hd * 2));
+           (!p->ntable || upload(p->dbt, p->bt, sizeof(int) * p->ntable)) &&
+           (!p->nbias || upload(p->dbqkv, p->bqkv, p->nbias * 2));
 }
 
 fg_status problem_bind(Problem *p)
@@ -881,23 +887,17 @@ void check_baseline(const Inst *in, cudaStream_t s)
 bool bench_problem(Problem *p, const Inst *in, const int *pos, cudaStream_t s)
 {
     *p = Problem{};
-    p->in = in;
-    p->batch = in->bmax;
+    problem_sizes(p, in, in->bmax);
     p->cfg.eps = 1e-5f;
     const int H = in->hidden, QD = in->heads * in->hd;
-    p->nx = (size_t)p->batch * H;
-    p->nw_qkv = (size_t)(in->heads + 2 * in->kv) * in->hd * H;
-    p->nw_o = (size_t)H * QD;
-    p->ncache = (size_t)p->batch * in->kv * in->smax * in->hd;   // also the pool's size
     const fgh_dtype t = in->dt;
     if (in->page)
         make_block_table(p);
     return problem_alloc(p) && fgh_fill_device(p->dx, t, p->nx, fgh_next_seed(), 1.0f, s) == 0 &&
-           (!in->page || upload(p->dbt, p->bt, sizeof(int) * p->batch * (in->smax / in->page))) &&
+           (!p->ntable || upload(p->dbt, p->bt, sizeof(int) * p->ntable)) &&
            fgh_fill_device(p->dg, t, H, fgh_next_seed(), 1.0f, s) == 0 &&
            fgh_fill_device(p->dwqkv, t, p->nw_qkv, fgh_next_seed(), 1.0f / sqrtf((float)H), s) == 0 &&
-           (!in->bias || fgh_fill_device(p->dbqkv, t, (in->heads + 2 * in->kv) * in->hd, fgh_next_seed(),
-                                         1.0f, s) == 0) &&
+           (!p->nbias || fgh_fill_device(p->dbqkv, t, p->nbias, fgh_next_seed(), 1.0f, s) == 0) &&
            fgh_fill_device(p->dwo, t, p->nw_o, fgh_next_seed(), 1.0f / sqrtf((float)QD), s) == 0 &&
            fgh_fill_device(p->dkc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
            fgh_fill_device(p->dvc, t, p->ncache, fgh_next_seed(), 1.0f, s) == 0 &&
