@@ -509,7 +509,7 @@ Test(cli, help_and_version)
     cr_assert_eq(run(&out, "--version"), 0);
     cr_assert_str_eq(out, "fusegen 0.1.0\n");
     free(out);
-    const char *cmds[] = {"generate", "list", "explain", "import-hf", "gate", "embed"};
+    const char *cmds[] = {"generate", "list", "explain", "import-hf", "gate", "embed", "report"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cr_expect_eq(run(&out, "%s --help", cmds[i]), 0, "%s --help", cmds[i]);
         cr_expect(strstr(out, "usage: fusegen"), "%s --help: %s", cmds[i], out);
