@@ -24,7 +24,7 @@ SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targe
 GEN_OUT   ?= generated
 
 .PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu \
-        check-gpu-sanitize bench \
+        check-gpu-sanitize bench candidates \
         clean help install update-golden runtime example
 
 all: kernels
@@ -38,6 +38,8 @@ help:
 	@echo "make generate    run fusegen on the shipped specs into $(GEN_OUT)/"
 	@echo "make kernels     compile every generated kernel through the resource gate"
 	@echo "make kernels-ci  compile one instance of every distinct code path"
+	@echo "make candidates  tuning candidates (generate --candidates) compiled through the gate,"
+	@echo "                 which discards those that spill (CANDIDATE_SPECS, CANDIDATE_FILTER)"
 	@echo "make test        unit and golden suites, plus kernels-ci"
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
 	@echo "make check-valgrind  the generator under valgrind on every spec, config and bad input"
@@ -98,6 +100,15 @@ kernels: $(FUSEGEN)
 kernels-ci: $(FUSEGEN)
 	@$(KERNEL_MAKE) GEN_OUT=$(BUILD)/ci/generated KBUILD=$(BUILD)/ci/kernels \
 	    SPECS="$(SPECS) $(wildcard tests/gpu/specs/*.yaml)" LIST_OPTS=--one-per-path all
+
+# Tuning candidates: every ring configuration that plans, for the specs and
+# instance-name filter given (compiling all of them for every spec takes
+# hours on 2 cores); the gate keeps the figures and marks the spills.
+CANDIDATE_SPECS  ?= specs/models/llama-2-7b.yaml specs/targets/h200.yaml
+CANDIDATE_FILTER ?= decode_attn_*_b1_*ring*
+candidates: $(FUSEGEN)
+	@$(KERNEL_MAKE) GEN_OUT=$(BUILD)/candidates/generated KBUILD=$(BUILD)/candidates/kernels \
+	    SPECS="$(CANDIDATE_SPECS)" LIST_OPTS="--candidates --filter '$(CANDIDATE_FILTER)'" all
 
 # ---- tests ----
 

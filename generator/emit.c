@@ -233,6 +233,8 @@ static json_object *instance_json(const fg_instance *in)
     json_object_object_add(o, "workspace_bytes", json_object_new_int64(in->workspace_bytes));
     json_object_object_add(o, "counters", json_object_new_int64(in->counter_count));
     json_object_object_add(o, "priority", json_object_new_int64(in->priority));
+    if (in->candidate)
+        json_object_object_add(o, "candidate", json_object_new_boolean(true));
 
     json_object *reasons = json_object_new_array();
     const char *r = fg_sb_str(&in->reasons);

@@ -54,6 +54,8 @@ static const char pipeline_usage[] =
     "      --templates DIR   template folder (default: $FUSEGEN_TEMPLATES, else %s,\n"
     "                        else share/fusegen/templates beside an installed fusegen)\n"
     "      --one-per-path    keep one instance of each distinct code path (CI compile check)\n"
+    "      --candidates      add every other configuration that plans, as tuning\n"
+    "                        candidates (named ..._ring_k<stage KB>n<stages>f<in flight>)\n"
     "%s"
     "  -h, --help            this text\n";
 
@@ -79,6 +81,7 @@ typedef struct pipeline_opts {
     const char *template_dir;
     const char *resources;   /* explain: a manifest with "resources" from gate */
     bool one_per_path;
+    bool candidates;
 } pipeline_opts;
 
 /* Templates: $FUSEGEN_TEMPLATES, else the source tree this binary was built
@@ -112,6 +115,7 @@ static int parse_pipeline_opts(pipeline_cmd cmd, int argc, char **argv, pipeline
                                          {"templates", required_argument, NULL, 'T'},
                                          {"resources", required_argument, NULL, 'r'},
                                          {"one-per-path", no_argument, NULL, 'P'},
+                                         {"candidates", no_argument, NULL, 'C'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
     *o = (pipeline_opts){.out_dir = "generated", .template_dir = default_templates()};
@@ -136,6 +140,7 @@ static int parse_pipeline_opts(pipeline_cmd cmd, int argc, char **argv, pipeline
         case 'o': o->out_dir = optarg; break;
         case 'T': o->template_dir = optarg; break;
         case 'P': o->one_per_path = true; break;
+        case 'C': o->candidates = true; break;
         case 'r':
             if (cmd != CMD_EXPLAIN) {
                 fprintf(stderr, "fusegen: error: --resources applies only to explain\n");
@@ -425,7 +430,7 @@ static int run_pipeline(pipeline_cmd cmd, int argc, char **argv)
     fg_diag d;
     fg_diag_init(&d, stderr);
     loaded l = {0};
-    fg_plan_set set = {0};
+    fg_plan_set set = {.candidates = o.candidates};
     fg_outputs outs = {0};
     json_object *res_root = NULL;
     rc = 1;

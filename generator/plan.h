@@ -9,6 +9,9 @@
 typedef struct fg_plan_set {
     fg_instance *items;
     size_t count, cap;
+    /* Set before planning: families add, next to their choice, every other
+     * configuration that plans (tuning candidates, `generate --candidates`). */
+    bool candidates;
 } fg_plan_set;
 
 /* Adds the instances `spec` needs on `target`; an instance another spec

@@ -45,6 +45,7 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
 typedef struct ring_cfg {
     unsigned threads, stage_bytes, stages, rows1, inflight;
     unsigned static_smem;   /* estimate of the template's Smem struct */
+    bool candidate;         /* a tuning candidate, not the planner's choice */
 } ring_cfg;
 
 /* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
@@ -67,6 +68,19 @@ static const unsigned RING_STAGE_SIZES[] = {40960u, 32768u, 16384u};
  * bulk copy streamed at 2.6 TB/s, and W_qkv by 16-byte cp.async took 11 us
  * longer than by bulk copies, while runs of 8 KB and more streamed KV at
  * 4.3-4.7 TB/s). */
+
+/* Why the ring's stage count does not serve, or NULL.  The template's first
+ * stages hold the RMSNorm weight and x's rows (the same count as its XST). */
+static const char *ring_check_stages(const fg_model *m, unsigned bmax, const ring_cfg *r)
+{
+    if (r->stages < 4)
+        return "fewer than 4 ring stages fit in shared memory";
+    if ((1 + bmax) * m->hidden * 2 / r->stage_bytes + 1 > r->stages)
+        return "x and the RMSNorm weight do not fit in the ring's stages";
+    if (r->inflight < 1 || r->inflight > r->stages)
+        return "stages in flight must be 1 to the ring's stage count";
+    return NULL;
+}
 
 /* Plans the ring for a head split over c*p CTAs with stages of stage_bytes;
  * returns why it cannot, or NULL. */
@@ -110,10 +124,8 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     r->stages = budget / r->stage_bytes;
     if (r->stages > 16)
         r->stages = 16;   /* the barriers' estimate above assumes at most 16 */
-    if (r->stages < 4)
-        return "fewer than 4 ring stages fit in shared memory";
     r->inflight = RING_INFLIGHT ? RING_INFLIGHT : r->stages;
-    return NULL;
+    return ring_check_stages(m, bmax, r);
 }
 
 /* The ring with the preferred thread count, then the largest stage size,
@@ -263,8 +275,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         snprintf(cl, sizeof cl, "c%ux%u", c, p);
     else
         snprintf(cl, sizeof cl, "c%u", c);
-    char deep[8] = "";
-    if (ring)
+    char deep[32] = "";
+    if (ring && ring->candidate)   /* stage KB, stages, stages in flight */
+        snprintf(deep, sizeof deep, "_ring_k%un%uf%u", ring->stage_bytes / 1024, ring->stages,
+                 ring->inflight);
+    else if (ring)
         snprintf(deep, sizeof deep, "_ring");
     else if (cs == &WIDE_DEEP3)
         snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
@@ -353,6 +368,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     }
     in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
+    in.candidate = ring && ring->candidate;
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",
@@ -422,6 +438,62 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      : "fp32 red.add across heads; the last head to finish converts and "
                        "clears (fast, order of fp32 adds varies)");
     return fg_plan_add(set, &in, s, ts, d);
+}
+
+/* Tuning candidates of the ring form (issue 11): every configuration of
+ * these knobs that plans, beside the planner's choice.  Stage counts: 0 is
+ * as many as fit; in flight: 0 is the whole ring. */
+static const unsigned CAND_THREADS[] = {512u, 448u, 384u, 256u};
+static const unsigned CAND_STAGE_BYTES[] = {8192u,  10240u, 16384u, 20480u, 24576u,
+                                            32768u, 40960u, 49152u, 65536u};
+static const unsigned CAND_STAGES[] = {0u, 10u, 8u, 6u, 5u, 4u};
+static const unsigned CAND_INFLIGHT[] = {0u, 6u, 4u, 3u};
+/* Fewer bytes in flight per SM cannot keep HBM busy: capping the ring at 2
+ * stages of 16 KB measured slower, 4 (64 KB) no slower than 13 (H200, S =
+ * 1K; docs/performance.md).  Such configurations are not emitted. */
+#define RING_MIN_INFLIGHT_BYTES 65536u
+
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
+static bool same_ring(const ring_cfg *a, const ring_cfg *b)
+{
+    return a->threads == b->threads && a->stage_bytes == b->stage_bytes &&
+           a->stages == b->stages && a->inflight == b->inflight;
+}
+
+static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
+                                unsigned bmax, unsigned p, const ring_cfg *chosen, fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    for (size_t ti = 0; ti < NELEMS(CAND_THREADS); ti++)
+        for (size_t si = 0; si < NELEMS(CAND_STAGE_BYTES); si++) {
+            ring_cfg base;
+            if (ring_plan_stage(m, t, 2, p, bmax, CAND_THREADS[ti], CAND_STAGE_BYTES[si], &base))
+                continue;
+            const unsigned fit = base.stages;
+            for (size_t ni = 0; ni < NELEMS(CAND_STAGES); ni++) {
+                const unsigned n = CAND_STAGES[ni] ? CAND_STAGES[ni] : fit;
+                if (n > fit || (CAND_STAGES[ni] && n == fit))
+                    continue;   /* does not fit, or "as many as fit" already */
+                for (size_t fi = 0; fi < NELEMS(CAND_INFLIGHT); fi++) {
+                    ring_cfg r = base;
+                    r.stages = n;
+                    r.inflight = CAND_INFLIGHT[fi] ? CAND_INFLIGHT[fi] : n;
+                    r.candidate = true;
+                    if ((CAND_INFLIGHT[fi] && r.inflight >= n) ||
+                        r.inflight * r.stage_bytes < RING_MIN_INFLIGHT_BYTES ||
+                        ring_check_stages(m, bmax, &r) || same_ring(&r, chosen))
+                        continue;
+                    if (plan_one(set, s, ts, bmax, 2, p, NULL, &r, false, 0,
+                                 "tuning candidate (generate --candidates): a configuration "
+                                 "the planner did not choose",
+                                 d))
+                        return -1;
+                }
+            }
+        }
+    return 0;
 }
 
 int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
@@ -513,6 +585,9 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                       "deterministic twin of the ring form (same code: the ring form is "
                       "reproducible by construction)", d)))
             return -1;
+        if (set->candidates && !ring_plan(m, t, 2, 2, bmax, &rc) &&
+            plan_ring_candidates(set, s, ts, bmax, 2, &rc, d))
+            return -1;
         /* One cluster of 2 per head.  Where pairs of pairs need more CTAs than
          * SMs (Llama-2-13B: 40 heads x 4 > 132) it is the preferred form: a
          * cluster of 3 per head (120 CTAs) cannot be co-resident (the H200
@@ -531,6 +606,9 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                       d) ||
              (!pairs && plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, true, 1,
                                  "deterministic twin of the ring form (same code)", d))))
+            return -1;
+        if (set->candidates && !ring_plan(m, t, 2, 1, bmax, &rc) &&
+            plan_ring_candidates(set, s, ts, bmax, 1, &rc, d))
             return -1;
     }
     return 0;

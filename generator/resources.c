@@ -369,13 +369,16 @@ static const char gate_usage[] =
     "as \"resources\" to the manifest instance of the same name, and writes\n"
     "OUT.json (only if its content changed).  Exits 1, writing nothing, when a\n"
     "kernel spills, a log has no resource report, or a kernel is not in the\n"
-    "manifest.\n";
+    "manifest.  A tuning candidate (\"candidate\": true, from `generate\n"
+    "--candidates`) that spills is not an error: it gets \"discarded\" with\n"
+    "the reason, and the candidates kept and discarded are counted on stderr.\n";
 
 typedef struct gate {
     const char *manifest_path;
     json_object *manifest;
     json_object *instances;     /* borrowed from manifest */
     bool *reported;             /* per instance: a log reported it already */
+    unsigned candidates, discarded;
     fg_diag diag;
 } gate;
 
@@ -450,12 +453,20 @@ static bool arch_matches(const fg_resources *r, const char *arch)
     return strcmp(r->arch, arch) == 0;
 }
 
+static bool instance_is_candidate(json_object *inst)
+{
+    json_object *v;
+    return json_object_object_get_ex(inst, "candidate", &v) &&
+           json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
+}
+
 static void gate_function(gate *g, const char *log, const fg_resources *r)
 {
-    if (fg_resources_spills(r))
-        report_spill(g, log, r);
-    if (!r->is_entry)
+    if (!r->is_entry) {
+        if (fg_resources_spills(r))
+            report_spill(g, log, r);
         return;     /* device functions are not instances */
+    }
     int i = find_instance(g, r->kernel);
     if (i < 0) {
         fg_error_at(&g->diag, log, 0, 0, "kernel %s is not in the manifest %s; "
@@ -478,6 +489,20 @@ static void gate_function(gate *g, const char *log, const fg_resources *r)
     }
     g->reported[i] = true;
     json_object_object_add(inst, "resources", resources_json(r));
+    const bool candidate = instance_is_candidate(inst);
+    g->candidates += candidate;
+    if (!fg_resources_spills(r))
+        return;
+    if (!candidate) {
+        report_spill(g, log, r);
+        return;
+    }
+    char why[96];
+    snprintf(why, sizeof why, "spills: %d bytes stored, %d loaded",
+             r->is_amd ? r->vgpr_spills + r->sgpr_spills : r->spill_store_bytes,
+             r->is_amd ? 0 : r->spill_load_bytes);
+    json_object_object_add(inst, "discarded", json_object_new_string(why));
+    g->discarded++;
 }
 
 static void gate_log(gate *g, const char *log)
@@ -602,6 +627,9 @@ int fg_cmd_gate(int argc, char **argv)
     if (gate_load(&g, in))
         for (int i = first_log; i < argc; i++)
             gate_log(&g, argv[i]);
+    if (g.candidates)
+        fprintf(stderr, "fusegen gate: %u tuning candidates: %u kept, %u discarded (spills)\n",
+                g.candidates, g.candidates - g.discarded, g.discarded);
     /* Any error: write nothing, so Make does not take a failed gate's
      * manifest for an up-to-date one. */
     if (!g.diag.errors) {

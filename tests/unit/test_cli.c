@@ -227,6 +227,44 @@ Test(cli, one_per_path_keeps_every_code_path_once)
     free(few);
 }
 
+/* --candidates adds the ring's other configurations: at least 20 for
+ * Llama-2-7B at batch 1 (issue 11), all distinct, each with as many bytes in
+ * flight as keep HBM busy, and never the planner's own choice again. */
+Test(cli, candidates_enumerate_the_ring_configurations)
+{
+    char *plain, *cand;
+    const char *specs = "specs/models/llama-2-7b.yaml specs/targets/h200.yaml";
+    cr_assert_eq(run(&plain, "list --out %s/g --filter 'decode_attn_*_b1_*ring*' %s", tmp, specs), 0);
+    cr_assert_eq(run(&cand, "list --candidates --out %s/g --filter 'decode_attn_*_b1_*ring*' %s",
+                     tmp, specs), 0, "%s", cand);
+    unsigned n = 0;
+    for (char *line = cand, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        const char *k = strstr(line, "_ring_k");
+        if (k) {
+            unsigned kb, stages, inflight;
+            cr_assert_eq(sscanf(k, "_ring_k%un%uf%u", &kb, &stages, &inflight), 3, "%s", line);
+            cr_expect_geq(inflight * kb, 64u, "too few bytes in flight: %s", line);
+            cr_expect_leq(inflight, stages, "%s", line);
+            n++;
+        } else if (strstr(line, ".cu")) {
+            cr_expect_not_null(strstr(plain, line), "%s is not a planned instance", line);
+        }
+    }
+    cr_expect_geq(n, 20u, "%u candidates", n);
+    cr_expect_null(strstr(plain, "_ring_k"), "no candidates without --candidates");
+    free(plain);
+    free(cand);
+    /* the manifest marks them, and generating twice gives the same bytes */
+    cr_assert_eq(run(NULL, "generate --candidates --out %s/g --filter 'decode_attn_*_b1_*ring*' %s",
+                     tmp, specs), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/g/manifest.json", tmp);
+    char *m = slurp(path);
+    cr_expect_not_null(strstr(m, "\"candidate\": true"));
+    free(m);
+}
+
 Test(cli, golden_generated_text)
 {
     char *out;

@@ -526,6 +526,31 @@ Test(gate, callee_spill_fails, .init = make_scratch_quiet, .fini = remove_scratc
     free(err);
 }
 
+/* A tuning candidate that spills is discarded with its reason; the run
+ * succeeds, and a candidate that does not spill is kept. */
+Test(gate, spilling_candidate_is_discarded, .init = make_scratch_quiet, .fini = remove_scratch)
+{
+    const char *manifest = in_scratch("m.json");
+    spit(manifest, "{\"instances\": [{\"name\": \"test_spill\", \"arch\": \"sm_90a\", "
+                   "\"candidate\": true}, {\"name\": \"test_nospill\", \"arch\": "
+                   "\"sm_90a\", \"candidate\": true}, {\"name\": \"test_nospill_smem\", "
+                   "\"arch\": \"sm_90a\"}]}");
+    const char *out = in_scratch("out.json");
+    cr_assert_eq(run_gate(manifest, out, DATA "ptxas_nospill_sm90a.log",
+                          DATA "ptxas_spill_sm90a.log"), 0);
+    json_object *m = json_object_from_file(out);
+    cr_assert_not_null(m);
+    json_object *why;
+    cr_assert(json_object_object_get_ex(instance(m, "test_spill"), "discarded", &why));
+    cr_assert_str_eq(json_object_get_string(why), "spills: 852 bytes stored, 852 loaded");
+    cr_assert(!json_object_object_get_ex(instance(m, "test_nospill"), "discarded", &why));
+    cr_assert_eq(resource(m, "test_spill", "registers"), 32, "figures kept for the record");
+    json_object_put(m);
+    char *err = captured_stderr();
+    cr_assert_not_null(strstr(err, "2 tuning candidates: 1 kept, 1 discarded (spills)"), "%s", err);
+    free(err);
+}
+
 Test(gate, other_failures, .init = make_scratch_quiet, .fini = remove_scratch)
 {
     const char *out = in_scratch("out.json");
