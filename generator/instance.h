@@ -65,7 +65,7 @@ typedef struct fg_instance {
     int priority;              /* higher: preferred by lookup among equal keys */
     bool candidate;            /* a tuning candidate (generate --candidates): the gate
                                   discards it when it spills instead of failing */
-    char path_key[64];         /* instances with equal keys share one code path */
+    char path_key[96];         /* instances with equal keys share one code path */
     fg_strbuf reasons;         /* one line per decision, for `explain` */
     const char *specs[FG_MAX_SPECS_PER_INSTANCE]; /* model and target spec paths */
     unsigned nspecs;
