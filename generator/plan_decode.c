@@ -52,13 +52,18 @@ typedef struct ring_cfg {
  * tiles hidden sizes of 7 x 512 (Qwen2-7B's 3584), whose rows split evenly
  * over 7 warps but not over 8 or 16. */
 static const unsigned RING_THREADS[] = {512u, 448u};
-/* Larger stages first: every stage costs the consumers an mbarrier handshake
- * (with K-sliced projections 32 KB stages measured 4 us faster than 16 KB at
- * S = 1K; with whole rows the two are within 1.3%; 40 KB serves hidden 5120,
- * whose rows are 10 KB, not yet measured); 16 KB above batch 1,
- * where the 32 KB tiling's x and o slices spill (batch 2: 120 B, found by the
- * resource gate). */
-static const unsigned RING_STAGE_SIZES[] = {40960u, 32768u, 16384u};
+/* Stage sizes in order of preference.  16 KB first, at most RING_MAX_STAGES
+ * of them: the tuning candidates (generate --candidates, H200, Llama-2-7B
+ * f16 batch 1, S = 1K and 4K) put 16 KB x 8 stages (128 KB in flight) 4-5%
+ * ahead of the 32 KB x 6 planned before, and on shapes not tuned (bf16, batch
+ * 2 and 4, S to 16K, pages of 16, Llama-3-8B GQA) it measured 2-7% faster at
+ * S = 1K and level to 2% faster at 16K, except Llama-3-8B batch 1 at 8K (4%
+ * slower): fewer bytes queued ahead of the consumers' own global round trips
+ * (head and grid barriers, exchanges) shorten the chain, and 128 KB still
+ * keeps HBM streaming.  40 KB serves hidden 5120, whose rows are 10 KB and
+ * split over 16 warps only four at a time. */
+static const unsigned RING_STAGE_SIZES[] = {16384u, 40960u, 32768u};
+#define RING_MAX_STAGES 8u
 /* Stages in flight per CTA: 0 = the whole ring.  Capping it at 4 or 8 of 13
  * stages (64-128 KB per SM) measured no faster on the H200 (47.2 / 47.0 /
  * 47.3 us at S = 1K), so the ring is not capped; the knob stays for tuning. */
@@ -140,8 +145,13 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                 continue;
             const char *why = ring_plan_stage(m, t, c, p, bmax, RING_THREADS[k],
                                               RING_STAGE_SIZES[i], r);
-            if (!why)
-                return NULL;
+            if (!why) {
+                if (r->stages > RING_MAX_STAGES)
+                    r->stages = RING_MAX_STAGES;
+                if (r->inflight > r->stages)
+                    r->inflight = r->stages;
+                return ring_check_stages(m, bmax, r);
+            }
             if (!first)
                 first = why;
         }

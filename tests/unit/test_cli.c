@@ -403,9 +403,9 @@ Test(cli, decode_paged_plan_and_skips)
     free(base);
 }
 
-/* The ring form's measured plan: 32 KB stages at batch 1, 16 KB above (the
- * 32 KB tiling spilled at batch 2), one CTA per SM at every batch, and the
- * ring preferred over the register split by priority. */
+/* The ring form's measured plan: 8 stages of 16 KB at every batch (the
+ * tuning candidates' winner), one CTA per SM, and the ring preferred over
+ * the register split by priority. */
 Test(cli, decode_ring_plan_follows_the_measurements)
 {
     char *out;
@@ -420,11 +420,11 @@ Test(cli, decode_ring_plan_follows_the_measurements)
     const struct {
         const char *instance, *want[3];
     } cases[] = {
-        {"b1_c2x2_t512_ring_norm", {"\"stage_bytes\": 32768", "__launch_bounds__(544, 1)",
+        {"b1_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "\"stages\": 8",
+                                    "__launch_bounds__(544, 1)"}},
+        {"b2_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "\"stages\": 8",
                                     "\"priority\": 3"}},
-        {"b2_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "__launch_bounds__(544, 1)",
-                                    "\"priority\": 3"}},
-        {"b4_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "__launch_bounds__(544, 1)",
+        {"b4_c2x2_t512_ring_norm", {"\"stage_bytes\": 16384", "\"stages\": 8",
                                     "\"priority\": 3"}},
         {"b1_c2x2_t512_norm", {"\"unroll3\": 4", "\"loads1\": 8", "\"priority\": 2"}},
     };
@@ -524,7 +524,7 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2_t512_ring_norm\n"),
               "%s", out);
     cr_assert(strstr(out, "launch: grid=(128,1,1) block=(544,1,1) cluster=(2,1,1) "
-                          "dynamic_smem=196608 cooperative"),
+                          "dynamic_smem=131072 cooperative"),
               "%s", out);
     cr_assert(strstr(out, "preferred: two clusters of 2 per head streamed through a shared-memory "
                           "ring"),
