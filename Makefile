@@ -20,7 +20,8 @@ TEST_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 FUSEGEN   := $(BUILD)/fusegen
 
 # What the main job generates: every shipped spec, every shipped target.
-SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml))
+SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml \
+                               specs/tuning/*.yaml))
 GEN_OUT   ?= generated
 
 .PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu \
@@ -218,6 +219,8 @@ install: $(FUSEGEN) $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
 	install -m 644 runtime/include/fgrt.h runtime/include/fg_registry.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 templates/* $(SHARE)/templates/
 	install -m 644 specs/targets/*.yaml $(SHARE)/targets/
+	install -d $(SHARE)/tuning
+	install -m 644 specs/tuning/*.yaml $(SHARE)/tuning/
 	install -m 755 scripts/hip-devlibs.sh $(SHARE)/scripts/
 	install -m 644 fusegen.mk $(SHARE)/fusegen.mk
 	install -m 644 mk/kernel-flags.mk $(SHARE)/mk/kernel-flags.mk

@@ -44,8 +44,10 @@ static const char pipeline_usage[] =
     "\n"
     "%s\n"
     "\n"
-    "SPEC files are model, gemm and target specs (specs/models, specs/gemm,\n"
-    "specs/targets); every model is planned for every selected target.\n"
+    "SPEC files are model, gemm, target and tuning specs (specs/models,\n"
+    "specs/gemm, specs/targets, specs/tuning); every model is planned for every\n"
+    "selected target, with the configurations of that target's tuning spec\n"
+    "where it has an entry (explain says which were used).\n"
     "\n"
     "options:\n"
     "  -t, --target NAME     use only this target (repeatable; default: every target spec)\n"
@@ -179,7 +181,8 @@ static void free_loaded(loaded *l)
 
 static const char *spec_name(const fg_spec *s)
 {
-    return s->model ? s->model->name : s->gemm ? s->gemm->name : s->target->name;
+    return s->model ? s->model->name : s->gemm ? s->gemm->name : s->target ? s->target->name
+                                                                           : s->tuning->target;
 }
 
 /* Loads every spec, reporting every error, then checks names are unique. */
@@ -199,8 +202,8 @@ static int load_all(char **paths, size_t n, loaded *l, fg_diag *d)
     for (size_t i = 0; i < l->count; i++)
         for (size_t j = 0; j < i; j++) {
             const fg_spec *a = l->specs[i], *b = l->specs[j];
-            if (a->kind != b->kind)
-                continue;
+            if (a->kind != b->kind || a->kind == FG_SPEC_TUNING)
+                continue;   /* tuning specs: one per target (check_tunings) */
             const char *na = spec_name(a), *nb = spec_name(b);
             if (strcmp(na, nb) == 0)
                 fg_error_at(d, a->path, 0, 0, "name '%s' is also used by %s", na, b->path);
@@ -244,18 +247,52 @@ static int check_target_names(const pipeline_opts *o, const loaded *l, fg_diag *
     return d->errors ? -1 : 0;
 }
 
+/* The tuning spec given for target `ts`, or NULL.  Each tuning spec must
+ * name a target spec given, and no target may have two. */
+static const fg_spec *tuning_for(const loaded *l, const fg_spec *ts)
+{
+    for (size_t i = 0; i < l->count; i++)
+        if (l->specs[i]->kind == FG_SPEC_TUNING &&
+            strcmp(l->specs[i]->tuning->target, ts->target->name) == 0)
+            return l->specs[i];
+    return NULL;
+}
+
+static int check_tunings(const loaded *l, fg_diag *d)
+{
+    for (size_t i = 0; i < l->count; i++) {
+        if (l->specs[i]->kind != FG_SPEC_TUNING)
+            continue;
+        const char *name = l->specs[i]->tuning->target;
+        bool target = false;
+        for (size_t j = 0; j < l->count; j++) {
+            const fg_spec *o = l->specs[j];
+            target |= o->kind == FG_SPEC_TARGET && strcmp(o->target->name, name) == 0;
+            if (j < i && o->kind == FG_SPEC_TUNING && strcmp(o->tuning->target, name) == 0)
+                fg_error(d, "%s and %s both tune target '%s'; expected one tuning file per "
+                            "target", o->path, l->specs[i]->path, name);
+        }
+        if (!target)
+            fg_error(d, "%s tunes target '%s', but no target spec of that name is given",
+                     l->specs[i]->path, name);
+    }
+    return d->errors ? -1 : 0;
+}
+
 static int plan_all(const pipeline_opts *o, const loaded *l, fg_plan_set *set, fg_diag *d)
 {
-    if (check_target_names(o, l, d))
+    if (check_target_names(o, l, d) || check_tunings(l, d))
         return -1;
     for (size_t t = 0; t < l->count; t++) {
         const fg_spec *ts = l->specs[t];
         if (ts->kind != FG_SPEC_TARGET || !target_selected(o, ts))
             continue;
+        set->tuning = tuning_for(l, ts);
         for (size_t i = 0; i < l->count; i++)
             if (fg_plan_spec(l->specs[i], ts, set, d))
                 return -1;
     }
+    set->tuning = NULL;
     if (o->nfilters)
         fg_plan_filter(set, o->filters, o->nfilters);
     fg_plan_sort(set);

@@ -12,6 +12,9 @@ typedef struct fg_plan_set {
     /* Set before planning: families add, next to their choice, every other
      * configuration that plans (tuning candidates, `generate --candidates`). */
     bool candidates;
+    /* Set per target before planning: its tuning spec (fusegen tune), whose
+     * entries replace the model's configuration; NULL: none given. */
+    const fg_spec *tuning;
 } fg_plan_set;
 
 /* Adds the instances `spec` needs on `target`; an instance another spec

@@ -46,6 +46,7 @@ typedef struct ring_cfg {
     unsigned threads, stage_bytes, stages, rows1, inflight;
     unsigned static_smem;   /* estimate of the template's Smem struct */
     bool candidate;         /* a tuning candidate, not the planner's choice */
+    bool tuned;             /* from the target's tuning spec, not the model */
 } ring_cfg;
 
 /* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
@@ -247,6 +248,49 @@ static void inv_freq_table(fg_strbuf *sb, const fg_rope *rope, unsigned hd)
         fg_sb_printf(sb, "%s%.9ef", i ? ", " : "", (double)inv[i]);
 }
 
+/* Every model property that changes the code, in instance-name form: the
+ * shapes, then (when not the Llama-2 defaults) KV heads, window, RoPE base
+ * and layout, scaling, pages and biases. */
+static void decode_dims(fg_strbuf *dims, const fg_model *m)
+{
+    const fg_attention *a = m->attention;
+    fg_sb_printf(dims, "h%u_nh%u", m->hidden, a->heads);
+    if (a->kv_heads != a->heads)
+        fg_sb_printf(dims, "_kv%u", a->kv_heads);
+    fg_sb_printf(dims, "_hd%u_s%u", a->head_dim, m->max_context);
+    if (a->sliding_window)
+        fg_sb_printf(dims, "_win%u", a->sliding_window);
+    if (m->rope->theta != 10000.0)
+        fg_sb_printf(dims, "_rt%.0f", m->rope->theta);
+    if (m->rope->layout != FG_ROPE_NEOX)
+        fg_sb_puts(dims, "_gptj");
+    const fg_rope_scaling_spec *sc = m->rope->scaling;
+    if (sc && sc->type != FG_SCALING_NONE)
+        fg_sb_printf(dims, "_rs%s%g", fg_scaling_name(sc->type), sc->factor);
+    if (m->kv_cache->layout == FG_KV_PAGED)
+        fg_sb_printf(dims, "_p%u", m->kv_cache->page_size);
+    if (a->qkv_bias)
+        fg_sb_puts(dims, "_bias");
+}
+
+/* The instance family's name: an instance name up to its head split (the
+ * key of tuning entries).  False if it cannot be named. */
+static bool decode_family(char out[FG_NAME_MAX], const fg_model *m, const fg_target *t,
+                          unsigned bmax, unsigned c, unsigned p)
+{
+    fg_strbuf dims = {0};
+    decode_dims(&dims, m);
+    char split[32];
+    if (p > 1)
+        snprintf(split, sizeof split, "b%u_c%ux%u", bmax, c, p);
+    else
+        snprintf(split, sizeof split, "b%u_c%u", bmax, c);
+    const bool ok = fg_instance_name(out, "decode_attn", t->arch, fg_dtype_name(m->dtype),
+                                     fg_sb_str(&dims), split);
+    fg_sb_free(&dims);
+    return ok;
+}
+
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                     unsigned c, unsigned p, const cta_shape *cs, const ring_cfg *ring, bool det,
                     int priority, const char *choice, fg_diag *d)
@@ -257,36 +301,19 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned threads = ring ? ring->threads : cs->threads;
     fg_instance in = {0};
     char variant[64];
-    /* every model property that changes the code is in the name: the shapes,
-     * then (when not the Llama-2 defaults) KV heads, window, RoPE base and
-     * layout, and scaling; KV heads, windows and scaling are refused today
-     * (unsupported()), their parts are there for the forms that will come */
     fg_strbuf dims = {0};
-    fg_sb_printf(&dims, "h%u_nh%u", m->hidden, a->heads);
-    if (a->kv_heads != a->heads)
-        fg_sb_printf(&dims, "_kv%u", a->kv_heads);
-    fg_sb_printf(&dims, "_hd%u_s%u", a->head_dim, m->max_context);
-    if (a->sliding_window)
-        fg_sb_printf(&dims, "_win%u", a->sliding_window);
-    if (m->rope->theta != 10000.0)
-        fg_sb_printf(&dims, "_rt%.0f", m->rope->theta);
-    if (m->rope->layout != FG_ROPE_NEOX)
-        fg_sb_puts(&dims, "_gptj");
-    const fg_rope_scaling_spec *sc = m->rope->scaling;
-    if (sc && sc->type != FG_SCALING_NONE)
-        fg_sb_printf(&dims, "_rs%s%g", fg_scaling_name(sc->type), sc->factor);
+    decode_dims(&dims, m);
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
-    if (page)
-        fg_sb_printf(&dims, "_p%u", page);
-    if (a->qkv_bias)
-        fg_sb_puts(&dims, "_bias");
     char cl[16];
     if (p > 1)
         snprintf(cl, sizeof cl, "c%ux%u", c, p);
     else
         snprintf(cl, sizeof cl, "c%u", c);
     char deep[32] = "";
-    if (ring && ring->candidate)   /* stage KB, stages, stages in flight */
+    /* a configuration other than the model's carries it in the name (stage
+     * KB, stages, stages in flight): targets tuned differently, or not at
+     * all, share specs but not code */
+    if (ring && (ring->candidate || ring->tuned))
         snprintf(deep, sizeof deep, "_ring_k%un%uf%u", ring->stage_bytes / 1024, ring->stages,
                  ring->inflight);
     else if (ring)
@@ -471,6 +498,64 @@ static bool same_ring(const ring_cfg *a, const ring_cfg *b)
            a->stages == b->stages && a->inflight == b->inflight;
 }
 
+/* The tuning entry of an instance family, or NULL. */
+static const fg_tuning_entry *tuning_entry(const fg_plan_set *set, const char *family)
+{
+    if (!set->tuning)
+        return NULL;
+    const fg_tuning *tu = set->tuning->tuning;
+    for (unsigned i = 0; i < tu->entries_count; i++)
+        if (strcmp(tu->entries[i].family, family) == 0)
+            return &tu->entries[i];
+    return NULL;
+}
+
+/* The ring configuration of a head split in p clusters of 2: the tuning
+ * entry of its instance family where there is one, else the model's (which
+ * must plan: the caller asked ring_plan first).  Appends to `why` a line
+ * that says which, with the figures.  -1 (reported) when an entry does not
+ * plan: the tuning file is stale. */
+static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_target *t,
+                       unsigned bmax, unsigned p, ring_cfg *r, fg_strbuf *why, fg_diag *d)
+{
+    char family[FG_NAME_MAX];
+    if (!decode_family(family, m, t, bmax, 2, p)) {
+        fg_error(d, "cannot name a decode_attn instance family");
+        return -1;
+    }
+    const fg_tuning_entry *e = tuning_entry(set, family);
+    if (!e) {
+        fg_sb_printf(why, "\nconfiguration: the model's (%s%s)",
+                     set->tuning ? "no entry for this family in " : "no tuning file given",
+                     set->tuning ? set->tuning->path : "");
+        return 0;
+    }
+    ring_cfg tr;
+    const char *bad = ring_plan_stage(m, t, 2, p, bmax, e->threads, e->stage_bytes, &tr);
+    if (!bad) {
+        if (e->stages > tr.stages)
+            bad = "more stages than fit in shared memory";
+        tr.stages = e->stages;
+        tr.inflight = e->in_flight;
+        if (!bad)
+            bad = ring_check_stages(m, bmax, &tr);
+    }
+    if (bad) {
+        fg_error(d, "%s: the entry for %s (%u threads, %u stages of %u B) does not plan: %s; "
+                    "run fusegen tune again",
+                 set->tuning->path, family, e->threads, e->stages, e->stage_bytes, bad);
+        return -1;
+    }
+    *r = tr;
+    r->tuned = true;
+    fg_sb_printf(why,
+                 "\nconfiguration: tuned (%s): %u threads, %u stages of %u B, %u in flight: "
+                 "%.1f us against the model's %.1f (worst %.1f of %u candidates; %s)",
+                 set->tuning->path, e->threads, e->stages, e->stage_bytes, e->in_flight,
+                 e->tuned_us, e->model_us, e->worst_us, e->candidates, e->measured);
+    return 0;
+}
+
 static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                                 unsigned bmax, unsigned p, const ring_cfg *chosen, fg_diag *d)
 {
@@ -577,49 +662,55 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
         }
         /* The ring form, preferred: the head split as pairs of clusters of 2
          * where the cooperative grid fits, and one cluster of 2 (no head
-         * barriers) so both exchange paths are compiled and tested. */
-        ring_cfg rc;
-        if (!ring_plan(m, t, 2, 2, bmax, &rc) &&
-            (plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, false, 3,
-                      m->attention->kv_heads == m->attention->heads
-                          ? "preferred: two clusters of 2 per head streamed through a "
-                            "shared-memory ring (measured fastest at batch 1, 2 and 4: 8-14% "
-                            "ahead of the best register form at batch 1, 1.2-1.7x the unfused "
-                            "cuBLAS baseline)"
-                          : "preferred: two clusters of 2 per query head streamed through a "
-                            "shared-memory ring; the query heads of a group read their K/V "
-                            "rows and cache where the group's first head brought them into "
-                            "L2 (not measured yet)",
-                      d) ||
-             plan_one(set, s, ts, bmax, 2, 2, NULL, &rc, true, 1,
-                      "deterministic twin of the ring form (same code: the ring form is "
-                      "reproducible by construction)", d)))
-            return -1;
-        if (set->candidates && !ring_plan(m, t, 2, 2, bmax, &rc) &&
-            plan_ring_candidates(set, s, ts, bmax, 2, &rc, d))
-            return -1;
-        /* One cluster of 2 per head.  Where pairs of pairs need more CTAs than
+         * barriers) so both exchange paths are compiled and tested.
+         *
+         * One cluster of 2 per head.  Where pairs of pairs need more CTAs than
          * SMs (Llama-2-13B: 40 heads x 4 > 132) it is the preferred form: a
          * cluster of 3 per head (120 CTAs) cannot be co-resident (the H200
          * holds 117 CTAs in clusters of 3), and at 80 CTAs it measured ahead
          * of the register form (13B, B = 1: 69.9 / 84.5 / 143.7 us against
          * 70.9 / 95.0 / 189.7 at S = 1K / 4K / 16K).  Elsewhere it is kept
          * so the single-cluster exchange is compiled and tested. */
+        ring_cfg rc;
         const bool pairs = !ring_plan(m, t, 2, 2, bmax, &rc);
-        if (!ring_plan(m, t, 2, 1, bmax, &rc) &&
-            (plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, false, pairs ? 1 : 3,
-                      pairs ? "one cluster of 2 per head streamed through a shared-memory ring "
-                              "(half the SMs; tests the single-cluster exchange)"
-                            : "preferred: one cluster of 2 per head streamed through a "
-                              "shared-memory ring (two clusters of 2 per head would need more "
-                              "CTAs than SMs; measured ahead of the register form)",
-                      d) ||
-             (!pairs && plan_one(set, s, ts, bmax, 2, 1, NULL, &rc, true, 1,
-                                 "deterministic twin of the ring form (same code)", d))))
-            return -1;
-        if (set->candidates && !ring_plan(m, t, 2, 1, bmax, &rc) &&
-            plan_ring_candidates(set, s, ts, bmax, 1, &rc, d))
-            return -1;
+        const bool mha = m->attention->kv_heads == m->attention->heads;
+        for (unsigned p = 2; p >= 1; p--) {
+            if (ring_plan(m, t, 2, p, bmax, &rc))
+                continue;
+            const bool preferred = p == 2 || !pairs;
+            const char *what =
+                p == 2 ? (mha ? "preferred: two clusters of 2 per head streamed through a "
+                                "shared-memory ring (measured fastest at batch 1, 2 and 4: "
+                                "8-14% ahead of the best register form at batch 1, 1.2-1.7x "
+                                "the unfused cuBLAS baseline)"
+                              : "preferred: two clusters of 2 per query head streamed through "
+                                "a shared-memory ring; the query heads of a group read their "
+                                "K/V rows and cache where the group's first head brought them "
+                                "into L2 (not measured yet)")
+                : pairs ? "one cluster of 2 per head streamed through a shared-memory ring "
+                          "(half the SMs; tests the single-cluster exchange)"
+                        : "preferred: one cluster of 2 per head streamed through a "
+                          "shared-memory ring (two clusters of 2 per head would need more "
+                          "CTAs than SMs; measured ahead of the register form)";
+            fg_strbuf choice = {0}, twin = {0};
+            fg_sb_puts(&choice, what);
+            fg_sb_puts(&twin, "deterministic twin of the ring form (same code: the ring form is "
+                              "reproducible by construction)");
+            int rc_plan = ring_choose(set, m, t, bmax, p, &rc, &choice, d);
+            if (!rc_plan)
+                fg_sb_puts(&twin, strchr(fg_sb_str(&choice), '\n'));
+            if (!rc_plan)
+                rc_plan = plan_one(set, s, ts, bmax, 2, p, NULL, &rc, false,
+                                   preferred ? 3 : 1, fg_sb_str(&choice), d);
+            if (!rc_plan && preferred)
+                rc_plan = plan_one(set, s, ts, bmax, 2, p, NULL, &rc, true, 1, fg_sb_str(&twin), d);
+            if (!rc_plan && set->candidates)
+                rc_plan = plan_ring_candidates(set, s, ts, bmax, p, &rc, d);
+            fg_sb_free(&choice);
+            fg_sb_free(&twin);
+            if (rc_plan)
+                return -1;
+        }
     }
     return 0;
 }

@@ -543,6 +543,38 @@ static void check_target(checker *c, const fg_target *t)
     }
 }
 
+static void check_tuning(checker *c, const fg_tuning *t)
+{
+    check_name(c, "tuning.target", t->target);
+    for (unsigned i = 0; i < t->entries_count; i++) {
+        const fg_tuning_entry *e = &t->entries[i];
+        char p[PATH_MAX_LEN];
+#define AT(field) (snprintf(p, sizeof p, "tuning.entries[%u]." field, i), p)
+        /* an instance name's stem: it is matched against generated names */
+        if (strspn(e->family, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(e->family) ||
+            !(e->family[0] >= 'a' && e->family[0] <= 'z'))
+            err_at(c, AT("family"), false,
+                   "'%s' is '%s'; expected an instance name without its configuration part "
+                   "(lowercase letters, digits and '_', starting with a letter)",
+                   p, e->family);
+        for (unsigned j = 0; j < i; j++)
+            if (strcmp(t->entries[j].family, e->family) == 0)
+                err_at(c, AT("family"), false, "family '%s' has a second entry (entries[%u] "
+                       "is the first); expected one per family", e->family, j);
+        if (in_range(c, AT("threads"), e->threads, 32, 1024))
+            multiple_of(c, AT("threads"), e->threads, 32, "whole warps");
+        if (in_range(c, AT("stage_bytes"), e->stage_bytes, 1024, 1u << 20))
+            multiple_of(c, AT("stage_bytes"), e->stage_bytes, 128, "bulk copies stay aligned");
+        in_range(c, AT("stages"), e->stages, 1, 16);
+        in_range(c, AT("in_flight"), e->in_flight, 1, e->stages ? e->stages : 1);
+        float_range(c, AT("tuned_us"), e->tuned_us, 0, 1e9);
+        float_range(c, AT("model_us"), e->model_us, 0, 1e9);
+        float_range(c, AT("worst_us"), e->worst_us, 0, 1e9);
+        in_range(c, AT("candidates"), e->candidates, 1, 1u << 20);
+#undef AT
+    }
+}
+
 /* ---- driver ---- */
 
 static void quiet_log(cyaml_log_t level, void *ctx, const char *fmt, va_list args)
@@ -575,7 +607,8 @@ static void check_top(checker *c, const fg_spec *s)
 
 static unsigned count_kinds(const checker *c)
 {
-    return (unsigned)has(c, "model") + (unsigned)has(c, "gemm") + (unsigned)has(c, "target");
+    return (unsigned)has(c, "model") + (unsigned)has(c, "gemm") + (unsigned)has(c, "target") +
+           (unsigned)has(c, "tuning");
 }
 
 fg_spec *fg_spec_load(const char *path, fg_diag *d)
@@ -604,14 +637,14 @@ fg_spec *fg_spec_load_text(const char *path, const char *text, size_t len, fg_di
     if (!root) {
         fg_error_at(d, path, 1, 1,
                     "empty spec; expected a mapping with schema_version and one of model, "
-                    "gemm, target");
+                    "gemm, target, tuning");
         goto out_doc;
     }
     check_value(&c, root, &fg_spec_schema, "");
     if (d->errors == errors_before && count_kinds(&c) != 1)
         fg_error_at(d, path, (unsigned)root->start_mark.line + 1,
                     (unsigned)root->start_mark.column + 1,
-                    "a spec holds exactly one of 'model', 'gemm' or 'target'; found %u",
+                    "a spec holds exactly one of 'model', 'gemm', 'target' or 'tuning'; found %u",
                     count_kinds(&c));
     if (d->errors != errors_before)
         goto out_doc;
@@ -632,9 +665,12 @@ fg_spec *fg_spec_load_text(const char *path, const char *text, size_t len, fg_di
     } else if (spec->gemm) {
         spec->kind = FG_SPEC_GEMM;
         check_gemm(&c, spec->gemm);
-    } else {
+    } else if (spec->target) {
         spec->kind = FG_SPEC_TARGET;
         check_target(&c, spec->target);
+    } else {
+        spec->kind = FG_SPEC_TUNING;
+        check_tuning(&c, spec->tuning);
     }
     if (d->errors != errors_before) {
         cyaml_free(&cfg, &fg_spec_schema, spec, 0);

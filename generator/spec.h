@@ -126,7 +126,27 @@ typedef struct fg_target {
     fg_interconnect *interconnect;    /* NULL: not profiled */
 } fg_target;
 
-typedef enum { FG_SPEC_MODEL, FG_SPEC_GEMM, FG_SPEC_TARGET } fg_spec_kind;
+/* One measured choice, written by `fusegen tune`: the configuration that ran
+ * fastest for an instance family (an instance name without its
+ * configuration part, e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2),
+ * with the figures that chose it (times summed over the points measured). */
+typedef struct fg_tuning_entry {
+    char *family;
+    uint32_t threads, stage_bytes, stages, in_flight;
+    double tuned_us, model_us, worst_us;
+    uint32_t candidates;
+    char *measured;            /* GPU, points, commit */
+} fg_tuning_entry;
+
+/* A tuning file (specs/tuning/<target>.yaml): `generate` uses an entry's
+ * configuration in place of the model's where one exists. */
+typedef struct fg_tuning {
+    char *target;
+    fg_tuning_entry *entries;
+    unsigned entries_count;
+} fg_tuning;
+
+typedef enum { FG_SPEC_MODEL, FG_SPEC_GEMM, FG_SPEC_TARGET, FG_SPEC_TUNING } fg_spec_kind;
 
 typedef struct fg_spec {
     char *path;                /* as given; used in messages and banners */
@@ -135,6 +155,7 @@ typedef struct fg_spec {
     fg_model *model;
     fg_gemm *gemm;
     fg_target *target;
+    fg_tuning *tuning;
 } fg_spec;
 
 /* Loads and validates one spec file.  Returns NULL after reporting every

@@ -159,6 +159,30 @@ static const cyaml_schema_field_t target_fields[] = {
                             interconnect_fields),
     CYAML_FIELD_END};
 
+/* ---- tuning ---- */
+
+static const cyaml_schema_field_t tuning_entry_fields[] = {
+    CYAML_FIELD_STRING_PTR("family", CYAML_FLAG_POINTER, fg_tuning_entry, family, 1, 160),
+    CYAML_FIELD_UINT("threads", CYAML_FLAG_DEFAULT, fg_tuning_entry, threads),
+    CYAML_FIELD_UINT("stage_bytes", CYAML_FLAG_DEFAULT, fg_tuning_entry, stage_bytes),
+    CYAML_FIELD_UINT("stages", CYAML_FLAG_DEFAULT, fg_tuning_entry, stages),
+    CYAML_FIELD_UINT("in_flight", CYAML_FLAG_DEFAULT, fg_tuning_entry, in_flight),
+    CYAML_FIELD_FLOAT("tuned_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, tuned_us),
+    CYAML_FIELD_FLOAT("model_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, model_us),
+    CYAML_FIELD_FLOAT("worst_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, worst_us),
+    CYAML_FIELD_UINT("candidates", CYAML_FLAG_DEFAULT, fg_tuning_entry, candidates),
+    CYAML_FIELD_STRING_PTR("measured", CYAML_FLAG_POINTER, fg_tuning_entry, measured, 1, 256),
+    CYAML_FIELD_END};
+
+static const cyaml_schema_value_t tuning_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, fg_tuning_entry, tuning_entry_fields)};
+
+static const cyaml_schema_field_t tuning_fields[] = {
+    CYAML_FIELD_STRING_PTR("target", CYAML_FLAG_POINTER, fg_tuning, target, 1, NAME_MAX_LEN),
+    CYAML_FIELD_SEQUENCE("entries", CYAML_FLAG_POINTER, fg_tuning, entries, &tuning_entry, 0,
+                         FG_MAX_TUNING_ENTRIES),
+    CYAML_FIELD_END};
+
 /* ---- top level ---- */
 
 static const cyaml_schema_field_t spec_fields[] = {
@@ -166,6 +190,7 @@ static const cyaml_schema_field_t spec_fields[] = {
     CYAML_FIELD_MAPPING_PTR("model", OPT_PTR, fg_spec, model, model_fields),
     CYAML_FIELD_MAPPING_PTR("gemm", OPT_PTR, fg_spec, gemm, gemm_fields),
     CYAML_FIELD_MAPPING_PTR("target", OPT_PTR, fg_spec, target, target_fields),
+    CYAML_FIELD_MAPPING_PTR("tuning", OPT_PTR, fg_spec, tuning, tuning_fields),
     CYAML_FIELD_END};
 
 const cyaml_schema_value_t fg_spec_schema = {

@@ -9,6 +9,7 @@
 
 #define FG_MAX_BATCH_SIZES 16
 #define FG_MAX_GEMM_SHAPES 64
+#define FG_MAX_TUNING_ENTRIES 4096
 
 extern const cyaml_schema_value_t fg_spec_schema;
 extern const cyaml_strval_t fg_dtype_strings[];

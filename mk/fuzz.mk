@@ -23,7 +23,8 @@ FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_COV_OBJS := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/cov/%.o)
 
 # the seeds of each target (directories; libFuzzer reads every file in them)
-FUZZ_SEEDS_fuzz_spec     := specs/models specs/gemm specs/targets tests/specs/bad tests/gpu/specs
+FUZZ_SEEDS_fuzz_spec     := specs/models specs/gemm specs/targets specs/tuning tests/specs/bad \
+                            tests/gpu/specs
 FUZZ_SEEDS_fuzz_importhf := tests/data/hf
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-coverage

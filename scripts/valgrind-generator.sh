@@ -25,9 +25,9 @@ vg() {
         exit 1
     fi
 }
-vg generate --out "$out/gen" specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml \
+vg generate --out "$out/gen" specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml specs/tuning/*.yaml \
     tests/gpu/specs/*.yaml
-vg explain specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml
+vg explain specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml specs/tuning/*.yaml
 for f in tests/data/hf/*.json; do vg import-hf "$f"; done
 for f in tests/specs/bad/*.yaml; do vg list "$f" specs/targets/h200.yaml; done
 echo "valgrind-generator: $runs runs of fusegen, no valgrind error"

@@ -265,6 +265,84 @@ Test(cli, candidates_enumerate_the_ring_configurations)
     free(m);
 }
 
+/* A tuning spec's entry replaces the model's configuration for its family
+ * (the twin too), explain says so with the figures, other families keep the
+ * model's, and generating twice with it writes the same bytes. */
+Test(cli, tuning_spec_replaces_the_models_configuration)
+{
+    const char *specs = "specs/models/llama-2-7b.yaml specs/targets/h200.yaml "
+                        "specs/tuning/h200.yaml";
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter '*_b1_c2x2_t512_ring*' %s", specs), 0, "%s", out);
+    const char *tuned = "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2_t512_ring_k16n8f6_norm\n";
+    const char *at = strstr(out, tuned);
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "STAGE_BYTES=16384 STAGES=8 INFLIGHT=6"), "%s", out);
+    cr_expect_not_null(strstr(at, "configuration: tuned (specs/tuning/h200.yaml): 512 threads, "
+                                  "8 stages of 16384 B, 6 in flight: 101.9 us against the "
+                                  "model's 102.4 (worst 112.5 of 72 candidates"),
+                       "%s", out);
+    const char *twin = strstr(out, "s4096_b1_c2x2_t512_ring_k16n8f6_norm_det\n");
+    cr_assert_not_null(twin, "%s", out);
+    cr_expect_not_null(strstr(twin, "INFLIGHT=6"), "%s", out);
+    free(out);
+    /* without the tuning spec: the model's configuration, and explain says why */
+    cr_assert_eq(run(&out, "explain --filter '*s4096_b1_c2x2_t512_ring_norm' "
+                           "specs/models/llama-2-7b.yaml specs/targets/h200.yaml"), 0);
+    cr_expect_not_null(strstr(out, "INFLIGHT=8"), "%s", out);
+    cr_expect_not_null(strstr(out, "configuration: the model's (no tuning file given)"), "%s",
+                       out);
+    free(out);
+    /* a family without an entry */
+    cr_assert_eq(run(&out, "explain --filter '*s4096_b4_c2x2_t512_ring_norm' %s", specs), 0);
+    cr_expect_not_null(strstr(out, "configuration: the model's (no entry for this family in "
+                                   "specs/tuning/h200.yaml)"), "%s", out);
+    free(out);
+    /* round trip: the same bytes twice */
+    cr_assert_eq(run(NULL, "generate --out %s/a %s", tmp, specs), 0);
+    cr_assert_eq(run(NULL, "generate --out %s/b %s", tmp, specs), 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "diff -r %s/a %s/b >/dev/null", tmp, tmp);
+    cr_expect_eq(system(cmd), 0, "two runs with the tuning spec differ");
+}
+
+/* A tuning spec must name a target given, one per target, and every entry
+ * must still plan; otherwise nothing is written. */
+Test(cli, tuning_spec_errors)
+{
+    char path[128];
+    snprintf(path, sizeof path, "%s/t.yaml", tmp);
+    const char *entry = "schema_version: 1\ntuning:\n  target: %s\n  entries:\n"
+                        "    - family: decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2\n"
+                        "      threads: 512\n      stage_bytes: %u\n      stages: 8\n"
+                        "      in_flight: 8\n      tuned_us: 1\n      model_us: 1\n"
+                        "      worst_us: 1\n      candidates: 2\n      measured: x\n";
+    struct { const char *target; unsigned stage; const char *why; } cases[] = {
+        {"b200", 16384, "tunes target 'b200', but no target spec of that name is given"},
+        {"h200", 24576, "does not plan: W_qkv rows do not split evenly"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        FILE *f = fopen(path, "w");
+        cr_assert_not_null(f);
+        fprintf(f, entry, cases[i].target, cases[i].stage);
+        fclose(f);
+        char *out;
+        cr_expect_neq(run(&out, "generate --out %s/g specs/models/llama-2-7b.yaml "
+                                "specs/targets/h200.yaml %s", tmp, path), 0);
+        cr_expect_not_null(strstr(out, cases[i].why), "%s", out);
+        free(out);
+        snprintf(path, sizeof path, "%s/g", tmp);
+        struct stat st;
+        cr_expect_neq(stat(path, &st), 0, "nothing written");
+        snprintf(path, sizeof path, "%s/t.yaml", tmp);
+    }
+    char *out;
+    cr_expect_neq(run(&out, "list specs/models/llama-2-7b.yaml specs/targets/h200.yaml "
+                            "specs/tuning/h200.yaml specs/tuning/h200.yaml"), 0);
+    cr_expect_not_null(strstr(out, "both tune target 'h200'"), "%s", out);
+    free(out);
+}
+
 Test(cli, golden_generated_text)
 {
     char *out;

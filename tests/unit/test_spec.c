@@ -102,6 +102,7 @@ Test(spec, every_shipped_spec_loads)
     cr_assert_geq(each_yaml("specs/models", expect_loads), 8);
     cr_assert_geq(each_yaml("specs/gemm", expect_loads), 2);
     cr_assert_geq(each_yaml("specs/targets", expect_loads), 4);
+    cr_assert_geq(each_yaml("specs/tuning", expect_loads), 1);
 }
 
 static void expect_exact_error(const char *path)
