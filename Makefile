@@ -25,7 +25,7 @@ SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targe
 GEN_OUT   ?= generated
 
 .PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu \
-        check-gpu-sanitize bench candidates \
+        check-gpu-sanitize bench candidates tune \
         clean help install update-golden runtime example
 
 all: kernels
@@ -41,6 +41,8 @@ help:
 	@echo "make kernels-ci  compile one instance of every distinct code path"
 	@echo "make candidates  tuning candidates (generate --candidates) compiled through the gate,"
 	@echo "                 which discards those that spill (CANDIDATE_SPECS, CANDIDATE_FILTER)"
+	@echo "make tune        candidates, then fusegen tune on the GPU into TUNE_OUT"
+	@echo "                 (default specs/tuning/h200.yaml; needs a GPU)"
 	@echo "make test        unit and golden suites, plus kernels-ci"
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
 	@echo "make check-valgrind  the generator under valgrind on every spec, config and bad input"
@@ -110,6 +112,15 @@ CANDIDATE_FILTER ?= decode_attn_*_b1_*ring*
 candidates: $(FUSEGEN)
 	@$(KERNEL_MAKE) GEN_OUT=$(BUILD)/candidates/generated KBUILD=$(BUILD)/candidates/kernels \
 	    SPECS="$(CANDIDATE_SPECS)" LIST_OPTS="--candidates --filter '$(CANDIDATE_FILTER)'" all
+
+# Times the candidates on this machine's GPU, checks the fastest, and merges
+# the winners into TUNE_OUT (the tuning spec of the candidates' target).
+TUNE_OUT ?= specs/tuning/h200.yaml
+tune: candidates
+	@export BUILD=$(BUILD) && . tests/gpu/gpu-env.sh && if why=$$(fg_gpu_missing); then \
+	    echo "make tune needs a GPU: $$why"; exit 1; fi && fg_gpu_build && \
+	    $(FUSEGEN) tune --manifest $(BUILD)/candidates/kernels/manifest.json \
+	        --harness $(BUILD)/gpu/test_decode_attn --out $(TUNE_OUT)
 
 # ---- tests ----
 

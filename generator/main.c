@@ -15,6 +15,7 @@
 #include "importhf.h"
 #include "plan_overlap.h"
 #include "report.h"
+#include "tune.h"
 #include "resources.h"
 
 #ifndef FG_DEFAULT_TEMPLATES
@@ -33,6 +34,7 @@ static const char main_usage[] =
     "  explain    print the plan chosen for each kernel and why\n"
     "  import-hf  write a model spec from a Hugging Face config.json\n"
     "  gate       check compiler resource reports (registers, spills) into the manifest\n"
+    "  tune       time the compiled tuning candidates on a GPU, write the tuning spec\n"
     "  embed      turn a compiled kernel image into a C source\n"
     "  report     turn benchmark results into a markdown table and a gnuplot chart\n"
     "\n"
@@ -527,6 +529,8 @@ int main(int argc, char **argv)
             return run_pipeline((pipeline_cmd)c, argc - 1, argv + 1);
     if (!strcmp(cmd, "import-hf"))
         return fg_cmd_import_hf(argc - 1, argv + 1);
+    if (!strcmp(cmd, "tune"))
+        return fg_cmd_tune(argc - 1, argv + 1);
     if (!strcmp(cmd, "gate"))
         return fg_cmd_gate(argc - 1, argv + 1);
     if (!strcmp(cmd, "embed"))

@@ -343,6 +343,92 @@ Test(cli, tuning_spec_errors)
     free(out);
 }
 
+/* fusegen tune with a stand-in harness (no GPU here): it times the
+ * configurations of a family, checks the fastest in order, skips one that
+ * fails, writes the fastest that passes, leaves the file alone when nothing
+ * changed, and the entry it writes is one generate uses. */
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f, "%s", path);
+    fputs(text, f);
+    fclose(f);
+}
+
+#define TUNE_FAMILY "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2"
+#define TUNE_INST(variant, cand, threads, kb, n, f)                                             \
+    "{\"name\": \"" TUNE_FAMILY "_t" #threads "_ring" variant "_norm\", \"template\": "         \
+    "\"decode_attn_ring.in\", \"targets\": [\"h200\"], " cand "\"params\": {\"deterministic\": 0, " \
+    "\"threads\": " #threads ", \"stage_bytes\": " #kb ", \"stages\": " #n ", \"inflight\": " #f \
+    "}, \"resources\": {\"registers\": 96}}"
+
+Test(cli, tune_times_checks_and_writes_the_winner)
+{
+    char manifest[128], harness[128], out[128], cmd[1024];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", tmp);
+    snprintf(harness, sizeof harness, "%s/harness.sh", tmp);
+    snprintf(out, sizeof out, "%s/h200.yaml", tmp);
+    /* the planner's choice, two candidates (k16n8f6 fastest but failing its
+     * checks), one discarded for spilling */
+    write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8) ", "
+                         TUNE_INST("_k16n8f6", "\"candidate\": true, ", 512, 16384, 8, 6) ", "
+                         TUNE_INST("_k20n8f8", "\"candidate\": true, ", 512, 20480, 8, 8) ", "
+                         TUNE_INST("_k8n16f16", "\"candidate\": true, \"discarded\": \"spills\", ",
+                                   256, 8192, 16, 16) "]}");
+    write_file(harness,
+               "#!/bin/sh\n"
+               "only= json=\n"
+               "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; "
+               "esac; shift; done\n"
+               "if [ -z \"$json\" ]; then case $only in *k16n8f6*) echo FAIL; exit 1;; esac; "
+               "exit 0; fi\n"
+               "case $only in *k8n16f16*) exit 3;; esac\n"
+               "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
+               "for n in $(echo $only | tr , ' '); do case $n in *k16n8f6*) t=40;; *k20n8f8*) "
+               "t=45;; *) t=50;; esac\n"
+               "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
+               "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; done; done; echo ']}'; } > $json\n");
+    chmod(harness, 0755);
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0,
+                 "%s", log);
+    cr_expect_not_null(strstr(log, "failed its checks: not chosen"), "%s", log);
+    free(log);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "  target: h200\n"), "%s", spec);
+    cr_expect_not_null(strstr(spec, "    - family: " TUNE_FAMILY "\n      threads: 512\n"
+                                    "      stage_bytes: 20480\n      stages: 8\n"
+                                    "      in_flight: 8\n      tuned_us: 90.00\n"
+                                    "      model_us: 100.00\n      worst_us: 100.00\n"
+                                    "      candidates: 3\n"
+                                    "      measured: \"Stand-in, S = 1024 + 4096, fusegen tune\"\n"),
+                       "%s", spec);
+    free(spec);
+    /* the same timings again: the spec is not rewritten */
+    struct stat a, b;
+    cr_assert_eq(stat(out, &a), 0);
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0);
+    cr_expect_not_null(strstr(log, "unchanged (1 entries)"), "%s", log);
+    free(log);
+    cr_assert_eq(stat(out, &b), 0);
+    cr_expect_eq(a.st_ino, b.st_ino);
+    /* the entry is one generate takes */
+    cr_expect_eq(run(&log, "explain --filter '*s4096_b1_c2x2_t512_ring*' "
+                           "specs/models/llama-2-7b.yaml specs/targets/h200.yaml %s", out),
+                 0, "%s", log);
+    cr_expect_not_null(strstr(log, TUNE_FAMILY "_t512_ring_k20n8f8_norm\n"), "%s", log);
+    cr_expect_not_null(strstr(log, "20480 B, 8 in flight: 90.0 us against the model's 100.0"),
+                       "%s", log);
+    free(log);
+    /* a harness that fails the timing run: an error, the spec left alone */
+    snprintf(cmd, sizeof cmd, "tune --manifest %s --out %s --harness /bin/false", manifest, out);
+    cr_expect_eq(run(&log, "%s", cmd), 1);
+    cr_expect_not_null(strstr(log, "the harness's timing run failed"), "%s", log);
+    free(log);
+    cr_assert_eq(stat(out, &b), 0);
+    cr_expect_eq(a.st_ino, b.st_ino);
+}
+
 Test(cli, golden_generated_text)
 {
     char *out;
@@ -625,7 +711,8 @@ Test(cli, help_and_version)
     cr_assert_eq(run(&out, "--version"), 0);
     cr_assert_str_eq(out, "fusegen 0.1.0\n");
     free(out);
-    const char *cmds[] = {"generate", "list", "explain", "import-hf", "gate", "embed", "report"};
+    const char *cmds[] = {"generate", "list", "explain", "import-hf", "gate",
+                          "embed",    "report", "tune"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cr_expect_eq(run(&out, "%s --help", cmds[i]), 0, "%s --help", cmds[i]);
         cr_expect(strstr(out, "usage: fusegen"), "%s --help: %s", cmds[i], out);

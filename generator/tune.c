@@ -1,0 +1,536 @@
+/* fusegen tune (see tune.h): time the compiled candidates of each instance
+ * family, check the fastest, write the winners into the tuning spec. */
+#include "tune.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "diag.h"
+#include "fsutil.h"
+#include "instance.h"
+#include "spec.h"
+#include "strbuf.h"
+
+static const char usage[] =
+    "usage: fusegen tune --manifest GATED.json --out TUNING.yaml [options]\n"
+    "\n"
+    "Times the ring configurations of each instance family in GATED.json (the\n"
+    "gate's manifest of `make candidates`: the planner's choice and its tuning\n"
+    "candidates, less those discarded for spilling) with the GPU test harness,\n"
+    "checks the fastest against the reference in order until one passes, and\n"
+    "writes it into TUNING.yaml (a tuning spec: specs/tuning/<target>.yaml),\n"
+    "keeping the entries of the families not tuned in this run.  A family whose\n"
+    "fastest passing configuration is the planner's own gets no entry.  The\n"
+    "spec is rewritten only if its content changes; on any error it is left as\n"
+    "it was.  Needs a GPU.\n"
+    "\n"
+    "options:\n"
+    "  -m, --manifest FILE  the gate's manifest (build/candidates/kernels/manifest.json)\n"
+    "  -o, --out FILE       the tuning spec to write (merged when it exists)\n"
+    "  -k, --kernels DIR    the compiled kernels (default: the manifest's folder)\n"
+    "      --harness PATH   test_decode_attn (default: build/gpu/test_decode_attn)\n"
+    "      --work DIR       timings and logs (default: the kernels folder)\n"
+    "      --top N          configurations checked at most per family (default 3)\n"
+    "  -h, --help           this text\n";
+
+typedef struct cfg {
+    const char *name;          /* borrowed from the manifest */
+    unsigned threads, stage_bytes, stages, inflight;
+    bool model;                /* the planner's own choice */
+    double us;                 /* sum of the medians timed; 0: not timed */
+} cfg;
+
+typedef struct family {
+    char key[FG_NAME_MAX];
+    cfg *cfgs;
+    size_t n;
+} family;
+
+typedef struct tune {
+    const char *manifest_path, *out, *kernels, *harness, *work;
+    unsigned top;
+    json_object *manifest;
+    char target[FG_SPEC_NAME_MAX + 1];
+    family *fams;
+    size_t nfam;
+    char gpu[128];
+    fg_strbuf points;          /* "S = 1024 + 4096" */
+    fg_diag d;
+} tune;
+
+static json_object *get(json_object *o, const char *key)
+{
+    json_object *v = NULL;
+    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
+}
+
+static const char *str(json_object *o, const char *key)
+{
+    json_object *v = get(o, key);
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+static long long integer(json_object *o, const char *key)
+{
+    json_object *v = get(o, key);
+    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+}
+
+/* The instance family of a ring instance: its name up to "_t<threads>". */
+static bool family_key(const char *name, char out[FG_NAME_MAX])
+{
+    const char *ring = strstr(name, "_ring");
+    const char *t = NULL;
+    for (const char *p = name; ring && p < ring; p++)
+        if (p[0] == '_' && p[1] == 't' && isdigit((unsigned char)p[2]))
+            t = p;
+    if (!t || (size_t)(t - name) >= FG_NAME_MAX)
+        return false;
+    memcpy(out, name, (size_t)(t - name));
+    out[t - name] = '\0';
+    return true;
+}
+
+static family *family_of(tune *t, const char *key)
+{
+    for (size_t i = 0; i < t->nfam; i++)
+        if (strcmp(t->fams[i].key, key) == 0)
+            return &t->fams[i];
+    t->fams = realloc(t->fams, (t->nfam + 1) * sizeof *t->fams);
+    if (!t->fams)
+        fg_out_of_memory();
+    family *f = &t->fams[t->nfam++];
+    *f = (family){0};
+    snprintf(f->key, sizeof f->key, "%s", key);
+    return f;
+}
+
+/* The ring instances of the manifest, by family: every one compiled and
+ * gated, not discarded, not a deterministic twin (the same code). */
+static int collect(tune *t)
+{
+    json_object *insts = get(t->manifest, "instances");
+    if (!insts || !json_object_is_type(insts, json_type_array)) {
+        fg_error_at(&t->d, t->manifest_path, 0, 0, "no \"instances\" array; expected a manifest");
+        return -1;
+    }
+    for (size_t i = 0; i < json_object_array_length(insts); i++) {
+        json_object *in = json_object_array_get_idx(insts, i);
+        const char *name = str(in, "name"), *tmpl = str(in, "template");
+        json_object *params = get(in, "params"), *targets = get(in, "targets");
+        if (!name || !tmpl || strcmp(tmpl, "decode_attn_ring.in") || !params ||
+            integer(params, "deterministic") != 0 || get(in, "discarded"))
+            continue;
+        if (!get(in, "resources")) {
+            fg_error_at(&t->d, t->manifest_path, 0, 0, "%s has no compiler figures; expected "
+                        "the gate's manifest (make candidates)", name);
+            return -1;
+        }
+        const char *target = targets && json_object_array_length(targets) == 1
+                                 ? json_object_get_string(json_object_array_get_idx(targets, 0))
+                                 : NULL;
+        if (!target || (*t->target && strcmp(target, t->target))) {
+            fg_error_at(&t->d, t->manifest_path, 0, 0, "%s: expected every instance built for "
+                        "one and the same target", name);
+            return -1;
+        }
+        snprintf(t->target, sizeof t->target, "%s", target);
+        char key[FG_NAME_MAX];
+        json_object *cand = get(in, "candidate");
+        const bool candidate = cand && json_object_get_boolean(cand);
+        if (!family_key(name, key)) {
+            fg_error_at(&t->d, t->manifest_path, 0, 0, "%s: no _t<threads> before _ring in the "
+                        "name", name);
+            return -1;
+        }
+        if (!candidate && strstr(name, "_ring_k")) {
+            fg_error_at(&t->d, t->manifest_path, 0, 0, "%s is a tuned configuration; generate "
+                        "the candidates without a tuning spec, so that the planner's own "
+                        "choice is among them", name);
+            return -1;
+        }
+        family *f = family_of(t, key);
+        f->cfgs = realloc(f->cfgs, (f->n + 1) * sizeof *f->cfgs);
+        if (!f->cfgs)
+            fg_out_of_memory();
+        f->cfgs[f->n++] = (cfg){.name = name,
+                                .threads = (unsigned)integer(params, "threads"),
+                                .stage_bytes = (unsigned)integer(params, "stage_bytes"),
+                                .stages = (unsigned)integer(params, "stages"),
+                                .inflight = (unsigned)integer(params, "inflight"),
+                                .model = !candidate};
+    }
+    size_t tunable = 0;
+    for (size_t i = 0; i < t->nfam; i++) {
+        size_t models = 0;
+        for (size_t k = 0; k < t->fams[i].n; k++)
+            models += t->fams[i].cfgs[k].model;
+        if (models != 1) {
+            fg_error_at(&t->d, t->manifest_path, 0, 0, "family %s has %zu planner's choices; "
+                        "expected exactly one beside its candidates", t->fams[i].key, models);
+            return -1;
+        }
+        tunable += t->fams[i].n > 1;
+    }
+    if (!tunable) {
+        fg_error_at(&t->d, t->manifest_path, 0, 0, "no family with candidates; expected the "
+                    "manifest of `make candidates`");
+        return -1;
+    }
+    return 0;
+}
+
+/* Runs argv with its output appended to `log`; its exit status, or -1. */
+static int run_logged(char *const argv[], const char *log)
+{
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+}
+
+/* One harness run over the named instances (--bench ... when json is set). */
+static int harness(tune *t, const char *names, const char *json, const char *log)
+{
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)t->harness;
+    argv[n++] = "--kernels";
+    argv[n++] = (char *)t->kernels;
+    argv[n++] = "--manifest";
+    argv[n++] = (char *)t->manifest_path;
+    argv[n++] = "--only";
+    argv[n++] = (char *)names;
+    if (json) {
+        argv[n++] = "--bench";
+        argv[n++] = "--quick";
+        argv[n++] = "--no-baseline";
+        argv[n++] = "--json";
+        argv[n++] = (char *)json;
+    }
+    argv[n] = NULL;
+    return run_logged(argv, log);
+}
+
+static cfg *find_cfg(tune *t, const char *name)
+{
+    for (size_t i = 0; i < t->nfam; i++)
+        for (size_t k = 0; k < t->fams[i].n; k++)
+            if (strcmp(t->fams[i].cfgs[k].name, name) == 0)
+                return &t->fams[i].cfgs[k];
+    return NULL;
+}
+
+/* Times every configuration of the families with candidates, one run. */
+static int time_all(tune *t)
+{
+    fg_strbuf names = {0}, json = {0}, log = {0};
+    size_t count = 0;
+    for (size_t i = 0; i < t->nfam; i++)
+        for (size_t k = 0; t->fams[i].n > 1 && k < t->fams[i].n; k++, count++)
+            fg_sb_printf(&names, "%s%s", names.len ? "," : "", t->fams[i].cfgs[k].name);
+    fg_sb_printf(&json, "%s/tune-bench.json", t->work);
+    fg_sb_printf(&log, "%s/tune.log", t->work);
+    fprintf(stderr, "fusegen tune: timing %zu configurations (S = 1K and S_max; log %s)\n",
+            count, fg_sb_str(&log));
+    remove(fg_sb_str(&json));
+    int rc = harness(t, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log));
+    json_object *doc = rc == 0 ? json_object_from_file(fg_sb_str(&json)) : NULL;
+    json_object *cases = get(doc, "cases");
+    if (rc || !cases || !json_object_is_type(cases, json_type_array)) {
+        fg_error(&t->d, "the harness's timing run failed (exit %d; %s has the output)", rc,
+                 fg_sb_str(&log));
+        rc = -1;
+    } else {
+        rc = 0;
+        json_object *gpu = get(doc, "gpu");
+        snprintf(t->gpu, sizeof t->gpu, "%s", str(gpu, "name") ? str(gpu, "name") : "GPU");
+        const char *first = str(json_object_array_get_idx(cases, 0), "name");
+        for (size_t i = 0; i < json_object_array_length(cases); i++) {
+            json_object *c = json_object_array_get_idx(cases, i);
+            cfg *k = str(c, "name") ? find_cfg(t, str(c, "name")) : NULL;
+            json_object *med = get(get(c, "time"), "median");
+            if (!k || !med)
+                continue;
+            k->us += json_object_get_double(med);
+            if (first && strcmp(first, k->name) == 0)   /* the points, from one configuration */
+                fg_sb_printf(&t->points, "%s%lld", t->points.len ? " + " : "S = ",
+                             integer(c, "S"));
+        }
+    }
+    json_object_put(doc);
+    fg_sb_free(&names);
+    fg_sb_free(&json);
+    fg_sb_free(&log);
+    return rc;
+}
+
+static int by_time(const void *a, const void *b)
+{
+    const cfg *x = a, *y = b;
+    if (!x->us != !y->us)
+        return x->us ? -1 : 1;   /* the untimed last */
+    return x->us < y->us ? -1 : x->us > y->us ? 1 : strcmp(x->name, y->name);
+}
+
+/* The tuning entry of one family: its fastest configuration that passes the
+ * checks, or none (the planner's own won, or nothing was timed).  -1: no
+ * configuration passed. */
+static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
+{
+    *have = false;
+    double model = 0, worst = 0;
+    unsigned timed = 0;
+    for (size_t k = 0; k < f->n; k++) {
+        if (f->cfgs[k].model)
+            model = f->cfgs[k].us;
+        if (f->cfgs[k].us > 0) {
+            timed++;
+            worst = fmax(worst, f->cfgs[k].us);
+        }
+    }
+    if (model <= 0) {
+        fg_error(&t->d, "%s: the planner's choice was not timed; see the log", f->key);
+        return -1;
+    }
+    qsort(f->cfgs, f->n, sizeof *f->cfgs, by_time);
+    fg_strbuf log = {0};
+    fg_sb_printf(&log, "%s/tune.log", t->work);
+    for (unsigned k = 0; k < t->top && k < f->n && f->cfgs[k].us > 0; k++) {
+        const cfg *c = &f->cfgs[k];
+        fprintf(stderr, "fusegen tune: checking %s (%.2f us)\n", c->name, c->us);
+        if (harness(t, c->name, NULL, fg_sb_str(&log)) != 0) {
+            fprintf(stderr, "fusegen tune:   failed its checks: not chosen\n");
+            continue;
+        }
+        fprintf(stderr, "fusegen tune: %s: %.2f us against the planner's %.2f (worst %.2f of "
+                        "%u)%s\n",
+                f->key, c->us, model, worst, timed,
+                c->model ? ": the planner's choice stands" : "");
+        fg_sb_free(&log);
+        if (c->model)
+            return 0;
+        *have = true;
+        *e = (fg_tuning_entry){.threads = c->threads, .stage_bytes = c->stage_bytes,
+                               .stages = c->stages, .in_flight = c->inflight,
+                               .tuned_us = c->us, .model_us = model, .worst_us = worst,
+                               .candidates = timed};
+        return 0;
+    }
+    fg_sb_free(&log);
+    fg_error(&t->d, "%s: none of the %u fastest configurations passed its checks", f->key,
+             t->top);
+    return -1;
+}
+
+static void yaml_quoted(fg_strbuf *sb, const char *s)
+{
+    fg_sb_puts(sb, "\"");
+    for (; *s; s++)
+        fg_sb_printf(sb, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+    fg_sb_puts(sb, "\"");
+}
+
+static int by_family(const void *a, const void *b)
+{
+    return strcmp(((const fg_tuning_entry *)a)->family, ((const fg_tuning_entry *)b)->family);
+}
+
+/* The tuning spec's text: its entries sorted by family, one format. */
+static void render(fg_strbuf *sb, const char *target, fg_tuning_entry *es, size_t n)
+{
+    qsort(es, n, sizeof *es, by_family);
+    fg_sb_printf(sb,
+                 "# Measured configurations for target %s, written by `fusegen tune` (rerun it\n"
+                 "# rather than editing).  `fusegen generate` uses an entry's configuration in\n"
+                 "# place of the planner's for its instance family (an instance name up to its\n"
+                 "# head split); `fusegen explain` says which each instance got.  Times are sums\n"
+                 "# of the medians over the points measured, from one run per entry.\n"
+                 "schema_version: 1\n"
+                 "tuning:\n"
+                 "  target: %s\n"
+                 "  entries:%s\n",
+                 target, target, n ? "" : " []");
+    for (size_t i = 0; i < n; i++) {
+        const fg_tuning_entry *e = &es[i];
+        fg_sb_printf(sb,
+                     "    - family: %s\n"
+                     "      threads: %u\n"
+                     "      stage_bytes: %u\n"
+                     "      stages: %u\n"
+                     "      in_flight: %u\n"
+                     "      tuned_us: %.2f\n"
+                     "      model_us: %.2f\n"
+                     "      worst_us: %.2f\n"
+                     "      candidates: %u\n"
+                     "      measured: ",
+                     e->family, e->threads, e->stage_bytes, e->stages, e->in_flight, e->tuned_us,
+                     e->model_us, e->worst_us, e->candidates);
+        yaml_quoted(sb, e->measured);
+        fg_sb_puts(sb, "\n");
+    }
+}
+
+/* The new entries merged over those of `out` (when it exists) and written. */
+static int write_spec(tune *t, fg_tuning_entry *fresh, size_t nfresh)
+{
+    fg_spec *old = NULL;
+    if (access(t->out, F_OK) == 0) {
+        old = fg_spec_load(t->out, &t->d);
+        if (!old)
+            return -1;
+        if (old->kind != FG_SPEC_TUNING || strcmp(old->tuning->target, t->target)) {
+            fg_error_at(&t->d, t->out, 0, 0, "expected the tuning spec of target '%s'",
+                        t->target);
+            fg_spec_free(old);
+            return -1;
+        }
+    }
+    const size_t nold = old ? old->tuning->entries_count : 0;
+    fg_tuning_entry *all = calloc(nold + nfresh + 1, sizeof *all);
+    if (!all)
+        fg_out_of_memory();
+    size_t n = 0;
+    for (size_t i = 0; i < nfresh; i++)
+        all[n++] = fresh[i];
+    for (size_t i = 0; i < nold; i++) {
+        const fg_tuning_entry *e = &old->tuning->entries[i];
+        bool retuned = false;
+        for (size_t k = 0; k < t->nfam; k++)
+            retuned |= strcmp(t->fams[k].key, e->family) == 0 && t->fams[k].n > 1;
+        if (!retuned)
+            all[n++] = *e;
+    }
+    fg_strbuf text = {0};
+    render(&text, t->target, all, n);
+    bool changed = false;
+    const int rc = fg_write_if_changed(t->out, fg_sb_str(&text), text.len, &changed, &t->d);
+    if (!rc)
+        fprintf(stderr, "fusegen tune: %s %s (%zu entries)\n", t->out,
+                changed ? "written" : "unchanged", n);
+    fg_sb_free(&text);
+    free(all);
+    fg_spec_free(old);
+    return rc;
+}
+
+static int parse_args(int argc, char **argv, tune *t)
+{
+    static const struct option opts[] = {{"manifest", required_argument, NULL, 'm'},
+                                         {"out", required_argument, NULL, 'o'},
+                                         {"kernels", required_argument, NULL, 'k'},
+                                         {"harness", required_argument, NULL, 'H'},
+                                         {"work", required_argument, NULL, 'w'},
+                                         {"top", required_argument, NULL, 'n'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
+    t->harness = "build/gpu/test_decode_attn";
+    t->top = 3;
+    int c;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "m:o:k:h", opts, NULL)) != -1) {
+        switch (c) {
+        case 'm': t->manifest_path = optarg; break;
+        case 'o': t->out = optarg; break;
+        case 'k': t->kernels = optarg; break;
+        case 'H': t->harness = optarg; break;
+        case 'w': t->work = optarg; break;
+        case 'n': {
+            char *end;
+            const long v = strtol(optarg, &end, 10);
+            if (*end || v < 1 || v > 100) {
+                fprintf(stderr, "fusegen tune: error: --top '%s'; expected 1 to 100\n", optarg);
+                return 2;
+            }
+            t->top = (unsigned)v;
+            break;
+        }
+        case 'h': fputs(usage, stdout); return 1;
+        default: fputs(usage, stderr); return 2;
+        }
+    }
+    if (!t->manifest_path || !t->out || optind != argc) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    return 0;
+}
+
+int fg_cmd_tune(int argc, char **argv)
+{
+    tune t = {0};
+    int rc = parse_args(argc, argv, &t);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    fg_diag_init(&t.d, stderr);
+    char *dir = strdup(t.manifest_path);
+    if (!dir)
+        fg_out_of_memory();
+    char *slash = strrchr(dir, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        strcpy(dir, ".");
+    if (!t.kernels)
+        t.kernels = dir;
+    if (!t.work)
+        t.work = t.kernels;
+    t.manifest = json_object_from_file(t.manifest_path);
+    if (!t.manifest)
+        fg_error_at(&t.d, t.manifest_path, 0, 0, "cannot read or parse: %s",
+                    json_util_get_last_err());
+    fg_tuning_entry *fresh = NULL;
+    size_t nfresh = 0;
+    if (t.manifest && !collect(&t) && !time_all(&t)) {
+        fresh = calloc(t.nfam, sizeof *fresh);
+        if (!fresh)
+            fg_out_of_memory();
+        fg_strbuf measured = {0};
+        fg_sb_printf(&measured, "%s, %s, fusegen tune", t.gpu, fg_sb_str(&t.points));
+        for (size_t i = 0; i < t.nfam && !t.d.errors; i++) {
+            bool have;
+            if (t.fams[i].n > 1 && !choose(&t, &t.fams[i], &fresh[nfresh], &have) && have) {
+                fresh[nfresh].family = t.fams[i].key;
+                fresh[nfresh++].measured = (char *)fg_sb_str(&measured);
+            }
+        }
+        if (!t.d.errors)
+            write_spec(&t, fresh, nfresh);
+        fg_sb_free(&measured);
+    }
+    rc = t.d.errors ? 1 : 0;
+    for (size_t i = 0; i < t.nfam; i++)
+        free(t.fams[i].cfgs);
+    free(t.fams);
+    free(fresh);
+    fg_sb_free(&t.points);
+    json_object_put(t.manifest);
+    free(dir);
+    return rc;
+}
