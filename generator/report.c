@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "jsonget.h"
 
 typedef struct report_row {
     const char *instance;
@@ -24,47 +25,30 @@ typedef struct report_row {
     double base_us;        /* 0: no baseline in this case */
 } report_row;
 
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 
-static double num(json_object *o, const char *key)
-{
-    json_object *v = get(o, key);
-    return v && (json_object_is_type(v, json_type_double) || json_object_is_type(v, json_type_int))
-               ? json_object_get_double(v)
-               : NAN;
-}
 
-static const char *str(json_object *o, const char *key)
-{
-    json_object *v = get(o, key);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
 
 /* One case as a row; NULL if it lacks what a row needs. */
 static const char *read_row(json_object *c, report_row *r)
 {
     *r = (report_row){0};
-    r->instance = str(c, "instance") ? str(c, "instance") : str(c, "name");
-    json_object *time = get(c, "time") ? get(c, "time") : get(c, "us");
-    json_object *shape = get(c, "shape");
-    const double x = shape ? num(shape, "rows") : num(c, "S");
-    r->us = num(time, "median"), r->us_min = num(time, "min"), r->us_max = num(time, "max");
-    r->bytes = num(c, "bytes");
+    r->instance = fg_json_str(c, "instance") ? fg_json_str(c, "instance") : fg_json_str(c, "name");
+    json_object *time = fg_json_get(c, "time") ? fg_json_get(c, "time") : fg_json_get(c, "us");
+    json_object *shape = fg_json_get(c, "shape");
+    const double x = shape ? fg_json_num(shape, "rows") : fg_json_num(c, "S");
+    r->us = fg_json_num(time, "median"), r->us_min = fg_json_num(time, "min"), r->us_max = fg_json_num(time, "max");
+    r->bytes = fg_json_num(c, "bytes");
     if (!r->instance || isnan(x) || isnan(r->us) || isnan(r->bytes) || r->us <= 0)
         return "a case without its instance, S or rows, median time or bytes";
     r->x = (long long)x;
-    r->batch = isnan(num(c, "batch")) ? 0 : (long long)num(c, "batch");
-    json_object *base = get(c, "baseline_unfused_cublas");
-    json_object *list = get(c, "baselines");
+    r->batch = isnan(fg_json_num(c, "batch")) ? 0 : (long long)fg_json_num(c, "batch");
+    json_object *base = fg_json_get(c, "baseline_unfused_cublas");
+    json_object *list = fg_json_get(c, "baselines");
     if (!base && list && json_object_is_type(list, json_type_array) &&
         json_object_array_length(list) > 0)
-        base = get(json_object_array_get_idx(list, 0), "us");
-    if (base && num(base, "median") > 0)
-        r->base_us = num(base, "median");
+        base = fg_json_get(json_object_array_get_idx(list, 0), "us");
+    if (base && fg_json_num(base, "median") > 0)
+        r->base_us = fg_json_num(base, "median");
     return NULL;
 }
 
@@ -84,13 +68,13 @@ static const char *short_name(const char *instance)
 int fg_report_render(json_object *doc, const char *source, const char *png_name, fg_strbuf *md,
                      fg_strbuf *gp, fg_diag *d)
 {
-    const char *schema = str(doc, "schema");
+    const char *schema = fg_json_str(doc, "schema");
     if (!schema || strcmp(schema, "fusegen-bench/1")) {
         fg_error_at(d, source, 0, 0, "not a fusegen-bench/1 results document (schema %s)",
                     schema ? schema : "missing");
         return -1;
     }
-    json_object *cases = get(doc, "cases");
+    json_object *cases = fg_json_get(doc, "cases");
     const size_t n = cases && json_object_is_type(cases, json_type_array)
                          ? json_object_array_length(cases)
                          : 0;
@@ -109,11 +93,11 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
             return -1;
         }
     }
-    json_object *gpu = get(doc, "gpu"), *ceil = get(doc, "ceilings");
-    const char *gpu_name = str(gpu, "name") ? str(gpu, "name") : "unknown GPU";
-    const char *commit = str(doc, "commit") ? str(doc, "commit") : "unknown";
-    const char *date = str(doc, "date_utc") ? str(doc, "date_utc") : "unknown";
-    const double read = num(ceil, "read_gbps"), copy = num(ceil, "copy_gbps");
+    json_object *gpu = fg_json_get(doc, "gpu"), *ceil = fg_json_get(doc, "ceilings");
+    const char *gpu_name = fg_json_str(gpu, "name") ? fg_json_str(gpu, "name") : "unknown GPU";
+    const char *commit = fg_json_str(doc, "commit") ? fg_json_str(doc, "commit") : "unknown";
+    const char *date = fg_json_str(doc, "date_utc") ? fg_json_str(doc, "date_utc") : "unknown";
+    const double read = fg_json_num(ceil, "read_gbps"), copy = fg_json_num(ceil, "copy_gbps");
     const bool decode = rows[0].batch > 0;
     const char *xname = decode ? "S" : "rows";
 

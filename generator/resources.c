@@ -22,6 +22,7 @@
 
 #include "decimal.h"
 #include "fsutil.h"
+#include "jsonget.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -408,19 +409,12 @@ static json_object *resources_json(const fg_resources *r)
     return o;
 }
 
-static const char *instance_string(json_object *inst, const char *key)
-{
-    json_object *v;
-    if (!json_object_object_get_ex(inst, key, &v) || !json_object_is_type(v, json_type_string))
-        return NULL;
-    return json_object_get_string(v);
-}
 
 static int find_instance(const gate *g, const char *name)
 {
     size_t n = json_object_array_length(g->instances);
     for (size_t i = 0; i < n; i++) {
-        const char *s = instance_string(json_object_array_get_idx(g->instances, i), "name");
+        const char *s = fg_json_str(json_object_array_get_idx(g->instances, i), "name");
         if (s && strcmp(s, name) == 0)
             return (int)i;
     }
@@ -453,12 +447,6 @@ static bool arch_matches(const fg_resources *r, const char *arch)
     return strcmp(r->arch, arch) == 0;
 }
 
-static bool instance_is_candidate(json_object *inst)
-{
-    json_object *v;
-    return json_object_object_get_ex(inst, "candidate", &v) &&
-           json_object_is_type(v, json_type_boolean) && json_object_get_boolean(v);
-}
 
 static void gate_function(gate *g, const char *log, const fg_resources *r)
 {
@@ -475,7 +463,7 @@ static void gate_function(gate *g, const char *log, const fg_resources *r)
         return;
     }
     json_object *inst = json_object_array_get_idx(g->instances, (size_t)i);
-    const char *arch = instance_string(inst, "arch");
+    const char *arch = fg_json_str(inst, "arch");
     if (!arch || !arch_matches(r, arch)) {
         fg_error_at(&g->diag, log, 0, 0, "kernel %s: the log is %s%s, but the manifest's "
                     "arch is %s", r->kernel, r->is_amd ? "an AMDGPU report" :
@@ -489,7 +477,7 @@ static void gate_function(gate *g, const char *log, const fg_resources *r)
     }
     g->reported[i] = true;
     json_object_object_add(inst, "resources", resources_json(r));
-    const bool candidate = instance_is_candidate(inst);
+    const bool candidate = fg_json_true(inst, "candidate");
     g->candidates += candidate;
     if (!fg_resources_spills(r))
         return;

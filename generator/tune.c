@@ -19,6 +19,7 @@
 #include "diag.h"
 #include "fsutil.h"
 #include "instance.h"
+#include "jsonget.h"
 #include "spec.h"
 #include "strbuf.h"
 
@@ -69,23 +70,8 @@ typedef struct tune {
     fg_diag d;
 } tune;
 
-static json_object *get(json_object *o, const char *key)
-{
-    json_object *v = NULL;
-    return o && json_object_object_get_ex(o, key, &v) ? v : NULL;
-}
 
-static const char *str(json_object *o, const char *key)
-{
-    json_object *v = get(o, key);
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
 
-static long long integer(json_object *o, const char *key)
-{
-    json_object *v = get(o, key);
-    return v && json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
-}
 
 /* The instance family of a ring instance: its name up to "_t<threads>". */
 static bool family_key(const char *name, char out[FG_NAME_MAX])
@@ -120,19 +106,19 @@ static family *family_of(tune *t, const char *key)
  * gated, not discarded, not a deterministic twin (the same code). */
 static int collect(tune *t)
 {
-    json_object *insts = get(t->manifest, "instances");
+    json_object *insts = fg_json_get(t->manifest, "instances");
     if (!insts || !json_object_is_type(insts, json_type_array)) {
         fg_error_at(&t->d, t->manifest_path, 0, 0, "no \"instances\" array; expected a manifest");
         return -1;
     }
     for (size_t i = 0; i < json_object_array_length(insts); i++) {
         json_object *in = json_object_array_get_idx(insts, i);
-        const char *name = str(in, "name"), *tmpl = str(in, "template");
-        json_object *params = get(in, "params"), *targets = get(in, "targets");
+        const char *name = fg_json_str(in, "name"), *tmpl = fg_json_str(in, "template");
+        json_object *params = fg_json_get(in, "params"), *targets = fg_json_get(in, "targets");
         if (!name || !tmpl || strcmp(tmpl, "decode_attn_ring.in") || !params ||
-            integer(params, "deterministic") != 0 || get(in, "discarded"))
+            fg_json_int(params, "deterministic") != 0 || fg_json_get(in, "discarded"))
             continue;
-        if (!get(in, "resources")) {
+        if (!fg_json_get(in, "resources")) {
             fg_error_at(&t->d, t->manifest_path, 0, 0, "%s has no compiler figures; expected "
                         "the gate's manifest (make candidates)", name);
             return -1;
@@ -147,7 +133,7 @@ static int collect(tune *t)
         }
         snprintf(t->target, sizeof t->target, "%s", target);
         char key[FG_NAME_MAX];
-        json_object *cand = get(in, "candidate");
+        json_object *cand = fg_json_get(in, "candidate");
         const bool candidate = cand && json_object_get_boolean(cand);
         if (!family_key(name, key)) {
             fg_error_at(&t->d, t->manifest_path, 0, 0, "%s: no _t<threads> before _ring in the "
@@ -165,10 +151,10 @@ static int collect(tune *t)
         if (!f->cfgs)
             fg_out_of_memory();
         f->cfgs[f->n++] = (cfg){.name = name,
-                                .threads = (unsigned)integer(params, "threads"),
-                                .stage_bytes = (unsigned)integer(params, "stage_bytes"),
-                                .stages = (unsigned)integer(params, "stages"),
-                                .inflight = (unsigned)integer(params, "inflight"),
+                                .threads = (unsigned)fg_json_int(params, "threads"),
+                                .stage_bytes = (unsigned)fg_json_int(params, "stage_bytes"),
+                                .stages = (unsigned)fg_json_int(params, "stages"),
+                                .inflight = (unsigned)fg_json_int(params, "inflight"),
                                 .model = !candidate};
     }
     size_t tunable = 0;
@@ -262,26 +248,26 @@ static int time_all(tune *t)
     remove(fg_sb_str(&json));
     int rc = harness(t, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log));
     json_object *doc = rc == 0 ? json_object_from_file(fg_sb_str(&json)) : NULL;
-    json_object *cases = get(doc, "cases");
+    json_object *cases = fg_json_get(doc, "cases");
     if (rc || !cases || !json_object_is_type(cases, json_type_array)) {
         fg_error(&t->d, "the harness's timing run failed (exit %d; %s has the output)", rc,
                  fg_sb_str(&log));
         rc = -1;
     } else {
         rc = 0;
-        json_object *gpu = get(doc, "gpu");
-        snprintf(t->gpu, sizeof t->gpu, "%s", str(gpu, "name") ? str(gpu, "name") : "GPU");
-        const char *first = str(json_object_array_get_idx(cases, 0), "name");
+        json_object *gpu = fg_json_get(doc, "gpu");
+        snprintf(t->gpu, sizeof t->gpu, "%s", fg_json_str(gpu, "name") ? fg_json_str(gpu, "name") : "GPU");
+        const char *first = fg_json_str(json_object_array_get_idx(cases, 0), "name");
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
             json_object *c = json_object_array_get_idx(cases, i);
-            cfg *k = str(c, "name") ? find_cfg(t, str(c, "name")) : NULL;
-            json_object *med = get(get(c, "time"), "median");
+            cfg *k = fg_json_str(c, "name") ? find_cfg(t, fg_json_str(c, "name")) : NULL;
+            json_object *med = fg_json_get(fg_json_get(c, "time"), "median");
             if (!k || !med)
                 continue;
             k->us += json_object_get_double(med);
             if (first && strcmp(first, k->name) == 0)   /* the points, from one configuration */
                 fg_sb_printf(&t->points, "%s%lld", t->points.len ? " + " : "S = ",
-                             integer(c, "S"));
+                             fg_json_int(c, "S"));
         }
     }
     json_object_put(doc);
