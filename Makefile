@@ -194,6 +194,11 @@ $(BUILD)/tests/test_runtime: tests/unit/test_runtime.c $(BUILD)/libfgrt.a
 	$(CC) $(FG_CFLAGS) -Iruntime/src $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< \
 	    $(BUILD)/libfgrt.a -ldl -lcriterion
 
+# The overlap executor's issue order: libfgrt's host-only part.
+$(BUILD)/tests/test_overlap_order: tests/unit/test_overlap_order.c $(BUILD)/libfgrt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< $(BUILD)/libfgrt.a -ldl -lcriterion
+
 # The C reference of the GPU tests against its golden outputs (no GPU needed),
 # and against the generator's RoPE tables (libfusegen).
 $(BUILD)/tests/test_ref_decode: tests/unit/test_ref_decode.c tests/gpu/ref_decode.c \
@@ -227,7 +232,8 @@ install: $(FUSEGEN) $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
 	install -m 755 $(FUSEGEN) $(DESTDIR)$(PREFIX)/bin/fusegen
 	install -m 644 $(BUILD)/libfgrt.a $(DESTDIR)$(PREFIX)/lib/libfgrt.a
 	install -m 755 $(BUILD)/libfgrt.so $(DESTDIR)$(PREFIX)/lib/libfgrt.so
-	install -m 644 runtime/include/fgrt.h runtime/include/fg_registry.h $(DESTDIR)$(PREFIX)/include/
+	install -m 644 runtime/include/fgrt.h runtime/include/fg_registry.h \
+	    runtime/include/fgrt_overlap.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 templates/* $(SHARE)/templates/
 	install -m 644 specs/targets/*.yaml $(SHARE)/targets/
 	install -d $(SHARE)/tuning
