@@ -55,11 +55,11 @@ typedef struct ring_cfg {
 static const unsigned RING_THREADS[] = {512u, 448u};
 /* Stage sizes in order of preference.  16 KB first, at most RING_MAX_STAGES
  * of them: the tuning candidates (generate --candidates, H200, Llama-2-7B
- * f16 batch 1, S = 1K and 4K) put 16 KB x 8 stages (128 KB in flight) 4-5%
+ * f16 batch 1, S = 1K and 4K) put 16 KB x 8 stages (128 KB in flight) 3-6%
  * ahead of the 32 KB x 6 planned before, and on shapes not tuned (bf16, batch
- * 2 and 4, S to 16K, pages of 16, Llama-3-8B GQA) it measured 2-7% faster at
- * S = 1K and level to 2% faster at 16K, except Llama-3-8B batch 1 at 8K (4%
- * slower): fewer bytes queued ahead of the consumers' own global round trips
+ * 2 and 4, S to 16K, pages of 16, Llama-3-8B GQA) it measured 1-7% faster at
+ * S = 1K (batch 4: 1-2%) and level to 2% faster at 16K, except Llama-3-8B
+ * batch 1 at 8K (4% slower): fewer bytes queued ahead of the consumers' own global round trips
  * (head and grid barriers, exchanges) shorten the chain, and 128 KB still
  * keeps HBM streaming.  40 KB serves hidden 5120, whose rows are 10 KB and
  * split over 16 warps only four at a time. */
