@@ -84,10 +84,27 @@ static int add_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, un
     return fg_plan_add(set, &in, s, ts, d);
 }
 
+/* The overlap plan table's rows of a GEMM-overlap spec: every shape the cost
+ * model can predict on this target (one with an interconnect profile). */
+static void add_overlap_plans(fg_plan_set *set, const fg_spec *s, const fg_target *t)
+{
+    for (unsigned i = 0; i < s->gemm->shapes_count; i++) {
+        fg_overlap_plan row = {.gemm = s->gemm, .shape = &s->gemm->shapes[i], .target = t};
+        if (fg_overlap_predict(s->gemm, row.shape, t, &row.prediction))
+            continue;   /* explain says why */
+        set->overlap = realloc(set->overlap, (set->noverlap + 1) * sizeof *set->overlap);
+        if (!set->overlap)
+            fg_out_of_memory();
+        set->overlap[set->noverlap++] = row;
+    }
+}
+
 int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *d)
 {
+    if (s->kind == FG_SPEC_GEMM)
+        add_overlap_plans(set, s, t->target);
     if (s->kind != FG_SPEC_MODEL)
-        return 0; /* GEMM-overlap plans come with the overlap family */
+        return 0;
     const fg_model *m = s->model;
     int rc = add_rmsnorm(set, s, t, m->hidden, "input RMSNorm", d);
     if (m->family == FG_FAMILY_LLAMA && rc == 0)
@@ -151,5 +168,6 @@ void fg_plan_free(fg_plan_set *set)
     for (size_t i = 0; i < set->count; i++)
         fg_instance_free(&set->items[i]);
     free(set->items);
+    free(set->overlap);
     *set = (fg_plan_set){0};
 }

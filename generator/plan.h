@@ -5,6 +5,16 @@
 #define FG_PLAN_H
 
 #include "instance.h"
+#include "plan_overlap.h"
+
+/* One row of the overlap plan table: the schedule the cost model picks for
+ * a shape of a GEMM-overlap spec on a target with an interconnect profile. */
+typedef struct fg_overlap_plan {
+    const fg_gemm *gemm;
+    const fg_gemm_shape *shape;
+    const fg_target *target;
+    fg_overlap_prediction prediction;
+} fg_overlap_plan;
 
 typedef struct fg_plan_set {
     fg_instance *items;
@@ -15,6 +25,9 @@ typedef struct fg_plan_set {
     /* Set per target before planning: its tuning spec (fusegen tune), whose
      * entries replace the model's configuration; NULL: none given. */
     const fg_spec *tuning;
+    /* The overlap plan table (not subject to name filters: it names no kernel). */
+    fg_overlap_plan *overlap;
+    size_t noverlap;
 } fg_plan_set;
 
 /* Adds the instances `spec` needs on `target`; an instance another spec

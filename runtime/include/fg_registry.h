@@ -58,6 +58,26 @@ typedef struct fg_kernel_entry {
 extern const fg_kernel_entry fg_registry[];
 extern const size_t fg_registry_count;
 
+/* The overlap plan table: per GEMM-overlap shape and target, the schedule
+ * fusegen's cost model picked, which fgrt_overlap_ops() turns into each
+ * rank's issue order.  The values of these enums are those of fgrt_overlap.h. */
+typedef enum { FG_REG_AG_GEMM, FG_REG_GEMM_RS } fg_reg_collective;
+typedef enum { FG_REG_SERIAL_NCCL, FG_REG_SERIAL_CE, FG_REG_SHARD_OVERLAP } fg_reg_schedule;
+
+typedef struct fg_overlap_entry {
+    const char *gemm, *shape, *target;   /* spec names */
+    fg_reg_collective collective;
+    long long m, n, k;                   /* the whole GEMM: C[m, n] = A[m, k] B[k, n] */
+    unsigned world;
+    fg_reg_dtype dtype;
+    fg_reg_schedule schedule;
+    double predicted_us;                 /* the cost model's time of the schedule */
+    double serial_us;                    /* and of serial over the copy engine */
+} fg_overlap_entry;
+
+extern const fg_overlap_entry fg_overlap_plans[];
+extern const size_t fg_overlap_plans_count;
+
 #ifdef __cplusplus
 }
 #endif

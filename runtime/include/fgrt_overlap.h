@@ -27,6 +27,8 @@
 
 #include <stddef.h>
 
+#include "fg_registry.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -83,7 +85,17 @@ enum { FGRT_FLAG_START = 0, FGRT_FLAG_END = 1, FGRT_FLAG_SENT = 2 };
 FGRT_OVERLAP_API size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world,
                                          unsigned rank, fgrt_op *out, size_t max);
 
-FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);
+FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_overlap" */
+
+/* The plan table's row for a GEMM (the generated fg_overlap_plans, or any
+ * table of that type): collective, m, n, k, world and dtype equal, and the
+ * target's name when target is not NULL; NULL when there is none. */
+FGRT_OVERLAP_API const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entry *plans,
+                                                           size_t count, fgrt_collective c,
+                                                           long long m, long long n,
+                                                           long long k, unsigned world,
+                                                           fg_reg_dtype dtype,
+                                                           const char *target);
 
 #ifdef __cplusplus
 }

@@ -1,6 +1,18 @@
 /* The overlap executor's issue order (fgrt_overlap.h). */
 #include "fgrt_overlap.h"
 
+#include <string.h>
+
+#include "fg_registry.h"
+
+_Static_assert((int)FG_REG_AG_GEMM == (int)FGRT_AG_GEMM &&
+                   (int)FG_REG_GEMM_RS == (int)FGRT_GEMM_RS,
+               "the registry's collectives are fgrt_collective's");
+_Static_assert((int)FG_REG_SERIAL_NCCL == (int)FGRT_SERIAL_NCCL &&
+                   (int)FG_REG_SERIAL_CE == (int)FGRT_SERIAL_CE &&
+                   (int)FG_REG_SHARD_OVERLAP == (int)FGRT_SHARD_OVERLAP,
+               "the registry's schedules are fgrt_schedule's");
+
 typedef struct order {
     fgrt_op *out;
     size_t max, n;
@@ -96,10 +108,25 @@ size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsi
 const char *fgrt_schedule_name(fgrt_schedule s)
 {
     switch (s) {
-    case FGRT_SERIAL_NCCL: return "serial-nccl";
-    case FGRT_SERIAL_CE: return "serial-ce";
-    case FGRT_SHARD_OVERLAP: return "shard-overlap";
+    case FGRT_SERIAL_NCCL: return "serial_nccl";
+    case FGRT_SERIAL_CE: return "serial_ce";
+    case FGRT_SHARD_OVERLAP: return "shard_overlap";
     case FGRT_SCHEDULE_COUNT: break;
     }
     return "?";
+}
+
+const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entry *plans, size_t count,
+                                          fgrt_collective c, long long m, long long n,
+                                          long long k, unsigned world, fg_reg_dtype dtype,
+                                          const char *target)
+{
+    for (size_t i = 0; plans && i < count; i++) {
+        const fg_overlap_entry *e = &plans[i];
+        if ((int)e->collective == (int)c && e->m == m && e->n == n && e->k == k &&
+            e->world == world && e->dtype == dtype &&
+            (!target || (e->target && strcmp(e->target, target) == 0)))
+            return e;
+    }
+    return NULL;
 }

@@ -27,3 +27,10 @@ const fg_kernel_entry fg_registry[] = {
 };
 
 const size_t fg_registry_count = 1;
+
+/* The overlap plan table: the cost model's schedule per GEMM shape and target. */
+const fg_overlap_entry fg_overlap_plans[] = {
+    {0}
+};
+
+const size_t fg_overlap_plans_count = 0;

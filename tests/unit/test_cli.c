@@ -429,6 +429,38 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     cr_expect_eq(a.st_ino, b.st_ino);
 }
 
+/* GEMM-overlap specs give the plan table: a registry row and a manifest entry
+ * per shape on every target with an interconnect profile, the cost model's
+ * choice in each, kept whatever --filter selects among the kernels. */
+Test(cli, overlap_plan_table)
+{
+    cr_assert_eq(run(NULL, "generate --out %s/o --filter 'rmsnorm_*' specs/gemm/llama-2-70b-tp2.yaml "
+                           "specs/targets/h200.yaml specs/targets/h100.yaml "
+                           "specs/models/llama-2-7b.yaml", tmp),
+                 0);
+    char path[160];
+    snprintf(path, sizeof path, "%s/o/fg_registry.c", tmp);
+    char *reg = slurp(path);
+    cr_expect_not_null(strstr(reg, "{.gemm = \"llama-2-70b-tp2\", .shape = \"qkv-m4096\", "
+                                   ".target = \"h200\", .collective = FG_REG_AG_GEMM,\n"
+                                   "     .m = 4096, .n = 5120, .k = 8192, .world = 2, "
+                                   ".dtype = FG_REG_BF16,\n     .schedule = FG_REG_"),
+                       "%s", reg);
+    cr_expect_null(strstr(reg, ".target = \"h100\""), "h100 has no interconnect profile");
+    snprintf(path, sizeof path, "%s/o/manifest.json", tmp);
+    char *man = slurp(path);
+    const char *rows = strstr(man, "\"overlap_plans\"");
+    cr_assert_not_null(rows, "%s", man);
+    unsigned n = 0;
+    for (const char *p = rows; (p = strstr(p, "\"schedule\": ")); p++)
+        n++;
+    snprintf(path, sizeof path, "const size_t fg_overlap_plans_count = %u;", n);
+    cr_expect_not_null(strstr(reg, path), "%u manifest rows: %s", n, reg);
+    cr_expect_geq(n, 8u);
+    free(reg);
+    free(man);
+}
+
 Test(cli, golden_generated_text)
 {
     char *out;

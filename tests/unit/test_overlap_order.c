@@ -300,5 +300,42 @@ Test(overlap_order, sizes_and_bad_arguments)
     cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 0, ops, 4), 0);
     cr_assert_eq(fgrt_overlap_ops((fgrt_collective)7, FGRT_SERIAL_CE, 4, 0, ops, 4), 0);
     cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 0, ops, 4), 0);
-    cr_assert_str_eq(fgrt_schedule_name(FGRT_SHARD_OVERLAP), "shard-overlap");
+    cr_assert_str_eq(fgrt_schedule_name(FGRT_SHARD_OVERLAP), "shard_overlap");
+}
+
+/* The plan table's lookup: every field must match; the target only when asked. */
+Test(overlap_order, plan_table_lookup)
+{
+    static const fg_overlap_entry plans[] = {
+        {.gemm = "g", .shape = "a", .target = "h100", .collective = FG_REG_AG_GEMM, .m = 4096,
+         .n = 5120, .k = 8192, .world = 2, .dtype = FG_REG_BF16, .schedule = FG_REG_SERIAL_CE},
+        {.gemm = "g", .shape = "a", .target = "h200", .collective = FG_REG_AG_GEMM, .m = 4096,
+         .n = 5120, .k = 8192, .world = 2, .dtype = FG_REG_BF16,
+         .schedule = FG_REG_SHARD_OVERLAP},
+        {.gemm = "g", .shape = "b", .target = "h200", .collective = FG_REG_GEMM_RS, .m = 4096,
+         .n = 8192, .k = 4096, .world = 2, .dtype = FG_REG_BF16, .schedule = FG_REG_SERIAL_CE},
+    };
+    const size_t n = sizeof plans / sizeof plans[0];
+    const fg_overlap_entry *e =
+        fgrt_overlap_find(plans, n, FGRT_AG_GEMM, 4096, 5120, 8192, 2, FG_REG_BF16, "h200");
+    cr_assert_eq(e, &plans[1]);
+    cr_assert_eq(fgrt_overlap_find(plans, n, FGRT_AG_GEMM, 4096, 5120, 8192, 2, FG_REG_BF16,
+                                   NULL),
+                 &plans[0], "no target: the first match");
+    cr_assert_eq(fgrt_overlap_find(plans, n, FGRT_GEMM_RS, 4096, 8192, 4096, 2, FG_REG_BF16,
+                                   "h200"),
+                 &plans[2]);
+    /* any field off: none */
+    cr_assert_null(fgrt_overlap_find(plans, n, FGRT_GEMM_RS, 4096, 5120, 8192, 2, FG_REG_BF16,
+                                     NULL));
+    cr_assert_null(fgrt_overlap_find(plans, n, FGRT_AG_GEMM, 4096, 5120, 8192, 4, FG_REG_BF16,
+                                     NULL));
+    cr_assert_null(fgrt_overlap_find(plans, n, FGRT_AG_GEMM, 4096, 5120, 8192, 2, FG_REG_F16,
+                                     NULL));
+    cr_assert_null(fgrt_overlap_find(plans, n, FGRT_AG_GEMM, 8192, 5120, 8192, 2, FG_REG_BF16,
+                                     NULL));
+    cr_assert_null(fgrt_overlap_find(plans, n, FGRT_AG_GEMM, 4096, 5120, 8192, 2, FG_REG_BF16,
+                                     "mi300x"));
+    cr_assert_null(fgrt_overlap_find(NULL, 0, FGRT_AG_GEMM, 4096, 5120, 8192, 2, FG_REG_BF16,
+                                     NULL));
 }
