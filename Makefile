@@ -25,7 +25,7 @@ SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targe
 GEN_OUT   ?= generated
 
 .PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu \
-        check-gpu-sanitize bench candidates tune \
+        check-gpu-sanitize bench candidates tune fusegen-static \
         clean help install update-golden runtime example
 
 all: kernels
@@ -43,6 +43,7 @@ help:
 	@echo "                 which discards those that spill (CANDIDATE_SPECS, CANDIDATE_FILTER)"
 	@echo "make tune        candidates, then fusegen tune on the GPU into TUNE_OUT"
 	@echo "                 (default specs/tuning/h200.yaml; needs a GPU)"
+	@echo "make fusegen-static  fusegen without shared libraries (for a GPU machine lacking them)"
 	@echo "make test        unit and golden suites, plus kernels-ci"
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
 	@echo "make check-valgrind  the generator under valgrind on every spec, config and bad input"
@@ -87,6 +88,13 @@ $(BUILD)/libfusegen.a: $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
 
 $(FUSEGEN): $(BUILD)/obj/generator/main.o $(BUILD)/libfusegen.a
 	$(CC) $(OPT) $(EXTRA_CFLAGS) -o $@ $^ $(LIBS)
+
+# fusegen with its libraries linked in, for a machine that lacks them (a lent
+# GPU machine running `fusegen tune` on candidates compiled elsewhere).
+$(BUILD)/fusegen-static: $(BUILD)/obj/generator/main.o $(BUILD)/libfusegen.a
+	$(CC) -static $(OPT) $(EXTRA_CFLAGS) -o $@ $^ $(LIBS)
+
+fusegen-static: $(BUILD)/fusegen-static
 
 generate: $(FUSEGEN)
 	$(FUSEGEN) generate --out $(GEN_OUT) $(SPECS)
