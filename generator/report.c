@@ -6,6 +6,7 @@
  * spread, the bytes moved, and the baseline's median time where one ran. */
 #include "report.h"
 
+#include <fnmatch.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <math.h>
@@ -65,8 +66,17 @@ static const char *short_name(const char *instance)
     return rest ? rest + 1 : instance;
 }
 
-int fg_report_render(json_object *doc, const char *source, const char *png_name, fg_strbuf *md,
-                     fg_strbuf *gp, fg_diag *d)
+static bool selected(const char *instance, const char *const *globs, size_t nglobs)
+{
+    for (size_t g = 0; g < nglobs; g++)
+        if (fnmatch(globs[g], instance, 0) == 0)
+            return true;
+    return nglobs == 0;
+}
+
+int fg_report_render(json_object *doc, const char *source, const char *png_name,
+                     const char *const *globs, size_t nglobs, fg_strbuf *md, fg_strbuf *gp,
+                     fg_diag *d)
 {
     const char *schema = fg_json_str(doc, "schema");
     if (!schema || strcmp(schema, "fusegen-bench/1")) {
@@ -75,9 +85,9 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
         return -1;
     }
     json_object *cases = fg_json_get(doc, "cases");
-    const size_t n = cases && json_object_is_type(cases, json_type_array)
-                         ? json_object_array_length(cases)
-                         : 0;
+    size_t n = cases && json_object_is_type(cases, json_type_array)
+                   ? json_object_array_length(cases)
+                   : 0;
     if (!n) {
         fg_error_at(d, source, 0, 0, "no cases");
         return -1;
@@ -85,14 +95,22 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
     report_row *rows = calloc(n, sizeof *rows);
     if (!rows)
         fg_out_of_memory();
+    size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
-        const char *why = read_row(json_object_array_get_idx(cases, i), &rows[i]);
+        const char *why = read_row(json_object_array_get_idx(cases, i), &rows[kept]);
         if (why) {
             fg_error_at(d, source, 0, 0, "case %zu: %s", i, why);
             free(rows);
             return -1;
         }
+        kept += selected(rows[kept].instance, globs, nglobs);
     }
+    if (!kept) {
+        fg_error_at(d, source, 0, 0, "no case's instance matches the filters");
+        free(rows);
+        return -1;
+    }
+    n = kept;
     json_object *gpu = fg_json_get(doc, "gpu"), *ceil = fg_json_get(doc, "ceilings");
     const char *gpu_name = fg_json_str(gpu, "name") ? fg_json_str(gpu, "name") : "unknown GPU";
     const char *commit = fg_json_str(doc, "commit") ? fg_json_str(doc, "commit") : "unknown";
@@ -187,19 +205,41 @@ static const char usage[] =
     "ceilings and its baseline).  On any error nothing is written.\n"
     "\n"
     "options:\n"
-    "  -o, --out DIR   output folder (default: beside each results file)\n"
-    "  -h, --help      this text\n";
+    "  -o, --out DIR       output folder (default: beside each results file)\n"
+    "  -f, --filter GLOB   only the cases whose instance matches (repeatable)\n"
+    "  -s, --suffix WORD   write NAME-WORD.md and NAME-WORD.gp (which draws NAME-WORD.png),\n"
+    "                      so a filtered view leaves the full one alone\n"
+    "  -h, --help          this text\n";
 
 int fg_cmd_report(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"out", required_argument, NULL, 'o'}, {"help", no_argument, NULL, 'h'}, {0}};
-    const char *out_dir = NULL;
+    static const struct option opts[] = {{"out", required_argument, NULL, 'o'},
+                                         {"filter", required_argument, NULL, 'f'},
+                                         {"suffix", required_argument, NULL, 's'},
+                                         {"help", no_argument, NULL, 'h'},
+                                         {0}};
+    const char *out_dir = NULL, *suffix = NULL;
+    const char *globs[32];
+    size_t nglobs = 0;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:f:s:h", opts, NULL)) != -1) {
         if (c == 'o') {
             out_dir = optarg;
+        } else if (c == 'f') {
+            if (nglobs == sizeof globs / sizeof globs[0]) {
+                fprintf(stderr, "fusegen report: error: more than %zu --filter options\n", nglobs);
+                return 2;
+            }
+            globs[nglobs++] = optarg;
+        } else if (c == 's') {
+            if (!*optarg || strspn(optarg, "abcdefghijklmnopqrstuvwxyz0123456789-_") !=
+                                strlen(optarg)) {
+                fprintf(stderr, "fusegen report: error: --suffix '%s'; expected lowercase "
+                                "letters, digits, '-' or '_'\n", optarg);
+                return 2;
+            }
+            suffix = optarg;
         } else if (c == 'h') {
             fputs(usage, stdout);
             return 0;
@@ -239,19 +279,20 @@ int fg_cmd_report(int argc, char **argv)
             rc = 1;
             break;
         }
-        const size_t n = strlen(dir) + strlen(base) + 2;
+        const char *sep = suffix ? "-" : "", *suf = suffix ? suffix : "";
+        const size_t n = strlen(dir) + strlen(base) + strlen(suf) + 3;
         stems[i] = malloc(n);
         if (!stems[i])
             fg_out_of_memory();
-        snprintf(stems[i], n, "%s/%.*s", dir, (int)(strlen(base) - 5), base);
+        snprintf(stems[i], n, "%s/%.*s%s%s", dir, (int)(strlen(base) - 5), base, sep, suf);
         json_object *doc = json_object_from_file(path);
         if (!doc) {
             fg_error_at(&d, path, 0, 0, "cannot read or parse: %s", json_util_get_last_err());
             rc = 1;
         } else {
             char png[512];   /* beside the script: gnuplot runs in its folder */
-            snprintf(png, sizeof png, "%.*s.png", (int)(strlen(base) - 5), base);
-            rc = fg_report_render(doc, path, png, &md[i], &gp[i], &d) ? 1 : 0;
+            snprintf(png, sizeof png, "%.*s%s%s.png", (int)(strlen(base) - 5), base, sep, suf);
+            rc = fg_report_render(doc, path, png, globs, nglobs, &md[i], &gp[i], &d) ? 1 : 0;
             json_object_put(doc);
         }
         free(dup), free(dup2);

@@ -11,10 +11,12 @@
 #include "strbuf.h"
 
 /* The markdown table and the gnuplot script (which writes png_name) of one
- * results document; `source` names it in messages and in the text.  0, or -1
- * with the reason reported (nothing appended). */
-int fg_report_render(json_object *doc, const char *source, const char *png_name, fg_strbuf *md,
-                     fg_strbuf *gp, fg_diag *d);
+ * results document, its cases whose instance matches one of the shell globs
+ * (all cases when nglobs is 0); `source` names it in messages and in the
+ * text.  0, or -1 with the reason reported (nothing appended). */
+int fg_report_render(json_object *doc, const char *source, const char *png_name,
+                     const char *const *globs, size_t nglobs, fg_strbuf *md, fg_strbuf *gp,
+                     fg_diag *d);
 
 int fg_cmd_report(int argc, char **argv);
 

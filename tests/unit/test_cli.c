@@ -813,6 +813,37 @@ Test(cli, report_table_and_chart)
     cr_assert(stat(path, &st) == 0 && st.st_size > 1000, "no chart drawn");
 }
 
+/* --filter keeps the cases of matching instances, --suffix names the view
+ * apart from the full report; a filter matching nothing is an error. */
+Test(cli, report_filtered_view)
+{
+    char *out;
+    cr_assert_eq(run(&out, "report -o %s/r -s contiguous -f '*_s16384_b1_*' "
+                           "tests/data/bench/decode-two-cases.json", tmp),
+                 0, "%s", out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/r/decode-two-cases-contiguous.md", tmp);
+    char *md = slurp(path);
+    cr_expect(strstr(md, "_s16384_b1_c2x2_t512_ring_norm | 1024"), "%s", md);
+    cr_expect_null(strstr(md, "_p16_"), "%s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/r/decode-two-cases-contiguous.gp", tmp);
+    char *gp = slurp(path);
+    cr_expect(strstr(gp, "decode-two-cases-contiguous.png'"), "%s", gp);
+    free(gp);
+    snprintf(path, sizeof path, "%s/r/decode-two-cases.md", tmp);
+    struct stat st;
+    cr_expect_neq(stat(path, &st), 0, "the full report is not written by a filtered run");
+    cr_expect_eq(run(&out, "report -o %s/r -f 'nothing*' tests/data/bench/decode-two-cases.json",
+                     tmp),
+                 1);
+    cr_expect(strstr(out, "no case's instance matches the filters"), "%s", out);
+    free(out);
+    cr_expect_eq(run(&out, "report -s 'Bad/' tests/data/bench/decode-two-cases.json"), 2);
+    free(out);
+}
+
 /* The rmsnorm harness's cases (shape.rows, an instance field, a list of
  * baselines) read as rows too. */
 Test(cli, report_reads_the_rmsnorm_harness)
