@@ -267,6 +267,9 @@ static void decode_dims(fg_strbuf *dims, const fg_model *m)
     const fg_rope_scaling_spec *sc = m->rope->scaling;
     if (sc && sc->type != FG_SCALING_NONE)
         fg_sb_printf(dims, "_rs%s%g", fg_scaling_name(sc->type), sc->factor);
+    if (sc && sc->type == FG_SCALING_LLAMA3)   /* its bands and original context too */
+        fg_sb_printf(dims, "l%gh%go%u", sc->low_freq_factor, sc->high_freq_factor,
+                     sc->original_max_position);
     if (m->kv_cache->layout == FG_KV_PAGED)
         fg_sb_printf(dims, "_p%u", m->kv_cache->page_size);
     if (a->qkv_bias)

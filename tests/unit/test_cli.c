@@ -515,6 +515,11 @@ Test(cli, decode_names_carry_what_changes_the_code)
         {"theta: 10000", "theta: 1000000", "_rt1000000_"},
         {"layout: neox", "layout: gptj", "_gptj_"},
         {"layout: contiguous", "layout: paged\n    page_size: 16", "_p16_"},
+        /* llama3 scaling: the bands and the original context change the table */
+        {"layout: neox", "layout: neox\n    scaling:\n      type: llama3\n      factor: 8\n"
+                         "      low_freq_factor: 1\n      high_freq_factor: 2\n"
+                         "      original_max_position: 2048",
+         "_rsllama38l1h2o2048_"},
     };
     for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
         /* the same spec under another name, with one property changed */
