@@ -58,7 +58,7 @@ struct Inst {
     size_t image_size;
 };
 
-constexpr int kMaxInsts = 256;
+constexpr int kMaxInsts = 1024;   // room for a tuning run's candidates
 Inst g_inst[kMaxInsts];
 int g_ninst;
 fg_kernel_entry g_reg[kMaxInsts];
