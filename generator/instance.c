@@ -1,5 +1,7 @@
 #include "instance.h"
 
+#include <fnmatch.h>
+
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -83,4 +85,12 @@ void fg_instance_free(fg_instance *in)
     for (unsigned i = 0; i < in->ntexts; i++)
         fg_sb_free(&in->text_values[i]);
     in->ntexts = 0;
+}
+
+bool fg_name_matches(const char *name, const char *const *globs, size_t nglobs)
+{
+    for (size_t g = 0; g < nglobs; g++)
+        if (fnmatch(globs[g], name, 0) == 0)
+            return true;
+    return false;
 }

@@ -23,6 +23,10 @@
 bool fg_instance_name(char out[FG_NAME_MAX], const char *family, fg_arch arch,
                       const char *dtypes, const char *dims, const char *variant);
 
+/* Whether an instance name matches any of the shell globs (fnmatch); how
+ * generate's --filter and report's --filter select. */
+bool fg_name_matches(const char *name, const char *const *globs, size_t nglobs);
+
 /* A named integer of an instance: template placeholder (upper case) and
  * manifest field (lower case) at once. */
 typedef struct fg_param {

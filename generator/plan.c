@@ -1,6 +1,5 @@
 #include "plan.h"
 
-#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,19 +116,11 @@ int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *
     return rc;
 }
 
-static bool matches(const char *name, const char *const *globs, size_t nglobs)
-{
-    for (size_t g = 0; g < nglobs; g++)
-        if (fnmatch(globs[g], name, 0) == 0)
-            return true;
-    return false;
-}
-
 void fg_plan_filter(fg_plan_set *set, const char *const *globs, size_t nglobs)
 {
     size_t kept = 0;
     for (size_t i = 0; i < set->count; i++) {
-        if (matches(set->items[i].name, globs, nglobs))
+        if (fg_name_matches(set->items[i].name, globs, nglobs))
             set->items[kept++] = set->items[i];
         else
             fg_instance_free(&set->items[i]);

@@ -6,7 +6,6 @@
  * spread, the bytes moved, and the baseline's median time where one ran. */
 #include "report.h"
 
-#include <fnmatch.h>
 #include <getopt.h>
 #include <libgen.h>
 #include <math.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 
 #include "fsutil.h"
+#include "instance.h"
 #include "jsonget.h"
 
 typedef struct report_row {
@@ -66,14 +66,6 @@ static const char *short_name(const char *instance)
     return rest ? rest + 1 : instance;
 }
 
-static bool selected(const char *instance, const char *const *globs, size_t nglobs)
-{
-    for (size_t g = 0; g < nglobs; g++)
-        if (fnmatch(globs[g], instance, 0) == 0)
-            return true;
-    return nglobs == 0;
-}
-
 int fg_report_render(json_object *doc, const char *source, const char *png_name,
                      const char *const *globs, size_t nglobs, fg_strbuf *md, fg_strbuf *gp,
                      fg_diag *d)
@@ -103,7 +95,7 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
             free(rows);
             return -1;
         }
-        kept += selected(rows[kept].instance, globs, nglobs);
+        kept += nglobs == 0 || fg_name_matches(rows[kept].instance, globs, nglobs);
     }
     if (!kept) {
         fg_error_at(d, source, 0, 0, "no case's instance matches the filters");
