@@ -134,8 +134,25 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     return ring_check_stages(m, bmax, r);
 }
 
-/* The ring with the preferred thread count, then the largest stage size,
- * that plans; the first reason otherwise. */
+/* The ring with these threads and stage size and exactly `stages` stages,
+ * `inflight` of them in flight (0: all): the model's choice, a tuning entry's
+ * or a candidate's.  Why it cannot, or NULL. */
+static const char *ring_plan_exact(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
+                                   unsigned bmax, unsigned threads, unsigned stage_bytes,
+                                   unsigned stages, unsigned inflight, ring_cfg *r)
+{
+    const char *why = ring_plan_stage(m, t, c, p, bmax, threads, stage_bytes, r);
+    if (why)
+        return why;
+    if (stages > r->stages)
+        return "more stages than fit in shared memory";
+    r->stages = stages;
+    r->inflight = inflight ? inflight : stages;
+    return ring_check_stages(m, bmax, r);
+}
+
+/* The ring with the preferred thread count, then the preferred stage size,
+ * that plans, at most RING_MAX_STAGES stages; the first reason otherwise. */
 static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
                              unsigned bmax, ring_cfg *r)
 {
@@ -146,13 +163,10 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                 continue;
             const char *why = ring_plan_stage(m, t, c, p, bmax, RING_THREADS[k],
                                               RING_STAGE_SIZES[i], r);
-            if (!why) {
-                if (r->stages > RING_MAX_STAGES)
-                    r->stages = RING_MAX_STAGES;
-                if (r->inflight > r->stages)
-                    r->inflight = r->stages;
-                return ring_check_stages(m, bmax, r);
-            }
+            if (!why)
+                return ring_plan_exact(m, t, c, p, bmax, RING_THREADS[k], RING_STAGE_SIZES[i],
+                                       r->stages < RING_MAX_STAGES ? r->stages : RING_MAX_STAGES,
+                                       RING_INFLIGHT, r);
             if (!first)
                 first = why;
         }
@@ -534,15 +548,8 @@ static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_targe
         return 0;
     }
     ring_cfg tr;
-    const char *bad = ring_plan_stage(m, t, 2, p, bmax, e->threads, e->stage_bytes, &tr);
-    if (!bad) {
-        if (e->stages > tr.stages)
-            bad = "more stages than fit in shared memory";
-        tr.stages = e->stages;
-        tr.inflight = e->in_flight;
-        if (!bad)
-            bad = ring_check_stages(m, bmax, &tr);
-    }
+    const char *bad = ring_plan_exact(m, t, 2, p, bmax, e->threads, e->stage_bytes, e->stages,
+                                      e->in_flight, &tr);
     if (bad) {
         fg_error(d, "%s: the entry for %s (%u threads, %u stages of %u B) does not plan: %s; "
                     "run fusegen tune again",
@@ -575,14 +582,14 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
                 if (n > fit || (CAND_STAGES[ni] && n == fit))
                     continue;   /* does not fit, or "as many as fit" already */
                 for (size_t fi = 0; fi < NELEMS(CAND_INFLIGHT); fi++) {
-                    ring_cfg r = base;
-                    r.stages = n;
-                    r.inflight = CAND_INFLIGHT[fi] ? CAND_INFLIGHT[fi] : n;
-                    r.candidate = true;
-                    if ((CAND_INFLIGHT[fi] && r.inflight >= n) ||
+                    ring_cfg r;
+                    if ((CAND_INFLIGHT[fi] && CAND_INFLIGHT[fi] >= n) ||
+                        ring_plan_exact(m, t, 2, p, bmax, CAND_THREADS[ti], CAND_STAGE_BYTES[si],
+                                        n, CAND_INFLIGHT[fi], &r) ||
                         r.inflight * r.stage_bytes < RING_MIN_INFLIGHT_BYTES ||
-                        ring_check_stages(m, bmax, &r) || same_ring(&r, chosen))
+                        same_ring(&r, chosen))
                         continue;
+                    r.candidate = true;
                     if (plan_one(set, s, ts, bmax, 2, p, NULL, &r, false, 0,
                                  "tuning candidate (generate --candidates): a configuration "
                                  "the planner did not choose",
