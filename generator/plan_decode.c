@@ -418,11 +418,17 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (ws_floats * sizeof(float) > UINT32_MAX) {
         fg_error(d, "%s: a workspace of %llu bytes does not fit the registry's 32-bit field",
                  in.name, (unsigned long long)(ws_floats * sizeof(float)));
+        fg_instance_free(&in);
         return -1;
     }
     in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
     in.candidate = ring && ring->candidate;
+    if (ring && !decode_family(in.tuning_family, m, t, bmax, c, p)) {
+        fg_error(d, "%s: cannot name its instance family", in.name);
+        fg_instance_free(&in);
+        return -1;
+    }
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",

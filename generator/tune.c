@@ -2,7 +2,6 @@
  * family, check the fastest, write the winners into the tuning spec. */
 #include "tune.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -73,20 +72,6 @@ typedef struct tune {
 
 
 
-/* The instance family of a ring instance: its name up to "_t<threads>". */
-static bool family_key(const char *name, char out[FG_NAME_MAX])
-{
-    const char *ring = strstr(name, "_ring");
-    const char *t = NULL;
-    for (const char *p = name; ring && p < ring; p++)
-        if (p[0] == '_' && p[1] == 't' && isdigit((unsigned char)p[2]))
-            t = p;
-    if (!t || (size_t)(t - name) >= FG_NAME_MAX)
-        return false;
-    memcpy(out, name, (size_t)(t - name));
-    out[t - name] = '\0';
-    return true;
-}
 
 static family *family_of(tune *t, const char *key)
 {
@@ -132,12 +117,11 @@ static int collect(tune *t)
             return -1;
         }
         snprintf(t->target, sizeof t->target, "%s", target);
-        char key[FG_NAME_MAX];
-        json_object *cand = fg_json_get(in, "candidate");
-        const bool candidate = cand && json_object_get_boolean(cand);
-        if (!family_key(name, key)) {
-            fg_error_at(&t->d, t->manifest_path, 0, 0, "%s: no _t<threads> before _ring in the "
-                        "name", name);
+        const char *key = fg_json_str(in, "tuning_family");
+        const bool candidate = fg_json_true(in, "candidate");
+        if (!key) {
+            fg_error_at(&t->d, t->manifest_path, 0, 0, "%s has no \"tuning_family\"; expected "
+                        "the manifest of this fusegen's generate", name);
             return -1;
         }
         if (!candidate && strstr(name, "_ring_k")) {

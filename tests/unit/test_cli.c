@@ -358,7 +358,8 @@ static void write_file(const char *path, const char *text)
 #define TUNE_FAMILY "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2"
 #define TUNE_INST(variant, cand, threads, kb, n, f)                                             \
     "{\"name\": \"" TUNE_FAMILY "_t" #threads "_ring" variant "_norm\", \"template\": "         \
-    "\"decode_attn_ring.in\", \"targets\": [\"h200\"], " cand "\"params\": {\"deterministic\": 0, " \
+    "\"decode_attn_ring.in\", \"targets\": [\"h200\"], \"tuning_family\": \"" TUNE_FAMILY "\", " \
+    cand "\"params\": {\"deterministic\": 0, " \
     "\"threads\": " #threads ", \"stage_bytes\": " #kb ", \"stages\": " #n ", \"inflight\": " #f \
     "}, \"resources\": {\"registers\": 96}}"
 
