@@ -26,9 +26,6 @@ typedef struct report_row {
     double base_us;        /* 0: no baseline in this case */
 } report_row;
 
-
-
-
 /* One case as a row; NULL if it lacks what a row needs. */
 static const char *read_row(json_object *c, report_row *r)
 {

@@ -409,7 +409,6 @@ static json_object *resources_json(const fg_resources *r)
     return o;
 }
 
-
 static int find_instance(const gate *g, const char *name)
 {
     size_t n = json_object_array_length(g->instances);
@@ -446,7 +445,6 @@ static bool arch_matches(const fg_resources *r, const char *arch)
         return starts_with(arch, "gfx");
     return strcmp(r->arch, arch) == 0;
 }
-
 
 static void gate_function(gate *g, const char *log, const fg_resources *r)
 {

@@ -69,10 +69,6 @@ typedef struct tune {
     fg_diag d;
 } tune;
 
-
-
-
-
 static family *family_of(tune *t, const char *key)
 {
     for (size_t i = 0; i < t->nfam; i++)
