@@ -25,8 +25,8 @@
 // TMA kernels in the baseline draw its potential-hazard reports).
 // --bench: T(S) at S = 1K..16K (S_max permitting; --quick: 1K and S_max) per
 // instance, the unfused baseline (cuBLAS projections + plain kernels, split-KV
-// attention) on the same shapes where it computes the same thing (MHA, no
-// window), and the copy and read-only ceilings, all in the same run.
+// attention; GQA, windows, biases and paged caches as the instance has them)
+// on the same shapes, and the copy and read-only ceilings, all in the same run.
 #include <algorithm>
 #include <dirent.h>
 #include <math.h>
@@ -675,55 +675,90 @@ __global__ void bl_rmsnorm(const T *x, const T *g, T *xn, int H, float eps)
         xn[(size_t)blockIdx.x * H + i] = fgh_from_f<T>(fgh_to_f(xr[i]) * r * fgh_to_f(g[i]));
 }
 
-// grid (NH, B), block HD/2: rotate q and k of one head, append k and v at pos.
+// The shape of one baseline step: heads, KV heads (GQA: NH / NKV query heads
+// share one), head dim, the cache (contiguous [B, NKV, S, HD], or pages of
+// `page` tokens: a pool [pages, NKV, page, HD] behind the block table `bt`
+// [B, S / page]) and the sliding window (0: none).
+struct BlShape {
+    int NH, NKV, HD, S, page, window;
+    const int *bt;
+};
+
+__device__ __forceinline__ size_t bl_cache_row(const BlShape &sh, int b, int g, int t)
+{
+    if (!sh.page)
+        return (((size_t)b * sh.NKV + g) * sh.S + t) * sh.HD;
+    const size_t pg = (size_t)sh.bt[(size_t)b * (sh.S / sh.page) + t / sh.page];
+    return ((pg * sh.NKV + g) * sh.page + t % sh.page) * sh.HD;
+}
+
+// grid B, block 256: the q, k and v biases (Qwen2), added to the finished
+// projection before RoPE.
+template <typename T>
+__global__ void bl_bias_add(T *qkv, const T *bias, int QKVD)
+{
+    T *r = qkv + (size_t)blockIdx.x * QKVD;
+    for (int i = threadIdx.x; i < QKVD; i += blockDim.x)
+        r[i] = fgh_from_f<T>(fgh_to_f(r[i]) + fgh_to_f(bias[i]));
+}
+
+// grid (NH, B), block HD/2: rotate q of head h; head h < NKV also rotates k
+// of KV head h and appends k and v at pos.  qkv rows: NH q heads, NKV k, NKV v.
 template <typename T>
 __global__ void bl_rope_append(T *qkv, T *kc, T *vc, const int *pos, const float *inv_freq,
-                               int NH, int HD, int S, bool neox)
+                               BlShape sh, bool neox)
 {
-    const int h = blockIdx.x, b = blockIdx.y, p = threadIdx.x;
+    const int h = blockIdx.x, b = blockIdx.y, p = threadIdx.x, HD = sh.HD;
     const int ps = pos[b];
     if (ps < 0)
         return;
-    T *q = qkv + (size_t)b * 3 * NH * HD + (size_t)h * HD;
-    T *k = q + (size_t)NH * HD, *v = k + (size_t)NH * HD;
+    T *row = qkv + (size_t)b * (sh.NH + 2 * sh.NKV) * HD;
+    T *q = row + (size_t)h * HD;
     float sn, cs;
     sincosf((float)ps * inv_freq[p], &sn, &cs);
     const int i0 = neox ? p : 2 * p, i1 = neox ? p + HD / 2 : 2 * p + 1;
-    const float q0 = fgh_to_f(q[i0]), q1 = fgh_to_f(q[i1]), k0 = fgh_to_f(k[i0]), k1 = fgh_to_f(k[i1]);
+    const float q0 = fgh_to_f(q[i0]), q1 = fgh_to_f(q[i1]);
     q[i0] = fgh_from_f<T>(q0 * cs - q1 * sn);
     q[i1] = fgh_from_f<T>(q1 * cs + q0 * sn);
-    const size_t row = (((size_t)b * NH + h) * S + ps) * HD;
-    kc[row + i0] = fgh_from_f<T>(k0 * cs - k1 * sn);
-    kc[row + i1] = fgh_from_f<T>(k1 * cs + k0 * sn);
-    vc[row + i0] = v[i0];
-    vc[row + i1] = v[i1];
+    if (h >= sh.NKV)
+        return;
+    const T *k = row + (size_t)(sh.NH + h) * HD, *v = row + (size_t)(sh.NH + sh.NKV + h) * HD;
+    const float k0 = fgh_to_f(k[i0]), k1 = fgh_to_f(k[i1]);
+    const size_t at = bl_cache_row(sh, b, h, ps);
+    kc[at + i0] = fgh_from_f<T>(k0 * cs - k1 * sn);
+    kc[at + i1] = fgh_from_f<T>(k1 * cs + k0 * sn);
+    vc[at + i0] = v[i0];
+    vc[at + i1] = v[i1];
 }
 
-// grid (NH, splits, B), block 128: one split of [0, pos] per CTA; a group of
-// HD/8 lanes per token with 16-byte loads; partial (acc, m, l) to `part`.
+// grid (NH, splits, B), block 128: one split of the attended tokens ([0, pos],
+// or the window's last `window` of them) per CTA; a group of HD/8 lanes per
+// token with 16-byte loads; partial (acc, m, l) to `part`.
 template <typename T>
 __global__ void bl_attn_split(const T *qkv, const T *kc, const T *vc, const int *pos,
-                              float *part, int NH, int HD, int S, float scale_log2)
+                              float *part, BlShape sh, float scale_log2)
 {
     extern __shared__ float sm[];   // groups x (HD + 2)
+    const int NH = sh.NH, HD = sh.HD;
     const int h = blockIdx.x, sp = blockIdx.y, b = blockIdx.z, splits = gridDim.y;
     const int lpr = HD / 8, groups = blockDim.x / lpr, grp = threadIdx.x / lpr, gl = threadIdx.x % lpr;
-    const int ps = pos[b];
-    const int n = ps < 0 ? 0 : ps + 1, chunk = (n + splits - 1) / splits;
-    const int t0 = sp * chunk, t1 = min(n, t0 + chunk);
-    const T *q = qkv + (size_t)b * 3 * NH * HD + (size_t)h * HD;
+    const int ps = pos[b], g = h / (NH / sh.NKV);
+    const int lo = ps >= 0 && sh.window && ps + 1 > sh.window ? ps + 1 - sh.window : 0;
+    const int n = ps < 0 ? 0 : ps + 1 - lo, chunk = (n + splits - 1) / splits;
+    const int t0 = lo + sp * chunk, t1 = min(lo + n, t0 + chunk);
+    const T *q = qkv + (size_t)b * (NH + 2 * sh.NKV) * HD + (size_t)h * HD;
     float qv[8], acc[8], m = -INFINITY, l = 0.f;
     for (int j = 0; j < 8; j++) {
         qv[j] = fgh_to_f(q[gl * 8 + j]) * scale_log2;
         acc[j] = 0.f;
     }
-    const size_t base = ((size_t)b * NH + h) * S * HD + gl * 8;
     for (int t = t0; t < t1; t += groups) {
         const int tt = t + grp;
         uint4 kr = {}, vr = {};
         if (tt < t1) {
-            kr = *reinterpret_cast<const uint4 *>(kc + base + (size_t)tt * HD);
-            vr = *reinterpret_cast<const uint4 *>(vc + base + (size_t)tt * HD);
+            const size_t at = bl_cache_row(sh, b, g, tt) + gl * 8;
+            kr = *reinterpret_cast<const uint4 *>(kc + at);
+            vr = *reinterpret_cast<const uint4 *>(vc + at);
         }
         const T *ke = reinterpret_cast<const T *>(&kr), *ve = reinterpret_cast<const T *>(&vr);
         float sc = 0.f;
@@ -788,11 +823,11 @@ struct Baseline {
 bool baseline_init(Baseline *bl, const Problem *p)
 {
     const Inst *in = p->in;
-    const int QD = in->heads * in->hd;
+    const int QD = in->heads * in->hd, QKVD = (in->heads + 2 * in->kv) * in->hd;
     // enough CTAs to fill the GPU at the longest context: about 256 tokens a split
     bl->splits = std::max(1, std::min(64, (in->smax + 255) / 256));
     return fgh_ok(cudaMalloc(&bl->xn, (size_t)p->batch * in->hidden * 2)) &&
-           fgh_ok(cudaMalloc(&bl->qkv, (size_t)p->batch * 3 * QD * 2)) &&
+           fgh_ok(cudaMalloc(&bl->qkv, (size_t)p->batch * QKVD * 2)) &&
            fgh_ok(cudaMalloc(&bl->o, (size_t)p->batch * QD * 2)) &&
            fgh_ok(cudaMalloc(&bl->part, sizeof(float) * p->batch * in->heads * bl->splits * (in->hd + 2))) &&
            fgh_ok(cudaMalloc(&bl->inv_freq, sizeof(float) * in->hd / 2)) &&
@@ -815,18 +850,21 @@ bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataTyp
 {
     const Inst *in = p->in;
     const int H = in->hidden, NH = in->heads, HD = in->hd, QD = NH * HD, B = p->batch;
+    const int QKVD = (NH + 2 * in->kv) * HD;
+    const BlShape sh = {NH, in->kv, HD, in->smax, in->page, in->window, p->dbt};
     const float one = 1.f, zero = 0.f;
     cublasSetStream(bl->blas, s);
     bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)p->dx, (const T *)p->dg, (T *)bl->xn, H, p->cfg.eps);
-    bool ok = cublasGemmEx(bl->blas, CUBLAS_OP_T, CUBLAS_OP_N, 3 * QD, B, H, &one, p->dwqkv, dt, H,
-                           bl->xn, dt, H, &zero, bl->qkv, dt, 3 * QD, CUBLAS_COMPUTE_32F,
+    bool ok = cublasGemmEx(bl->blas, CUBLAS_OP_T, CUBLAS_OP_N, QKVD, B, H, &one, p->dwqkv, dt, H,
+                           bl->xn, dt, H, &zero, bl->qkv, dt, QKVD, CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    if (in->bias)
+        bl_bias_add<T><<<B, 256, 0, s>>>((T *)bl->qkv, (const T *)p->dbqkv, QKVD);
     bl_rope_append<T><<<dim3(NH, B), HD / 2, 0, s>>>((T *)bl->qkv, (T *)p->dkc, (T *)p->dvc, p->dpos,
-                                                     bl->inv_freq, NH, HD, in->smax, in->neox != 0);
+                                                     bl->inv_freq, sh, in->neox != 0);
     const float scale = (float)(1.4426950408889634 / sqrt((double)HD));
     bl_attn_split<T><<<dim3(NH, bl->splits, B), 128, (128 / (HD / 8)) * (HD + 2) * sizeof(float), s>>>(
-        (const T *)bl->qkv, (const T *)p->dkc, (const T *)p->dvc, p->dpos, bl->part, NH, HD, in->smax,
-        scale);
+        (const T *)bl->qkv, (const T *)p->dkc, (const T *)p->dvc, p->dpos, bl->part, sh, scale);
     bl_attn_combine<T><<<dim3(NH, B), HD, 0, s>>>(bl->part, (T *)bl->o, NH, HD, bl->splits);
     ok = ok && cublasGemmEx(bl->blas, CUBLAS_OP_T, CUBLAS_OP_N, H, B, QD, &one, p->dwo, dt, QD, bl->o,
                             dt, QD, &zero, p->dy, dt, H, CUBLAS_COMPUTE_32F,
@@ -840,24 +878,14 @@ bool baseline_step(Baseline *bl, const Problem *p, cudaStream_t s)
                                 : baseline_step_t<__nv_bfloat16>(bl, p, s, CUDA_R_16BF);
 }
 
-// The unfused baseline computes MHA without a window or biases over contiguous caches.
-bool baseline_covers(const Inst *in)
-{
-    return in->kv == in->heads && in->window == 0 && !in->page && !in->bias;
-}
-
 // The baseline is only a yardstick if it is right: once per shape, on host
-// inputs, against the reference.
+// inputs, against the reference (MHA or GQA, windows, biases, contiguous or
+// paged caches, as the instance has them).
 
 void check_baseline(const Inst *in, cudaStream_t s)
 {
     char name[256];
     snprintf(name, sizeof name, "baseline (cuBLAS + plain kernels) for %s", in->name);
-    if (!baseline_covers(in)) {
-        fgh_skip(name, "the unfused baseline is MHA without a window or biases over contiguous "
-                       "caches");
-        return;
-    }
     int pos[8];
     for (int b = 0; b < in->bmax; b++)
         pos[b] = in->smax / 2 + b;
@@ -924,7 +952,8 @@ bool same_shape(const Inst *a, const Inst *b)
 {
     return a->dt == b->dt && a->hidden == b->hidden && a->heads == b->heads && a->kv == b->kv &&
            a->hd == b->hd && a->smax == b->smax && a->window == b->window && a->page == b->page &&
-           a->bmax == b->bmax;
+           a->bmax == b->bmax && a->bias == b->bias && a->neox == b->neox &&
+           memcmp(a->inv_freq, b->inv_freq, sizeof(float) * a->hd / 2) == 0;
 }
 
 // True for the first selected instance of its shape (deterministic ones left
@@ -977,7 +1006,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
             // the baseline, once per shape, on the same buffer sets
             Baseline bl;
             bool have_bl = false;
-            if (ok && baseline_covers(in) && first_of_shape(k, only, true) &&
+            if (ok && first_of_shape(k, only, true) &&
                 baseline_init(&bl, &sets[0])) {
                 BenchCtx cb = {sets, nsets, &bl};
                 // cuBLAS sets itself up on its first call: not inside the capture
