@@ -9,7 +9,11 @@
 //   - GEMM+RS: each rank's block of sum_r A_r B_r, likewise;
 //   for serial-ce and shard-overlap at world sizes 2, 4 and 8 as the GPUs
 //   present allow.  Relative L2 <= 1e-2 (bf16), NaN never passes.
-// Timing (the planner's shapes, T / max(T_gemm, T_comm)) comes next.
+// --bench [--json FILE]: for the Llama-2-70B TP=2 shapes of specs/gemm at 2
+// GPUs, the unsplit GEMM alone (T_gemm), the copies alone (T_comm) and each
+// schedule (T), with T / max(T_gemm, T_comm): medians over repeats of
+// back-to-back calls, host-timed between full synchronizations (the host
+// enqueues ahead of the GPUs; not yet graph-captured).
 //
 // One process drives all GPUs here; engines run one process per GPU with
 // peer buffers mapped through CUDA IPC, which this test does not cover yet.
@@ -378,13 +382,158 @@ void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, lo
     teardown(&s);
 }
 
+double now_us()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+bool sync_all(Setup *s)
+{
+    for (int q = 0; q < s->world; q++)
+        if (!fgh_ok(cudaSetDevice(q)) || !fgh_ok(cudaDeviceSynchronize()))
+            return false;
+    return true;
+}
+
+// What one timed repetition enqueues: a schedule, the GEMM alone, or the copies alone.
+enum class Part { schedule, gemm, comm };
+
+bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
+{
+    if (part == Part::schedule)
+        return run_call(s, sched);
+    const long long rows = s->m / s->world;
+    for (int q = 0; q < s->world; q++) {
+        Rank &r = s->r[q];
+        cudaSetDevice(q);
+        if (part == Part::gemm) {
+            if (!gemm_rows(r, r.st[1], s->coll == FGRT_AG_GEMM ? r.full : r.a, r.c, s->m, s->n, s->k))
+                return false;
+            continue;
+        }
+        for (int i = 1; i < s->world; i++) {   // the copies of the schedules, back to back
+            const int p = (q + i) % s->world;
+            const bool ok = s->coll == FGRT_AG_GEMM
+                ? fgh_ok(cudaMemcpyPeerAsync(r.full + (size_t)p * rows * s->k, q, s->r[p].a, p,
+                                             bytes(rows * s->k), r.st[0]))
+                : fgh_ok(cudaMemcpyPeerAsync(s->r[p].recv + (size_t)q * rows * s->n, p,
+                                             r.c + (size_t)p * rows * s->n, q, bytes(rows * s->n),
+                                             r.st[0]));
+            if (!ok)
+                return false;
+        }
+    }
+    return true;
+}
+
+// Median us per call over `reps` repetitions of `calls` back-to-back calls.
+double time_part(Setup *s, Part part, fgrt_schedule sched, int calls, int reps)
+{
+    std::vector<double> t;
+    for (int rep = -1; rep < reps; rep++) {   // rep -1 warms up
+        if (!sync_all(s))
+            return NAN;
+        const double t0 = now_us();
+        for (int c = 0; c < calls; c++)
+            if (!enqueue_part(s, part, sched))
+                return NAN;
+        if (!sync_all(s))
+            return NAN;
+        if (rep >= 0)
+            t.push_back((now_us() - t0) / calls);
+    }
+    return fgh_median(t.data(), (int)t.size());
+}
+
+struct Shape {
+    const char *name;
+    fgrt_collective coll;
+    long long m, n, k;
+};
+
+void bench(int world, const char *json_path)
+{
+    static const Shape shapes[] = {
+        {"qkv-m4096", FGRT_AG_GEMM, 4096, 5120, 8192},     {"o-m4096", FGRT_GEMM_RS, 4096, 8192, 4096},
+        {"fc1-m4096", FGRT_AG_GEMM, 4096, 28672, 8192},    {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
+        {"qkv-m16384", FGRT_AG_GEMM, 16384, 5120, 8192},   {"o-m16384", FGRT_GEMM_RS, 16384, 8192, 4096},
+        {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
+    };
+    FILE *jf = json_path ? fopen(json_path, "w") : nullptr;
+    fgh_json j;
+    if (jf) {
+        fgh_device d;
+        fgh_device_open(0, &d);
+        fgh_json_init(&j, jf);
+        fgh_json_obj_begin(&j, nullptr);
+        fgh_json_header(&j, &d, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
+                        "test_overlap --bench");
+        fgh_json_int(&j, "world", world);
+        fgh_json_arr_begin(&j, "cases");
+    }
+    for (const Shape &sh : shapes) {
+        Setup s{sh.coll, world, sh.m, sh.n, sh.k, {}};
+        char what[96];
+        snprintf(what, sizeof what, "bench %s at %d GPUs", sh.name, world);
+        if (!CHECK(what, setup(&s))) {
+            teardown(&s);
+            continue;
+        }
+        for (int q = 0; q < world; q++) {   // values do not matter for time; finite ones do
+            cudaSetDevice(q);
+            const long long na = (sh.coll == FGRT_AG_GEMM ? sh.m / world : sh.m) * sh.k;
+            fgh_fill_device(s.r[q].a, FGH_BF16, na, 1 + q, 1.f, 0);
+            fgh_fill_device(s.r[q].b, FGH_BF16, sh.k * sh.n, 7, 1.f, 0);
+        }
+        const double gemm = time_part(&s, Part::gemm, FGRT_SERIAL_CE, 5, 7);
+        const double comm = time_part(&s, Part::comm, FGRT_SERIAL_CE, 5, 7);
+        const double serial = time_part(&s, Part::schedule, FGRT_SERIAL_CE, 5, 7);
+        const double overlap = time_part(&s, Part::schedule, FGRT_SHARD_OVERLAP, 5, 7);
+        const double ideal = std::max(gemm, comm);
+        CHECK(what, !isnan(gemm) && !isnan(comm) && !isnan(serial) && !isnan(overlap));
+        printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %8.1f us  comm %8.1f us  serial_ce %8.1f us "
+               "(%.2fx)  shard_overlap %8.1f us (%.2fx)\n",
+               sh.name, sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k, gemm, comm,
+               serial, serial / ideal, overlap, overlap / ideal);
+        if (jf) {
+            fgh_json_obj_begin(&j, nullptr);
+            fgh_json_str(&j, "name", sh.name);
+            fgh_json_str(&j, "collective", sh.coll == FGRT_AG_GEMM ? "all_gather" : "reduce_scatter");
+            fgh_json_int(&j, "m", sh.m), fgh_json_int(&j, "n", sh.n), fgh_json_int(&j, "k", sh.k);
+            fgh_json_num(&j, "gemm_us", gemm), fgh_json_num(&j, "comm_us", comm);
+            fgh_json_num(&j, "serial_ce_us", serial), fgh_json_num(&j, "shard_overlap_us", overlap);
+            fgh_json_obj_end(&j);
+        }
+        teardown(&s);
+    }
+    if (jf) {
+        fgh_json_arr_end(&j);
+        fgh_json_clocks(&j);
+        fgh_json_obj_end(&j);
+        fclose(jf);
+    }
+}
+
 }   // namespace
 
 int main(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++)
+    bool do_bench = false;
+    const char *json = nullptr;
+    for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
+        else if (!strcmp(argv[i], "--bench"))
+            do_bench = true;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--verbose] [--bench [--json FILE]]\n", argv[0]);
+            return 2;
+        }
+    }
     int gpus = 0;
     if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) {
         fgh_skip("overlap executor order on the GPUs", "needs at least 2 GPUs in this machine");
@@ -395,5 +544,7 @@ int main(int argc, char **argv)
         for (int sched : {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
             for (fgrt_collective c : {FGRT_AG_GEMM, FGRT_GEMM_RS})
                 check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
+    if (do_bench)
+        bench(2, json);
     return fgh_summary() ? 1 : 0;
 }
