@@ -54,8 +54,10 @@ typedef enum {
 typedef enum {
     FGRT_OP_BARRIER,  /* join the streams, set `flag`, wait for every peer's (time limit) */
     FGRT_OP_COPY,     /* stream 0: row block `block` between this rank and `peer`: AG pulls
-                         the peer's shard into the gathered A; RS pushes this rank's partial
-                         of the peer's block into the peer's receive slot of this rank */
+                         the peer's shard into the gathered A (each rank's shard is its own
+                         block of its gathered A: the caller writes it there, nothing
+                         copies it locally); RS pushes this rank's partial of the peer's
+                         block into the peer's receive slot of this rank */
     FGRT_OP_GEMM,     /* the rows of block `block` (all blocks: block = -1) */
     FGRT_OP_SIGNAL,   /* set local flag `flag` after the ops before it on `stream` */
     FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (time limit) */

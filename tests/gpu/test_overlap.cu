@@ -1,0 +1,550 @@
+// The overlap executor's issue order (runtime/include/fgrt_overlap.h) replayed
+// on every GPU of this machine by one process: copies over the copy engine
+// (cudaMemcpyPeerAsync), GEMMs through cuBLAS on two alternating streams, the
+// flags and barriers as events, the owner's reduction as a small kernel.
+//
+// Checks, on fresh random inputs with every output poisoned first:
+//   - AG+GEMM: C = A B with A's rows gathered from every rank, against a
+//     double reference on the host (small shapes);
+//   - GEMM+RS: each rank's block of sum_r A_r B_r, likewise;
+//   for serial-ce and shard-overlap at world sizes 2, 4 and 8 as the GPUs
+//   present allow.  Relative L2 <= 1e-2 (bf16), NaN never passes.
+// --bench [--json FILE]: for the Llama-2-70B TP=2 shapes of specs/gemm at 2
+// GPUs, the unsplit GEMM alone (T_gemm), the copies alone (T_comm) and each
+// schedule (T), with T / max(T_gemm, T_comm): medians over repeats of
+// back-to-back calls, host-timed between full synchronizations (the host
+// enqueues ahead of the GPUs; not yet graph-captured).
+//
+// One process drives all GPUs here; engines run one process per GPU with
+// peer buffers mapped through CUDA IPC, which this test does not cover yet.
+#include <algorithm>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <vector>
+
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include "fgrt_overlap.h"
+#include "harness.h"
+
+namespace {
+
+constexpr int kMaxWorld = 8;
+constexpr int kMaxOps = 64;
+
+struct Rank {
+    int dev = 0;
+    cudaStream_t st[3] = {};
+    cublasHandle_t blas = nullptr;
+    __nv_bfloat16 *a = nullptr;     // AG: this rank's rows [M/W, K], its block of `full`;
+                                    // RS: A_r [M, K]
+    __nv_bfloat16 *full = nullptr;  // AG: the gathered A [M, K]
+    __nv_bfloat16 *b = nullptr;     // [K, N]
+    __nv_bfloat16 *c = nullptr;     // AG: C [M, N]; RS: the partial [M, N]
+    __nv_bfloat16 *recv = nullptr;  // RS: W slots of [M/W, N] from each rank
+    __nv_bfloat16 *out = nullptr;   // RS: this rank's reduced block [M/W, N]
+    cudaEvent_t flag[FGRT_FLAG_SENT + kMaxWorld] = {};
+    cudaEvent_t done[kMaxOps] = {};
+};
+
+struct Setup {
+    fgrt_collective coll;
+    int world;
+    long long m, n, k;
+    Rank r[kMaxWorld];
+};
+
+size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
+
+// grid rows, block 256: out[row] = own partial block + the W - 1 received ones,
+// fp32 sums in rank order, rounded once.
+__global__ void reduce_block(const __nv_bfloat16 *own, const __nv_bfloat16 *recv, __nv_bfloat16 *out,
+                             int world, int rank, long long rows, long long n)
+{
+    const long long total = rows * n;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+         i += (long long)gridDim.x * blockDim.x) {
+        float t = 0.f;
+        for (int p = 0; p < world; p++)
+            t += __bfloat162float(p == rank ? own[i] : recv[(size_t)p * total + i]);
+        out[i] = __float2bfloat16_rn(t);
+    }
+}
+
+bool setup(Setup *s)
+{
+    const long long rows = s->m / s->world;
+    for (int q = 0; q < s->world; q++) {
+        Rank &r = s->r[q];
+        r.dev = q;
+        if (!fgh_ok(cudaSetDevice(q)))
+            return false;
+        for (int p = 0; p < s->world; p++)
+            if (p != q) {
+                const cudaError_t e = cudaDeviceEnablePeerAccess(p, 0);
+                if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+                    return fgh_ok(e);
+                cudaGetLastError();
+            }
+        for (auto &st : r.st)
+            if (!fgh_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)))
+                return false;
+        for (auto &e : r.flag)
+            if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
+                return false;
+        for (auto &e : r.done)
+            if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
+                return false;
+        if (cublasCreate(&r.blas) != CUBLAS_STATUS_SUCCESS)
+            return false;
+        const bool ag = s->coll == FGRT_AG_GEMM;
+        bool ok = fgh_ok(cudaMalloc(&r.b, bytes(s->k * s->n))) &&
+                  fgh_ok(cudaMalloc(&r.c, bytes(s->m * s->n)));
+        if (ag) {   // the shard lives in its block of the gathered A: no local copy
+            ok = ok && fgh_ok(cudaMalloc(&r.full, bytes(s->m * s->k)));
+            r.a = r.full + (size_t)q * rows * s->k;
+        } else {
+            ok = ok && fgh_ok(cudaMalloc(&r.a, bytes(s->m * s->k)));
+        }
+        if (!ag)
+            ok = ok && fgh_ok(cudaMalloc(&r.recv, bytes(s->world * rows * s->n))) &&
+                 fgh_ok(cudaMalloc(&r.out, bytes(rows * s->n)));
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+void teardown(Setup *s)
+{
+    for (int q = 0; q < s->world; q++) {
+        Rank &r = s->r[q];
+        cudaSetDevice(q);
+        cudaDeviceSynchronize();
+        for (auto &st : r.st)
+            if (st)
+                cudaStreamDestroy(st);
+        for (auto &e : r.flag)
+            if (e)
+                cudaEventDestroy(e);
+        for (auto &e : r.done)
+            if (e)
+                cudaEventDestroy(e);
+        if (r.blas)
+            cublasDestroy(r.blas);
+        if (s->coll != FGRT_AG_GEMM)
+            cudaFree(r.a);
+        cudaFree(r.full), cudaFree(r.b), cudaFree(r.c), cudaFree(r.recv), cudaFree(r.out);
+        r = Rank{};
+    }
+}
+
+// c[rows, n] = a[rows, k] x B, row-major (cuBLAS sees the transposes).
+bool gemm_rows(Rank &r, cudaStream_t st, const __nv_bfloat16 *a, __nv_bfloat16 *c, long long rows,
+               long long n, long long k)
+{
+    const float one = 1.f, zero = 0.f;
+    cublasSetStream(r.blas, st);
+    return cublasGemmEx(r.blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)rows, (int)k, &one, r.b,
+                        CUDA_R_16BF, (int)n, a, CUDA_R_16BF, (int)k, &zero, c, CUDA_R_16BF, (int)n,
+                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+}
+
+// One rank's op, enqueued.  Cross-rank waits are on events the peers have
+// recorded already (the caller enqueues in an order that guarantees it).
+bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
+{
+    Rank &r = s->r[q];
+    const fgrt_op &op = ops[k];
+    const long long rows = s->m / s->world;
+    cudaSetDevice(r.dev);
+    cudaStream_t st = r.st[op.stream];
+    if (op.after >= 0 && !fgh_ok(cudaStreamWaitEvent(st, r.done[op.after], 0)))
+        return false;
+    bool ok = true;
+    switch (op.kind) {
+    case FGRT_OP_COPY:
+        if (s->coll == FGRT_AG_GEMM)   // pull the peer's shard into block `block`
+            ok = fgh_ok(cudaMemcpyPeerAsync(r.full + (size_t)op.block * rows * s->k, r.dev,
+                                            s->r[op.peer].a, op.peer, bytes(rows * s->k), st));
+        else   // push this rank's partial of the peer's block into its slot q
+            ok = fgh_ok(cudaMemcpyPeerAsync(s->r[op.peer].recv + (size_t)q * rows * s->n, op.peer,
+                                            r.c + op.block * rows * s->n, r.dev,
+                                            bytes(rows * s->n), st));
+        break;
+    case FGRT_OP_GEMM: {
+        // AG reads the gathered A, whose own block is the rank's shard
+        const __nv_bfloat16 *a = s->coll == FGRT_AG_GEMM ? r.full : r.a;
+        if (op.block < 0)
+            ok = gemm_rows(r, st, a, r.c, s->m, s->n, s->k);
+        else
+            ok = gemm_rows(r, st, a + (size_t)op.block * rows * s->k,
+                           r.c + (size_t)op.block * rows * s->n, rows, s->n, s->k);
+        break;
+    }
+    case FGRT_OP_SIGNAL:
+        ok = fgh_ok(cudaEventRecord(r.flag[op.flag], st));
+        break;
+    case FGRT_OP_WAIT:
+        ok = fgh_ok(cudaStreamWaitEvent(st, s->r[op.peer].flag[op.flag], 0));
+        break;
+    case FGRT_OP_REDUCE:
+        reduce_block<<<264, 256, 0, st>>>(r.c + (size_t)q * rows * s->n, r.recv, r.out, s->world, q,
+                                           rows, s->n);
+        ok = fgh_ok(cudaPeekAtLastError());
+        break;
+    case FGRT_OP_BARRIER:
+    case FGRT_OP_NCCL:
+        break;   // handled by run_call
+    }
+    return ok && fgh_ok(cudaEventRecord(r.done[k], st));
+}
+
+// A barrier's first half: every stream of the rank joined into stream 1, the
+// flag recorded there.
+bool arm_barrier(Rank &r, unsigned flag)
+{
+    cudaSetDevice(r.dev);
+    cudaEvent_t j0 = r.done[kMaxOps - 1], j2 = r.done[kMaxOps - 2];
+    return fgh_ok(cudaEventRecord(j0, r.st[0])) && fgh_ok(cudaEventRecord(j2, r.st[2])) &&
+           fgh_ok(cudaStreamWaitEvent(r.st[1], j0, 0)) && fgh_ok(cudaStreamWaitEvent(r.st[1], j2, 0)) &&
+           fgh_ok(cudaEventRecord(r.flag[flag], r.st[1]));
+}
+
+// Its second half: every stream waits for every rank's flag.
+bool pass_barrier(Setup *s, Rank &r, unsigned flag)
+{
+    cudaSetDevice(r.dev);
+    for (int p = 0; p < s->world; p++)
+        for (auto st : r.st)
+            if (!fgh_ok(cudaStreamWaitEvent(st, s->r[p].flag[flag], 0)))
+                return false;
+    return true;
+}
+
+// One call of the schedule on every rank: each rank's ops enqueued in its
+// order, the ranks interleaved so that every wait finds its event recorded.
+bool run_call(Setup *s, fgrt_schedule sched)
+{
+    fgrt_op ops[kMaxWorld][kMaxOps];
+    size_t n[kMaxWorld], next[kMaxWorld] = {};
+    bool armed[kMaxWorld] = {};
+    for (int q = 0; q < s->world; q++) {
+        n[q] = fgrt_overlap_ops(s->coll, sched, (unsigned)s->world, (unsigned)q, ops[q], kMaxOps - 2);
+        if (n[q] == 0 || n[q] > kMaxOps - 2)
+            return false;
+    }
+    bool signalled[kMaxWorld][FGRT_FLAG_SENT + kMaxWorld] = {};
+    for (bool moved = true; moved;) {
+        moved = false;
+        for (int q = 0; q < s->world; q++) {
+            if (next[q] == n[q])
+                continue;
+            const fgrt_op &op = ops[q][next[q]];
+            if (op.kind == FGRT_OP_BARRIER) {
+                if (!armed[q]) {
+                    if (!arm_barrier(s->r[q], op.flag))
+                        return false;
+                    armed[q] = true;
+                    signalled[q][op.flag] = true;
+                    moved = true;
+                }
+                bool all = true;
+                for (int p = 0; p < s->world; p++)
+                    all &= signalled[p][op.flag];
+                if (!all)
+                    continue;
+                if (!pass_barrier(s, s->r[q], op.flag))
+                    return false;
+                armed[q] = false;
+            } else if (op.kind == FGRT_OP_WAIT) {
+                if (!signalled[op.peer][op.flag])
+                    continue;
+                if (!enqueue_op(s, q, ops[q], (int)next[q]))
+                    return false;
+            } else if (op.kind == FGRT_OP_NCCL) {
+                return false;   // not in this test
+            } else {
+                if (!enqueue_op(s, q, ops[q], (int)next[q]))
+                    return false;
+                if (op.kind == FGRT_OP_SIGNAL)
+                    signalled[q][op.flag] = true;
+            }
+            next[q]++;
+            moved = true;
+        }
+    }
+    for (int q = 0; q < s->world; q++)
+        if (next[q] != n[q])
+            return false;   // an order that cannot be enqueued (the simulator says it can)
+    return true;
+}
+
+// Waits for every stream of every rank, at most `limit_s` seconds.
+bool finish(Setup *s, double limit_s)
+{
+    const clock_t t0 = clock();
+    for (int q = 0; q < s->world; q++) {
+        cudaSetDevice(s->r[q].dev);
+        for (auto st : s->r[q].st)
+            for (;;) {
+                const cudaError_t e = cudaStreamQuery(st);
+                if (e == cudaSuccess)
+                    break;
+                if (e != cudaErrorNotReady)
+                    return fgh_ok(e);
+                if ((double)(clock() - t0) / CLOCKS_PER_SEC > limit_s) {
+                    fprintf(stderr, "overlap: rank %d did not finish within %.0f s\n", q, limit_s);
+                    return false;
+                }
+            }
+    }
+    return true;
+}
+
+float host_bf16(const uint16_t *v, size_t i) { return fgh_bf16_to_f32(v[i]); }
+
+// AG: the blocks of the gathered A other than the rank's own, poisoned.
+bool poison_others(Setup *s, int q)
+{
+    const long long rows = s->m / s->world;
+    for (int p = 0; p < s->world; p++)
+        if (p != q && fgh_poison_device(s->r[q].full + (size_t)p * rows * s->k,
+                                        bytes(rows * s->k), 0) != 0)
+            return false;
+    return true;
+}
+
+void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, long long n, long long k)
+{
+    char name[160];
+    snprintf(name, sizeof name, "%s %s, %d GPUs, M=%lld N=%lld K=%lld",
+             coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched), world, m, n, k);
+    Setup s{coll, world, m, n, k, {}};
+    if (!CHECK(name, setup(&s))) {
+        teardown(&s);
+        return;
+    }
+    const long long rows = m / world;
+    const bool ag = coll == FGRT_AG_GEMM;
+    const uint64_t seed = fgh_next_seed();
+    // inputs: AG: A's rows sharded, one B; RS: A_r and B_r per rank
+    std::vector<std::vector<uint16_t>> ha(world), hb(world);
+    bool ok = true;
+    for (int q = 0; q < world && ok; q++) {
+        Rank &r = s.r[q];
+        cudaSetDevice(q);
+        const long long na = (ag ? rows : m) * k;
+        ha[q].resize(na), hb[q].resize(k * n);
+        const uint64_t sa = seed + 2 * q, sb = ag ? seed + 1000 : seed + 2 * q + 1;
+        fgh_fill_host(ha[q].data(), FGH_BF16, na, sa, 1.f);
+        fgh_fill_host(hb[q].data(), FGH_BF16, k * n, sb, 1.f);
+        ok = fgh_ok(cudaMemcpy(r.a, ha[q].data(), bytes(na), cudaMemcpyHostToDevice)) &&
+             fgh_ok(cudaMemcpy(r.b, hb[q].data(), bytes(k * n), cudaMemcpyHostToDevice)) &&
+             fgh_poison_device(r.c, bytes(m * n), 0) == 0 &&
+             (ag ? poison_others(&s, q)
+                 : fgh_poison_device(r.out, bytes(rows * n), 0) == 0 &&
+                       fgh_poison_device(r.recv, bytes(world * rows * n), 0) == 0) &&
+             fgh_ok(cudaDeviceSynchronize());
+    }
+    ok = ok && CHECK(name, run_call(&s, sched)) && CHECK(name, finish(&s, 30.0));
+    for (int q = 0; q < world && ok; q++) {
+        // the reference of rank q's output in double
+        const long long out_rows = ag ? m : rows, row0 = ag ? 0 : q * rows;
+        std::vector<double> ref(out_rows * n, 0.0);
+        for (long long i = 0; i < out_rows; i++)
+            for (int p = 0; p < (ag ? 1 : world); p++) {
+                const long long gi = row0 + i;
+                const uint16_t *arow = ag ? ha[gi / rows].data() + (gi % rows) * k : ha[p].data() + gi * k;
+                const uint16_t *bm = ag ? hb[q].data() : hb[p].data();
+                for (long long kk = 0; kk < k; kk++) {
+                    const double av = host_bf16(arow, kk);
+                    for (long long j = 0; j < n; j++)
+                        ref[i * n + j] += av * host_bf16(bm, kk * n + j);
+                }
+            }
+        std::vector<uint16_t> got(out_rows * n);
+        cudaSetDevice(q);
+        ok = fgh_ok(cudaMemcpy(got.data(), ag ? s.r[q].c : s.r[q].out, bytes(out_rows * n),
+                               cudaMemcpyDeviceToHost));
+        const fgh_err e = fgh_compare(got.data(), FGH_BF16, ref.data(), ref.size());
+        char what[200];
+        snprintf(what, sizeof what, "%s: rank %d", name, q);
+        CHECKF(what, ok && e.nonfinite == 0 && e.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite", e.rel_l2,
+               e.nonfinite);
+        printf("    %s: rel L2 %.3e\n", what, e.rel_l2);
+    }
+    teardown(&s);
+}
+
+double now_us()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+bool sync_all(Setup *s)
+{
+    for (int q = 0; q < s->world; q++)
+        if (!fgh_ok(cudaSetDevice(q)) || !fgh_ok(cudaDeviceSynchronize()))
+            return false;
+    return true;
+}
+
+// What one timed repetition enqueues: a schedule, the GEMM alone, or the copies alone.
+enum class Part { schedule, gemm, comm };
+
+bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
+{
+    if (part == Part::schedule)
+        return run_call(s, sched);
+    const long long rows = s->m / s->world;
+    for (int q = 0; q < s->world; q++) {
+        Rank &r = s->r[q];
+        cudaSetDevice(q);
+        if (part == Part::gemm) {
+            if (!gemm_rows(r, r.st[1], s->coll == FGRT_AG_GEMM ? r.full : r.a, r.c, s->m, s->n, s->k))
+                return false;
+            continue;
+        }
+        for (int i = 1; i < s->world; i++) {   // the copies of the schedules, back to back
+            const int p = (q + i) % s->world;
+            const bool ok = s->coll == FGRT_AG_GEMM
+                ? fgh_ok(cudaMemcpyPeerAsync(r.full + (size_t)p * rows * s->k, q, s->r[p].a, p,
+                                             bytes(rows * s->k), r.st[0]))
+                : fgh_ok(cudaMemcpyPeerAsync(s->r[p].recv + (size_t)q * rows * s->n, p,
+                                             r.c + (size_t)p * rows * s->n, q, bytes(rows * s->n),
+                                             r.st[0]));
+            if (!ok)
+                return false;
+        }
+    }
+    return true;
+}
+
+// Median us per call over `reps` repetitions of `calls` back-to-back calls.
+double time_part(Setup *s, Part part, fgrt_schedule sched, int calls, int reps)
+{
+    std::vector<double> t;
+    for (int rep = -1; rep < reps; rep++) {   // rep -1 warms up
+        if (!sync_all(s))
+            return NAN;
+        const double t0 = now_us();
+        for (int c = 0; c < calls; c++)
+            if (!enqueue_part(s, part, sched))
+                return NAN;
+        if (!sync_all(s))
+            return NAN;
+        if (rep >= 0)
+            t.push_back((now_us() - t0) / calls);
+    }
+    return fgh_median(t.data(), (int)t.size());
+}
+
+struct Shape {
+    const char *name;
+    fgrt_collective coll;
+    long long m, n, k;
+};
+
+void bench(int world, const char *json_path)
+{
+    static const Shape shapes[] = {
+        {"qkv-m4096", FGRT_AG_GEMM, 4096, 5120, 8192},     {"o-m4096", FGRT_GEMM_RS, 4096, 8192, 4096},
+        {"fc1-m4096", FGRT_AG_GEMM, 4096, 28672, 8192},    {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
+        {"qkv-m16384", FGRT_AG_GEMM, 16384, 5120, 8192},   {"o-m16384", FGRT_GEMM_RS, 16384, 8192, 4096},
+        {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
+    };
+    FILE *jf = json_path ? fopen(json_path, "w") : nullptr;
+    fgh_json j;
+    if (jf) {
+        fgh_device d;
+        fgh_device_open(0, &d);
+        fgh_json_init(&j, jf);
+        fgh_json_obj_begin(&j, nullptr);
+        fgh_json_header(&j, &d, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
+                        "test_overlap --bench");
+        fgh_json_int(&j, "world", world);
+        fgh_json_arr_begin(&j, "cases");
+    }
+    for (const Shape &sh : shapes) {
+        Setup s{sh.coll, world, sh.m, sh.n, sh.k, {}};
+        char what[96];
+        snprintf(what, sizeof what, "bench %s at %d GPUs", sh.name, world);
+        if (!CHECK(what, setup(&s))) {
+            teardown(&s);
+            continue;
+        }
+        for (int q = 0; q < world; q++) {   // values do not matter for time; finite ones do
+            cudaSetDevice(q);
+            const long long na = (sh.coll == FGRT_AG_GEMM ? sh.m / world : sh.m) * sh.k;
+            fgh_fill_device(s.r[q].a, FGH_BF16, na, 1 + q, 1.f, 0);
+            fgh_fill_device(s.r[q].b, FGH_BF16, sh.k * sh.n, 7, 1.f, 0);
+        }
+        const double gemm = time_part(&s, Part::gemm, FGRT_SERIAL_CE, 5, 7);
+        const double comm = time_part(&s, Part::comm, FGRT_SERIAL_CE, 5, 7);
+        const double serial = time_part(&s, Part::schedule, FGRT_SERIAL_CE, 5, 7);
+        const double overlap = time_part(&s, Part::schedule, FGRT_SHARD_OVERLAP, 5, 7);
+        const double ideal = std::max(gemm, comm);
+        CHECK(what, !isnan(gemm) && !isnan(comm) && !isnan(serial) && !isnan(overlap));
+        printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %8.1f us  comm %8.1f us  serial_ce %8.1f us "
+               "(%.2fx)  shard_overlap %8.1f us (%.2fx)\n",
+               sh.name, sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k, gemm, comm,
+               serial, serial / ideal, overlap, overlap / ideal);
+        if (jf) {
+            fgh_json_obj_begin(&j, nullptr);
+            fgh_json_str(&j, "name", sh.name);
+            fgh_json_str(&j, "collective", sh.coll == FGRT_AG_GEMM ? "all_gather" : "reduce_scatter");
+            fgh_json_int(&j, "m", sh.m), fgh_json_int(&j, "n", sh.n), fgh_json_int(&j, "k", sh.k);
+            fgh_json_num(&j, "gemm_us", gemm), fgh_json_num(&j, "comm_us", comm);
+            fgh_json_num(&j, "serial_ce_us", serial), fgh_json_num(&j, "shard_overlap_us", overlap);
+            fgh_json_obj_end(&j);
+        }
+        teardown(&s);
+    }
+    if (jf) {
+        fgh_json_arr_end(&j);
+        fgh_json_clocks(&j);
+        fgh_json_obj_end(&j);
+        fclose(jf);
+    }
+}
+
+}   // namespace
+
+int main(int argc, char **argv)
+{
+    bool do_bench = false;
+    const char *json = nullptr;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--verbose"))
+            fgh_set_verbose(true);
+        else if (!strcmp(argv[i], "--bench"))
+            do_bench = true;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else {
+            fprintf(stderr, "usage: %s [--verbose] [--bench [--json FILE]]\n", argv[0]);
+            return 2;
+        }
+    }
+    int gpus = 0;
+    if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) {
+        fgh_skip("overlap executor order on the GPUs", "needs at least 2 GPUs in this machine");
+        return fgh_summary() ? 1 : 0;
+    }
+    gpus = std::min(gpus, kMaxWorld);
+    for (int w = 2; w <= gpus; w *= 2)
+        for (int sched : {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
+            for (fgrt_collective c : {FGRT_AG_GEMM, FGRT_GEMM_RS})
+                check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
+    if (do_bench)
+        bench(2, json);
+    return fgh_summary() ? 1 : 0;
+}
