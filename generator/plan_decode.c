@@ -44,6 +44,7 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
  * consumer threads compute.  Stage size and count are fixed by the plan. */
 typedef struct ring_cfg {
     unsigned threads, stage_bytes, stages, rows1, inflight;
+    unsigned inflight3;     /* stages in flight while W_o streams; 0: as inflight */
     unsigned static_smem;   /* estimate of the template's Smem struct */
     bool candidate;         /* a tuning candidate, not the planner's choice */
     bool tuned;             /* from the target's tuning spec, not the model */
@@ -313,7 +314,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     /* a configuration other than the model's carries it in the name (stage
      * KB, stages, stages in flight): targets tuned differently, or not at
      * all, share specs but not code */
-    if (ring && (ring->candidate || ring->tuned))
+    if (ring && (ring->candidate || ring->tuned) && ring->inflight3)
+        snprintf(deep, sizeof deep, "_ring_k%un%uf%uw%u", ring->stage_bytes / 1024, ring->stages,
+                 ring->inflight, ring->inflight3);
+    else if (ring && (ring->candidate || ring->tuned))
         snprintf(deep, sizeof deep, "_ring_k%un%uf%u", ring->stage_bytes / 1024, ring->stages,
                  ring->inflight);
     else if (ring)
@@ -356,6 +360,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGE_BYTES", ring->stage_bytes);
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "INFLIGHT", ring->inflight);
+        fg_instance_add_param(&in, "INFLIGHT3", ring->inflight3 ? ring->inflight3 : ring->inflight);
         /* One CTA per SM.  Registers go to warps in groups of 4, so 17 warps
          * are charged as 20: 96 per thread, which ptxas derives from
          * __launch_bounds__ (a cap of 120 compiled but could not be resident).
@@ -495,8 +500,12 @@ static const unsigned CAND_INFLIGHT[] = {0u, 6u, 4u, 3u};
 static bool same_ring(const ring_cfg *a, const ring_cfg *b)
 {
     return a->threads == b->threads && a->stage_bytes == b->stage_bytes &&
-           a->stages == b->stages && a->inflight == b->inflight;
+           a->stages == b->stages && a->inflight == b->inflight &&
+           a->inflight3 == b->inflight3;
 }
+
+/* W_o stages in flight tried beside the rest's (0: the same). */
+static const unsigned CAND_INFLIGHT3[] = {0u, 4u, 2u};
 
 /* The tuning entry of an instance family, or NULL. */
 static const fg_tuning_entry *tuning_entry(const fg_plan_set *set, const char *family)
@@ -578,13 +587,18 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
                     r.candidate = true;
                     if ((CAND_INFLIGHT[fi] && r.inflight >= n) ||
                         r.inflight * r.stage_bytes < RING_MIN_INFLIGHT_BYTES ||
-                        ring_check_stages(m, bmax, &r) || same_ring(&r, chosen))
+                        ring_check_stages(m, bmax, &r))
                         continue;
-                    if (plan_one(set, s, ts, bmax, 2, p, NULL, &r, false, 0,
-                                 "tuning candidate (generate --candidates): a configuration "
-                                 "the planner did not choose",
-                                 d))
-                        return -1;
+                    for (size_t wi = 0; wi < NELEMS(CAND_INFLIGHT3); wi++) {
+                        r.inflight3 = CAND_INFLIGHT3[wi];
+                        if (r.inflight3 >= r.inflight || same_ring(&r, chosen))
+                            continue;
+                        if (plan_one(set, s, ts, bmax, 2, p, NULL, &r, false, 0,
+                                     "tuning candidate (generate --candidates): a configuration "
+                                     "the planner did not choose",
+                                     d))
+                            return -1;
+                    }
                 }
             }
         }
