@@ -44,6 +44,7 @@ static const cta_shape WIDE_DEEP3 = {512, 4, 8, 1, 8};
  * consumer threads compute.  Stage size and count are fixed by the plan. */
 typedef struct ring_cfg {
     unsigned threads, stage_bytes, stages, rows1, inflight;
+    unsigned inflight3;     /* stages in flight while W_o streams; 0: as inflight */
     unsigned static_smem;   /* estimate of the template's Smem struct */
     bool candidate;         /* a tuning candidate, not the planner's choice */
     bool tuned;             /* from the target's tuning spec, not the model */
@@ -330,7 +331,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     /* a configuration other than the model's carries it in the name (stage
      * KB, stages, stages in flight): targets tuned differently, or not at
      * all, share specs but not code */
-    if (ring && (ring->candidate || ring->tuned))
+    if (ring && (ring->candidate || ring->tuned) && ring->inflight3)
+        snprintf(deep, sizeof deep, "_ring_k%un%uf%uw%u", ring->stage_bytes / 1024, ring->stages,
+                 ring->inflight, ring->inflight3);
+    else if (ring && (ring->candidate || ring->tuned))
         snprintf(deep, sizeof deep, "_ring_k%un%uf%u", ring->stage_bytes / 1024, ring->stages,
                  ring->inflight);
     else if (ring)
@@ -373,6 +377,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGE_BYTES", ring->stage_bytes);
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "INFLIGHT", ring->inflight);
+        fg_instance_add_param(&in, "INFLIGHT3", ring->inflight3 ? ring->inflight3 : ring->inflight);
         /* One CTA per SM.  Registers go to warps in groups of 4, so 17 warps
          * are charged as 20: 96 per thread, which ptxas derives from
          * __launch_bounds__ (a cap of 120 compiled but could not be resident).
@@ -518,8 +523,12 @@ static const unsigned CAND_INFLIGHT[] = {0u, 6u, 4u, 3u};
 static bool same_ring(const ring_cfg *a, const ring_cfg *b)
 {
     return a->threads == b->threads && a->stage_bytes == b->stage_bytes &&
-           a->stages == b->stages && a->inflight == b->inflight;
+           a->stages == b->stages && a->inflight == b->inflight &&
+           a->inflight3 == b->inflight3;
 }
+
+/* W_o stages in flight tried beside the rest's (0: the same). */
+static const unsigned CAND_INFLIGHT3[] = {0u, 4u, 2u};
 
 /* The tuning entry of an instance family, or NULL. */
 static const fg_tuning_entry *tuning_entry(const fg_plan_set *set, const char *family)
@@ -564,11 +573,14 @@ static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_targe
     }
     *r = tr;
     r->tuned = true;
+    r->inflight3 = e->in_flight_wo == r->inflight ? 0 : e->in_flight_wo;
     fg_sb_printf(why,
-                 "\nconfiguration: tuned (%s): %u threads, %u stages of %u B, %u in flight: "
-                 "%.1f us against the model's %.1f (worst %.1f of %u candidates; %s)",
+                 "\nconfiguration: tuned (%s): %u threads, %u stages of %u B, %u in flight "
+                 "(%u while W_o streams): %.1f us against the model's %.1f (worst %.1f of %u "
+                 "candidates; %s)",
                  set->tuning->path, e->threads, e->stages, e->stage_bytes, e->in_flight,
-                 e->tuned_us, e->model_us, e->worst_us, e->candidates, e->measured);
+                 r->inflight3 ? r->inflight3 : r->inflight, e->tuned_us, e->model_us,
+                 e->worst_us, e->candidates, e->measured);
     return 0;
 }
 
@@ -592,15 +604,19 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
                     if ((CAND_INFLIGHT[fi] && CAND_INFLIGHT[fi] >= n) ||
                         ring_plan_exact(m, t, 2, p, bmax, CAND_THREADS[ti], CAND_STAGE_BYTES[si],
                                         n, CAND_INFLIGHT[fi], &r) ||
-                        r.inflight * r.stage_bytes < RING_MIN_INFLIGHT_BYTES ||
-                        same_ring(&r, chosen))
+                        r.inflight * r.stage_bytes < RING_MIN_INFLIGHT_BYTES)
                         continue;
                     r.candidate = true;
-                    if (plan_one(set, s, ts, bmax, 2, p, NULL, &r, false, 0,
-                                 "tuning candidate (generate --candidates): a configuration "
-                                 "the planner did not choose",
-                                 d))
-                        return -1;
+                    for (size_t wi = 0; wi < NELEMS(CAND_INFLIGHT3); wi++) {
+                        r.inflight3 = CAND_INFLIGHT3[wi];
+                        if ((r.inflight3 && r.inflight3 >= r.inflight) || same_ring(&r, chosen))
+                            continue;
+                        if (plan_one(set, s, ts, bmax, 2, p, NULL, &r, false, 0,
+                                     "tuning candidate (generate --candidates): a configuration "
+                                     "the planner did not choose",
+                                     d))
+                            return -1;
+                    }
                 }
             }
         }

@@ -567,6 +567,8 @@ static void check_tuning(checker *c, const fg_tuning *t)
             multiple_of(c, AT("stage_bytes"), e->stage_bytes, 128, "bulk copies stay aligned");
         in_range(c, AT("stages"), e->stages, 1, 16);
         in_range(c, AT("in_flight"), e->in_flight, 1, e->stages ? e->stages : 1);
+        if (e->in_flight_wo)
+            in_range(c, AT("in_flight_wo"), e->in_flight_wo, 1, e->in_flight ? e->in_flight : 1);
         float_range(c, AT("tuned_us"), e->tuned_us, 0, 1e9);
         float_range(c, AT("model_us"), e->model_us, 0, 1e9);
         float_range(c, AT("worst_us"), e->worst_us, 0, 1e9);

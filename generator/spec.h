@@ -133,6 +133,7 @@ typedef struct fg_target {
 typedef struct fg_tuning_entry {
     char *family;
     uint32_t threads, stage_bytes, stages, in_flight;
+    uint32_t in_flight_wo;     /* stages in flight while W_o streams; 0: as in_flight */
     double tuned_us, model_us, worst_us;
     uint32_t candidates;
     char *measured;            /* GPU, points, commit */

@@ -167,6 +167,7 @@ static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_UINT("stage_bytes", CYAML_FLAG_DEFAULT, fg_tuning_entry, stage_bytes),
     CYAML_FIELD_UINT("stages", CYAML_FLAG_DEFAULT, fg_tuning_entry, stages),
     CYAML_FIELD_UINT("in_flight", CYAML_FLAG_DEFAULT, fg_tuning_entry, in_flight),
+    CYAML_FIELD_UINT("in_flight_wo", CYAML_FLAG_OPTIONAL, fg_tuning_entry, in_flight_wo),
     CYAML_FIELD_FLOAT("tuned_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, tuned_us),
     CYAML_FIELD_FLOAT("model_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, model_us),
     CYAML_FIELD_FLOAT("worst_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, worst_us),

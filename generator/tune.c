@@ -46,7 +46,7 @@ static const char usage[] =
 
 typedef struct cfg {
     const char *name;          /* borrowed from the manifest */
-    unsigned threads, stage_bytes, stages, inflight;
+    unsigned threads, stage_bytes, stages, inflight, inflight3;
     bool model;                /* the planner's own choice */
     double us;                 /* sum of the medians timed; 0: not timed */
 } cfg;
@@ -130,11 +130,14 @@ static int collect(tune *t)
         f->cfgs = realloc(f->cfgs, (f->n + 1) * sizeof *f->cfgs);
         if (!f->cfgs)
             fg_out_of_memory();
+        const long long w = fg_json_int(params, "inflight3");
         f->cfgs[f->n++] = (cfg){.name = name,
                                 .threads = (unsigned)fg_json_int(params, "threads"),
                                 .stage_bytes = (unsigned)fg_json_int(params, "stage_bytes"),
                                 .stages = (unsigned)fg_json_int(params, "stages"),
                                 .inflight = (unsigned)fg_json_int(params, "inflight"),
+                                /* absent before the W_o limit existed: as inflight */
+                                .inflight3 = (unsigned)(w > 0 ? w : 0),
                                 .model = !candidate};
     }
     size_t tunable = 0;
@@ -305,6 +308,7 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
         *have = true;
         *e = (fg_tuning_entry){.threads = c->threads, .stage_bytes = c->stage_bytes,
                                .stages = c->stages, .in_flight = c->inflight,
+                               .in_flight_wo = c->inflight3 != c->inflight ? c->inflight3 : 0,
                                .tuned_us = c->us, .model_us = model, .worst_us = worst,
                                .candidates = timed};
         return 0;
@@ -350,14 +354,17 @@ static void render(fg_strbuf *sb, const char *target, fg_tuning_entry *es, size_
                      "      threads: %u\n"
                      "      stage_bytes: %u\n"
                      "      stages: %u\n"
-                     "      in_flight: %u\n"
+                     "      in_flight: %u\n",
+                     e->family, e->threads, e->stage_bytes, e->stages, e->in_flight);
+        if (e->in_flight_wo)
+            fg_sb_printf(sb, "      in_flight_wo: %u\n", e->in_flight_wo);
+        fg_sb_printf(sb,
                      "      tuned_us: %.2f\n"
                      "      model_us: %.2f\n"
                      "      worst_us: %.2f\n"
                      "      candidates: %u\n"
                      "      measured: ",
-                     e->family, e->threads, e->stage_bytes, e->stages, e->in_flight, e->tuned_us,
-                     e->model_us, e->worst_us, e->candidates);
+                     e->tuned_us, e->model_us, e->worst_us, e->candidates);
         yaml_quoted(sb, e->measured);
         fg_sb_puts(sb, "\n");
     }

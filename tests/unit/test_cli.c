@@ -279,7 +279,8 @@ Test(cli, tuning_spec_replaces_the_models_configuration)
     cr_assert_not_null(at, "%s", out);
     cr_expect_not_null(strstr(at, "STAGE_BYTES=16384 STAGES=8 INFLIGHT=6"), "%s", out);
     cr_expect_not_null(strstr(at, "configuration: tuned (specs/tuning/h200.yaml): 512 threads, "
-                                  "8 stages of 16384 B, 6 in flight: 101.9 us against the "
+                                  "8 stages of 16384 B, 6 in flight (6 while W_o streams): "
+                                  "101.9 us against the "
                                   "model's 102.4 (worst 112.5 of 72 candidates"),
                        "%s", out);
     const char *twin = strstr(out, "s4096_b1_c2x2_t512_ring_k16n8f6_norm_det\n");
@@ -356,12 +357,12 @@ static void write_file(const char *path, const char *text)
 }
 
 #define TUNE_FAMILY "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2"
-#define TUNE_INST(variant, cand, threads, kb, n, f)                                             \
+#define TUNE_INST(variant, cand, threads, kb, n, f, w)                                           \
     "{\"name\": \"" TUNE_FAMILY "_t" #threads "_ring" variant "_norm\", \"template\": "         \
     "\"decode_attn_ring.in\", \"targets\": [\"h200\"], \"tuning_family\": \"" TUNE_FAMILY "\", " \
     cand "\"params\": {\"deterministic\": 0, " \
     "\"threads\": " #threads ", \"stage_bytes\": " #kb ", \"stages\": " #n ", \"inflight\": " #f \
-    "}, \"resources\": {\"registers\": 96}}"
+    ", \"inflight3\": " #w "}, \"resources\": {\"registers\": 96}}"
 
 Test(cli, tune_times_checks_and_writes_the_winner)
 {
@@ -371,11 +372,11 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     snprintf(out, sizeof out, "%s/h200.yaml", tmp);
     /* the planner's choice, two candidates (k16n8f6 fastest but failing its
      * checks), one discarded for spilling */
-    write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8) ", "
-                         TUNE_INST("_k16n8f6", "\"candidate\": true, ", 512, 16384, 8, 6) ", "
-                         TUNE_INST("_k20n8f8", "\"candidate\": true, ", 512, 20480, 8, 8) ", "
+    write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8, 8) ", "
+                         TUNE_INST("_k16n8f6", "\"candidate\": true, ", 512, 16384, 8, 6, 6) ", "
+                         TUNE_INST("_k20n8f8w4", "\"candidate\": true, ", 512, 20480, 8, 8, 4) ", "
                          TUNE_INST("_k8n16f16", "\"candidate\": true, \"discarded\": \"spills\", ",
-                                   256, 8192, 16, 16) "]}");
+                                   256, 8192, 16, 16, 16) "]}");
     write_file(harness,
                "#!/bin/sh\n"
                "only= json=\n"
@@ -399,7 +400,8 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     cr_expect_not_null(strstr(spec, "  target: h200\n"), "%s", spec);
     cr_expect_not_null(strstr(spec, "    - family: " TUNE_FAMILY "\n      threads: 512\n"
                                     "      stage_bytes: 20480\n      stages: 8\n"
-                                    "      in_flight: 8\n      tuned_us: 90.00\n"
+                                    "      in_flight: 8\n      in_flight_wo: 4\n"
+                                    "      tuned_us: 90.00\n"
                                     "      model_us: 100.00\n      worst_us: 100.00\n"
                                     "      candidates: 3\n"
                                     "      measured: \"Stand-in, S = 1024 + 4096, fusegen tune\"\n"),
@@ -417,8 +419,9 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     cr_expect_eq(run(&log, "explain --filter '*s4096_b1_c2x2_t512_ring*' "
                            "specs/models/llama-2-7b.yaml specs/targets/h200.yaml %s", out),
                  0, "%s", log);
-    cr_expect_not_null(strstr(log, TUNE_FAMILY "_t512_ring_k20n8f8_norm\n"), "%s", log);
-    cr_expect_not_null(strstr(log, "20480 B, 8 in flight: 90.0 us against the model's 100.0"),
+    cr_expect_not_null(strstr(log, TUNE_FAMILY "_t512_ring_k20n8f8w4_norm\n"), "%s", log);
+    cr_expect_not_null(strstr(log, "20480 B, 8 in flight (4 while W_o streams): 90.0 us against "
+                                 "the model's 100.0"),
                        "%s", log);
     free(log);
     /* a harness that fails the timing run: an error, the spec left alone */
