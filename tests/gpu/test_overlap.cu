@@ -9,11 +9,12 @@
 //   - GEMM+RS: each rank's block of sum_r A_r B_r, likewise;
 //   for serial-ce and shard-overlap at world sizes 2, 4 and 8 as the GPUs
 //   present allow.  Relative L2 <= 1e-2 (bf16), NaN never passes.
-// --bench [--json FILE]: for the Llama-2-70B TP=2 shapes of specs/gemm at 2
-// GPUs, the unsplit GEMM alone (T_gemm), the copies alone (T_comm) and each
-// schedule (T), with T / max(T_gemm, T_comm): medians over repeats of
-// back-to-back calls, host-timed between full synchronizations (the host
-// enqueues ahead of the GPUs; not yet graph-captured).
+// --bench [--json FILE] [--only NAME,...]: for the Llama-2-70B TP=2 shapes of
+// specs/gemm at 2 GPUs (and the peer's), the unsplit GEMM alone (T_gemm), the
+// copies alone (T_comm) and each schedule (T), with T / max(T_gemm, T_comm):
+// medians over repeats of back-to-back calls, the parts interleaved in each
+// repeat, host-timed between full synchronizations (the host enqueues ahead
+// of the GPUs; not yet graph-captured).
 //
 // One process drives all GPUs here; engines run one process per GPU with
 // peer buffers mapped through CUDA IPC, which this test does not cover yet.
@@ -61,24 +62,39 @@ struct Setup {
 
 size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
 
-// grid rows, block 256: out[row] = own partial block + the W - 1 received ones,
-// fp32 sums in rank order, rounded once.
-__global__ void reduce_block(const __nv_bfloat16 *own, const __nv_bfloat16 *recv, __nv_bfloat16 *out,
-                             int world, int rank, long long rows, long long n)
+// out = own partial block + the W - 1 received ones, fp32 sums in rank
+// order, rounded once.  16-byte loads and a grid of 16 blocks per SM keep
+// enough bytes in flight to stream (scalar loads left it latency-bound at a
+// fraction of HBM bandwidth).  `vecs`: elements / 8.
+__global__ void reduce_block(const uint4 *own, const uint4 *recv, uint4 *out, int world, int rank,
+                             long long vecs)
 {
-    const long long total = rows * n;
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < vecs;
          i += (long long)gridDim.x * blockDim.x) {
-        float t = 0.f;
-        for (int p = 0; p < world; p++)
-            t += __bfloat162float(p == rank ? own[i] : recv[(size_t)p * total + i]);
-        out[i] = __float2bfloat16_rn(t);
+        float t[8] = {};
+        for (int p = 0; p < world; p++) {
+            const uint4 v = p == rank ? own[i] : recv[(size_t)p * vecs + i];
+            const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
+            for (int j = 0; j < 4; j++) {
+                const float2 f = __bfloat1622float2(h[j]);
+                t[2 * j] += f.x, t[2 * j + 1] += f.y;
+            }
+        }
+        uint4 o;
+        __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&o);
+        for (int j = 0; j < 4; j++)
+            h[j] = __floats2bfloat162_rn(t[2 * j], t[2 * j + 1]);
+        out[i] = o;
     }
 }
 
 bool setup(Setup *s)
 {
     const long long rows = s->m / s->world;
+    if (s->m % s->world || (rows * s->n) % 8) {
+        fprintf(stderr, "overlap: M must split evenly over the ranks, a block into 16-byte vectors\n");
+        return false;
+    }
     for (int q = 0; q < s->world; q++) {
         Rank &r = s->r[q];
         r.dev = q;
@@ -194,8 +210,11 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
         ok = fgh_ok(cudaStreamWaitEvent(st, s->r[op.peer].flag[op.flag], 0));
         break;
     case FGRT_OP_REDUCE:
-        reduce_block<<<264, 256, 0, st>>>(r.c + (size_t)q * rows * s->n, r.recv, r.out, s->world, q,
-                                           rows, s->n);
+        // setup() makes rows * n a multiple of 8
+        reduce_block<<<132 * 16, 256, 0, st>>>(
+            reinterpret_cast<const uint4 *>(r.c + (size_t)q * rows * s->n),
+            reinterpret_cast<const uint4 *>(r.recv), reinterpret_cast<uint4 *>(r.out), s->world, q,
+            rows * s->n / 8);
         ok = fgh_ok(cudaPeekAtLastError());
         break;
     case FGRT_OP_BARRIER:
@@ -428,23 +447,19 @@ bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
     return true;
 }
 
-// Median us per call over `reps` repetitions of `calls` back-to-back calls.
-double time_part(Setup *s, Part part, fgrt_schedule sched, int calls, int reps)
+// us per call of `calls` back-to-back calls of one part, host-timed between
+// full synchronizations.
+double time_once(Setup *s, Part part, fgrt_schedule sched, int calls)
 {
-    std::vector<double> t;
-    for (int rep = -1; rep < reps; rep++) {   // rep -1 warms up
-        if (!sync_all(s))
+    if (!sync_all(s))
+        return NAN;
+    const double t0 = now_us();
+    for (int c = 0; c < calls; c++)
+        if (!enqueue_part(s, part, sched))
             return NAN;
-        const double t0 = now_us();
-        for (int c = 0; c < calls; c++)
-            if (!enqueue_part(s, part, sched))
-                return NAN;
-        if (!sync_all(s))
-            return NAN;
-        if (rep >= 0)
-            t.push_back((now_us() - t0) / calls);
-    }
-    return fgh_median(t.data(), (int)t.size());
+    if (!sync_all(s))
+        return NAN;
+    return (now_us() - t0) / calls;
 }
 
 struct Shape {
@@ -453,14 +468,49 @@ struct Shape {
     long long m, n, k;
 };
 
-void bench(int world, const char *json_path)
+// The timed parts of one shape, in the order each repeat runs them.
+constexpr int kParts = 4;
+const char *const kPartName[kParts] = {"gemm", "comm", "serial_ce", "shard_overlap"};
+
+double run_part(Setup *s, int i, int calls)
+{
+    static const Part part[kParts] = {Part::gemm, Part::comm, Part::schedule, Part::schedule};
+    static const fgrt_schedule sched[kParts] = {FGRT_SERIAL_CE, FGRT_SERIAL_CE, FGRT_SERIAL_CE,
+                                                FGRT_SHARD_OVERLAP};
+    return time_once(s, part[i], sched[i], calls);
+}
+
+bool selected(const char *only, const char *name)
+{
+    if (!only)
+        return true;
+    const size_t n = strlen(name);
+    for (const char *p = only; (p = strstr(p, name)); p += n)
+        if ((p == only || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+            return true;
+    return false;
+}
+
+// The Llama-2-70B TP=2 shapes of specs/gemm/llama-2-70b-tp2.yaml, then the
+// shapes PyTorch's async tensor parallelism was measured at on this machine
+// (../shared/DESIGN.md; its FC1 used N = 14336) where ours differ, for both
+// collectives.
+void bench(int world, const char *json_path, const char *only)
 {
     static const Shape shapes[] = {
         {"qkv-m4096", FGRT_AG_GEMM, 4096, 5120, 8192},     {"o-m4096", FGRT_GEMM_RS, 4096, 8192, 4096},
         {"fc1-m4096", FGRT_AG_GEMM, 4096, 28672, 8192},    {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
         {"qkv-m16384", FGRT_AG_GEMM, 16384, 5120, 8192},   {"o-m16384", FGRT_GEMM_RS, 16384, 8192, 4096},
-        {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
+        {"fc1-m16384", FGRT_AG_GEMM, 16384, 28672, 8192},  {"fc2-m16384", FGRT_GEMM_RS, 16384, 8192, 14336},
+        {"ag-m6144-k1536", FGRT_AG_GEMM, 6144, 8192, 1536}, {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
+        {"peer-ag-fc1-m4096", FGRT_AG_GEMM, 4096, 14336, 8192},
+        {"peer-ag-fc1-m16384", FGRT_AG_GEMM, 16384, 14336, 8192},
+        {"peer-rs-qkv-m4096", FGRT_GEMM_RS, 4096, 5120, 8192},
+        {"peer-rs-fc1-m4096", FGRT_GEMM_RS, 4096, 14336, 8192},
+        {"peer-rs-qkv-m16384", FGRT_GEMM_RS, 16384, 5120, 8192},
+        {"peer-rs-fc1-m16384", FGRT_GEMM_RS, 16384, 14336, 8192},
     };
+    constexpr int kCalls = 5, kReps = 9;
     FILE *jf = json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
     if (jf) {
@@ -471,9 +521,14 @@ void bench(int world, const char *json_path)
         fgh_json_header(&j, &d, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
                         "test_overlap --bench");
         fgh_json_int(&j, "world", world);
+        fgh_json_str(&j, "method", "us per call: 5 calls back to back, host-timed between full "
+                                   "synchronizations; 9 repeats, parts interleaved in each; "
+                                   "median, min, max");
         fgh_json_arr_begin(&j, "cases");
     }
     for (const Shape &sh : shapes) {
+        if (!selected(only, sh.name))
+            continue;
         Setup s{sh.coll, world, sh.m, sh.n, sh.k, {}};
         char what[96];
         snprintf(what, sizeof what, "bench %s at %d GPUs", sh.name, world);
@@ -487,23 +542,39 @@ void bench(int world, const char *json_path)
             fgh_fill_device(s.r[q].a, FGH_BF16, na, 1 + q, 1.f, 0);
             fgh_fill_device(s.r[q].b, FGH_BF16, sh.k * sh.n, 7, 1.f, 0);
         }
-        const double gemm = time_part(&s, Part::gemm, FGRT_SERIAL_CE, 5, 7);
-        const double comm = time_part(&s, Part::comm, FGRT_SERIAL_CE, 5, 7);
-        const double serial = time_part(&s, Part::schedule, FGRT_SERIAL_CE, 5, 7);
-        const double overlap = time_part(&s, Part::schedule, FGRT_SHARD_OVERLAP, 5, 7);
-        const double ideal = std::max(gemm, comm);
-        CHECK(what, !isnan(gemm) && !isnan(comm) && !isnan(serial) && !isnan(overlap));
-        printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %8.1f us  comm %8.1f us  serial_ce %8.1f us "
-               "(%.2fx)  shard_overlap %8.1f us (%.2fx)\n",
-               sh.name, sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k, gemm, comm,
-               serial, serial / ideal, overlap, overlap / ideal);
+        double t[kParts][kReps], med[kParts], lo[kParts], hi[kParts];
+        bool finite = true;
+        for (int rep = -1; rep < kReps; rep++)   // rep -1 warms up
+            for (int i = 0; i < kParts; i++) {
+                const double us = run_part(&s, i, kCalls);
+                finite &= !isnan(us);
+                if (rep >= 0)
+                    t[i][rep] = us;
+            }
+        for (int i = 0; i < kParts; i++) {
+            med[i] = fgh_median(t[i], kReps);   // sorts
+            lo[i] = t[i][0], hi[i] = t[i][kReps - 1];
+        }
+        CHECK(what, finite);
+        const double ideal = std::max(med[0], med[1]);
+        printf("%-19s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  comm %6.1f  serial_ce %7.1f (%.2fx)  "
+               "shard_overlap %7.1f (%.2fx)  us\n",
+               sh.name, sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k, med[0],
+               med[1], med[2], med[2] / ideal, med[3], med[3] / ideal);
         if (jf) {
             fgh_json_obj_begin(&j, nullptr);
             fgh_json_str(&j, "name", sh.name);
             fgh_json_str(&j, "collective", sh.coll == FGRT_AG_GEMM ? "all_gather" : "reduce_scatter");
             fgh_json_int(&j, "m", sh.m), fgh_json_int(&j, "n", sh.n), fgh_json_int(&j, "k", sh.k);
-            fgh_json_num(&j, "gemm_us", gemm), fgh_json_num(&j, "comm_us", comm);
-            fgh_json_num(&j, "serial_ce_us", serial), fgh_json_num(&j, "shard_overlap_us", overlap);
+            for (int i = 0; i < kParts; i++) {
+                fgh_json_obj_begin(&j, kPartName[i]);
+                fgh_json_num(&j, "median_us", med[i]);
+                fgh_json_num(&j, "min_us", lo[i]);
+                fgh_json_num(&j, "max_us", hi[i]);
+                fgh_json_obj_end(&j);
+            }
+            fgh_json_num(&j, "serial_ce_over_ideal", med[2] / ideal);
+            fgh_json_num(&j, "shard_overlap_over_ideal", med[3] / ideal);
             fgh_json_obj_end(&j);
         }
         teardown(&s);
@@ -521,7 +592,7 @@ void bench(int world, const char *json_path)
 int main(int argc, char **argv)
 {
     bool do_bench = false;
-    const char *json = nullptr;
+    const char *json = nullptr, *only = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
@@ -529,8 +600,11 @@ int main(int argc, char **argv)
             do_bench = true;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            only = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--verbose] [--bench [--json FILE]]\n", argv[0]);
+            fprintf(stderr, "usage: %s [--verbose] [--bench [--json FILE] [--only NAME,...]]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -545,6 +619,6 @@ int main(int argc, char **argv)
             for (fgrt_collective c : {FGRT_AG_GEMM, FGRT_GEMM_RS})
                 check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
     if (do_bench)
-        bench(2, json);
+        bench(2, json, only);
     return fgh_summary() ? 1 : 0;
 }
