@@ -474,13 +474,15 @@ int fg_cmd_tune(int argc, char **argv)
         t.kernels = dir;
     if (!t.work)
         t.work = t.kernels;
+    /* the work folder is made here: the harness only opens files in it */
+    const bool work_ok = fg_mkdirs(t.work, &t.d) == 0;
     t.manifest = json_object_from_file(t.manifest_path);
-    if (!t.manifest)
+    if (work_ok && !t.manifest)
         fg_error_at(&t.d, t.manifest_path, 0, 0, "cannot read or parse: %s",
                     json_util_get_last_err());
     fg_tuning_entry *fresh = NULL;
     size_t nfresh = 0;
-    if (t.manifest && !collect(&t) && !time_all(&t)) {
+    if (work_ok && t.manifest && !collect(&t) && !time_all(&t)) {
         fresh = calloc(t.nfam, sizeof *fresh);
         if (!fresh)
             fg_out_of_memory();

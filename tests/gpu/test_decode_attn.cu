@@ -29,6 +29,7 @@
 // on the same shapes, and the copy and read-only ceilings, all in the same run.
 #include <algorithm>
 #include <dirent.h>
+#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -255,11 +256,14 @@ bool selected(const char *only, const char *name)
         return false;
     if (!only)
         return true;
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", only);
-    for (char *part = strtok(buf, ","); part; part = strtok(NULL, ","))
-        if (strstr(name, part))
-            return true;
+    // each part in place: a list of hundreds of names (fusegen tune) must not be cut
+    for (const char *part = only; *part;) {
+        const size_t n = strcspn(part, ",");
+        for (const char *at = name; n && *at; at++)
+            if (strncmp(at, part, n) == 0)
+                return true;
+        part += n + (part[n] == ',');
+    }
     return false;
 }
 
@@ -1123,6 +1127,10 @@ int main(int argc, char **argv)
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (do_bench) {
         FILE *f = json ? fopen(json, "w") : stdout;
+        if (!f) {
+            fprintf(stderr, "test_decode_attn: cannot write %s: %s\n", json, strerror(errno));
+            return 2;
+        }
         fgh_json j;
         fgh_json_init(&j, f);
         fgh_json_obj_begin(&j, NULL);

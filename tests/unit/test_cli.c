@@ -392,10 +392,14 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; done; done; echo ']}'; } > $json\n");
     chmod(harness, 0755);
     char *log;
-    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0,
-                 "%s", log);
+    /* a work folder that does not exist yet is made */
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s --work %s/w/x", manifest, out,
+                     harness, tmp),
+                 0, "%s", log);
     cr_expect_not_null(strstr(log, "failed its checks: not chosen"), "%s", log);
     free(log);
+    snprintf(cmd, sizeof cmd, "%s/w/x/tune.log", tmp);
+    cr_expect_eq(access(cmd, R_OK), 0, "%s", cmd);
     char *spec = slurp(out);
     cr_expect_not_null(strstr(spec, "  target: h200\n"), "%s", spec);
     cr_expect_not_null(strstr(spec, "    - family: " TUNE_FAMILY "\n      threads: 512\n"
