@@ -31,7 +31,9 @@ static const char usage[] =
     "checks the fastest against the reference in order until one passes, and\n"
     "writes it into TUNING.yaml (a tuning spec: specs/tuning/<target>.yaml),\n"
     "keeping the entries of the families not tuned in this run.  A family whose\n"
-    "fastest passing configuration is the planner's own gets no entry.  The\n"
+    "fastest passing configuration is the planner's own, or beats it by no more\n"
+    "than the margin (timing noise: the best of many single timings is biased\n"
+    "low), gets no entry.  The\n"
     "spec is rewritten only if its content changes; on any error it is left as\n"
     "it was.  Needs a GPU.\n"
     "\n"
@@ -42,6 +44,8 @@ static const char usage[] =
     "      --harness PATH   test_decode_attn (default: build/gpu/test_decode_attn)\n"
     "      --work DIR       timings and logs (default: the kernels folder)\n"
     "      --top N          configurations checked at most per family (default 3)\n"
+    "      --margin PCT     how much faster than the planner's a configuration must\n"
+    "                       be to replace it (default 1)\n"
     "  -h, --help           this text\n";
 
 typedef struct cfg {
@@ -60,6 +64,7 @@ typedef struct family {
 typedef struct tune {
     const char *manifest_path, *out, *kernels, *harness, *work;
     unsigned top;
+    double margin;             /* fraction */
     json_object *manifest;
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
@@ -293,6 +298,13 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
     fg_sb_printf(&log, "%s/tune.log", t->work);
     for (unsigned k = 0; k < t->top && k < f->n && f->cfgs[k].us > 0; k++) {
         const cfg *c = &f->cfgs[k];
+        if (!c->model && c->us > model * (1 - t->margin)) {
+            fprintf(stderr, "fusegen tune: %s: %.2f us (%s) against the planner's %.2f is within "
+                            "the %.3g%% margin: the planner's choice stands\n",
+                    f->key, c->us, c->name, model, 100 * t->margin);
+            fg_sb_free(&log);
+            return 0;
+        }
         fprintf(stderr, "fusegen tune: checking %s (%.2f us)\n", c->name, c->us);
         if (harness(t, c->name, NULL, fg_sb_str(&log)) != 0) {
             fprintf(stderr, "fusegen tune:   failed its checks: not chosen\n");
@@ -421,10 +433,12 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"harness", required_argument, NULL, 'H'},
                                          {"work", required_argument, NULL, 'w'},
                                          {"top", required_argument, NULL, 'n'},
+                                         {"margin", required_argument, NULL, 'M'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
     t->harness = "build/gpu/test_decode_attn";
     t->top = 3;
+    t->margin = 0.01;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "m:o:k:h", opts, NULL)) != -1) {
@@ -442,6 +456,17 @@ static int parse_args(int argc, char **argv, tune *t)
                 return 2;
             }
             t->top = (unsigned)v;
+            break;
+        }
+        case 'M': {
+            char *end;
+            const double v = strtod(optarg, &end);
+            if (end == optarg || *end || !(v >= 0 && v <= 50)) {
+                fprintf(stderr, "fusegen tune: error: --margin '%s'; expected a percentage "
+                                "from 0 to 50\n", optarg);
+                return 2;
+            }
+            t->margin = v / 100;
             break;
         }
         case 'h': fputs(usage, stdout); return 1;

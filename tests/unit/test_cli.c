@@ -435,6 +435,18 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     free(log);
     cr_assert_eq(stat(out, &b), 0);
     cr_expect_eq(a.st_ino, b.st_ino);
+    /* 10% faster is within a 20% margin: the planner's choice stands, the entry goes */
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s --margin 20", manifest, out,
+                     harness),
+                 0, "%s", log);
+    cr_expect_not_null(strstr(log, "within the 20% margin: the planner's choice stands"), "%s",
+                       log);
+    free(log);
+    spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "  entries: []\n"), "%s", spec);
+    free(spec);
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --margin 60", manifest, out), 2);
+    free(log);
 }
 
 /* GEMM-overlap specs give the plan table: a registry row and a manifest entry
