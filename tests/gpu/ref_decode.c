@@ -246,11 +246,3 @@ void fgh_ref_decode_kv(const fgh_decode_cfg *c, const void *x, const void *norm_
     }
     free(xn), free(o), free(inv_freq);
 }
-
-void fgh_ref_decode(const fgh_decode_cfg *c, const void *x, const void *norm_w,
-                    const void *w_qkv, const void *w_o, void *k_cache, void *v_cache,
-                    const int *pos, double *y)
-{
-    const fgh_kv_view contiguous = {.k = k_cache, .v = v_cache};
-    fgh_ref_decode_kv(c, x, norm_w, w_qkv, NULL, w_o, &contiguous, pos, y);
-}

@@ -74,11 +74,6 @@ void fgh_ref_decode_kv(const fgh_decode_cfg *c, const void *x, const void *norm_
                        const void *w_qkv, const void *qkv_bias, const void *w_o,
                        const fgh_kv_view *kv, const int *pos, double *y);
 
-/* The contiguous cache [B, NKV, S, HD] and no bias. */
-void fgh_ref_decode(const fgh_decode_cfg *c, const void *x, const void *norm_w,
-                    const void *w_qkv, const void *w_o, void *k_cache, void *v_cache,
-                    const int *pos, double *y);
-
 /* inv_freq[i] for i < head_dim / 2, as RoPE here uses it: the scaled
  * frequency computed in double, rounded once to float.  scaling NULL: none. */
 void fgh_rope_inv_freq(double theta, int head_dim, const fgh_rope_scaling *scaling,

@@ -896,11 +896,14 @@ void check_baseline(const Inst *in, cudaStream_t s)
     Problem p;
     problem_init(&p, in, in->bmax, pos, 1.0f);
     Baseline bl;
-    if (CHECK(name, problem_device(&p) && baseline_init(&bl, &p)) &&
+    if (CHECK(name, problem_device(&p) && baseline_init(&bl, &p) &&
+                        fgh_poison_device(p.dy, p.nx * 2, s) == 0) &&
         CHECK(name, baseline_step(&bl, &p, s) && fgh_ok(cudaStreamSynchronize(s)))) {
         uint16_t *y = (uint16_t *)malloc(p.nx * 2);
         double *ref = (double *)malloc(sizeof(double) * p.nx);
-        fgh_ref_decode(&p.cfg, p.x, p.g, p.wqkv, p.wo, p.kc, p.vc, p.pos, ref);
+        // the kernels' reference: biases and the cache layout as the instance has them
+        const fgh_kv_view host_cache = {.k = p.kc, .v = p.vc};
+        fgh_ref_decode_kv(&p.cfg, p.x, p.g, p.wqkv, p.bqkv, p.wo, &host_cache, p.pos, ref);
         if (CHECK(name, fgh_ok(cudaMemcpy(y, p.dy, p.nx * 2, cudaMemcpyDeviceToHost)))) {
             const fgh_err e = fgh_compare(y, in->dt, ref, p.nx);
             const double tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;
