@@ -136,18 +136,29 @@ fg_build_programs() {
             fgrt_objs=""
         fi
     fi
+    # NCCL where nvcc finds it (the serial_nccl baseline of test_overlap; a
+    # test built without it says what it skipped)
+    nccl_def="" nccl_lib=""
+    printf '#include <nccl.h>\nint main(void) { int v; return ncclGetVersion(&v); }\n' \
+        > "$GPU_BUILD/obj/nccl_probe.cu"
+    if "$NVCC" -o "$GPU_BUILD/obj/nccl_probe" "$GPU_BUILD/obj/nccl_probe.cu" -lnccl \
+            >/dev/null 2>&1; then
+        nccl_def=-DFG_HAVE_NCCL nccl_lib=-lnccl
+    else
+        echo "check-gpu: NCCL not found by nvcc; test_overlap is built without its NCCL baseline"
+    fi
     for t in $FG_GPU_TESTS; do
-        def=$fgrt_def objs=$fgrt_objs
+        def="$fgrt_def $nccl_def" objs=$fgrt_objs
         "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include $commit_def $def \
             -c "tests/gpu/$t.cu" -o "$GPU_BUILD/obj/$t.o" || return 1
         if ! "$NVCC" $arch -o "$GPU_BUILD/$t" "$GPU_BUILD/obj/$t.o" "$GPU_BUILD/obj/harness_cuda.o" \
-                $c_objs $objs -lcublas -ldl -lpthread -lm; then
-            [ "$def" = -DFG_HAVE_FGRT ] || return 1
+                $c_objs $objs $nccl_lib -lcublas -ldl -lpthread -lm; then
+            [ "$fgrt_def" = -DFG_HAVE_FGRT ] || return 1
             echo "check-gpu: libfgrt did not link; $t is built without it (and says so)"
-            "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include $commit_def \
+            "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include $commit_def $nccl_def \
                 -DFG_FGRT_BUILD_FAILED -c "tests/gpu/$t.cu" -o "$GPU_BUILD/obj/$t.o" || return 1
             "$NVCC" $arch -o "$GPU_BUILD/$t" "$GPU_BUILD/obj/$t.o" "$GPU_BUILD/obj/harness_cuda.o" \
-                $c_objs -lcublas -ldl -lpthread -lm || return 1
+                $c_objs $nccl_lib -lcublas -ldl -lpthread -lm || return 1
         fi
     done
 

@@ -7,11 +7,13 @@
 //   - AG+GEMM: C = A B with A's rows gathered from every rank, against a
 //     double reference on the host (small shapes);
 //   - GEMM+RS: each rank's block of sum_r A_r B_r, likewise;
-//   for serial-ce and shard-overlap at world sizes 2, 4 and 8 as the GPUs
-//   present allow.  Relative L2 <= 1e-2 (bf16), NaN never passes.
+//   for serial-nccl (NCCL's collective, grouped over the ranks; skipped, and
+//   said so, when built without NCCL), serial-ce and shard-overlap at world
+//   sizes 2, 4 and 8 as the GPUs present allow.  Relative L2 <= 1e-2 (bf16), NaN never passes.
 // --bench [--json FILE] [--only NAME,...]: for the Llama-2-70B TP=2 shapes of
 // specs/gemm at 2 GPUs (and the peer's), the unsplit GEMM alone (T_gemm), the
-// copies alone (T_comm) and each schedule (T), with T / max(T_gemm, T_comm):
+// copies alone (T_comm, copy engine) and each schedule (T), serial NCCL
+// included, with T / max(T_gemm, T_comm):
 // medians over repeats of back-to-back calls, the parts interleaved in each
 // repeat, host-timed between full synchronizations (the host enqueues ahead
 // of the GPUs; not yet graph-captured).
@@ -29,6 +31,9 @@
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
+#ifdef FG_HAVE_NCCL
+#include <nccl.h>
+#endif
 
 #include "fgrt_overlap.h"
 #include "harness.h"
@@ -51,6 +56,9 @@ struct Rank {
     __nv_bfloat16 *out = nullptr;   // RS: this rank's reduced block [M/W, N]
     cudaEvent_t flag[FGRT_FLAG_SENT + kMaxWorld] = {};
     cudaEvent_t done[kMaxOps] = {};
+#ifdef FG_HAVE_NCCL
+    ncclComm_t comm = nullptr;   // serial_nccl
+#endif
 };
 
 struct Setup {
@@ -133,6 +141,18 @@ bool setup(Setup *s)
         if (!ok)
             return false;
     }
+#ifdef FG_HAVE_NCCL
+    ncclComm_t comms[kMaxWorld];
+    int devs[kMaxWorld];
+    for (int q = 0; q < s->world; q++)
+        devs[q] = q;
+    if (ncclCommInitAll(comms, s->world, devs) != ncclSuccess) {
+        fprintf(stderr, "overlap: ncclCommInitAll failed\n");
+        return false;
+    }
+    for (int q = 0; q < s->world; q++)
+        s->r[q].comm = comms[q];
+#endif
     return true;
 }
 
@@ -153,6 +173,10 @@ void teardown(Setup *s)
                 cudaEventDestroy(e);
         if (r.blas)
             cublasDestroy(r.blas);
+#ifdef FG_HAVE_NCCL
+        if (r.comm)
+            ncclCommDestroy(r.comm);
+#endif
         if (s->coll != FGRT_AG_GEMM)
             cudaFree(r.a);
         cudaFree(r.full), cudaFree(r.b), cudaFree(r.c), cudaFree(r.recv), cudaFree(r.out);
@@ -246,13 +270,44 @@ bool pass_barrier(Setup *s, Rank &r, unsigned flag)
     return true;
 }
 
+// The NCCL op of every rank at once (one thread drives all GPUs, so the
+// ranks' calls form one NCCL group): AG gathers in place into `full` (the
+// rank's shard is its block); RS reduces the partials into `out`.
+bool enqueue_nccl(Setup *s, fgrt_op (*ops)[kMaxOps], const size_t *next)
+{
+#ifdef FG_HAVE_NCCL
+    const long long rows = s->m / s->world;
+    bool ok = ncclGroupStart() == ncclSuccess;
+    for (int q = 0; q < s->world && ok; q++) {
+        Rank &r = s->r[q];
+        const fgrt_op &op = ops[q][next[q]];
+        cudaStream_t st = r.st[op.stream];
+        ok = fgh_ok(cudaSetDevice(r.dev)) &&
+             (op.after < 0 || fgh_ok(cudaStreamWaitEvent(st, r.done[op.after], 0))) &&
+             (s->coll == FGRT_AG_GEMM
+                  ? ncclAllGather(r.a, r.full, (size_t)(rows * s->k), ncclBfloat16, r.comm, st)
+                  : ncclReduceScatter(r.c, r.out, (size_t)(rows * s->n), ncclBfloat16, ncclSum,
+                                      r.comm, st)) == ncclSuccess;
+    }
+    ok = ncclGroupEnd() == ncclSuccess && ok;
+    for (int q = 0; q < s->world && ok; q++) {
+        cudaSetDevice(s->r[q].dev);
+        ok = fgh_ok(cudaEventRecord(s->r[q].done[next[q]], s->r[q].st[ops[q][next[q]].stream]));
+    }
+    return ok;
+#else
+    (void)s, (void)ops, (void)next;
+    return false;   // callers skip serial_nccl without NCCL
+#endif
+}
+
 // One call of the schedule on every rank: each rank's ops enqueued in its
 // order, the ranks interleaved so that every wait finds its event recorded.
 bool run_call(Setup *s, fgrt_schedule sched)
 {
     fgrt_op ops[kMaxWorld][kMaxOps];
     size_t n[kMaxWorld], next[kMaxWorld] = {};
-    bool armed[kMaxWorld] = {};
+    bool armed[kMaxWorld] = {}, at_nccl[kMaxWorld] = {};
     for (int q = 0; q < s->world; q++) {
         n[q] = fgrt_overlap_ops(s->coll, sched, (unsigned)s->world, (unsigned)q, ops[q], kMaxOps - 2);
         if (n[q] == 0 || n[q] > kMaxOps - 2)
@@ -287,7 +342,20 @@ bool run_call(Setup *s, fgrt_schedule sched)
                 if (!enqueue_op(s, q, ops[q], (int)next[q]))
                     return false;
             } else if (op.kind == FGRT_OP_NCCL) {
-                return false;   // not in this test
+                // every rank's order has it at the same place: issued when all are there
+                if (!at_nccl[q])
+                    at_nccl[q] = moved = true;
+                bool all = true;
+                for (int p = 0; p < s->world; p++)
+                    all &= at_nccl[p];
+                if (!all)
+                    continue;
+                if (!enqueue_nccl(s, ops, next))
+                    return false;
+                for (int p = 0; p < s->world; p++)
+                    at_nccl[p] = false, next[p]++;
+                moved = true;
+                continue;
             } else {
                 if (!enqueue_op(s, q, ops[q], (int)next[q]))
                     return false;
@@ -468,15 +536,26 @@ struct Shape {
     long long m, n, k;
 };
 
-// The timed parts of one shape, in the order each repeat runs them.
-constexpr int kParts = 4;
-const char *const kPartName[kParts] = {"gemm", "comm", "serial_ce", "shard_overlap"};
+#ifdef FG_HAVE_NCCL
+constexpr bool kHaveNccl = true;
+#else
+constexpr bool kHaveNccl = false;
+#endif
 
+// The timed parts of one shape, in the order each repeat runs them.
+enum { kGemm, kComm, kNccl, kCe, kShard, kParts };
+const char *const kPartName[kParts] = {"gemm", "comm", "serial_nccl", "serial_ce",
+                                       "shard_overlap"};
+
+// NaN: not run (serial_nccl without NCCL) or failed.
 double run_part(Setup *s, int i, int calls)
 {
-    static const Part part[kParts] = {Part::gemm, Part::comm, Part::schedule, Part::schedule};
-    static const fgrt_schedule sched[kParts] = {FGRT_SERIAL_CE, FGRT_SERIAL_CE, FGRT_SERIAL_CE,
-                                                FGRT_SHARD_OVERLAP};
+    static const Part part[kParts] = {Part::gemm, Part::comm, Part::schedule, Part::schedule,
+                                      Part::schedule};
+    static const fgrt_schedule sched[kParts] = {FGRT_SERIAL_CE, FGRT_SERIAL_CE, FGRT_SERIAL_NCCL,
+                                                FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP};
+    if (i == kNccl && !kHaveNccl)
+        return NAN;
     return time_once(s, part[i], sched[i], calls);
 }
 
@@ -548,7 +627,7 @@ void bench(int world, const char *json_path, const char *only)
         for (int rep = -1; rep < kReps; rep++)   // rep -1 warms up
             for (int i = 0; i < kParts; i++) {
                 const double us = run_part(&s, i, kCalls);
-                finite &= !isnan(us);
+                finite &= !isnan(us) || (i == kNccl && !kHaveNccl);
                 if (rep >= 0)
                     t[i][rep] = us;
             }
@@ -557,11 +636,12 @@ void bench(int world, const char *json_path, const char *only)
             lo[i] = t[i][0], hi[i] = t[i][kReps - 1];
         }
         CHECK(what, finite);
-        const double ideal = std::max(med[0], med[1]);
-        printf("%-19s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  comm %6.1f  serial_ce %7.1f (%.2fx)  "
-               "shard_overlap %7.1f (%.2fx)  us\n",
-               sh.name, sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k, med[0],
-               med[1], med[2], med[2] / ideal, med[3], med[3] / ideal);
+        const double ideal = std::max(med[kGemm], med[kComm]);
+        printf("%-19s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  comm %6.1f  serial_nccl %7.1f "
+               "(%.2fx)  serial_ce %7.1f (%.2fx)  shard_overlap %7.1f (%.2fx)  us\n",
+               sh.name, sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k,
+               med[kGemm], med[kComm], med[kNccl], med[kNccl] / ideal, med[kCe], med[kCe] / ideal,
+               med[kShard], med[kShard] / ideal);
         if (jf) {
             fgh_json_obj_begin(&j, nullptr);
             fgh_json_str(&j, "name", sh.name);
@@ -574,8 +654,9 @@ void bench(int world, const char *json_path, const char *only)
                 fgh_json_num(&j, "max_us", hi[i]);
                 fgh_json_obj_end(&j);
             }
-            fgh_json_num(&j, "serial_ce_over_ideal", med[2] / ideal);
-            fgh_json_num(&j, "shard_overlap_over_ideal", med[3] / ideal);
+            fgh_json_num(&j, "serial_nccl_over_ideal", med[kNccl] / ideal);
+            fgh_json_num(&j, "serial_ce_over_ideal", med[kCe] / ideal);
+            fgh_json_num(&j, "shard_overlap_over_ideal", med[kShard] / ideal);
             fgh_json_obj_end(&j);
         }
         teardown(&s);
@@ -592,6 +673,8 @@ void bench(int world, const char *json_path, const char *only)
 
 int main(int argc, char **argv)
 {
+    // NVLink multicast (NVLS) can take a host's shared GPUs out of service
+    setenv("NCCL_NVLS_ENABLE", "0", 1);
     bool do_bench = false;
     const char *json = nullptr, *only = nullptr;
     for (int i = 1; i < argc; i++) {
@@ -615,10 +698,14 @@ int main(int argc, char **argv)
         return fgh_summary() ? 1 : 0;
     }
     gpus = std::min(gpus, kMaxWorld);
+    if (!kHaveNccl)
+        fgh_skip("serial_nccl schedules (checks and timings)",
+                 "built without NCCL (no nccl.h / libnccl where the GPU tests were built)");
     for (int w = 2; w <= gpus; w *= 2)
-        for (int sched : {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
+        for (int sched : {FGRT_SERIAL_NCCL, FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
             for (fgrt_collective c : {FGRT_AG_GEMM, FGRT_GEMM_RS})
-                check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
+                if (sched != FGRT_SERIAL_NCCL || kHaveNccl)
+                    check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
     if (do_bench)
         bench(2, json, only);
     return fgh_summary() ? 1 : 0;
