@@ -1,10 +1,12 @@
 #include "fsutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 char *fg_read_all(const char *path, size_t *len)
@@ -124,4 +126,28 @@ void fg_line_col(const char *text, size_t offset, unsigned *line, unsigned *col)
             ++*col;
         }
     }
+}
+
+/* Runs argv with its output appended to `log`; its exit status, or -1. */
+int fg_run_logged(char *const argv[], const char *log)
+{
+    fflush(NULL);
+    const pid_t pid = fork();
+    if (pid < 0)
+        return -1;
+    if (pid == 0) {
+        const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            return -1;
+    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }

@@ -15,6 +15,7 @@
 #include "importhf.h"
 #include "plan_overlap.h"
 #include "report.h"
+#include "profile.h"
 #include "tune.h"
 #include "resources.h"
 
@@ -35,6 +36,7 @@ static const char main_usage[] =
     "  import-hf  write a model spec from a Hugging Face config.json\n"
     "  gate       check compiler resource reports (registers, spills) into the manifest\n"
     "  tune       time the compiled tuning candidates on a GPU, write the tuning spec\n"
+    "  profile    measure peer copies and GEMMs on 2 GPUs into a target spec\n"
     "  embed      turn a compiled kernel image into a C source\n"
     "  report     turn benchmark results into a markdown table and a gnuplot chart\n"
     "\n"
@@ -373,11 +375,11 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
             return;
         }
         if (i == 0)
-            printf("  on %s, predicted by the cost model (peer copies: %s; GEMMs at the measured "
-                   "%.0f TFLOPS; not yet checked against runs):\n",
-                   t->name, t->interconnect->source, t->ceilings->matmul_bf16_tflops);
-        printf("    %s (%s m%u n%u k%u): gemm %.1f us, copies %.1f us;", s->name,
-               fg_collective_name(s->collective), s->m, s->n, s->k, p.gemm_us, p.comm_us);
+            printf("  on %s, predicted by the cost model from the profile (%s):\n", t->name,
+                   t->interconnect->source);
+        printf("    %s (%s m%u n%u k%u): gemm %.1f us (%s), copies %.1f us;", s->name,
+               fg_collective_name(s->collective), s->m, s->n, s->k, p.gemm_us,
+               p.gemms_measured ? "profiled" : "at the matmul ceiling: not profiled", p.comm_us);
         for (int k = 0; k < FG_SCHED_COUNT; k++)
             printf(" %s %.1f us%s", fg_schedule_name((fg_schedule)k), p.us[k],
                    k + 1 < FG_SCHED_COUNT ? "," : "");
@@ -531,6 +533,8 @@ int main(int argc, char **argv)
         return fg_cmd_import_hf(argc - 1, argv + 1);
     if (!strcmp(cmd, "tune"))
         return fg_cmd_tune(argc - 1, argv + 1);
+    if (!strcmp(cmd, "profile"))
+        return fg_cmd_profile(argc - 1, argv + 1);
     if (!strcmp(cmd, "gate"))
         return fg_cmd_gate(argc - 1, argv + 1);
     if (!strcmp(cmd, "embed"))

@@ -3,9 +3,9 @@
  * Per rank, world size W, 2-byte elements:
  *   copy(b)  = latency + b / (bidir / 2): every rank sends and receives at
  *              once, so each direction gets half the two-way rate
- *   gemm(r)  = 2 r n k / matmul rate: the target's measured bf16 matmul rate
- *              (cuBLASLt's efficiency per shape is what `fusegen profile`
- *              is to add; small chunks run below it)
+ *   gemm(r)  = the profile's measured time of the r x n x k GEMM
+ *              (`fusegen profile`: the library's efficiency varies 15% and
+ *              more between these shapes), else 2 r n k / matmul ceiling
  * All-gather + GEMM, shard = (m / W) k elements from each peer:
  *   serial        (W - 1) copy(shard) + gemm(m)
  *   shard overlap (W - 1) max(gemm(m / W) (1 + slowdown), copy(shard)) + gemm(m / W):
@@ -25,6 +25,19 @@ const char *fg_schedule_name(fg_schedule s)
     return s < FG_SCHED_COUNT ? names[s] : "?";
 }
 
+/* us of the rows x n x k GEMM: the profile's time, else at the matmul ceiling. */
+static double gemm_us(const fg_target *t, double rows, unsigned n, unsigned k, bool *measured)
+{
+    const fg_interconnect *ic = t->interconnect;
+    for (unsigned i = 0; i < ic->gemm_times_count; i++) {
+        const fg_gemm_time *g = &ic->gemm_times[i];
+        if (g->m == rows && g->n == n && g->k == k)
+            return g->us;
+    }
+    *measured = false;
+    return 2.0 * rows * n * k / (t->ceilings->matmul_bf16_tflops * 1e6);
+}
+
 const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const fg_target *t,
                                fg_overlap_prediction *out)
 {
@@ -39,16 +52,17 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
         return "a world size of 1 has nothing to overlap";
     const double e = 2.0, rows = (double)s->m / w;
     const double per_direction = ic->peer_copy_bidir_gbps / 2 * 1e3;   /* bytes per us */
-    const double flops_per_us = t->ceilings->matmul_bf16_tflops * 1e6;
-    const double gemm_all = 2.0 * s->m * s->n * s->k / flops_per_us;
-    const double gemm_part = 2.0 * rows * s->n * s->k / flops_per_us;
+    bool measured = true;
+    const double gemm_all = gemm_us(t, s->m, s->n, s->k, &measured);
+    const double gemm_part = gemm_us(t, rows, s->n, s->k, &measured);
     const double under_copies = gemm_part * (1 + ic->gemm_slowdown);
     const double piece = rows * (s->collective == FG_COLL_ALL_GATHER ? s->k : s->n) * e;
     const double copy = ic->peer_copy_latency_us + piece / per_direction;
     const double reduce = s->collective == FG_COLL_REDUCE_SCATTER
                               ? (w + 1) * piece / (t->ceilings->copy_gbps * 1e3)
                               : 0;
-    *out = (fg_overlap_prediction){.gemm_us = gemm_all, .comm_us = (w - 1) * copy};
+    *out = (fg_overlap_prediction){.gemm_us = gemm_all, .comm_us = (w - 1) * copy,
+                                   .gemms_measured = measured};
     out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce;
     out->us[FG_SCHED_SHARD_OVERLAP] = gemm_part + (w - 1) * fmax(under_copies, copy) + reduce;
     out->chosen = FG_SCHED_SERIAL_CE;

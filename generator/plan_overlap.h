@@ -1,7 +1,7 @@
 /* The overlap family's cost model (DESIGN.md, "Kernel family 3"): for one
  * tensor-parallel GEMM shape on one target, the time each schedule of part 1
- * would take, from the target's profile (peer-copy curve, GEMM slowdown under
- * copies) and its measured matmul rate.  `fusegen explain` prints the
+ * would take, from the target's profile (peer-copy curve, GEMM times, GEMM
+ * slowdown under copies), or its matmul ceiling for a GEMM not profiled.  `fusegen explain` prints the
  * predictions; the executor (to come) runs the chosen schedule. */
 #ifndef FG_PLAN_OVERLAP_H
 #define FG_PLAN_OVERLAP_H
@@ -23,6 +23,7 @@ typedef struct fg_overlap_prediction {
     double comm_us;            /* the schedule-free communication: every copy back to back */
     double us[FG_SCHED_COUNT]; /* each schedule */
     fg_schedule chosen;        /* the fastest; serial on a tie (never slower than serial) */
+    bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */
 } fg_overlap_prediction;
 
 /* Predicts shape s of gemm g on target t; NULL, or why it cannot (a target

@@ -540,6 +540,21 @@ static void check_target(checker *c, const fg_target *t)
                    "'target.interconnect.gemm_slowdown' is %g; expected a fraction from 0 to "
                    "below 1",
                    ic->gemm_slowdown);
+        for (unsigned i = 0; i < ic->gemm_times_count; i++) {
+            const fg_gemm_time *g = &ic->gemm_times[i];
+            char at[64];
+            snprintf(at, sizeof at, "target.interconnect.gemm_times[%u].us", i);
+            float_range(c, at, g->us, 0, 1e9);
+            if (!g->m || !g->n || !g->k)
+                err_at(c, at, false, "'%s' is for a %ux%ux%u GEMM; expected m, n and k above 0",
+                       at, g->m, g->n, g->k);
+            for (unsigned j = 0; j < i; j++)
+                if (ic->gemm_times[j].m == g->m && ic->gemm_times[j].n == g->n &&
+                    ic->gemm_times[j].k == g->k)
+                    err_at(c, at, false, "'%s': the %ux%ux%u GEMM has a second time "
+                           "(gemm_times[%u] is the first); expected one", at, g->m, g->n,
+                           g->k, j);
+        }
     }
 }
 

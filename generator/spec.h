@@ -100,14 +100,25 @@ typedef struct fg_ceilings {
     char *source;              /* where the figures come from */
 } fg_ceilings;
 
-/* Peer copies over the copy engine between two GPUs of the node, as `fusegen
- * profile` is to measure them; what the overlap planner's cost model reads
- * (optional: a target without it gets no overlap predictions). */
+/* One GEMM's measured time (bf16, the library the executor calls). */
+typedef struct fg_gemm_time {
+    uint32_t m, n, k;
+    double us;
+} fg_gemm_time;
+
+#define FG_MAX_GEMM_TIMES 1024
+
+/* Peer copies over the copy engine between two GPUs of the node and the
+ * GEMMs of the overlap specs, as `fusegen profile` measures them; what the
+ * overlap planner's cost model reads (optional: a target without it gets no
+ * overlap predictions). */
 typedef struct fg_interconnect {
     double peer_copy_latency_us;   /* fixed cost of one peer copy */
     double peer_copy_gbps;         /* one direction, copies queued back to back */
     double peer_copy_bidir_gbps;   /* both directions at once, in sum */
     double gemm_slowdown;          /* fraction a GEMM slows while peer copies stream */
+    fg_gemm_time *gemm_times;      /* optional; a shape not here runs at the matmul ceiling */
+    unsigned gemm_times_count;
     char *source;                  /* where the figures come from */
 } fg_interconnect;
 

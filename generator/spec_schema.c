@@ -131,6 +131,16 @@ static const cyaml_schema_field_t ceiling_fields[] = {
     CYAML_FIELD_STRING_PTR("source", CYAML_FLAG_POINTER, fg_ceilings, source, 1, 256),
     CYAML_FIELD_END};
 
+static const cyaml_schema_field_t gemm_time_fields[] = {
+    CYAML_FIELD_UINT("m", CYAML_FLAG_DEFAULT, fg_gemm_time, m),
+    CYAML_FIELD_UINT("n", CYAML_FLAG_DEFAULT, fg_gemm_time, n),
+    CYAML_FIELD_UINT("k", CYAML_FLAG_DEFAULT, fg_gemm_time, k),
+    CYAML_FIELD_FLOAT("us", CYAML_FLAG_DEFAULT, fg_gemm_time, us),
+    CYAML_FIELD_END};
+
+static const cyaml_schema_value_t gemm_time_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, fg_gemm_time, gemm_time_fields)};
+
 static const cyaml_schema_field_t interconnect_fields[] = {
     CYAML_FIELD_FLOAT("peer_copy_latency_us", CYAML_FLAG_DEFAULT, fg_interconnect,
                       peer_copy_latency_us),
@@ -138,6 +148,8 @@ static const cyaml_schema_field_t interconnect_fields[] = {
     CYAML_FIELD_FLOAT("peer_copy_bidir_gbps", CYAML_FLAG_DEFAULT, fg_interconnect,
                       peer_copy_bidir_gbps),
     CYAML_FIELD_FLOAT("gemm_slowdown", CYAML_FLAG_DEFAULT, fg_interconnect, gemm_slowdown),
+    CYAML_FIELD_SEQUENCE("gemm_times", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, fg_interconnect,
+                         gemm_times, &gemm_time_entry, 0, FG_MAX_GEMM_TIMES),
     CYAML_FIELD_STRING_PTR("source", CYAML_FLAG_POINTER, fg_interconnect, source, 1, 256),
     CYAML_FIELD_END};
 

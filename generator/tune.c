@@ -3,7 +3,6 @@
 #include "tune.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -12,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "diag.h"
@@ -165,30 +163,6 @@ static int collect(tune *t)
     return 0;
 }
 
-/* Runs argv with its output appended to `log`; its exit status, or -1. */
-static int run_logged(char *const argv[], const char *log)
-{
-    fflush(NULL);
-    const pid_t pid = fork();
-    if (pid < 0)
-        return -1;
-    if (pid == 0) {
-        const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
-        }
-        execvp(argv[0], argv);
-        _exit(127);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
-}
-
 /* One harness run over the named instances (--bench ... when json is set). */
 static int harness(tune *t, const char *names, const char *json, const char *log)
 {
@@ -209,7 +183,7 @@ static int harness(tune *t, const char *names, const char *json, const char *log
         argv[n++] = (char *)json;
     }
     argv[n] = NULL;
-    return run_logged(argv, log);
+    return fg_run_logged(argv, log);
 }
 
 static cfg *find_cfg(tune *t, const char *name)

@@ -17,10 +17,15 @@
 // medians over repeats of back-to-back calls, the parts interleaved in each
 // repeat, host-timed between full synchronizations (the host enqueues ahead
 // of the GPUs; not yet graph-captured).
+// --profile [--json FILE] [--gemm-shapes MxNxK,...]: what the overlap cost
+// model needs, for `fusegen profile`: the peer-copy curve (64 KB to 256 MB,
+// one way and both ways at once, queued ahead) and its fit, the time of each
+// GEMM shape asked for, and a GEMM's slowdown under peer copies.
 //
 // One process drives all GPUs here; engines run one process per GPU with
 // peer buffers mapped through CUDA IPC, which this test does not cover yet.
 #include <algorithm>
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -669,14 +674,241 @@ void bench(int world, const char *json_path, const char *only)
     }
 }
 
+// ---- --profile: what the cost model needs (fusegen profile runs this) ----
+
+// Median us per copy of `bytes` from GPU 1 into GPU 0 (and, both, from 0 into
+// 1 at once), 8 copies queued back to back per timing.
+double time_copies(void *buf[2][2], size_t bytes, bool both, cudaStream_t st[2])
+{
+    constexpr int kQueued = 8, kReps = 5;
+    double t[kReps];
+    for (int rep = -1; rep < kReps; rep++) {
+        for (int d = 0; d < 2; d++) {
+            cudaSetDevice(d);
+            cudaDeviceSynchronize();
+        }
+        const double t0 = now_us();
+        for (int c = 0; c < kQueued; c++)
+            for (int d = 0; d < (both ? 2 : 1); d++)   // d pulls from 1 - d
+                if (!fgh_ok(cudaMemcpyPeerAsync(buf[d][1], d, buf[1 - d][0], 1 - d, bytes, st[d])))
+                    return NAN;
+        for (int d = 0; d < 2; d++) {
+            cudaSetDevice(d);
+            if (!fgh_ok(cudaStreamSynchronize(st[d])))
+                return NAN;
+        }
+        if (rep >= 0)
+            t[rep] = (now_us() - t0) / kQueued;
+    }
+    return fgh_median(t, kReps);
+}
+
+// Least squares of us = a + bytes / rate over the points at or above 1 MB
+// (below, the copy engine's fixed costs are not one latency): a in us, rate
+// in GB/s.
+void fit_copy(const double *bytes, const double *us, int n, double *lat, double *gbps)
+{
+    double sx = 0, sy = 0, sxx = 0, sxy = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (bytes[i] >= (1 << 20) && !isnan(us[i])) {
+            sx += bytes[i], sy += us[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * us[i], m++;
+        }
+    const double slope = (m * sxy - sx * sy) / (m * sxx - sx * sx);   // us per byte
+    *lat = (sy - slope * sx) / m;
+    *gbps = 1e-3 / slope;
+}
+
+// Median us of one cuBLAS GEMM [rows, k] x [k, n] on GPU 0 (5 back to back
+// per timing, 7 timings), with peer copies into GPU 0 streaming meanwhile
+// when `copies`.
+double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat16 *a,
+                 __nv_bfloat16 *c, void *buf[2][2], size_t copy_bytes, bool copies, cudaStream_t cst)
+{
+    constexpr int kCalls = 5, kReps = 7;
+    double t[kReps];
+    cudaEvent_t e0, e1;
+    cudaSetDevice(0);
+    cudaEventCreate(&e0), cudaEventCreate(&e1);
+    bool ok = true;
+    for (int rep = -1; rep < kReps && ok; rep++) {
+        cudaDeviceSynchronize();
+        if (copies)   // enough queued to outlast the GEMMs
+            for (int i = 0; i < 64; i++)
+                ok &= fgh_ok(cudaMemcpyPeerAsync(buf[0][1], 0, buf[1][0], 1, copy_bytes, cst));
+        cudaEventRecord(e0, r.st[1]);
+        for (int i = 0; i < kCalls; i++)
+            ok &= gemm_rows(r, r.st[1], a, c, rows, n, k);
+        cudaEventRecord(e1, r.st[1]);
+        ok &= fgh_ok(cudaEventSynchronize(e1));
+        float ms = 0;
+        cudaEventElapsedTime(&ms, e0, e1);
+        if (rep >= 0)
+            t[rep] = ms * 1e3 / kCalls;
+        cudaDeviceSynchronize();
+    }
+    cudaEventDestroy(e0), cudaEventDestroy(e1);
+    return ok ? fgh_median(t, kReps) : NAN;
+}
+
+// Shapes "MxNxK,MxNxK,..." (rows of A, columns of B, inner dimension).
+int parse_shapes(const char *text, long long (*out)[3], int max)
+{
+    int n = 0;
+    for (const char *p = text; p && *p && n < max;) {
+        char *end;
+        for (int d = 0; d < 3; d++) {
+            out[n][d] = strtoll(p, &end, 10);
+            if (end == p || out[n][d] <= 0 || (d < 2 && *end != 'x'))
+                return -1;
+            p = end + (d < 2);
+        }
+        if (*end && *end != ',')
+            return -1;
+        n++;
+        p = *end ? end + 1 : end;
+    }
+    return n;
+}
+
+// The copy curve (one way and both ways at once, 64 KB to 256 MB) with its
+// fit, the GEMMs asked for, and a GEMM's slowdown while copies stream into
+// its GPU, as JSON for `fusegen profile`.
+bool profile(const char *json_path, const char *shapes_text)
+{
+    static long long shapes[256][3];
+    const int nshapes = shapes_text ? parse_shapes(shapes_text, shapes, 256) : 0;
+    if (nshapes < 0) {
+        fprintf(stderr, "overlap: --gemm-shapes '%s': expected MxNxK[,MxNxK...]\n", shapes_text);
+        return false;
+    }
+    FILE *f = json_path ? fopen(json_path, "w") : stdout;
+    if (!f) {
+        fprintf(stderr, "overlap: cannot write %s: %s\n", json_path, strerror(errno));
+        return false;
+    }
+    constexpr size_t kMax = (size_t)256 << 20;
+    void *buf[2][2] = {};
+    cudaStream_t st[2] = {};
+    bool ok = true;
+    for (int d = 0; d < 2 && ok; d++) {
+        ok = fgh_ok(cudaSetDevice(d)) && fgh_ok(cudaMalloc(&buf[d][0], kMax)) &&
+             fgh_ok(cudaMalloc(&buf[d][1], kMax)) &&
+             fgh_ok(cudaStreamCreateWithFlags(&st[d], cudaStreamNonBlocking));
+        const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
+        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
+            ok = fgh_ok(e);
+        cudaGetLastError();
+    }
+    fgh_json j;
+    fgh_device dev;
+    fgh_device_open(0, &dev);
+    fgh_json_init(&j, f);
+    fgh_json_obj_begin(&j, nullptr);
+    fgh_json_header(&j, &dev, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
+                    "test_overlap --profile");
+    fgh_json_str(&j, "method", "copies: cudaMemcpyPeerAsync from GPU 1 into GPU 0 (both: and 0 "
+                               "into 1 at once), 8 queued per timing, median of 5, host-timed; "
+                               "GEMMs: cuBLAS bf16 on GPU 0, 5 per timing, median of 7, events");
+    static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
+                                   128 << 20, 256 << 20};
+    constexpr int kSizes = sizeof sizes / sizeof sizes[0];
+    double xb[kSizes], one[kSizes], two[kSizes];
+    fgh_json_arr_begin(&j, "copies");
+    for (int i = 0; i < kSizes && ok; i++) {
+        xb[i] = (double)sizes[i];
+        one[i] = time_copies(buf, sizes[i], false, st);
+        two[i] = time_copies(buf, sizes[i], true, st);
+        ok = !isnan(one[i]) && !isnan(two[i]);
+        fgh_json_obj_begin(&j, nullptr);
+        fgh_json_int(&j, "bytes", (long long)sizes[i]);
+        fgh_json_num(&j, "one_way_us", one[i]);
+        fgh_json_num(&j, "both_ways_us", two[i]);
+        fgh_json_obj_end(&j);
+        printf("copy %9zu B: one way %8.1f us (%5.0f GB/s), both ways %8.1f us (%5.0f GB/s each)\n",
+               sizes[i], one[i], sizes[i] / one[i] * 1e-3, two[i], sizes[i] / two[i] * 1e-3);
+    }
+    fgh_json_arr_end(&j);
+    double lat1 = NAN, bw1 = NAN, lat2 = NAN, bw2 = NAN;
+    if (ok) {
+        fit_copy(xb, one, kSizes, &lat1, &bw1);
+        fit_copy(xb, two, kSizes, &lat2, &bw2);
+        printf("fit: one way %.1f us + bytes / %.0f GB/s; both ways %.1f us + bytes / %.0f GB/s each\n",
+               lat1, bw1, lat2, bw2);
+    }
+    fgh_json_obj_begin(&j, "fit");
+    fgh_json_num(&j, "one_way_latency_us", lat1), fgh_json_num(&j, "one_way_gbps", bw1);
+    fgh_json_num(&j, "both_ways_latency_us", lat2), fgh_json_num(&j, "both_ways_gbps_each", bw2);
+    fgh_json_obj_end(&j);
+    // GEMMs on GPU 0; buffers for the largest shape asked for (and the 8192^3 probe)
+    long long ma = 8192 * 8192, mb = 8192 * 8192, mc = 8192 * 8192;
+    for (int i = 0; i < nshapes; i++) {
+        ma = std::max(ma, shapes[i][0] * shapes[i][2]);
+        mb = std::max(mb, shapes[i][2] * shapes[i][1]);
+        mc = std::max(mc, shapes[i][0] * shapes[i][1]);
+    }
+    Rank r;
+    __nv_bfloat16 *a = nullptr, *c = nullptr;
+    cudaStream_t cst = nullptr;
+    ok = ok && fgh_ok(cudaSetDevice(0)) && fgh_ok(cudaMalloc(&a, bytes(ma))) &&
+         fgh_ok(cudaMalloc(&r.b, bytes(mb))) && fgh_ok(cudaMalloc(&c, bytes(mc))) &&
+         fgh_ok(cudaStreamCreateWithFlags(&r.st[1], cudaStreamNonBlocking)) &&
+         fgh_ok(cudaStreamCreateWithFlags(&cst, cudaStreamNonBlocking)) &&
+         cublasCreate(&r.blas) == CUBLAS_STATUS_SUCCESS &&
+         fgh_fill_device(a, FGH_BF16, ma, 3, 1.f, 0) == 0 &&
+         fgh_fill_device(r.b, FGH_BF16, mb, 5, 1.f, 0) == 0;
+    fgh_json_arr_begin(&j, "gemms");
+    for (int i = 0; i < nshapes && ok; i++) {
+        const double us = time_gemm(r, shapes[i][0], shapes[i][1], shapes[i][2], a, c, buf, 0,
+                                    false, cst);
+        ok = !isnan(us);
+        fgh_json_obj_begin(&j, nullptr);
+        fgh_json_int(&j, "m", shapes[i][0]), fgh_json_int(&j, "n", shapes[i][1]);
+        fgh_json_int(&j, "k", shapes[i][2]);
+        fgh_json_num(&j, "us", us);
+        fgh_json_obj_end(&j);
+        printf("gemm %5lld x %5lld x %5lld: %8.1f us (%.0f TFLOP/s)\n", shapes[i][0], shapes[i][1],
+               shapes[i][2], us, 2.0 * shapes[i][0] * shapes[i][1] * shapes[i][2] / us * 1e-6);
+    }
+    fgh_json_arr_end(&j);
+    double alone = NAN, under = NAN;
+    if (ok) {
+        alone = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, false, cst);
+        under = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, true, cst);
+        printf("gemm 8192^3: %.1f us alone, %.1f us under 64 MB peer copies (%+.2f%%)\n", alone,
+               under, 100 * (under / alone - 1));
+    }
+    fgh_json_obj_begin(&j, "gemm_slowdown");
+    fgh_json_num(&j, "alone_us", alone), fgh_json_num(&j, "under_copies_us", under);
+    fgh_json_num(&j, "fraction", under / alone - 1);
+    fgh_json_obj_end(&j);
+    fgh_json_clocks(&j);
+    fgh_json_obj_end(&j);
+    fputc('\n', f);
+    if (json_path)
+        fclose(f);
+    cudaSetDevice(0);
+    cudaDeviceSynchronize();
+    if (r.blas)
+        cublasDestroy(r.blas);
+    cudaFree(a), cudaFree(r.b), cudaFree(c);
+    for (int d = 0; d < 2; d++) {
+        cudaSetDevice(d);
+        cudaFree(buf[d][0]), cudaFree(buf[d][1]);
+        if (st[d])
+            cudaStreamDestroy(st[d]);
+    }
+    return ok && !isnan(alone) && !isnan(under);
+}
+
 }   // namespace
 
 int main(int argc, char **argv)
 {
     // NVLink multicast (NVLS) can take a host's shared GPUs out of service
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-    bool do_bench = false;
-    const char *json = nullptr, *only = nullptr;
+    bool do_bench = false, do_profile = false;
+    const char *json = nullptr, *only = nullptr, *shapes = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
@@ -686,18 +918,30 @@ int main(int argc, char **argv)
             json = argv[++i];
         else if (!strcmp(argv[i], "--only") && i + 1 < argc)
             only = argv[++i];
+        else if (!strcmp(argv[i], "--profile"))
+            do_profile = true;
+        else if (!strcmp(argv[i], "--gemm-shapes") && i + 1 < argc)
+            shapes = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--verbose] [--bench [--json FILE] [--only NAME,...]]\n",
-                    argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--verbose] [--bench [--json FILE] [--only NAME,...]]\n"
+                    "       %s --profile [--json FILE] [--gemm-shapes MxNxK,...]\n",
+                    argv[0], argv[0]);
             return 2;
         }
     }
     int gpus = 0;
     if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) {
+        if (do_profile) {
+            fprintf(stderr, "overlap: --profile needs 2 GPUs in this machine\n");
+            return 1;
+        }
         fgh_skip("overlap executor order on the GPUs", "needs at least 2 GPUs in this machine");
         return fgh_summary() ? 1 : 0;
     }
     gpus = std::min(gpus, kMaxWorld);
+    if (do_profile)   // measurements only: fusegen profile reads the JSON
+        return profile(json, shapes) ? 0 : 1;
     if (!kHaveNccl)
         fgh_skip("serial_nccl schedules (checks and timings)",
                  "built without NCCL (no nccl.h / libnccl where the GPU tests were built)");

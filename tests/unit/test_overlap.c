@@ -71,3 +71,24 @@ Test(overlap, says_why_it_cannot_predict)
     why = fg_overlap_predict(&g, &s, &target_, &p);
     cr_assert(why && strstr(why, "world size of 1"), "%s", why);
 }
+
+/* A profiled GEMM time replaces the ceiling's for its exact shape only. */
+Test(overlap, profiled_gemm_times_replace_the_ceiling)
+{
+    fg_gemm_time times[] = {{.m = 1000, .n = 1000, .k = 1000, .us = 3000},
+                            {.m = 500, .n = 1000, .k = 1000, .us = 1600}};
+    fg_interconnect prof = ic_;
+    prof.gemm_times = times, prof.gemm_times_count = 2;
+    fg_target t = target_;
+    t.interconnect = &prof;
+    fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &t);
+    cr_assert(p.gemms_measured);
+    NEAR(p.gemm_us, 3000.0);
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 3000.0 + 20.0);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1600.0 + 1600.0 * 1.1);
+    /* the half-size GEMM not profiled: it runs at the ceiling, and the prediction says so */
+    prof.gemm_times_count = 1;
+    p = predict(FG_COLL_ALL_GATHER, 2, &t);
+    cr_assert_not(p.gemms_measured);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0);
+}
