@@ -14,7 +14,9 @@
  *   serial        gemm(m) + (W - 1) copy(chunk) + reduce
  *   shard overlap gemm(m / W) + (W - 1) max(gemm(m / W) (1 + slowdown), copy(chunk)) + reduce:
  *                 the peers' chunks first, each sent while the next is computed
- *   reduce        (W + 1) chunks through the copy ceiling (W read, 1 written) */
+ *   reduce        (W + 1) chunks through the copy ceiling (W read, 1 written)
+ * Every copy-engine schedule adds the executor's fixed cost per call (its
+ * barriers and cross-GPU event waits), which the profile measures. */
 #include "plan_overlap.h"
 
 #include <math.h>
@@ -63,8 +65,10 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
                               : 0;
     *out = (fg_overlap_prediction){.gemm_us = gemm_all, .comm_us = (w - 1) * copy,
                                    .gemms_measured = measured};
-    out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce;
-    out->us[FG_SCHED_SHARD_OVERLAP] = gemm_part + (w - 1) * fmax(under_copies, copy) + reduce;
+    const double fixed = ic->call_overhead_us;
+    out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce + fixed;
+    out->us[FG_SCHED_SHARD_OVERLAP] =
+        gemm_part + (w - 1) * fmax(under_copies, copy) + reduce + fixed;
     out->chosen = FG_SCHED_SERIAL_CE;
     for (int k = 1; k < FG_SCHED_COUNT; k++)
         if (out->us[k] < out->us[out->chosen])

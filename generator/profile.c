@@ -22,8 +22,8 @@ static const char usage[] =
     "reads: peer copies over the copy engine (64 KB to 256 MB, one way and both\n"
     "ways at once), fitted as latency + bytes / rate from 1 MB up; the time of\n"
     "every GEMM the schedules of the GEMM specs run (each shape whole and split\n"
-    "over its world size); and how much a GEMM slows while copies stream into\n"
-    "its GPU.  Writes them into TARGET.yaml's `interconnect:` block (with the\n"
+    "over its world size); how much a GEMM slows while copies stream into its\n"
+    "GPU; and the executor's fixed cost per call.  Writes them into TARGET.yaml's `interconnect:` block (with the\n"
     "comment lines right above it), keeping every other byte of the file; the\n"
     "raw curve stays in the work folder.  On any error the spec is left as it\n"
     "was.  Needs 2 GPUs.\n"
@@ -117,16 +117,19 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
     const double one = fg_json_num(fit, "one_way_gbps");
     const double each = fg_json_num(fit, "both_ways_gbps_each");
     double slowdown = fg_json_num(slow, "fraction");
+    const double call = fg_json_num(fg_json_get(doc, "call_overhead"), "us");
     json_object *gemms = fg_json_get(doc, "gemms");
     if (!isfinite(lat) || !positive(one) || !positive(each) || !isfinite(slowdown) ||
+        !isfinite(call) ||
         !gemms || !json_object_is_type(gemms, json_type_array)) {
         fg_error_at(&p->d, json_path, 0, 0, "expected fit.{both_ways_latency_us, one_way_gbps, "
-                    "both_ways_gbps_each}, gemm_slowdown.fraction and gemms[] with finite "
+                    "both_ways_gbps_each}, gemm_slowdown.fraction, call_overhead.us and gemms[] "
+                    "with finite "
                     "values");
         return -1;
     }
-    /* a negative fit intercept or slowdown is timing noise around zero */
-    const double latency = fmax(lat, 0), slowed = fmax(slowdown, 0);
+    /* a negative fit intercept, slowdown or overhead is timing noise around zero */
+    const double latency = fmax(lat, 0), slowed = fmax(slowdown, 0), fixed = fmax(call, 0);
     const char *gpu = fg_json_str(fg_json_get(doc, "gpu"), "name");
     const char *date = fg_json_str(doc, "date_utc"), *commit = fg_json_str(doc, "commit");
     fg_sb_printf(out,
@@ -134,13 +137,15 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
                  "  # between two GPUs of the node over the copy engine, fitted as latency +\n"
                  "  # bytes / rate from 1 MB to 256 MB (one way %.0f GB/s; both ways at once\n"
                  "  # %.0f GB/s each, %.1f us); the bf16 GEMMs of the overlap specs, whole and\n"
-                 "  # split; a GEMM's slowdown while copies stream into its GPU (%+.2f%%).\n"
+                 "  # split; a GEMM's slowdown while copies stream into its GPU (%+.2f%%); the\n"
+                 "  # executor's fixed cost per call (test_overlap's, one process).\n"
                  "  interconnect:\n"
                  "    peer_copy_latency_us: %.2f\n"
                  "    peer_copy_gbps: %.0f\n"
                  "    peer_copy_bidir_gbps: %.0f\n"
-                 "    gemm_slowdown: %.4f\n",
-                 one, each, lat, 100 * slowdown, latency, one, 2 * each, slowed);
+                 "    gemm_slowdown: %.4f\n"
+                 "    call_overhead_us: %.1f\n",
+                 one, each, lat, 100 * slowdown, latency, one, 2 * each, slowed, fixed);
     const size_t n = json_object_array_length(gemms);
     if (n)
         fg_sb_puts(out, "    gemm_times:\n");

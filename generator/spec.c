@@ -540,6 +540,10 @@ static void check_target(checker *c, const fg_target *t)
                    "'target.interconnect.gemm_slowdown' is %g; expected a fraction from 0 to "
                    "below 1",
                    ic->gemm_slowdown);
+        if (!(ic->call_overhead_us >= 0 && ic->call_overhead_us <= 1e5))
+            err_at(c, "target.interconnect.call_overhead_us", false,
+                   "'target.interconnect.call_overhead_us' is %g; expected 0 to 100000",
+                   ic->call_overhead_us);
         for (unsigned i = 0; i < ic->gemm_times_count; i++) {
             const fg_gemm_time *g = &ic->gemm_times[i];
             char at[64];

@@ -117,6 +117,7 @@ typedef struct fg_interconnect {
     double peer_copy_gbps;         /* one direction, copies queued back to back */
     double peer_copy_bidir_gbps;   /* both directions at once, in sum */
     double gemm_slowdown;          /* fraction a GEMM slows while peer copies stream */
+    double call_overhead_us;       /* the executor's fixed cost per call (optional) */
     fg_gemm_time *gemm_times;      /* optional; a shape not here runs at the matmul ceiling */
     unsigned gemm_times_count;
     char *source;                  /* where the figures come from */

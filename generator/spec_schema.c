@@ -148,6 +148,8 @@ static const cyaml_schema_field_t interconnect_fields[] = {
     CYAML_FIELD_FLOAT("peer_copy_bidir_gbps", CYAML_FLAG_DEFAULT, fg_interconnect,
                       peer_copy_bidir_gbps),
     CYAML_FIELD_FLOAT("gemm_slowdown", CYAML_FLAG_DEFAULT, fg_interconnect, gemm_slowdown),
+    CYAML_FIELD_FLOAT("call_overhead_us", CYAML_FLAG_OPTIONAL, fg_interconnect,
+                      call_overhead_us),
     CYAML_FIELD_SEQUENCE("gemm_times", CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL, fg_interconnect,
                          gemm_times, &gemm_time_entry, 0, FG_MAX_GEMM_TIMES),
     CYAML_FIELD_STRING_PTR("source", CYAML_FLAG_POINTER, fg_interconnect, source, 1, 256),

@@ -873,11 +873,43 @@ bool profile(const char *json_path, const char *shapes_text)
     fgh_json_arr_end(&j);
     double alone = NAN, under = NAN;
     if (ok) {
-        alone = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, false, cst);
-        under = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, true, cst);
+        // alternated, so that clocks settling over the run weigh on both alike
+        double ta[5], tu[5];
+        for (int i = 0; i < 5; i++) {
+            ta[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, false, cst);
+            tu[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, true, cst);
+        }
+        alone = fgh_median(ta, 5), under = fgh_median(tu, 5);
         printf("gemm 8192^3: %.1f us alone, %.1f us under 64 MB peer copies (%+.2f%%)\n", alone,
                under, 100 * (under / alone - 1));
     }
+    // the executor's fixed cost per call: a serial-ce AG+GEMM call on a tiny
+    // shape less its GEMM and its copy alone (barriers, cross-GPU event waits)
+    double call = NAN, tiny_gemm = NAN, tiny_comm = NAN;
+    if (ok) {
+        Setup ts{FGRT_AG_GEMM, 2, 256, 128, 128, {}};
+        if (setup(&ts)) {
+            std::vector<double> tc, tg, tm;
+            for (int rep = -1; rep < 9; rep++) {   // rep -1 warms up; parts interleaved
+                const double c = time_once(&ts, Part::schedule, FGRT_SERIAL_CE, 5);
+                const double g = time_once(&ts, Part::gemm, FGRT_SERIAL_CE, 5);
+                const double m = time_once(&ts, Part::comm, FGRT_SERIAL_CE, 5);
+                if (rep >= 0)
+                    tc.push_back(c), tg.push_back(g), tm.push_back(m);
+            }
+            call = fgh_median(tc.data(), 9), tiny_gemm = fgh_median(tg.data(), 9);
+            tiny_comm = fgh_median(tm.data(), 9);
+            printf("executor: a tiny serial_ce call %.1f us, its GEMM %.1f, its copy %.1f: %.1f us "
+                   "fixed per call\n", call, tiny_gemm, tiny_comm, call - tiny_gemm - tiny_comm);
+        }
+        teardown(&ts);
+        cudaSetDevice(0);
+    }
+    fgh_json_obj_begin(&j, "call_overhead");
+    fgh_json_num(&j, "tiny_call_us", call), fgh_json_num(&j, "tiny_gemm_us", tiny_gemm);
+    fgh_json_num(&j, "tiny_comm_us", tiny_comm);
+    fgh_json_num(&j, "us", call - tiny_gemm - tiny_comm);
+    fgh_json_obj_end(&j);
     fgh_json_obj_begin(&j, "gemm_slowdown");
     fgh_json_num(&j, "alone_us", alone), fgh_json_num(&j, "under_copies_us", under);
     fgh_json_num(&j, "fraction", under / alone - 1);

@@ -950,6 +950,7 @@ Test(cli, profile_writes_the_interconnect_block)
                "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"date_utc\": \"2026-01-01\", "
                "\"commit\": \"abc\", \"fit\": {\"both_ways_latency_us\": 9, \"one_way_gbps\": 380, "
                "\"both_ways_gbps_each\": 350}, \"gemm_slowdown\": {\"fraction\": -0.002}, "
+               "\"call_overhead\": {\"us\": 25.5}, "
                "\"gemms\": ['; sep=\n"
                "for s in $(echo $shapes | tr , ' '); do m=${s%%x*}; r=${s#*x}; n=${r%%x*}; "
                "k=${r#*x}; printf '%s{\"m\": %s, \"n\": %s, \"k\": %s, \"us\": %s}' \"$sep\" $m $n "
@@ -963,7 +964,8 @@ Test(cli, profile_writes_the_interconnect_block)
     char *spec = slurp(target);
     cr_expect_not_null(strstr(spec, "  interconnect:\n    peer_copy_latency_us: 9.00\n"
                                     "    peer_copy_gbps: 380\n    peer_copy_bidir_gbps: 700\n"
-                                    "    gemm_slowdown: 0.0000\n    gemm_times:\n"),
+                                    "    gemm_slowdown: 0.0000\n    call_overhead_us: 25.5\n"
+                                    "    gemm_times:\n"),
                        "%s", spec);
     /* qkv-m4096 whole and split over 2 ranks, each once */
     cr_expect_not_null(strstr(spec, "      - {m: 4096, n: 5120, k: 8192, us: 512.0}\n"), "%s", spec);

@@ -92,3 +92,15 @@ Test(overlap, profiled_gemm_times_replace_the_ceiling)
     cr_assert_not(p.gemms_measured);
     NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0);
 }
+
+/* The executor's fixed cost per call adds to every copy-engine schedule. */
+Test(overlap, the_call_overhead_adds_to_each_schedule)
+{
+    fg_interconnect fixed = ic_;
+    fixed.call_overhead_us = 25;
+    fg_target t = target_;
+    t.interconnect = &fixed;
+    const fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &t);
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 2020.0 + 25.0);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0 + 25.0);
+}
