@@ -720,13 +720,15 @@ void fit_copy(const double *bytes, const double *us, int n, double *lat, double 
 }
 
 // Median us of one cuBLAS GEMM [rows, k] x [k, n] on GPU 0 (5 back to back
-// per timing, 7 timings), with peer copies into GPU 0 streaming meanwhile
-// when `copies`.
+// per timing, `reps` timings after one to warm up), with peer copies into
+// GPU 0 streaming meanwhile when `copies`.
 double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat16 *a,
-                 __nv_bfloat16 *c, void *buf[2][2], size_t copy_bytes, bool copies, cudaStream_t cst)
+                 __nv_bfloat16 *c, void *buf[2][2], size_t copy_bytes, bool copies, cudaStream_t cst,
+                 int reps)
 {
-    constexpr int kCalls = 5, kReps = 7;
-    double t[kReps];
+    constexpr int kCalls = 5;
+    const int kReps = reps;
+    std::vector<double> t(kReps);
     cudaEvent_t e0, e1;
     cudaSetDevice(0);
     cudaEventCreate(&e0), cudaEventCreate(&e1);
@@ -748,7 +750,7 @@ double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat1
         cudaDeviceSynchronize();
     }
     cudaEventDestroy(e0), cudaEventDestroy(e1);
-    return ok ? fgh_median(t, kReps) : NAN;
+    return ok ? fgh_median(t.data(), kReps) : NAN;
 }
 
 // Shapes "MxNxK,MxNxK,..." (rows of A, columns of B, inner dimension).
@@ -809,7 +811,8 @@ bool profile(const char *json_path, const char *shapes_text)
                     "test_overlap --profile");
     fgh_json_str(&j, "method", "copies: cudaMemcpyPeerAsync from GPU 1 into GPU 0 (both: and 0 "
                                "into 1 at once), 8 queued per timing, median of 5, host-timed; "
-                               "GEMMs: cuBLAS bf16 on GPU 0, 5 per timing, median of 7, events");
+                               "GEMMs: cuBLAS bf16 on GPU 0, 5 per timing, median of 7 rounds "
+                               "over all shapes, events");
     static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
                                    128 << 20, 256 << 20};
     constexpr int kSizes = sizeof sizes / sizeof sizes[0];
@@ -857,11 +860,18 @@ bool profile(const char *json_path, const char *shapes_text)
          cublasCreate(&r.blas) == CUBLAS_STATUS_SUCCESS &&
          fgh_fill_device(a, FGH_BF16, ma, 3, 1.f, 0) == 0 &&
          fgh_fill_device(r.b, FGH_BF16, mb, 5, 1.f, 0) == 0;
+    // round robin over the shapes, 7 rounds: a GPU's clocks sag under long
+    // GEMM runs, and every shape should see the same mix of states
+    static double rounds[256][7];
+    for (int rd = 0; rd < 7 && ok; rd++)
+        for (int i = 0; i < nshapes && ok; i++) {
+            rounds[i][rd] = time_gemm(r, shapes[i][0], shapes[i][1], shapes[i][2], a, c, buf, 0,
+                                      false, cst, 1);
+            ok = !isnan(rounds[i][rd]);
+        }
     fgh_json_arr_begin(&j, "gemms");
     for (int i = 0; i < nshapes && ok; i++) {
-        const double us = time_gemm(r, shapes[i][0], shapes[i][1], shapes[i][2], a, c, buf, 0,
-                                    false, cst);
-        ok = !isnan(us);
+        const double us = fgh_median(rounds[i], 7);
         fgh_json_obj_begin(&j, nullptr);
         fgh_json_int(&j, "m", shapes[i][0]), fgh_json_int(&j, "n", shapes[i][1]);
         fgh_json_int(&j, "k", shapes[i][2]);
@@ -876,8 +886,8 @@ bool profile(const char *json_path, const char *shapes_text)
         // alternated, so that clocks settling over the run weigh on both alike
         double ta[5], tu[5];
         for (int i = 0; i < 5; i++) {
-            ta[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, false, cst);
-            tu[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, true, cst);
+            ta[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, false, cst, 3);
+            tu[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, true, cst, 3);
         }
         alone = fgh_median(ta, 5), under = fgh_median(tu, 5);
         printf("gemm 8192^3: %.1f us alone, %.1f us under 64 MB peer copies (%+.2f%%)\n", alone,
