@@ -811,8 +811,8 @@ bool profile(const char *json_path, const char *shapes_text)
                     "test_overlap --profile");
     fgh_json_str(&j, "method", "copies: cudaMemcpyPeerAsync from GPU 1 into GPU 0 (both: and 0 "
                                "into 1 at once), 8 queued per timing, median of 5, host-timed; "
-                               "GEMMs: cuBLAS bf16 on GPU 0, 5 per timing, median of 7 rounds "
-                               "over all shapes, events");
+                               "GEMMs: cuBLAS bf16 on GPU 0, one shape at a time after 50 ms of "
+                               "it, 5 per timing, median of 7, events");
     static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
                                    128 << 20, 256 << 20};
     constexpr int kSizes = sizeof sizes / sizeof sizes[0];
@@ -860,18 +860,18 @@ bool profile(const char *json_path, const char *shapes_text)
          cublasCreate(&r.blas) == CUBLAS_STATUS_SUCCESS &&
          fgh_fill_device(a, FGH_BF16, ma, 3, 1.f, 0) == 0 &&
          fgh_fill_device(r.b, FGH_BF16, mb, 5, 1.f, 0) == 0;
-    // round robin over the shapes, 7 rounds: a GPU's clocks sag under long
-    // GEMM runs, and every shape should see the same mix of states
-    static double rounds[256][7];
-    for (int rd = 0; rd < 7 && ok; rd++)
-        for (int i = 0; i < nshapes && ok; i++) {
-            rounds[i][rd] = time_gemm(r, shapes[i][0], shapes[i][1], shapes[i][2], a, c, buf, 0,
-                                      false, cst, 1);
-            ok = !isnan(rounds[i][rd]);
-        }
+    // one shape at a time, after 50 ms of it: the GPU's clocks follow the
+    // load, so a shape is timed in its own steady state, not in the one the
+    // previous shape left (timed round robin, small GEMMs after large ones
+    // read 15-30% slow)
     fgh_json_arr_begin(&j, "gemms");
     for (int i = 0; i < nshapes && ok; i++) {
-        const double us = fgh_median(rounds[i], 7);
+        const double one = time_gemm(r, shapes[i][0], shapes[i][1], shapes[i][2], a, c, buf, 0,
+                                     false, cst, 1);
+        for (double spent = 0; ok && spent < 50e3; spent += one)
+            ok = gemm_rows(r, r.st[1], a, c, shapes[i][0], shapes[i][1], shapes[i][2]);
+        const double us = time_gemm(r, shapes[i][0], shapes[i][1], shapes[i][2], a, c, buf, 0,
+                                    false, cst, 7);
         fgh_json_obj_begin(&j, nullptr);
         fgh_json_int(&j, "m", shapes[i][0]), fgh_json_int(&j, "n", shapes[i][1]);
         fgh_json_int(&j, "k", shapes[i][2]);
