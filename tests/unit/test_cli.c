@@ -972,11 +972,14 @@ Test(cli, profile_writes_the_interconnect_block)
     cr_expect_not_null(strstr(spec, "      - {m: 2048, n: 5120, k: 8192, us: 256.0}\n"), "%s", spec);
     cr_expect_not_null(strstr(spec, "    source: \"fusegen profile, Stand-in x2, 2026-01-01, abc\"\n"),
                        "%s", spec);
-    cr_expect_null(strstr(spec, "Peer copies between two H200s"), "the old block's comment goes");
-    /* everything before the block's comment is the original's */
-    const char *cut = strstr(orig, "  # Peer copies between two H200s");
-    cr_assert_not_null(cut);
-    cr_expect_eq(strncmp(spec, orig, (size_t)(cut - orig)), 0, "%s", spec);
+    /* the block (its comment first) is written once, and replaces the
+     * shipped one: everything before it is the original's */
+    const char *mine = "  # Written by `fusegen profile`";
+    const char *at = strstr(spec, mine), *was = strstr(orig, mine);
+    cr_assert(at && was, "%s", spec);
+    cr_expect_null(strstr(at + 1, mine), "%s", spec);
+    cr_expect_eq(at - spec, was - orig);
+    cr_expect_eq(strncmp(spec, orig, (size_t)(at - spec)), 0, "%s", spec);
     free(spec);
     cr_assert_eq(run(&log, "explain --filter 'none' specs/gemm/llama-2-70b-tp2.yaml %s", target), 0,
                  "%s", log);
@@ -995,6 +998,19 @@ Test(cli, profile_writes_the_interconnect_block)
     cr_assert_eq(stat(target, &b), 0);
     cr_expect_eq(a.st_ino, b.st_ino);
     cr_expect_eq(a.st_mtime, b.st_mtime);
+    /* a target without the block gets it appended */
+    char *h100 = slurp("specs/targets/h100.yaml");
+    cr_assert_null(strstr(h100, "interconnect:"));
+    write_file(target, h100);
+    cr_assert_eq(run(&log, "profile --target %s --harness %s --work %s "
+                           "specs/gemm/llama-2-70b-tp2.yaml", target, harness, work),
+                 0, "%s", log);
+    free(log);
+    spec = slurp(target);
+    cr_expect_eq(strncmp(spec, h100, strlen(h100)), 0, "%s", spec);
+    cr_expect_not_null(strstr(spec + strlen(h100), "  interconnect:\n"), "%s", spec);
+    free(spec);
+    free(h100);
     /* a model spec where a GEMM spec belongs */
     cr_expect_eq(run(&log, "profile --target %s --harness %s --work %s specs/models/llama-2-7b.yaml",
                      target, harness, work),
