@@ -457,8 +457,9 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
             if (ts->kind == FG_SPEC_TARGET && target_selected(o, ts))
                 explain_overlap(s->gemm, ts->target);
         }
-        printf("  no executor runs these schedules yet (the overlap family, issues 6-7); the "
-               "shapes are recorded in the manifest\n");
+        printf("  the plan table (fg_registry.c, the manifest) records each shape's chosen "
+               "schedule; the runtime's executor is still to come (tests/gpu/test_overlap "
+               "replays them)\n");
     }
 }
 
