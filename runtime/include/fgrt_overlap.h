@@ -18,10 +18,12 @@
  * - A barrier joins every stream of the rank, sets its flag and waits for
  *   every peer's.  One opens each call: every rank's inputs are written, and
  *   its previous call is over (the next pushes cannot overwrite data not yet
- *   reduced).  AG closes with one as well, since the peers pull from this
- *   rank's shard, which the caller may overwrite once the call returns.
+ *   multiplied or reduced).  Every copy is a push by the rank that owns the
+ *   data, so a call returns only after its reads of the caller's buffers
+ *   (AG's shard) are done, and none closes with a barrier.
  *   tests/unit/test_overlap_order.c checks these orders for two calls in a
- *   row at 2 to 8 ranks; each barrier it drops makes a check fail. */
+ *   row at 2 to 8 ranks; dropping the barrier, a flag or a wait makes a check
+ *   fail. */
 #ifndef FGRT_OVERLAP_H
 #define FGRT_OVERLAP_H
 
@@ -53,11 +55,12 @@ typedef enum {
 
 typedef enum {
     FGRT_OP_BARRIER,  /* join the streams, set `flag`, wait for every peer's (time limit) */
-    FGRT_OP_COPY,     /* stream 0: row block `block` between this rank and `peer`: AG pulls
-                         the peer's shard into the gathered A (each rank's shard is its own
-                         block of its gathered A: the caller writes it there, nothing
-                         copies it locally); RS pushes this rank's partial of the peer's
-                         block into the peer's receive slot of this rank */
+    FGRT_OP_COPY,     /* stream 0: row block `block` from this rank into `peer`: AG pushes
+                         this rank's shard (block = this rank) into the same block of the
+                         peer's gathered A (each rank's shard is its own block of its
+                         gathered A: the caller writes it there, nothing copies it
+                         locally); RS pushes this rank's partial of the peer's block into
+                         the peer's receive slot of this rank */
     FGRT_OP_GEMM,     /* the rows of block `block` (all blocks: block = -1) */
     FGRT_OP_SIGNAL,   /* set local flag `flag` after the ops before it on `stream` */
     FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (time limit) */
@@ -75,9 +78,9 @@ typedef struct fgrt_op {
                          another stream), or -1 */
 } fgrt_op;
 
-/* Flags of a rank: the two barriers', then RS's "my partial of rank d's
- * block has landed there" (FGRT_FLAG_SENT + d). */
-enum { FGRT_FLAG_START = 0, FGRT_FLAG_END = 1, FGRT_FLAG_SENT = 2 };
+/* Flags of a rank: the opening barrier's, then "what I push to rank d has
+ * landed there" (FGRT_FLAG_SENT + d: AG's shard, RS's partial of d's block). */
+enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 
 /* Writes rank `rank`'s operations for collective c under schedule s with
  * `world` ranks into out (at most max of them) and returns how many there

@@ -34,8 +34,12 @@ static void barrier(order *o, unsigned flag)
     push(o, FGRT_OP_BARRIER, 0, -1, -1, flag, -1);
 }
 
-/* AG: the peers' shards are pulled in the order r+1, r+2, ... (every rank
- * reads a different peer at each step, so no link carries two copies). */
+/* AG: the own shard is pushed to r+1, r+2, ... (every rank writes a
+ * different peer at each step, so no link carries two copies), each push
+ * flagged; the shard of r-i is multiplied once its push from r-i is flagged.
+ * No closing barrier: a rank's own pushes end its call, so the caller may
+ * overwrite its shard on return, and the next call's opening barrier keeps
+ * every push behind the GEMMs that read the block it overwrites. */
 static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned rank)
 {
     if (s == FGRT_SERIAL_NCCL) {
@@ -44,18 +48,22 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned rank)
         return;
     }
     barrier(o, FGRT_FLAG_START);
-    int last = -1;
     if (s == FGRT_SHARD_OVERLAP)   /* the own shard's rows first, under the first copy */
         push(o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
     for (unsigned i = 1; i < world; i++) {
-        const int p = (int)((rank + i) % world);
-        last = push(o, FGRT_OP_COPY, 0, p, p, 0, -1);
+        const int d = (int)((rank + i) % world);
+        push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1);
+        push(o, FGRT_OP_SIGNAL, 0, -1, -1, FGRT_FLAG_SENT + (unsigned)d, -1);
+    }
+    for (unsigned i = 1; i < world; i++) {
+        const int p = (int)((rank + world - i) % world);
+        const unsigned st = s == FGRT_SHARD_OVERLAP ? 1 + i % 2 : 1;
+        push(o, FGRT_OP_WAIT, st, p, -1, FGRT_FLAG_SENT + rank, -1);
         if (s == FGRT_SHARD_OVERLAP)
-            push(o, FGRT_OP_GEMM, 1 + i % 2, -1, p, 0, last);
+            push(o, FGRT_OP_GEMM, st, -1, p, 0, -1);
     }
     if (s == FGRT_SERIAL_CE)
-        push(o, FGRT_OP_GEMM, 1, -1, -1, 0, last);
-    barrier(o, FGRT_FLAG_END);
+        push(o, FGRT_OP_GEMM, 1, -1, -1, 0, -1);
 }
 
 /* RS: the partial of the block of rank d is computed at step i (d = r + i),

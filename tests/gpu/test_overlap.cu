@@ -228,9 +228,9 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
     bool ok = true;
     switch (op.kind) {
     case FGRT_OP_COPY:
-        if (s->coll == FGRT_AG_GEMM)   // pull the peer's shard into block `block`
-            ok = fgh_ok(cudaMemcpyPeerAsync(r.full + (size_t)op.block * rows * s->k, r.dev,
-                                            s->r[op.peer].a, op.peer, bytes(rows * s->k), st));
+        if (s->coll == FGRT_AG_GEMM)   // push the own shard into the peer's block `block`
+            ok = fgh_ok(cudaMemcpyPeerAsync(s->r[op.peer].full + (size_t)op.block * rows * s->k,
+                                            op.peer, r.a, r.dev, bytes(rows * s->k), st));
         else   // push this rank's partial of the peer's block into its slot q
             ok = fgh_ok(cudaMemcpyPeerAsync(s->r[op.peer].recv + (size_t)q * rows * s->n, op.peer,
                                             r.c + op.block * rows * s->n, r.dev,
@@ -522,7 +522,7 @@ bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
         for (int i = 1; i < s->world; i++) {   // the copies of the schedules, back to back
             const int p = (q + i) % s->world;
             const bool ok = s->coll == FGRT_AG_GEMM
-                ? fgh_ok(cudaMemcpyPeerAsync(r.full + (size_t)p * rows * s->k, q, s->r[p].a, p,
+                ? fgh_ok(cudaMemcpyPeerAsync(s->r[p].full + (size_t)q * rows * s->k, p, r.a, q,
                                              bytes(rows * s->k), r.st[0]))
                 : fgh_ok(cudaMemcpyPeerAsync(s->r[p].recv + (size_t)q * rows * s->n, p,
                                              r.c + (size_t)p * rows * s->n, q, bytes(rows * s->n),

@@ -134,12 +134,10 @@ static bool step(sim *m, unsigned q, size_t k)
         rank_state *peer = &m->r[op->peer];
         const int b = op->block;
         if (m->c == FGRT_AG_GEMM) {
-            cr_assert(peer->entered == e && peer->left < e,
-                      "rank %u pulls block %d while rank %d is not in call %d", q, b, op->peer,
-                      e);
-            cr_assert(r->gemmed[b] >= e - 1, "rank %u overwrites block %d before call %d's "
-                      "GEMM read it", q, b, e - 1);
-            r->have[b] = e;
+            cr_assert(b == (int)q, "rank %u pushes block %d, not its own shard", q, b);
+            cr_assert(peer->gemmed[b] >= e - 1, "rank %u overwrites rank %d's block %d before "
+                      "its call %d GEMM read it", q, op->peer, b, e - 1);
+            peer->have[b] = e;
         } else {
             cr_assert(r->gemmed[b] == e, "rank %u sends block %d of call %d before computing "
                       "it", q, b, e);
@@ -248,8 +246,8 @@ Test(overlap_order, every_schedule_completes_in_any_interleaving)
 }
 
 /* Every rank meets the barriers and NCCL collectives in the same order, and
- * at each step of AG the ranks pull from distinct peers (no link carries two
- * copies at once). */
+ * at each step the ranks copy to distinct peers (no link carries two copies
+ * at once). */
 Test(overlap_order, same_collective_order_and_distinct_peers)
 {
     for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
