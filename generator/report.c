@@ -1,9 +1,11 @@
 /* fusegen report: benchmark results as a table and a chart (report.h).
  *
- * Both families' harnesses write schema fusegen-bench/1 with their own case
- * fields; a case is read into one row here: the instance, the point on the
- * x axis (decode: cached tokens S; rmsnorm: rows), the median time with its
- * spread, the bytes moved, and the baseline's median time where one ran. */
+ * Every family's harness writes schema fusegen-bench/1 with its own case
+ * fields.  For rmsnorm and decode a case is read into one row here: the
+ * instance, the point on the x axis (decode: cached tokens S; rmsnorm:
+ * rows), the median time with its spread, the bytes moved, and the
+ * baseline's median time where one ran.  The overlap family's cases (one per
+ * GEMM shape, each part's time) get a table and a chart of their own. */
 #include "report.h"
 
 #include <getopt.h>
@@ -63,6 +65,98 @@ static const char *short_name(const char *instance)
     return rest ? rest + 1 : instance;
 }
 
+/* The overlap family's parts, as test_overlap --bench names them. */
+#define OVERLAP_PARTS 5
+static const char *const OVERLAP_PART[OVERLAP_PARTS] = {"gemm", "comm", "serial_nccl",
+                                                        "serial_ce", "shard_overlap"};
+static const char *const OVERLAP_TITLE[OVERLAP_PARTS] = {"T_gemm", "T_comm (copy engine)",
+                                                         "serial NCCL", "serial CE",
+                                                         "shard-overlap"};
+
+/* An overlap results document (test_overlap --bench): per shape, each part's
+ * median with its spread and each schedule's time over max(T_gemm, T_comm);
+ * the chart draws those ratios.  A part not run (null) shows as "-". */
+static int render_overlap(json_object *doc, json_object *cases, const char *source,
+                          const char *png_name, const char *const *globs, size_t nglobs,
+                          fg_strbuf *md, fg_strbuf *gp, fg_diag *d)
+{
+    const size_t n = json_object_array_length(cases);
+    const char *gpu = fg_json_str(fg_json_get(doc, "gpu"), "name");
+    const char *commit = fg_json_str(doc, "commit"), *date = fg_json_str(doc, "date_utc");
+    const double world = fg_json_num(doc, "world");
+    fg_strbuf m = {0}, g = {0}, data = {0};
+    fg_sb_printf(&m, "# %s\n\n%.0f x %s, commit %s, %s. Per call, us: median (min-max); in "
+                     "brackets, a schedule's time over max(T_gemm, T_comm).\n\n"
+                     "| shape | collective | m | n | k |",
+                 source, world, gpu ? gpu : "unknown GPU", commit ? commit : "unknown",
+                 date ? date : "unknown");
+    for (int p = 0; p < OVERLAP_PARTS; p++)
+        fg_sb_printf(&m, " %s |", OVERLAP_TITLE[p]);
+    fg_sb_puts(&m, "\n|---|---|---|---|---|---|---|---|---|---|\n");
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *c = json_object_array_get_idx(cases, i);
+        const char *name = fg_json_str(c, "name"), *coll = fg_json_str(c, "collective");
+        double med[OVERLAP_PARTS], lo[OVERLAP_PARTS], hi[OVERLAP_PARTS];
+        for (int p = 0; p < OVERLAP_PARTS; p++) {
+            json_object *t = fg_json_get(c, OVERLAP_PART[p]);
+            med[p] = fg_json_num(t, "median_us"), lo[p] = fg_json_num(t, "min_us");
+            hi[p] = fg_json_num(t, "max_us");
+        }
+        if (!name || !coll || !(med[0] > 0) || !(med[1] > 0)) {
+            fg_error_at(d, source, 0, 0, "case %zu: an overlap case without its name, "
+                        "collective, gemm or comm time", i);
+            fg_sb_free(&m), fg_sb_free(&g), fg_sb_free(&data);
+            return -1;
+        }
+        if (nglobs && !fg_name_matches(name, globs, nglobs))
+            continue;
+        kept++;
+        const double ideal = fmax(med[0], med[1]);
+        fg_sb_printf(&m, "| %s | %s | %lld | %lld | %lld |", name, coll, fg_json_int(c, "m"),
+                     fg_json_int(c, "n"), fg_json_int(c, "k"));
+        fg_sb_printf(&data, "\"%s\"", name);
+        for (int p = 0; p < OVERLAP_PARTS; p++) {
+            if (!(med[p] > 0)) {
+                fg_sb_puts(&m, " - |");
+                if (p >= 2)
+                    fg_sb_puts(&data, " NaN");
+                continue;
+            }
+            fg_sb_printf(&m, " %.1f (%.1f-%.1f)", med[p], lo[p], hi[p]);
+            if (p >= 2) {
+                fg_sb_printf(&m, " [%.2f]", med[p] / ideal);
+                fg_sb_printf(&data, " %.3f", med[p] / ideal);
+            }
+            fg_sb_puts(&m, " |");
+        }
+        fg_sb_puts(&m, "\n");
+        fg_sb_puts(&data, "\n");
+    }
+    if (!kept) {
+        fg_error_at(d, source, 0, 0, "no case's shape matches the filters");
+        fg_sb_free(&m), fg_sb_free(&g), fg_sb_free(&data);
+        return -1;
+    }
+    fg_sb_printf(&g, "# gnuplot script written by fusegen report from %s\n"
+                     "set terminal png size 1100,700\nset output '%s'\n"
+                     "set title \"%s x%.0f, %s (commit %s): time over max(T_gemm, T_comm)\" "
+                     "noenhanced\n"
+                     "set style data histograms\nset style histogram clustered gap 1\n"
+                     "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset grid ytics\n"
+                     "set yrange [0:*]\nset xtics rotate by -35 noenhanced\nset rmargin 10\n"
+                     "set key below noenhanced\n$d << EOD\n%sEOD\n"
+                     "plot $d using 2:xtic(1) title 'serial NCCL', '' using 3 title 'serial CE', "
+                     "'' using 4 title 'shard-overlap', 1 with lines lw 2 lc rgb 'black' "
+                     "title 'max(T_gemm, T_comm)'\n",
+                 source, png_name, gpu ? gpu : "GPU", world, date ? date : "", commit ? commit : "",
+                 fg_sb_str(&data));
+    fg_sb_puts(md, fg_sb_str(&m));
+    fg_sb_puts(gp, fg_sb_str(&g));
+    fg_sb_free(&m), fg_sb_free(&g), fg_sb_free(&data);
+    return 0;
+}
+
 int fg_report_render(json_object *doc, const char *source, const char *png_name,
                      const char *const *globs, size_t nglobs, fg_strbuf *md, fg_strbuf *gp,
                      fg_diag *d)
@@ -74,6 +168,10 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
         return -1;
     }
     json_object *cases = fg_json_get(doc, "cases");
+    const char *tool = fg_json_str(doc, "tool");
+    if (tool && !strcmp(tool, "test_overlap --bench") && cases &&
+        json_object_is_type(cases, json_type_array) && json_object_array_length(cases))
+        return render_overlap(doc, cases, source, png_name, globs, nglobs, md, gp, d);
     size_t n = cases && json_object_is_type(cases, json_type_array)
                    ? json_object_array_length(cases)
                    : 0;
@@ -190,8 +288,11 @@ static const char usage[] =
     "Writes, for each benchmark results file (bench/results/*.json, schema\n"
     "fusegen-bench/1), NAME.md (a markdown table: time, GB/s, fraction of the\n"
     "read ceiling, baseline and speed-up per case) and NAME.gp (a gnuplot script:\n"
-    "`gnuplot NAME.gp` run in its folder draws NAME.png, each instance's GB/s against the measured\n"
-    "ceilings and its baseline).  On any error nothing is written.\n"
+    "`gnuplot NAME.gp` run in its folder draws NAME.png, each instance's GB/s\n"
+    "against the measured ceilings and its baseline).  Overlap results\n"
+    "(test_overlap --bench) get each shape's parts in the table and each\n"
+    "schedule's time over max(T_gemm, T_comm) in the chart; --filter then\n"
+    "matches shape names.  On any error nothing is written.\n"
     "\n"
     "options:\n"
     "  -o, --out DIR       output folder (default: beside each results file)\n"

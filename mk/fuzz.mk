@@ -29,13 +29,18 @@ FUZZ_SEEDS_fuzz_importhf := tests/data/hf
 
 .PHONY: fuzz fuzz-smoke fuzz-build fuzz-coverage
 
+# -MMD -MP: an object is rebuilt when a header it includes changes (a stale
+# one, built against an older struct layout, made fuzz_spec report a leak
+# that the sources did not have)
 $(FUZZ_BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/cov/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) $(FUZZ_CFLAGS) -fprofile-instr-generate -fcoverage-mapping -c $< -o $@
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -MMD -MP -fprofile-instr-generate -fcoverage-mapping -c $< -o $@
+
+-include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_COV_OBJS:.o=.d)
 
 # specs/targets/h200.yaml as bytes, for fuzz_spec's planning
 $(FUZZ_BUILD)/h200_target.c: specs/targets/h200.yaml $(FUSEGEN)

@@ -31,22 +31,36 @@ dir=${FG_RESULTS_DIR:-bench/results}
 mkdir -p "$dir" || exit 1
 stem="$dir/$(date -u +%Y-%m-%d)-${gpu:-gpu}-$FG_COMMIT"
 rc=0
+# The table and the chart of one family's results (the generator needs the
+# Debian libraries `make` builds with; a GPU machine without them keeps the
+# JSON and says so).
+report() {   # FAMILY RESULTS.json
+    [ -s "$2" ] || { echo "bench: no results written for $1"; rc=1; return; }
+    if [ -x "$BUILD/fusegen" ] && "$BUILD/fusegen" report "$2"; then
+        if command -v gnuplot >/dev/null 2>&1; then
+            (cd "$(dirname "$2")" && gnuplot "$(basename "${2%.json}").gp") || rc=1
+        else
+            echo "bench: chart SKIPPED for $1: gnuplot is not installed (make deps)"
+        fi
+    else
+        echo "bench: report SKIPPED for $1: no $BUILD/fusegen (run make first)"
+    fi
+}
 # One results file per family: rmsnorm, then the fused decode attention.
 for fam in rmsnorm decode_attn; do
     out="$stem-$fam.json"
     "$GPU_BUILD/test_$fam" --bench --kernels "$FG_KERNELS_DIR" --commit "$FG_COMMIT" \
         --json "$out" "$@" || rc=1
-    [ -s "$out" ] || { echo "bench: no results written for $fam"; rc=1; continue; }
-    # the table and the chart (the generator needs the Debian libraries `make`
-    # builds with; a GPU machine without them keeps the JSON and says so)
-    if [ -x "$BUILD/fusegen" ] && "$BUILD/fusegen" report "$out"; then
-        if command -v gnuplot >/dev/null 2>&1; then
-            (cd "$(dirname "$out")" && gnuplot "$(basename "${out%.json}").gp") || rc=1
-        else
-            echo "bench: chart SKIPPED for $fam: gnuplot is not installed (make deps)"
-        fi
-    else
-        echo "bench: report SKIPPED for $fam: no $BUILD/fusegen (run make first)"
-    fi
+    report "$fam" "$out"
 done
+# The overlap family on the first two GPUs (its shapes and schedules are
+# test_overlap's; the extra arguments are the decode harness's, not passed).
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "$gpus" -ge 2 ]; then
+    out="$stem-x2-overlap.json"
+    NCCL_NVLS_ENABLE=0 "$GPU_BUILD/test_overlap" --bench --json "$out" || rc=1
+    report overlap "$out"
+else
+    echo "bench: overlap SKIPPED — it needs 2 GPUs, this machine has $gpus"
+fi
 exit $rc

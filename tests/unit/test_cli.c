@@ -900,6 +900,59 @@ Test(cli, report_reads_the_rmsnorm_harness)
     free(gp);
 }
 
+/* Overlap results: each part with its spread, each schedule over max(T_gemm,
+ * T_comm) in the table and the chart, a part not run as "-", --filter on
+ * shape names, and a case without its GEMM time refused. */
+Test(cli, report_reads_the_overlap_harness)
+{
+    char *out;
+    cr_assert_eq(run(&out, "report -o %s tests/data/bench/overlap-two-shapes.json", tmp), 0, "%s",
+                 out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/overlap-two-shapes.md", tmp);
+    char *md = slurp(path);
+    cr_expect(strstr(md, "2 x NVIDIA H200, commit abc1234"), "%s", md);
+    /* 520 / max(400, 100) = 1.30; 150 / max(80, 100) = 1.50 */
+    cr_expect(strstr(md, "| qkv-m4096 | all_gather | 4096 | 5120 | 8192 | 400.0 (390.0-410.0) | "
+                         "100.0 (99.0-101.0) | - | 520.0 (510.0-530.0) [1.30] | "
+                         "440.0 (430.0-450.0) [1.10] |"),
+              "%s", md);
+    cr_expect(strstr(md, "| 250.0 (240.0-260.0) [2.50] | 200.0 (200.0-200.0) [2.00] | "
+                         "150.0 (150.0-150.0) [1.50] |"),
+              "%s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/overlap-two-shapes.gp", tmp);
+    char *gp = slurp(path);
+    cr_expect(strstr(gp, "\"qkv-m4096\" NaN 1.300 1.100\n\"o-m4096\" 2.500 2.000 1.500\n"), "%s",
+              gp);
+    cr_expect(strstr(gp, "set output 'overlap-two-shapes.png'"), "%s", gp);
+    free(gp);
+    cr_assert_eq(run(&out, "report -o %s -s rs -f 'o-*' tests/data/bench/overlap-two-shapes.json",
+                     tmp), 0, "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/overlap-two-shapes-rs.md", tmp);
+    md = slurp(path);
+    cr_expect_null(strstr(md, "qkv-m4096"), "%s", md);
+    cr_expect(strstr(md, "| o-m4096 |"), "%s", md);
+    free(md);
+    /* a case without its GEMM time */
+    char *doc = slurp("tests/data/bench/overlap-two-shapes.json");
+    char *at = strstr(doc, "\"gemm\": {\"median_us\": 80.0");
+    cr_assert_not_null(at);
+    memcpy(at + 1, "GEMM", 4);
+    snprintf(path, sizeof path, "%s/broken-overlap.json", tmp);
+    write_file(path, doc);
+    free(doc);
+    cr_expect_eq(run(&out, "report %s", path), 1);
+    cr_expect(strstr(out, "case 1: an overlap case without its name, collective, gemm or comm "
+                          "time"),
+              "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/broken-overlap.md", tmp);
+    cr_expect_neq(access(path, F_OK), 0, "nothing written");
+}
+
 Test(cli, report_refuses_bad_input_and_writes_nothing)
 {
     char bad[256], wrong[256];
