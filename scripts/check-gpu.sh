@@ -39,6 +39,37 @@ for t in $FG_GPU_TESTS; do
         failed=$((failed + 1))
     fi
 done
+# Transfers between nodes through NCCL's socket transport, on one host: the
+# serial_nccl checks with shared memory and peer-to-peer off; NCCL's own log
+# must show the socket transport in use, or the run proves nothing.
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "$gpus" -ge 2 ] && [ -x "$GPU_BUILD/test_overlap" ]; then
+    echo "== test_overlap --nccl-only over NCCL's socket transport"
+    log=$GPU_BUILD/test_overlap-socket.log
+    NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 NCCL_NET=Socket NCCL_DEBUG=INFO \
+        NCCL_DEBUG_SUBSYS=INIT,NET "$GPU_BUILD/test_overlap" --nccl-only >"$log" 2>&1
+    rc=$?
+    grep -E '^(FAIL|SKIP)|passed, ' "$log"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+    p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
+    f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
+    s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
+    if [ -z "$line" ] || [ $rc -ne 0 ]; then
+        echo "check-gpu: the socket-transport run failed (exit $rc; $log): counted as 1 failure"
+        failed=$((failed + ${f:-0} + 1))
+    elif [ "${s:-0}" -gt 0 ]; then
+        echo "check-gpu: the socket-transport run skipped its checks (built without NCCL)"
+        skipped=$((skipped + s))
+    elif ! grep -q 'NET/Socket' "$log"; then
+        echo "check-gpu: NCCL's log does not show the socket transport ($log): counted as 1 failure"
+        failed=$((failed + 1))
+    else
+        passed=$((passed + p))
+    fi
+else
+    echo "== NCCL socket transport: SKIPPED — it needs 2 GPUs, this machine has $gpus"
+    skipped=$((skipped + 1))
+fi
 echo "== all GPU tests"
 if [ $skipped -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"

@@ -17,6 +17,10 @@
 // medians over repeats of back-to-back calls, the parts interleaved in each
 // repeat, host-timed between full synchronizations (the host enqueues ahead
 // of the GPUs; not yet graph-captured).
+// --nccl-only: the serial_nccl checks alone (check-gpu runs them once more
+// with NCCL's shared-memory and peer-to-peer transports off, so that the
+// ranks talk through its socket transport: the path between nodes, checked
+// for function on one host; its speed there means nothing).
 // --profile [--json FILE] [--gemm-shapes MxNxK,...]: what the overlap cost
 // model needs, for `fusegen profile`: the peer-copy curve (64 KB to 256 MB,
 // one way and both ways at once, queued ahead) and its fit, the time of each
@@ -947,7 +951,7 @@ int main(int argc, char **argv)
 {
     // NVLink multicast (NVLS) can take a host's shared GPUs out of service
     setenv("NCCL_NVLS_ENABLE", "0", 1);
-    bool do_bench = false, do_profile = false;
+    bool do_bench = false, do_profile = false, nccl_only = false;
     const char *json = nullptr, *only = nullptr, *shapes = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
@@ -962,11 +966,13 @@ int main(int argc, char **argv)
             ++i;   // check-gpu passes every test the kernels folder; this one uses none yet
         else if (!strcmp(argv[i], "--profile"))
             do_profile = true;
+        else if (!strcmp(argv[i], "--nccl-only"))
+            nccl_only = true;
         else if (!strcmp(argv[i], "--gemm-shapes") && i + 1 < argc)
             shapes = argv[++i];
         else {
             fprintf(stderr,
-                    "usage: %s [--verbose] [--bench [--json FILE] [--only NAME,...]]\n"
+                    "usage: %s [--verbose] [--nccl-only] [--bench [--json FILE] [--only NAME,...]]\n"
                     "       %s --profile [--json FILE] [--gemm-shapes MxNxK,...]\n",
                     argv[0], argv[0]);
             return 2;
@@ -990,7 +996,8 @@ int main(int argc, char **argv)
     for (int w = 2; w <= gpus; w *= 2)
         for (int sched : {FGRT_SERIAL_NCCL, FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
             for (fgrt_collective c : {FGRT_AG_GEMM, FGRT_GEMM_RS})
-                if (sched != FGRT_SERIAL_NCCL || kHaveNccl)
+                if ((sched != FGRT_SERIAL_NCCL || kHaveNccl) &&
+                    (!nccl_only || sched == FGRT_SERIAL_NCCL))
                     check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
     if (do_bench)
         bench(2, json, only);
