@@ -158,8 +158,13 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
         }
         fg_sb_printf(out, "      - {m: %lld, n: %lld, k: %lld, us: %.1f}\n", m, nn, k, us);
     }
-    fg_sb_printf(out, "    source: \"fusegen profile, %s x2, %s, %s\"\n", gpu ? gpu : "GPU",
+    fg_strbuf source = {0};
+    fg_sb_printf(&source, "fusegen profile, %s x2, %s, %s", gpu ? gpu : "GPU",
                  date ? date : "date unknown", commit ? commit : "commit unknown");
+    fg_sb_puts(out, "    source: ");
+    fg_sb_yaml_quoted(out, fg_sb_str(&source));
+    fg_sb_puts(out, "\n");
+    fg_sb_free(&source);
     return 0;
 }
 
