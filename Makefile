@@ -24,7 +24,7 @@ SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targe
                                specs/tuning/*.yaml))
 GEN_OUT   ?= generated
 
-.PHONY: all run check deps generate kernels kernels-ci test check-asan check-valgrind check-gpu \
+.PHONY: all run check deps generate kernels kernels-ci profile test check-asan check-valgrind check-gpu \
         check-gpu-sanitize bench candidates tune fusegen-static \
         clean help install update-golden runtime example
 
@@ -43,6 +43,8 @@ help:
 	@echo "                 which discards those that spill (CANDIDATE_SPECS, CANDIDATE_FILTER)"
 	@echo "make tune        candidates, then fusegen tune on the GPU into TUNE_OUT"
 	@echo "                 (default specs/tuning/h200.yaml; needs a GPU)"
+	@echo "make profile     fusegen profile on 2 GPUs: peer copies, the overlap specs' GEMMs and the"
+	@echo "                 executor's cost per call into PROFILE_TARGET (default specs/targets/h200.yaml)"
 	@echo "make fusegen-static  fusegen without shared libraries (for a GPU machine lacking them)"
 	@echo "make test        unit and golden suites, plus kernels-ci"
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
@@ -52,7 +54,7 @@ help:
 	@echo "make check-gpu   numeric GPU tests (skipped, and said so, without a GPU)"
 	@echo "make check-gpu-sanitize  compute-sanitizer memcheck, synccheck, racecheck over every"
 	@echo "                 kernel family at small dims (GPU only)"
-	@echo "make bench       GPU benchmarks into bench/results (needs a GPU)"
+	@echo "make bench       GPU benchmarks into bench/results (needs a GPU; overlap: 2 GPUs)"
 	@echo "make runtime     libfgrt (static and shared)"
 	@echo "make example     build and run examples/downstream (reports a missing GPU)"
 	@echo "make install     PREFIX=... bin, lib, include, share/fusegen, pkg-config"
@@ -129,6 +131,15 @@ tune: candidates
 	    echo "make tune needs a GPU: $$why"; exit 1; fi && fg_gpu_build && \
 	    $(FUSEGEN) tune --manifest $(BUILD)/candidates/kernels/manifest.json \
 	        --harness $(BUILD)/gpu/test_decode_attn --out $(TUNE_OUT)
+
+# Measures, on this machine's first two GPUs, what the overlap cost model
+# reads, into the interconnect block of PROFILE_TARGET.
+PROFILE_TARGET ?= specs/targets/h200.yaml
+profile: $(FUSEGEN)
+	@export BUILD=$(BUILD) && . tests/gpu/gpu-env.sh && if why=$$(fg_gpu_missing); then \
+	    echo "make profile needs 2 GPUs: $$why"; exit 1; fi && fg_gpu_build && \
+	    NCCL_NVLS_ENABLE=0 $(FUSEGEN) profile --target $(PROFILE_TARGET) \
+	        --harness $(BUILD)/gpu/test_overlap --work $(BUILD)/profile $(wildcard specs/gemm/*.yaml)
 
 # ---- tests ----
 

@@ -190,10 +190,14 @@ static void add_loc(importer *im, const char *path, size_t off)
 }
 
 /* A skimmer over text json-c has already accepted: it only has to find the
- * keys of the top-level object and of the objects directly inside it. */
+ * keys of the top-level object and of the objects directly inside it.
+ * json-c's strict mode still takes single-quoted strings, which JSON has
+ * not: the first one's offset is kept for the error.  Every step moves
+ * forward, whatever the text. */
 typedef struct scanner {
     importer *im;
     size_t i;
+    size_t single_quote;   /* offset of the first single-quoted string; len: none */
 } scanner;
 
 static char peek(const scanner *s) { return s->i < s->im->len ? s->im->text[s->i] : '\0'; }
@@ -204,12 +208,16 @@ static void skip_ws(scanner *s)
         s->i++;
 }
 
-/* From an opening quote to past the closing one; [*a, *b) is the content. */
+/* From an opening quote (" or ') to past the closing one of the same kind;
+ * [*a, *b) is the content. */
 static void skip_string(scanner *s, size_t *a, size_t *b)
 {
+    const char quote = peek(s);
+    if (quote == '\'' && s->single_quote == s->im->len)
+        s->single_quote = s->i;
     s->i++;
     *a = s->i;
-    while (s->i < s->im->len && s->im->text[s->i] != '"')
+    while (s->i < s->im->len && s->im->text[s->i] != quote)
         s->i += s->im->text[s->i] == '\\' ? 2 : 1;
     if (s->i > s->im->len)
         s->i = s->im->len;
@@ -273,11 +281,16 @@ static void scan_value(scanner *s, const char *parent, int depth)
         }
         break;
     case '"':
+    case '\'':
         skip_string(s, &a, &b);
         break;
-    default:
+    default: {
+        const size_t from = s->i;
         while (peek(s) && !strchr(",]} \t\r\n", peek(s)))
             s->i++;
+        if (s->i == from && peek(s))
+            s->i++;   /* a delimiter where a value belongs: step over it */
+    }
     }
 }
 
@@ -1138,19 +1151,26 @@ int fg_import_hf_text(const char *json_path, const char *json, size_t len,
     im->text = json;
     json_object *root = parse_json(im);
     if (root && !json_object_is_type(root, json_type_object)) {
-        scanner s = {im, 0};
+        scanner s = {im, 0, len};
         unsigned line, col;
         skip_ws(&s);
         fg_line_col(im->text, s.i, &line, &col);
         fg_error_at(d, json_path, line, col, "the file holds %s; expected a JSON object",
                     kind_name(root));
     } else if (root) {
-        scanner s = {im, 0};
+        scanner s = {im, 0, len};
         scan_value(&s, "", 0);
-        imported out = {0};
-        import_model(im, root, o, &c, &out);
-        if (d->errors == before)
-            emit_yaml(yaml_out, json_path, &out.m);
+        if (s.single_quote < len) {
+            unsigned line, col;
+            fg_line_col(im->text, s.single_quote, &line, &col);
+            fg_error_at(d, json_path, line, col, "JSON syntax error: a single-quoted string; "
+                        "JSON quotes strings with \"");
+        } else {
+            imported out = {0};
+            import_model(im, root, o, &c, &out);
+            if (d->errors == before)
+                emit_yaml(yaml_out, json_path, &out.m);
+        }
     }
     json_object_put(root);
     free(im->locs);

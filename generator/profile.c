@@ -116,16 +116,14 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
     const double lat = fg_json_num(fit, "both_ways_latency_us");
     const double one = fg_json_num(fit, "one_way_gbps");
     const double each = fg_json_num(fit, "both_ways_gbps_each");
-    double slowdown = fg_json_num(slow, "fraction");
+    const double slowdown = fg_json_num(slow, "fraction");
     const double call = fg_json_num(fg_json_get(doc, "call_overhead"), "us");
     json_object *gemms = fg_json_get(doc, "gemms");
     if (!isfinite(lat) || !positive(one) || !positive(each) || !isfinite(slowdown) ||
-        !isfinite(call) ||
-        !gemms || !json_object_is_type(gemms, json_type_array)) {
+        !isfinite(call) || !gemms || !json_object_is_type(gemms, json_type_array)) {
         fg_error_at(&p->d, json_path, 0, 0, "expected fit.{both_ways_latency_us, one_way_gbps, "
                     "both_ways_gbps_each}, gemm_slowdown.fraction, call_overhead.us and gemms[] "
-                    "with finite "
-                    "values");
+                    "with finite values");
         return -1;
     }
     /* a negative fit intercept, slowdown or overhead is timing noise around zero */
@@ -160,8 +158,13 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
         }
         fg_sb_printf(out, "      - {m: %lld, n: %lld, k: %lld, us: %.1f}\n", m, nn, k, us);
     }
-    fg_sb_printf(out, "    source: \"fusegen profile, %s x2, %s, %s\"\n", gpu ? gpu : "GPU",
+    fg_strbuf source = {0};
+    fg_sb_printf(&source, "fusegen profile, %s x2, %s, %s", gpu ? gpu : "GPU",
                  date ? date : "date unknown", commit ? commit : "commit unknown");
+    fg_sb_puts(out, "    source: ");
+    fg_sb_yaml_quoted(out, fg_sb_str(&source));
+    fg_sb_puts(out, "\n");
+    fg_sb_free(&source);
     return 0;
 }
 

@@ -55,3 +55,11 @@ void fg_sb_free(fg_strbuf *sb)
     sb->data = NULL;
     sb->len = sb->cap = 0;
 }
+
+void fg_sb_yaml_quoted(fg_strbuf *sb, const char *s)
+{
+    fg_sb_puts(sb, "\"");
+    for (; *s; s++)
+        fg_sb_printf(sb, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+    fg_sb_puts(sb, "\"");
+}

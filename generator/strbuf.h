@@ -14,6 +14,8 @@ void fg_sb_append(fg_strbuf *sb, const char *s, size_t n);
 void fg_sb_puts(fg_strbuf *sb, const char *s);
 void fg_sb_printf(fg_strbuf *sb, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 const char *fg_sb_str(const fg_strbuf *sb); /* "" when empty */
+/* s as a double-quoted YAML scalar (quotes and backslashes escaped) */
+void fg_sb_yaml_quoted(fg_strbuf *sb, const char *s);
 void fg_sb_free(fg_strbuf *sb);
 
 #endif

@@ -304,14 +304,6 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
     return -1;
 }
 
-static void yaml_quoted(fg_strbuf *sb, const char *s)
-{
-    fg_sb_puts(sb, "\"");
-    for (; *s; s++)
-        fg_sb_printf(sb, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-    fg_sb_puts(sb, "\"");
-}
-
 static int by_family(const void *a, const void *b)
 {
     return strcmp(((const fg_tuning_entry *)a)->family, ((const fg_tuning_entry *)b)->family);
@@ -350,7 +342,7 @@ static void render(fg_strbuf *sb, const char *target, fg_tuning_entry *es, size_
                      "      candidates: %u\n"
                      "      measured: ",
                      e->tuned_us, e->model_us, e->worst_us, e->candidates);
-        yaml_quoted(sb, e->measured);
+        fg_sb_yaml_quoted(sb, e->measured);
         fg_sb_puts(sb, "\n");
     }
 }
