@@ -1,6 +1,7 @@
 #include "emit.h"
 
 #include <json-c/json.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,7 +102,9 @@ static const char *registry_arch(fg_arch a)
 /* The schedule the registry names for a prediction's choice. */
 static const char *registry_schedule(fg_schedule s)
 {
-    return s == FG_SCHED_SHARD_OVERLAP ? "FG_REG_SHARD_OVERLAP" : "FG_REG_SERIAL_CE";
+    return s == FG_SCHED_SHARD_OVERLAP ? "FG_REG_SHARD_OVERLAP"
+           : s == FG_SCHED_SERIAL_NCCL ? "FG_REG_SERIAL_NCCL"
+                                       : "FG_REG_SERIAL_CE";
 }
 
 static void emit_overlap_table(const fg_plan_set *set, fg_strbuf *sb)
@@ -336,9 +339,11 @@ static void emit_manifest(const fg_emit_ctx *c, const fg_plan_set *set, fg_strbu
         json_object *us = json_object_new_object();
         json_object_object_add(us, "gemm", json_object_new_double(p->prediction.gemm_us));
         json_object_object_add(us, "comm", json_object_new_double(p->prediction.comm_us));
-        for (int s = 0; s < FG_SCHED_COUNT; s++)
+        for (int s = 0; s < FG_SCHED_COUNT; s++)   /* null: not predicted */
             json_object_object_add(us, fg_schedule_name((fg_schedule)s),
-                                   json_object_new_double(p->prediction.us[s]));
+                                   isnan(p->prediction.us[s])
+                                       ? NULL
+                                       : json_object_new_double(p->prediction.us[s]));
         json_object_object_add(o, "predicted_us", us);
         json_object_array_add(plans, o);
     }

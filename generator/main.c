@@ -380,9 +380,14 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
         printf("    %s (%s m%u n%u k%u): gemm %.1f us (%s), copies %.1f us;", s->name,
                fg_collective_name(s->collective), s->m, s->n, s->k, p.gemm_us,
                p.gemms_measured ? "profiled" : "at the matmul ceiling: not profiled", p.comm_us);
-        for (int k = 0; k < FG_SCHED_COUNT; k++)
-            printf(" %s %.1f us%s", fg_schedule_name((fg_schedule)k), p.us[k],
-                   k + 1 < FG_SCHED_COUNT ? "," : "");
+        for (int k = 0; k < FG_SCHED_COUNT; k++) {
+            if (isnan(p.us[k]))
+                printf(" %s not predicted (no NCCL fit in the profile)",
+                       fg_schedule_name((fg_schedule)k));
+            else
+                printf(" %s %.1f us", fg_schedule_name((fg_schedule)k), p.us[k]);
+            printf("%s", k + 1 < FG_SCHED_COUNT ? "," : "");
+        }
         printf(" -> %s, %.2fx max(gemm, copies)\n", fg_schedule_name(p.chosen),
                p.us[p.chosen] / fmax(p.gemm_us, p.comm_us));
     }

@@ -16,14 +16,18 @@
  *                 the peers' chunks first, each sent while the next is computed
  *   reduce        (W + 1) chunks through the copy ceiling (W read, 1 written)
  * Every copy-engine schedule adds the executor's fixed cost per call (its
- * barriers and cross-GPU event waits), which the profile measures. */
+ * barriers and cross-GPU event waits), which the profile measures.
+ * Serial NCCL: gemm(m) + NCCL's collective alone, latency + (W - 1) pieces
+ * through its fitted rate (the profile's, per collective); not predicted
+ * without that fit. */
 #include "plan_overlap.h"
 
 #include <math.h>
 
 const char *fg_schedule_name(fg_schedule s)
 {
-    static const char *const names[FG_SCHED_COUNT] = {"serial_ce", "shard_overlap"};
+    static const char *const names[FG_SCHED_COUNT] = {"serial_ce", "shard_overlap",
+                                                      "serial_nccl"};
     return s < FG_SCHED_COUNT ? names[s] : "?";
 }
 
@@ -69,9 +73,14 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce + fixed;
     out->us[FG_SCHED_SHARD_OVERLAP] =
         gemm_part + (w - 1) * fmax(under_copies, copy) + reduce + fixed;
+    const bool ag = s->collective == FG_COLL_ALL_GATHER;
+    const double nccl_lat = ag ? ic->nccl_ag_latency_us : ic->nccl_rs_latency_us;
+    const double nccl_gbps = ag ? ic->nccl_ag_gbps : ic->nccl_rs_gbps;
+    out->us[FG_SCHED_SERIAL_NCCL] =
+        nccl_gbps > 0 ? gemm_all + nccl_lat + (w - 1) * piece / (nccl_gbps * 1e3) : NAN;
     out->chosen = FG_SCHED_SERIAL_CE;
     for (int k = 1; k < FG_SCHED_COUNT; k++)
-        if (out->us[k] < out->us[out->chosen])
+        if (out->us[k] < out->us[out->chosen])   /* NaN never wins */
             out->chosen = (fg_schedule)k;
     return NULL;
 }

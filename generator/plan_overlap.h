@@ -13,6 +13,7 @@ typedef enum {
                                 the GEMM, then the partials' copies and the reduction (RS) */
     FG_SCHED_SHARD_OVERLAP,  /* one peer shard (AG) or chunk (RS) per step, its copy
                                 under the GEMM of another */
+    FG_SCHED_SERIAL_NCCL,    /* NCCL's collective, then (AG) or after (RS) the GEMM */
     FG_SCHED_COUNT
 } fg_schedule;
 
@@ -21,7 +22,8 @@ const char *fg_schedule_name(fg_schedule s);
 typedef struct fg_overlap_prediction {
     double gemm_us;            /* the unsplit GEMM alone */
     double comm_us;            /* the schedule-free communication: every copy back to back */
-    double us[FG_SCHED_COUNT]; /* each schedule */
+    double us[FG_SCHED_COUNT]; /* each schedule; NaN: not predicted (serial NCCL without
+                                  the profile's NCCL fit) */
     fg_schedule chosen;        /* the fastest; serial on a tie (never slower than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */
 } fg_overlap_prediction;

@@ -23,7 +23,8 @@ static const char usage[] =
     "ways at once), fitted as latency + bytes / rate from 1 MB up; the time of\n"
     "every GEMM the schedules of the GEMM specs run (each shape whole and split\n"
     "over its world size); how much a GEMM slows while copies stream into its\n"
-    "GPU; and the executor's fixed cost per call.  Writes them into TARGET.yaml's `interconnect:` block (with the\n"
+    "GPU; the executor's fixed cost per call; and, where the harness has NCCL,\n"
+    "its all-gather and reduce-scatter alone (1-128 MB), for serial NCCL.  Writes them into TARGET.yaml's `interconnect:` block (with the\n"
     "comment lines right above it), keeping every other byte of the file; the\n"
     "raw curve stays in the work folder.  On any error the spec is left as it\n"
     "was.  Needs 2 GPUs.\n"
@@ -130,6 +131,19 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
     const double latency = fmax(lat, 0), slowed = fmax(slowdown, 0), fixed = fmax(call, 0);
     const char *gpu = fg_json_str(fg_json_get(doc, "gpu"), "name");
     const char *date = fg_json_str(doc, "date_utc"), *commit = fg_json_str(doc, "commit");
+    /* NCCL's fits, when the harness was built with NCCL */
+    json_object *nccl = fg_json_get(doc, "nccl");
+    const double ag_lat = fg_json_num(fg_json_get(nccl, "all_gather"), "latency_us");
+    const double ag_bw = fg_json_num(fg_json_get(nccl, "all_gather"), "gbps");
+    const double rs_lat = fg_json_num(fg_json_get(nccl, "reduce_scatter"), "latency_us");
+    const double rs_bw = fg_json_num(fg_json_get(nccl, "reduce_scatter"), "gbps");
+    const bool have_nccl = nccl && isfinite(ag_lat) && positive(ag_bw) && isfinite(rs_lat) &&
+                           positive(rs_bw);
+    if (nccl && !have_nccl) {
+        fg_error_at(&p->d, json_path, 0, 0, "expected nccl.{all_gather, reduce_scatter}."
+                    "{latency_us, gbps} with finite values");
+        return -1;
+    }
     fg_sb_printf(out,
                  "  # Written by `fusegen profile` (rerun it rather than editing): peer copies\n"
                  "  # between two GPUs of the node over the copy engine, fitted as latency +\n"
@@ -144,6 +158,13 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
                  "    gemm_slowdown: %.4f\n"
                  "    call_overhead_us: %.1f\n",
                  one, each, lat, 100 * slowdown, latency, one, 2 * each, slowed, fixed);
+    if (have_nccl)   /* NCCL alone, 1-128 MB into each rank; serial NCCL's prediction */
+        fg_sb_printf(out,
+                     "    nccl_ag_latency_us: %.2f\n"
+                     "    nccl_ag_gbps: %.0f\n"
+                     "    nccl_rs_latency_us: %.2f\n"
+                     "    nccl_rs_gbps: %.0f\n",
+                     fmax(ag_lat, 0), ag_bw, fmax(rs_lat, 0), rs_bw);
     const size_t n = json_object_array_length(gemms);
     if (n)
         fg_sb_puts(out, "    gemm_times:\n");

@@ -544,6 +544,20 @@ static void check_target(checker *c, const fg_target *t)
             err_at(c, "target.interconnect.call_overhead_us", false,
                    "'target.interconnect.call_overhead_us' is %g; expected 0 to 100000",
                    ic->call_overhead_us);
+        /* NCCL's fits: both figures of a collective, or neither */
+        const struct { const char *lat, *rate; double l, g; } nccl[] = {
+            {"target.interconnect.nccl_ag_latency_us", "target.interconnect.nccl_ag_gbps",
+             ic->nccl_ag_latency_us, ic->nccl_ag_gbps},
+            {"target.interconnect.nccl_rs_latency_us", "target.interconnect.nccl_rs_gbps",
+             ic->nccl_rs_latency_us, ic->nccl_rs_gbps}};
+        for (int i = 0; i < 2; i++) {
+            if (nccl[i].l == 0 && nccl[i].g == 0)
+                continue;
+            if (!(nccl[i].l >= 0 && nccl[i].l <= 1e5))
+                err_at(c, nccl[i].lat, false, "'%s' is %g; expected 0 to 100000", nccl[i].lat,
+                       nccl[i].l);
+            float_range(c, nccl[i].rate, nccl[i].g, 0, 1e5);
+        }
         for (unsigned i = 0; i < ic->gemm_times_count; i++) {
             const fg_gemm_time *g = &ic->gemm_times[i];
             char at[64];

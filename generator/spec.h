@@ -118,6 +118,10 @@ typedef struct fg_interconnect {
     double peer_copy_bidir_gbps;   /* both directions at once, in sum */
     double gemm_slowdown;          /* fraction a GEMM slows while peer copies stream */
     double call_overhead_us;       /* the executor's fixed cost per call (optional) */
+    /* NCCL's collectives alone, fitted as latency + bytes received per rank /
+     * rate (optional: 0 gbps, serial NCCL is not predicted) */
+    double nccl_ag_latency_us, nccl_ag_gbps;
+    double nccl_rs_latency_us, nccl_rs_gbps;
     fg_gemm_time *gemm_times;      /* optional; a shape not here runs at the matmul ceiling */
     unsigned gemm_times_count;
     char *source;                  /* where the figures come from */

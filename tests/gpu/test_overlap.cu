@@ -23,8 +23,10 @@
 // for function on one host; its speed there means nothing).
 // --profile [--json FILE] [--gemm-shapes MxNxK,...]: what the overlap cost
 // model needs, for `fusegen profile`: the peer-copy curve (64 KB to 256 MB,
-// one way and both ways at once, queued ahead) and its fit, the time of each
-// GEMM shape asked for, and a GEMM's slowdown under peer copies.
+// one way and both ways at once, queued ahead) and its fit, NCCL's
+// all-gather and reduce-scatter alone and their fits (when built with NCCL),
+// the time of each GEMM shape asked for, a GEMM's slowdown under peer copies,
+// and the executor's fixed cost per call.
 //
 // One process drives all GPUs here; engines run one process per GPU with
 // peer buffers mapped through CUDA IPC, which this test does not cover yet.
@@ -707,6 +709,52 @@ double time_copies(void *buf[2][2], size_t bytes, bool both, cudaStream_t st[2])
     return fgh_median(t, kReps);
 }
 
+// Median us of one NCCL all-gather (or reduce-scatter) over both GPUs that
+// moves `bytes` into each rank (its peer's shard, or its peer's partial of
+// its block), 5 calls back to back per timing, median of 5; NaN without NCCL.
+double time_nccl(void *buf[2][2], size_t bytes, bool gather, cudaStream_t st[2])
+{
+#ifdef FG_HAVE_NCCL
+    static ncclComm_t comms[2];   // for the profile's one run: the process ends after it
+    if (!comms[0]) {
+        int devs[2] = {0, 1};
+        if (ncclCommInitAll(comms, 2, devs) != ncclSuccess)
+            return NAN;
+    }
+    const size_t count = bytes / 2;   // bf16 elements per rank's block
+    constexpr int kCalls = 5, kReps = 5;
+    double t[kReps];
+    for (int rep = -1; rep < kReps; rep++) {
+        for (int d = 0; d < 2; d++) {
+            cudaSetDevice(d);
+            cudaDeviceSynchronize();
+        }
+        const double t0 = now_us();
+        for (int c = 0; c < kCalls; c++) {
+            bool ok = ncclGroupStart() == ncclSuccess;
+            for (int d = 0; d < 2 && ok; d++)
+                ok = (gather ? ncclAllGather(buf[d][0], buf[d][1], count, ncclBfloat16, comms[d],
+                                             st[d])
+                             : ncclReduceScatter(buf[d][0], buf[d][1], count, ncclBfloat16,
+                                                 ncclSum, comms[d], st[d])) == ncclSuccess;
+            if (ncclGroupEnd() != ncclSuccess || !ok)
+                return NAN;
+        }
+        for (int d = 0; d < 2; d++) {
+            cudaSetDevice(d);
+            if (!fgh_ok(cudaStreamSynchronize(st[d])))
+                return NAN;
+        }
+        if (rep >= 0)
+            t[rep] = (now_us() - t0) / kCalls;
+    }
+    return fgh_median(t, kReps);
+#else
+    (void)buf, (void)bytes, (void)gather, (void)st;
+    return NAN;
+#endif
+}
+
 // Least squares of us = a + bytes / rate over the points at or above 1 MB
 // (below, the copy engine's fixed costs are not one latency): a in us, rate
 // in GB/s.
@@ -847,6 +895,35 @@ bool profile(const char *json_path, const char *shapes_text)
     fgh_json_num(&j, "one_way_latency_us", lat1), fgh_json_num(&j, "one_way_gbps", bw1);
     fgh_json_num(&j, "both_ways_latency_us", lat2), fgh_json_num(&j, "both_ways_gbps_each", bw2);
     fgh_json_obj_end(&j);
+    // NCCL's collectives alone, 1 MB to 128 MB into each rank (its buffers hold
+    // two blocks), fitted the same way; absent when built without NCCL
+    if (ok && kHaveNccl) {
+        static const size_t nsz[] = {1 << 20, 4 << 20, 16 << 20, 64 << 20, 128 << 20};
+        constexpr int kN = sizeof nsz / sizeof nsz[0];
+        fgh_json_obj_begin(&j, "nccl");
+        for (int gather = 1; gather >= 0; gather--) {
+            double xs[kN], us[kN], lat = NAN, bw = NAN;
+            fgh_json_obj_begin(&j, gather ? "all_gather" : "reduce_scatter");
+            fgh_json_arr_begin(&j, "points");
+            for (int i = 0; i < kN; i++) {
+                xs[i] = (double)nsz[i];
+                us[i] = time_nccl(buf, nsz[i], gather, st);
+                fgh_json_obj_begin(&j, nullptr);
+                fgh_json_int(&j, "bytes", (long long)nsz[i]);
+                fgh_json_num(&j, "us", us[i]);
+                fgh_json_obj_end(&j);
+                printf("nccl %s %9zu B into each rank: %8.1f us\n",
+                       gather ? "all-gather" : "reduce-scatter", nsz[i], us[i]);
+            }
+            fgh_json_arr_end(&j);
+            fit_copy(xs, us, kN, &lat, &bw);
+            printf("fit: nccl %s %.1f us + bytes / %.0f GB/s\n",
+                   gather ? "all-gather" : "reduce-scatter", lat, bw);
+            fgh_json_num(&j, "latency_us", lat), fgh_json_num(&j, "gbps", bw);
+            fgh_json_obj_end(&j);
+        }
+        fgh_json_obj_end(&j);
+    }
     // GEMMs on GPU 0; buffers for the largest shape asked for (and the 8192^3 probe)
     long long ma = 8192 * 8192, mb = 8192 * 8192, mc = 8192 * 8192;
     for (int i = 0; i < nshapes; i++) {

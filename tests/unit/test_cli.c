@@ -1003,7 +1003,8 @@ Test(cli, profile_writes_the_interconnect_block)
                "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"date_utc\": \"2026-01-01\", "
                "\"commit\": \"abc\", \"fit\": {\"both_ways_latency_us\": 9, \"one_way_gbps\": 380, "
                "\"both_ways_gbps_each\": 350}, \"gemm_slowdown\": {\"fraction\": -0.002}, "
-               "\"call_overhead\": {\"us\": 25.5}, "
+               "\"call_overhead\": {\"us\": 25.5}, \"nccl\": {\"all_gather\": {\"latency_us\": "
+               "12, \"gbps\": 300}, \"reduce_scatter\": {\"latency_us\": -1, \"gbps\": 250}}, "
                "\"gemms\": ['; sep=\n"
                "for s in $(echo $shapes | tr , ' '); do m=${s%%x*}; r=${s#*x}; n=${r%%x*}; "
                "k=${r#*x}; printf '%s{\"m\": %s, \"n\": %s, \"k\": %s, \"us\": %s}' \"$sep\" $m $n "
@@ -1018,6 +1019,8 @@ Test(cli, profile_writes_the_interconnect_block)
     cr_expect_not_null(strstr(spec, "  interconnect:\n    peer_copy_latency_us: 9.00\n"
                                     "    peer_copy_gbps: 380\n    peer_copy_bidir_gbps: 700\n"
                                     "    gemm_slowdown: 0.0000\n    call_overhead_us: 25.5\n"
+                                    "    nccl_ag_latency_us: 12.00\n    nccl_ag_gbps: 300\n"
+                                    "    nccl_rs_latency_us: 0.00\n    nccl_rs_gbps: 250\n"
                                     "    gemm_times:\n"),
                        "%s", spec);
     /* qkv-m4096 whole and split over 2 ranks, each once */
@@ -1039,6 +1042,8 @@ Test(cli, profile_writes_the_interconnect_block)
     cr_expect_not_null(strstr(log, "qkv-m4096 (all_gather m4096 n5120 k8192): gemm 512.0 us "
                                    "(profiled)"),
                        "%s", log);
+    /* serial NCCL: 512 + 12 + 2048 x 8192 x 2 B / 300 GB/s = 635.8 us */
+    cr_expect_not_null(strstr(log, "serial_nccl 635.8 us"), "%s", log);
     free(log);
     /* a harness that fails: an error, the spec left alone */
     struct stat a, b;

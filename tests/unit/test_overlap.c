@@ -104,3 +104,26 @@ Test(overlap, the_call_overhead_adds_to_each_schedule)
     NEAR(p.us[FG_SCHED_SERIAL_CE], 2020.0 + 25.0);
     NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0 + 25.0);
 }
+
+/* Serial NCCL: the GEMM plus NCCL's fitted collective; not predicted (NaN,
+ * never chosen) without the profile's NCCL fit. */
+Test(overlap, serial_nccl_from_the_profiles_fit)
+{
+    fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &target_);
+    cr_assert(isnan(p.us[FG_SCHED_SERIAL_NCCL]));
+    cr_assert_neq(p.chosen, FG_SCHED_SERIAL_NCCL);
+    fg_interconnect nccl = ic_;
+    nccl.nccl_ag_latency_us = 5, nccl.nccl_ag_gbps = 1000;    /* 1e6 B: 5 + 1 us */
+    nccl.nccl_rs_latency_us = 50, nccl.nccl_rs_gbps = 100;    /* 1e6 B: 50 + 10 us */
+    fg_target t = target_;
+    t.interconnect = &nccl;
+    p = predict(FG_COLL_ALL_GATHER, 2, &t);
+    NEAR(p.us[FG_SCHED_SERIAL_NCCL], 2000.0 + 6.0);
+    cr_assert_eq(p.chosen, FG_SCHED_SERIAL_NCCL, "faster than serial CE's 2020 us");
+    p = predict(FG_COLL_REDUCE_SCATTER, 2, &t);
+    NEAR(p.us[FG_SCHED_SERIAL_NCCL], 2000.0 + 60.0);
+    cr_assert_eq(p.chosen, FG_SCHED_SERIAL_CE, "2050 us against NCCL's 2060");
+    /* four ranks: three pieces of 5e5 B */
+    p = predict(FG_COLL_ALL_GATHER, 4, &t);
+    NEAR(p.us[FG_SCHED_SERIAL_NCCL], 2000.0 + 5.0 + 1.5);
+}
