@@ -1,6 +1,6 @@
 // The overlap executor's issue order (runtime/include/fgrt_overlap.h) replayed
 // on every GPU of this machine by one process: copies over the copy engine
-// (cudaMemcpyPeerAsync), GEMMs through cuBLAS on two alternating streams, the
+// (cudaMemcpyPeerAsync), GEMMs through cuBLASLt on two alternating streams, the
 // flags and barriers as events, the owner's reduction as a small kernel.
 //
 // Checks, on fresh random inputs with every output poisoned first:
@@ -39,7 +39,7 @@
 #include <time.h>
 #include <vector>
 
-#include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #ifdef FG_HAVE_NCCL
@@ -54,10 +54,95 @@ namespace {
 constexpr int kMaxWorld = 8;
 constexpr int kMaxOps = 64;
 
+// cuBLASLt GEMMs on one device: a handle, a workspace, and per shape met its
+// descriptors and the heuristic's first algorithm, kept so that enqueueing a
+// GEMM is one cublasLtMatmul call.
+struct LtPlan {
+    long long rows, n, k;
+    cublasLtMatmulDesc_t op;
+    cublasLtMatrixLayout_t a, b, c;
+    cublasLtMatmulAlgo_t algo;
+};
+
+struct LtGemm {
+    cublasLtHandle_t h = nullptr;
+    void *ws = nullptr;
+    static constexpr size_t kWorkspace = (size_t)32 << 20;
+    std::vector<LtPlan> plans;
+};
+
+bool lt_ok(cublasStatus_t s, const char *what)
+{
+    if (s == CUBLAS_STATUS_SUCCESS)
+        return true;
+    fprintf(stderr, "overlap: %s: cuBLASLt status %d\n", what, (int)s);
+    return false;
+}
+
+// On the current device.
+bool lt_open(LtGemm *g)
+{
+    return lt_ok(cublasLtCreate(&g->h), "cublasLtCreate") &&
+           fgh_ok(cudaMalloc(&g->ws, LtGemm::kWorkspace));
+}
+
+void lt_close(LtGemm *g)
+{
+    for (LtPlan &p : g->plans) {
+        cublasLtMatmulDescDestroy(p.op);
+        cublasLtMatrixLayoutDestroy(p.a), cublasLtMatrixLayoutDestroy(p.b);
+        cublasLtMatrixLayoutDestroy(p.c);
+    }
+    g->plans.clear();
+    if (g->h)
+        cublasLtDestroy(g->h);
+    cudaFree(g->ws);
+    g->h = nullptr, g->ws = nullptr;
+}
+
+// The plan of C[rows, n] = A[rows, k] B[k, n], row-major bf16 with fp32
+// accumulation: cuBLASLt, column-major, computes C^T = B^T A^T.
+const LtPlan *lt_plan(LtGemm *g, long long rows, long long n, long long k)
+{
+    for (const LtPlan &p : g->plans)
+        if (p.rows == rows && p.n == n && p.k == k)
+            return &p;
+    LtPlan p{rows, n, k, nullptr, nullptr, nullptr, nullptr, {}};
+    cublasLtMatmulPreference_t pref = nullptr;
+    cublasLtMatmulHeuristicResult_t best = {};
+    int found = 0;
+    const size_t ws = LtGemm::kWorkspace;
+    bool ok = lt_ok(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc") &&
+              lt_ok(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, n, k, n), "layout B^T") &&
+              lt_ok(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, rows, k), "layout A^T") &&
+              lt_ok(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, n, rows, n), "layout C^T") &&
+              lt_ok(cublasLtMatmulPreferenceCreate(&pref), "preference") &&
+              lt_ok(cublasLtMatmulPreferenceSetAttribute(
+                        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
+                    "workspace") &&
+              lt_ok(cublasLtMatmulAlgoGetHeuristic(g->h, p.op, p.a, p.b, p.c, p.c, pref, 1, &best,
+                                                   &found),
+                    "heuristic") &&
+              found > 0;
+    if (pref)
+        cublasLtMatmulPreferenceDestroy(pref);
+    if (!ok) {
+        fprintf(stderr, "overlap: no cuBLASLt algorithm for %lld x %lld x %lld\n", rows, n, k);
+        if (p.op)
+            cublasLtMatmulDescDestroy(p.op);
+        cublasLtMatrixLayoutDestroy(p.a), cublasLtMatrixLayoutDestroy(p.b);
+        cublasLtMatrixLayoutDestroy(p.c);
+        return nullptr;
+    }
+    p.algo = best.algo;
+    g->plans.push_back(p);
+    return &g->plans.back();
+}
+
 struct Rank {
     int dev = 0;
     cudaStream_t st[3] = {};
-    cublasHandle_t blas = nullptr;
+    LtGemm lt;
     __nv_bfloat16 *a = nullptr;     // AG: this rank's rows [M/W, K], its block of `full`;
                                     // RS: A_r [M, K]
     __nv_bfloat16 *full = nullptr;  // AG: the gathered A [M, K]
@@ -135,7 +220,7 @@ bool setup(Setup *s)
         for (auto &e : r.done)
             if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
                 return false;
-        if (cublasCreate(&r.blas) != CUBLAS_STATUS_SUCCESS)
+        if (!lt_open(&r.lt))
             return false;
         const bool ag = s->coll == FGRT_AG_GEMM;
         bool ok = fgh_ok(cudaMalloc(&r.b, bytes(s->k * s->n))) &&
@@ -182,8 +267,7 @@ void teardown(Setup *s)
         for (auto &e : r.done)
             if (e)
                 cudaEventDestroy(e);
-        if (r.blas)
-            cublasDestroy(r.blas);
+        lt_close(&r.lt);
 #ifdef FG_HAVE_NCCL
         if (r.comm)
             ncclCommDestroy(r.comm);
@@ -195,15 +279,15 @@ void teardown(Setup *s)
     }
 }
 
-// c[rows, n] = a[rows, k] x B, row-major (cuBLAS sees the transposes).
+// c[rows, n] = a[rows, k] x B, row-major, through cuBLASLt.
 bool gemm_rows(Rank &r, cudaStream_t st, const __nv_bfloat16 *a, __nv_bfloat16 *c, long long rows,
                long long n, long long k)
 {
     const float one = 1.f, zero = 0.f;
-    cublasSetStream(r.blas, st);
-    return cublasGemmEx(r.blas, CUBLAS_OP_N, CUBLAS_OP_N, (int)n, (int)rows, (int)k, &one, r.b,
-                        CUDA_R_16BF, (int)n, a, CUDA_R_16BF, (int)k, &zero, c, CUDA_R_16BF, (int)n,
-                        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    const LtPlan *p = lt_plan(&r.lt, rows, n, k);
+    return p && lt_ok(cublasLtMatmul(r.lt.h, p->op, &one, r.b, p->a, a, p->b, &zero, c, p->c, c,
+                                     p->c, &p->algo, r.lt.ws, LtGemm::kWorkspace, st),
+                      "cublasLtMatmul");
 }
 
 // One rank's op, enqueued.  Cross-rank waits are on events the peers have
@@ -771,7 +855,7 @@ void fit_copy(const double *bytes, const double *us, int n, double *lat, double 
     *gbps = 1e-3 / slope;
 }
 
-// Median us of one cuBLAS GEMM [rows, k] x [k, n] on GPU 0 (5 back to back
+// Median us of one cuBLASLt GEMM [rows, k] x [k, n] on GPU 0 (5 back to back
 // per timing, `reps` timings after one to warm up), with peer copies into
 // GPU 0 streaming meanwhile when `copies`.
 double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat16 *a,
@@ -863,7 +947,7 @@ bool profile(const char *json_path, const char *shapes_text)
                     "test_overlap --profile");
     fgh_json_str(&j, "method", "copies: cudaMemcpyPeerAsync from GPU 1 into GPU 0 (both: and 0 "
                                "into 1 at once), 8 queued per timing, median of 5, host-timed; "
-                               "GEMMs: cuBLAS bf16 on GPU 0, one shape at a time, 5 per timing, "
+                               "GEMMs: cuBLASLt bf16 on GPU 0, one shape at a time, 5 per timing, "
                                "median of 7 after one to warm up, events");
     static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
                                    128 << 20, 256 << 20};
@@ -938,7 +1022,7 @@ bool profile(const char *json_path, const char *shapes_text)
          fgh_ok(cudaMalloc(&r.b, bytes(mb))) && fgh_ok(cudaMalloc(&c, bytes(mc))) &&
          fgh_ok(cudaStreamCreateWithFlags(&r.st[1], cudaStreamNonBlocking)) &&
          fgh_ok(cudaStreamCreateWithFlags(&cst, cudaStreamNonBlocking)) &&
-         cublasCreate(&r.blas) == CUBLAS_STATUS_SUCCESS &&
+         lt_open(&r.lt) &&
          fgh_fill_device(a, FGH_BF16, ma, 3, 1.f, 0) == 0 &&
          fgh_fill_device(r.b, FGH_BF16, mb, 5, 1.f, 0) == 0;
     // one shape at a time, 7 timings after one to warm up.  Of three ways
@@ -1010,8 +1094,7 @@ bool profile(const char *json_path, const char *shapes_text)
         fclose(f);
     cudaSetDevice(0);
     cudaDeviceSynchronize();
-    if (r.blas)
-        cublasDestroy(r.blas);
+    lt_close(&r.lt);
     cudaFree(a), cudaFree(r.b), cudaFree(c);
     for (int d = 0; d < 2; d++) {
         cudaSetDevice(d);
