@@ -192,6 +192,24 @@ __global__ void reduce_block(const uint4 *own, const uint4 *recv, uint4 *out, in
     }
 }
 
+// The current device may access `peer`'s memory (enabled once per process).
+bool enable_peer(int peer)
+{
+    const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+    cudaGetLastError();   // "already enabled" is not sticky; clear it
+    return e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled || fgh_ok(e);
+}
+
+// Opens the results object of one run: the GPU, the commit, the tool.
+void json_begin(fgh_json *j, FILE *f, const char *tool)
+{
+    fgh_device d;
+    fgh_device_open(0, &d);
+    fgh_json_init(j, f);
+    fgh_json_obj_begin(j, nullptr);
+    fgh_json_header(j, &d, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown", tool);
+}
+
 bool setup(Setup *s)
 {
     const long long rows = s->m / s->world;
@@ -205,12 +223,8 @@ bool setup(Setup *s)
         if (!fgh_ok(cudaSetDevice(q)))
             return false;
         for (int p = 0; p < s->world; p++)
-            if (p != q) {
-                const cudaError_t e = cudaDeviceEnablePeerAccess(p, 0);
-                if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
-                    return fgh_ok(e);
-                cudaGetLastError();
-            }
+            if (p != q && !enable_peer(p))
+                return false;
         for (auto &st : r.st)
             if (!fgh_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)))
                 return false;
@@ -689,12 +703,7 @@ void bench(int world, const char *json_path, const char *only)
     FILE *jf = json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
     if (jf) {
-        fgh_device d;
-        fgh_device_open(0, &d);
-        fgh_json_init(&j, jf);
-        fgh_json_obj_begin(&j, nullptr);
-        fgh_json_header(&j, &d, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
-                        "test_overlap --bench");
+        json_begin(&j, jf, "test_overlap --bench");
         fgh_json_int(&j, "world", world);
         fgh_json_str(&j, "method", "us per call: 5 calls back to back, host-timed between full "
                                    "synchronizations; 9 repeats, parts interleaved in each; "
@@ -932,19 +941,10 @@ bool profile(const char *json_path, const char *shapes_text)
     for (int d = 0; d < 2 && ok; d++) {
         ok = fgh_ok(cudaSetDevice(d)) && fgh_ok(cudaMalloc(&buf[d][0], kMax)) &&
              fgh_ok(cudaMalloc(&buf[d][1], kMax)) &&
-             fgh_ok(cudaStreamCreateWithFlags(&st[d], cudaStreamNonBlocking));
-        const cudaError_t e = cudaDeviceEnablePeerAccess(1 - d, 0);
-        if (e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled)
-            ok = fgh_ok(e);
-        cudaGetLastError();
+             fgh_ok(cudaStreamCreateWithFlags(&st[d], cudaStreamNonBlocking)) && enable_peer(1 - d);
     }
     fgh_json j;
-    fgh_device dev;
-    fgh_device_open(0, &dev);
-    fgh_json_init(&j, f);
-    fgh_json_obj_begin(&j, nullptr);
-    fgh_json_header(&j, &dev, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
-                    "test_overlap --profile");
+    json_begin(&j, f, "test_overlap --profile");
     fgh_json_str(&j, "method", "copies: cudaMemcpyPeerAsync from GPU 1 into GPU 0 (both: and 0 "
                                "into 1 at once), 8 queued per timing, median of 5, host-timed; "
                                "GEMMs: cuBLASLt bf16 on GPU 0, one shape at a time, 5 per timing, "
