@@ -1,8 +1,10 @@
 #!/bin/sh
 # The generator under valgrind (memcheck, leaks included) on what it is given
 # in practice and on what it must refuse: generate and explain over every
-# shipped spec and target, import-hf of every test config, and every bad
-# spec.  Fails on the first valgrind error.
+# shipped spec and target, import-hf of every test config, every bad spec,
+# report over the test results, and profile and tune against stand-in
+# harnesses (a GPU's part is not what is checked here).  Fails on the first
+# valgrind error.
 #   FUSEGEN=build/fusegen scripts/valgrind-generator.sh
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -30,4 +32,41 @@ vg generate --out "$out/gen" specs/models/*.yaml specs/gemm/*.yaml specs/targets
 vg explain specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml specs/tuning/*.yaml
 for f in tests/data/hf/*.json; do vg import-hf "$f"; done
 for f in tests/specs/bad/*.yaml; do vg list "$f" specs/targets/h200.yaml; done
+for f in tests/data/bench/*.json; do vg report -o "$out/report" "$f"; done
+# profile: a stand-in for test_overlap --profile writing a fixed measurement
+cat > "$out/prof.sh" <<'EOS'
+#!/bin/sh
+while [ $# -gt 0 ]; do case $1 in --json) json=$2; shift;; esac; shift; done
+echo '{"gpu": {"name": "Stand-in"}, "fit": {"both_ways_latency_us": 9, "one_way_gbps": 380,
+"both_ways_gbps_each": 350}, "gemm_slowdown": {"fraction": 0.01}, "call_overhead": {"us": 20},
+"gemms": [{"m": 4096, "n": 5120, "k": 8192, "us": 420}]}' > "$json"
+EOS
+chmod +x "$out/prof.sh"
+cp specs/targets/h200.yaml "$out/h200.yaml"
+vg profile --target "$out/h200.yaml" --harness "$out/prof.sh" --work "$out/prof" specs/gemm/*.yaml
+vg profile --target "$out/h200.yaml" --harness /bin/false --work "$out/prof" specs/gemm/*.yaml
+# tune: a manifest of the planner's choice and one candidate, a stand-in
+# harness that times the candidate faster and passes every check
+fam=decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2
+inst() {   # NAME-SUFFIX CANDIDATE INFLIGHT
+    printf '{"name": "%s_t512_ring%s_norm", "template": "decode_attn_ring.in", "targets": ["h200"],
+ "tuning_family": "%s", %s "params": {"deterministic": 0, "threads": 512, "stage_bytes": 16384, "stages": 8,
+ "inflight": %s, "inflight3": %s}, "resources": {"registers": 96}}' "$fam" "$1" "$fam" "$2" "$3" "$3"
+}
+printf '{"instances": [%s, %s]}\n' "$(inst '' '' 8)" "$(inst _k16n8f6 '"candidate": true,' 6)" \
+    > "$out/manifest.json"
+cat > "$out/tune.sh" <<'EOS'
+#!/bin/sh
+json= only=
+while [ $# -gt 0 ]; do case $1 in --json) json=$2; shift;; --only) only=$2; shift;; esac; shift; done
+[ -z "$json" ] && exit 0
+{ echo '{"gpu": {"name": "Stand-in"}, "cases": ['; sep=
+  for n in $(echo "$only" | tr , ' '); do case $n in *k16n8f6*) t=40;; *) t=50;; esac
+    printf '%s{"name": "%s", "S": 1024, "time": {"median": %s}}' "$sep" "$n" "$t"; sep=,; done
+  echo ']}'; } > "$json"
+EOS
+chmod +x "$out/tune.sh"
+vg tune --manifest "$out/manifest.json" --harness "$out/tune.sh" --work "$out/tune" \
+    --out "$out/tuning.yaml"
+[ -s "$out/tuning.yaml" ] || { echo "valgrind-generator: tune wrote no tuning spec"; exit 1; }
 echo "valgrind-generator: $runs runs of fusegen, no valgrind error"

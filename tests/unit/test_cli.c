@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "fsutil.h"
+#include "strbuf.h"
 
 #define ALL_SPECS "specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml"
 
@@ -1056,6 +1057,24 @@ Test(cli, profile_writes_the_interconnect_block)
     cr_assert_eq(stat(target, &b), 0);
     cr_expect_eq(a.st_ino, b.st_ino);
     cr_expect_eq(a.st_mtime, b.st_mtime);
+    /* measurements the target spec cannot hold (both directions at once below
+     * one alone): the validation's error, the spec left alone */
+    char odd[128];
+    snprintf(odd, sizeof odd, "%s/odd.sh", tmp);
+    write_file(odd, "#!/bin/sh\n"
+                    "while [ $# -gt 0 ]; do case $1 in --json) json=$2; shift;; esac; shift; done\n"
+                    "echo '{\"fit\": {\"both_ways_latency_us\": 9, \"one_way_gbps\": 380, "
+                    "\"both_ways_gbps_each\": 100}, \"gemm_slowdown\": {\"fraction\": 0}, "
+                    "\"call_overhead\": {\"us\": 1}, \"gemms\": []}' > $json\n");
+    chmod(odd, 0755);
+    cr_expect_eq(run(&log, "profile --target %s --harness %s --work %s "
+                           "specs/gemm/llama-2-70b-tp2.yaml", target, odd, work),
+                 1);
+    cr_expect_not_null(strstr(log, "peer_copy_bidir_gbps"), "%s", log);
+    cr_expect_not_null(strstr(log, "the profiled spec does not validate"), "%s", log);
+    free(log);
+    cr_assert_eq(stat(target, &b), 0);
+    cr_expect_eq(a.st_ino, b.st_ino);
     /* a target without the block gets it appended */
     char *h100 = slurp("specs/targets/h100.yaml");
     cr_assert_null(strstr(h100, "interconnect:"));
@@ -1067,6 +1086,25 @@ Test(cli, profile_writes_the_interconnect_block)
     spec = slurp(target);
     cr_expect_eq(strncmp(spec, h100, strlen(h100)), 0, "%s", spec);
     cr_expect_not_null(strstr(spec + strlen(h100), "  interconnect:\n"), "%s", spec);
+    free(spec);
+    /* a block with a key after it: only the block's own lines are replaced */
+    char *ceil = strstr(h100, "  ceilings:");
+    cr_assert_not_null(ceil);
+    fg_strbuf mid = {0};
+    fg_sb_printf(&mid, "%.*s  interconnect:\n    peer_copy_latency_us: 1\n    peer_copy_gbps: 1\n"
+                       "    peer_copy_bidir_gbps: 1\n    gemm_slowdown: 0\n    source: old\n%s",
+                 (int)(ceil - h100), h100, ceil);
+    write_file(target, fg_sb_str(&mid));
+    fg_sb_free(&mid);
+    cr_assert_eq(run(&log, "profile --target %s --harness %s --work %s "
+                           "specs/gemm/llama-2-70b-tp2.yaml", target, harness, work),
+                 0, "%s", log);
+    free(log);
+    spec = slurp(target);
+    cr_expect_null(strstr(spec, "source: old"), "%s", spec);
+    cr_expect_not_null(strstr(spec, "\"\n  ceilings:\n"), "the key after the block stays: %s",
+                       spec);
+    cr_expect_not_null(strstr(spec, ceil), "%s", spec);
     free(spec);
     free(h100);
     /* a model spec where a GEMM spec belongs */
