@@ -131,6 +131,12 @@ void fg_line_col(const char *text, size_t offset, unsigned *line, unsigned *col)
 /* Runs argv with its output appended to `log`; its exit status, or -1. */
 int fg_run_logged(char *const argv[], const char *log)
 {
+    return fg_run_logged_progress(argv, log, NULL, NULL);
+}
+
+int fg_run_logged_progress(char *const argv[], const char *log, void (*tick)(void *ctx),
+                           void *ctx)
+{
     fflush(NULL);
     const pid_t pid = fork();
     if (pid < 0)
@@ -146,8 +152,18 @@ int fg_run_logged(char *const argv[], const char *log)
         _exit(127);
     }
     int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
+    for (;;) {
+        const pid_t r = waitpid(pid, &st, tick ? WNOHANG : 0);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR)
             return -1;
+        if (r == 0) {   /* still running: report, then look again in a moment */
+            tick(ctx);
+            usleep(500 * 1000);
+        }
+    }
+    if (tick)
+        tick(ctx);   /* what the last moment added */
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + (WIFSIGNALED(st) ? WTERMSIG(st) : 0);
 }

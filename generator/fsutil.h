@@ -27,5 +27,9 @@ char *fg_read_all(const char *path, size_t *len);
 /* Runs argv (a program on PATH or a path) with its stdout and stderr
  * appended to `log`; its exit status, 128 + the signal, or -1. */
 int fg_run_logged(char *const argv[], const char *log);
+/* The same, calling tick(ctx) about twice a second while it runs and once
+ * after it ends (progress reports). */
+int fg_run_logged_progress(char *const argv[], const char *log, void (*tick)(void *ctx),
+                           void *ctx);
 
 #endif

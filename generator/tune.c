@@ -26,8 +26,9 @@ static const char usage[] =
     "Times the ring configurations of each instance family in GATED.json (the\n"
     "gate's manifest of `make candidates`: the planner's choice and its tuning\n"
     "candidates, less those discarded for spilling) with the GPU test harness,\n"
-    "checks the fastest against the reference in order until one passes, and\n"
-    "writes it into TUNING.yaml (a tuning spec: specs/tuning/<target>.yaml),\n"
+    "showing the points timed as the harness logs them; checks the fastest\n"
+    "against the reference in order until one passes; and writes it into\n"
+    "TUNING.yaml (a tuning spec: specs/tuning/<target>.yaml),\n"
     "keeping the entries of the families not tuned in this run.  A family whose\n"
     "fastest passing configuration is the planner's own, or beats it by no more\n"
     "than the margin (timing noise: the best of many single timings is biased\n"
@@ -62,6 +63,7 @@ typedef struct tune {
     const char *manifest_path, *out, *kernels, *harness, *work;
     unsigned top;
     double margin;             /* fraction */
+    unsigned points_expected;  /* of the timing run: two per configuration */
     json_object *manifest;
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
@@ -162,7 +164,34 @@ static int collect(tune *t)
     return 0;
 }
 
-/* One harness run over the named instances (--bench ... when json is set). */
+/* Progress of a timing run: the points the harness has logged so far (one
+ * line with " S=" each), reported when the count moves. */
+typedef struct progress {
+    const char *log;
+    long start;           /* the log's size when the run began */
+    unsigned reported, expected;
+} progress;
+
+static void report_progress(void *ctx)
+{
+    progress *p = ctx;
+    FILE *f = fopen(p->log, "r");
+    if (!f)
+        return;
+    unsigned n = 0;
+    char line[1024];
+    if (fseek(f, p->start, SEEK_SET) == 0)
+        while (fgets(line, sizeof line, f))
+            n += strstr(line, " S=") != NULL;
+    fclose(f);
+    if (n != p->reported) {
+        fprintf(stderr, "fusegen tune:   %u of %u points timed\n", n, p->expected);
+        p->reported = n;
+    }
+}
+
+/* One harness run over the named instances (--bench ... when json is set,
+ * with progress reported from the log). */
 static int harness(tune *t, const char *names, const char *json, const char *log)
 {
     char *argv[16];
@@ -182,7 +211,12 @@ static int harness(tune *t, const char *names, const char *json, const char *log
         argv[n++] = (char *)json;
     }
     argv[n] = NULL;
-    return fg_run_logged(argv, log);
+    if (!json)
+        return fg_run_logged(argv, log);
+    struct stat st;
+    progress p = {.log = log, .start = stat(log, &st) == 0 ? (long)st.st_size : 0,
+                  .expected = t->points_expected};
+    return fg_run_logged_progress(argv, log, report_progress, &p);
 }
 
 static cfg *find_cfg(tune *t, const char *name)
@@ -206,6 +240,7 @@ static int time_all(tune *t)
     fg_sb_printf(&log, "%s/tune.log", t->work);
     fprintf(stderr, "fusegen tune: timing %zu configurations (S = 1K and S_max; log %s)\n",
             count, fg_sb_str(&log));
+    t->points_expected = (unsigned)(2 * count);   /* (fewer where S_max is 1K) */
     remove(fg_sb_str(&json));
     int rc = harness(t, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log));
     json_object *doc = rc == 0 ? json_object_from_file(fg_sb_str(&json)) : NULL;

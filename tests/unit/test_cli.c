@@ -398,7 +398,8 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                "for n in $(echo $only | tr , ' '); do case $n in *k16n8f6*) t=40;; *k20n8f8*) "
                "t=45;; *) t=50;; esac\n"
                "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
-               "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; done; done; echo ']}'; } > $json\n");
+               "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done; "
+               "echo ']}'; } > $json\n");
     chmod(harness, 0755);
     char *log;
     /* a work folder that does not exist yet is made */
@@ -406,6 +407,9 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                      harness, tmp),
                  0, "%s", log);
     cr_expect_not_null(strstr(log, "failed its checks: not chosen"), "%s", log);
+    /* progress from the log: the harness's lines with " S=", three
+     * configurations at two points each */
+    cr_expect_not_null(strstr(log, "fusegen tune:   6 of 6 points timed\n"), "%s", log);
     free(log);
     snprintf(cmd, sizeof cmd, "%s/w/x/tune.log", tmp);
     cr_expect_eq(access(cmd, R_OK), 0, "%s", cmd);
