@@ -142,13 +142,17 @@ int fg_run_logged_progress(char *const argv[], const char *log, void (*tick)(voi
     if (pid < 0)
         return -1;
     if (pid == 0) {
+        /* the callers' errors point at the log: what went wrong goes there */
         const int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-        if (fd >= 0) {
-            dup2(fd, 1);
-            dup2(fd, 2);
-            close(fd);
+        if (fd < 0) {
+            dprintf(2, "cannot open %s: %s\n", log, strerror(errno));
+            _exit(127);
         }
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
         execvp(argv[0], argv);
+        dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
         _exit(127);
     }
     int st;

@@ -291,22 +291,22 @@ static void decode_dims(fg_strbuf *dims, const fg_model *m)
         fg_sb_puts(dims, "_bias");
 }
 
-/* The instance family's name: an instance name up to its head split (the
- * key of tuning entries).  False if it cannot be named. */
-static bool decode_family(char out[FG_NAME_MAX], const fg_model *m, const fg_target *t,
-                          unsigned bmax, unsigned c, unsigned p)
+/* The head split in instance-name form: batch, then p clusters of c. */
+static void head_split(char out[32], unsigned bmax, unsigned c, unsigned p)
 {
-    fg_strbuf dims = {0};
-    decode_dims(&dims, m);
-    char split[32];
     if (p > 1)
-        snprintf(split, sizeof split, "b%u_c%ux%u", bmax, c, p);
+        snprintf(out, 32, "b%u_c%ux%u", bmax, c, p);
     else
-        snprintf(split, sizeof split, "b%u_c%u", bmax, c);
-    const bool ok = fg_instance_name(out, "decode_attn", t->arch, fg_dtype_name(m->dtype),
-                                     fg_sb_str(&dims), split);
-    fg_sb_free(&dims);
-    return ok;
+        snprintf(out, 32, "b%u_c%u", bmax, c);
+}
+
+/* The instance family's name: an instance name up to its head split (the
+ * key of tuning entries), from decode_dims() and head_split().  False if it
+ * cannot be named. */
+static bool decode_family(char out[FG_NAME_MAX], const fg_model *m, const fg_target *t,
+                          const char *dims, const char *split)
+{
+    return fg_instance_name(out, "decode_attn", t->arch, fg_dtype_name(m->dtype), dims, split);
 }
 
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
@@ -318,15 +318,13 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_attention *a = m->attention;
     const unsigned threads = ring ? ring->threads : cs->threads;
     fg_instance in = {0};
-    char variant[64];
+    char variant[96];
     fg_strbuf dims = {0};
     decode_dims(&dims, m);
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
-    char cl[16];
-    if (p > 1)
-        snprintf(cl, sizeof cl, "c%ux%u", c, p);
-    else
-        snprintf(cl, sizeof cl, "c%u", c);
+    char split[32];
+    head_split(split, bmax, c, p);
+    const char *cl = strchr(split, '_') + 1;   /* the cluster part, for the path key */
     char deep[32] = "";
     /* a configuration other than the model's carries it in the name (stage
      * KB, stages, stages in flight): targets tuned differently, or not at
@@ -341,10 +339,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         snprintf(deep, sizeof deep, "_ring");
     else if (cs == &WIDE_DEEP3)
         snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
-    snprintf(variant, sizeof variant, "b%u_%s_t%u%s_norm%s", bmax, cl, threads, deep,
+    snprintf(variant, sizeof variant, "%s_t%u%s_norm%s", split, threads, deep,
              det ? "_det" : "");
     const bool named = fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype),
-                                        fg_sb_str(&dims), variant);
+                                        fg_sb_str(&dims), variant) &&
+                       (!ring || decode_family(in.tuning_family, m, t, fg_sb_str(&dims), split));
     fg_sb_free(&dims);
     if (!named) {
         fg_error(d, "cannot name a decode_attn instance");
@@ -429,11 +428,6 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
     in.candidate = ring && ring->candidate;
-    if (ring && !decode_family(in.tuning_family, m, t, bmax, c, p)) {
-        fg_error(d, "%s: cannot name its instance family", in.name);
-        fg_instance_free(&in);
-        return -1;
-    }
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",
@@ -550,8 +544,13 @@ static const fg_tuning_entry *tuning_entry(const fg_plan_set *set, const char *f
 static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_target *t,
                        unsigned bmax, unsigned p, ring_cfg *r, fg_strbuf *why, fg_diag *d)
 {
-    char family[FG_NAME_MAX];
-    if (!decode_family(family, m, t, bmax, 2, p)) {
+    char family[FG_NAME_MAX], split[32];
+    fg_strbuf dims = {0};
+    decode_dims(&dims, m);
+    head_split(split, bmax, 2, p);
+    const bool named = decode_family(family, m, t, fg_sb_str(&dims), split);
+    fg_sb_free(&dims);
+    if (!named) {
         fg_error(d, "cannot name a decode_attn instance family");
         return -1;
     }
@@ -704,11 +703,12 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
          * 70.9 / 95.0 / 189.7 at S = 1K / 4K / 16K).  Elsewhere it is kept
          * so the single-cluster exchange is compiled and tested. */
         ring_cfg rc;
-        const bool pairs = !ring_plan(m, t, 2, 2, bmax, &rc);
         const bool mha = m->attention->kv_heads == m->attention->heads;
+        bool pairs = false;   /* two clusters per head plan (known before p = 1) */
         for (unsigned p = 2; p >= 1; p--) {
             if (ring_plan(m, t, 2, p, bmax, &rc))
                 continue;
+            pairs |= p == 2;
             const bool preferred = p == 2 || !pairs;
             const char *what =
                 p == 2 ? (mha ? "preferred: two clusters of 2 per head streamed through a "
@@ -729,11 +729,11 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
             fg_sb_puts(&twin, "deterministic twin of the ring form (same code: the ring form is "
                               "reproducible by construction)");
             int rc_plan = ring_choose(set, m, t, bmax, p, &rc, &choice, d);
-            if (!rc_plan)
+            if (!rc_plan) {
                 fg_sb_puts(&twin, strchr(fg_sb_str(&choice), '\n'));
-            if (!rc_plan)
                 rc_plan = plan_one(set, s, ts, bmax, 2, p, NULL, &rc, false,
                                    preferred ? 3 : 1, fg_sb_str(&choice), d);
+            }
             if (!rc_plan && preferred)
                 rc_plan = plan_one(set, s, ts, bmax, 2, p, NULL, &rc, true, 1, fg_sb_str(&twin), d);
             if (!rc_plan && set->candidates)

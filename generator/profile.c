@@ -1,6 +1,7 @@
 /* fusegen profile (profile.h). */
 #include "profile.h"
 
+#include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -241,7 +242,11 @@ int fg_cmd_profile(int argc, char **argv)
     char *old = NULL;
     json_object *doc = NULL;
     size_t len = 0;
-    fg_spec *target = fg_spec_load(p.target_path, &p.d);
+    /* read once: checked now, spliced after the run */
+    old = fg_read_all(p.target_path, &len);
+    if (!old)
+        fg_error_at(&p.d, p.target_path, 0, 0, "cannot open: %s", strerror(errno));
+    fg_spec *target = old ? fg_spec_load_text(p.target_path, old, len, &p.d) : NULL;
     if (target && target->kind != FG_SPEC_TARGET)
         fg_error_at(&p.d, p.target_path, 0, 0, "expected a target spec (target:)");
     if (p.d.errors || collect_shapes(&p, &shapes) || fg_mkdirs(p.work, &p.d))
@@ -266,11 +271,6 @@ int fg_cmd_profile(int argc, char **argv)
     if (!doc) {
         fg_error_at(&p.d, fg_sb_str(&json), 0, 0, "cannot read or parse: %s",
                     json_util_get_last_err());
-        goto done;
-    }
-    old = fg_read_all(p.target_path, &len);
-    if (!old) {
-        fg_error_at(&p.d, p.target_path, 0, 0, "cannot read");
         goto done;
     }
     if (render_block(&p, doc, fg_sb_str(&json), &block))

@@ -92,7 +92,10 @@ static int render_overlap(json_object *doc, json_object *cases, const char *sour
                  date ? date : "unknown");
     for (int p = 0; p < OVERLAP_PARTS; p++)
         fg_sb_printf(&m, " %s |", OVERLAP_TITLE[p]);
-    fg_sb_puts(&m, "\n|---|---|---|---|---|---|---|---|---|---|\n");
+    fg_sb_puts(&m, "\n|---|---|---|---|---|");   /* shape, collective, m, n, k */
+    for (int p = 0; p < OVERLAP_PARTS; p++)
+        fg_sb_puts(&m, "---|");
+    fg_sb_puts(&m, "\n");
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         json_object *c = json_object_array_get_idx(cases, i);

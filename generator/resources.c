@@ -483,10 +483,13 @@ static void gate_function(gate *g, const char *log, const fg_resources *r)
         report_spill(g, log, r);
         return;
     }
-    char why[96];
-    snprintf(why, sizeof why, "spills: %d bytes stored, %d loaded",
-             r->is_amd ? r->vgpr_spills + r->sgpr_spills : r->spill_store_bytes,
-             r->is_amd ? 0 : r->spill_load_bytes);
+    char why[96];   /* AMD reports registers spilled, not bytes */
+    if (r->is_amd)
+        snprintf(why, sizeof why, "spills: %d VGPRs, %d SGPRs spilled", r->vgpr_spills,
+                 r->sgpr_spills);
+    else
+        snprintf(why, sizeof why, "spills: %d bytes stored, %d loaded", r->spill_store_bytes,
+                 r->spill_load_bytes);
     json_object_object_add(inst, "discarded", json_object_new_string(why));
     g->discarded++;
 }

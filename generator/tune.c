@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "decimal.h"
 #include "diag.h"
 #include "fsutil.h"
 #include "instance.h"
@@ -168,25 +169,31 @@ static int collect(tune *t)
  * line with " S=" each), reported when the count moves. */
 typedef struct progress {
     const char *log;
-    long start;           /* the log's size when the run began */
-    unsigned reported, expected;
+    long offset;          /* how far the log has been read (its size when the run began) */
+    unsigned timed, reported, expected;
 } progress;
 
+/* Counts the whole lines the log gained since the last call; a line still
+ * being written is read again next time. */
 static void report_progress(void *ctx)
 {
     progress *p = ctx;
     FILE *f = fopen(p->log, "r");
     if (!f)
         return;
-    unsigned n = 0;
-    char line[1024];
-    if (fseek(f, p->start, SEEK_SET) == 0)
-        while (fgets(line, sizeof line, f))
-            n += strstr(line, " S=") != NULL;
+    char line[4096];
+    if (fseek(f, p->offset, SEEK_SET) == 0)
+        while (fgets(line, sizeof line, f)) {
+            const size_t len = strlen(line);
+            if (line[len - 1] != '\n' && len + 1 < sizeof line)
+                break;   /* unfinished */
+            p->offset += (long)len;
+            p->timed += strstr(line, " S=") != NULL;
+        }
     fclose(f);
-    if (n != p->reported) {
-        fprintf(stderr, "fusegen tune:   %u of %u points timed\n", n, p->expected);
-        p->reported = n;
+    if (p->timed != p->reported) {
+        fprintf(stderr, "fusegen tune:   %u of %u points timed\n", p->timed, p->expected);
+        p->reported = p->timed;
     }
 }
 
@@ -214,7 +221,7 @@ static int harness(tune *t, const char *names, const char *json, const char *log
     if (!json)
         return fg_run_logged(argv, log);
     struct stat st;
-    progress p = {.log = log, .start = stat(log, &st) == 0 ? (long)st.st_size : 0,
+    progress p = {.log = log, .offset = stat(log, &st) == 0 ? (long)st.st_size : 0,
                   .expected = t->points_expected};
     return fg_run_logged_progress(argv, log, report_progress, &p);
 }
@@ -414,8 +421,13 @@ static int write_spec(tune *t, fg_tuning_entry *fresh, size_t nfresh)
     }
     fg_strbuf text = {0};
     render(&text, t->target, all, n);
+    /* what is written must load as a tuning spec, as profile checks its own */
+    fg_spec *check = fg_spec_load_text(t->out, fg_sb_str(&text), text.len, &t->d);
     bool changed = false;
-    const int rc = fg_write_if_changed(t->out, fg_sb_str(&text), text.len, &changed, &t->d);
+    const int rc = !check ? -1
+                          : fg_write_if_changed(t->out, fg_sb_str(&text), text.len, &changed,
+                                                &t->d);
+    fg_spec_free(check);
     if (!rc)
         fprintf(stderr, "fusegen tune: %s %s (%zu entries)\n", t->out,
                 changed ? "written" : "unchanged", n);
@@ -449,9 +461,8 @@ static int parse_args(int argc, char **argv, tune *t)
         case 'H': t->harness = optarg; break;
         case 'w': t->work = optarg; break;
         case 'n': {
-            char *end;
-            const long v = strtol(optarg, &end, 10);
-            if (*end || v < 1 || v > 100) {
+            uint64_t v;
+            if (!fg_parse_decimal(optarg, strlen(optarg), 1, 100, &v)) {
                 fprintf(stderr, "fusegen tune: error: --top '%s'; expected 1 to 100\n", optarg);
                 return 2;
             }
