@@ -152,6 +152,8 @@ struct Rank {
     __nv_bfloat16 *out = nullptr;   // RS: this rank's reduced block [M/W, N]
     cudaEvent_t flag[FGRT_FLAG_SENT + kMaxWorld] = {};
     cudaEvent_t done[kMaxOps] = {};
+    cudaEvent_t join[2] = {};       // a barrier joins streams 0 and 2 into 1
+    int sms = 0;                    // the reduction's grid: 16 blocks per SM
 #ifdef FG_HAVE_NCCL
     ncclComm_t comm = nullptr;   // serial_nccl
 #endif
@@ -161,10 +163,22 @@ struct Setup {
     fgrt_collective coll;
     int world;
     long long m, n, k;
+    bool nccl;   // a serial_nccl run needs the communicators; the others do without
     Rank r[kMaxWorld];
+    // every rank's order for one schedule, made once and replayed per call
+    int ops_sched = -1;
+    fgrt_op ops[kMaxWorld][kMaxOps];
+    size_t nops[kMaxWorld] = {};
 };
 
 size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
+
+double now_us()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
 
 // out = own partial block + the W - 1 received ones, fp32 sums in rank
 // order, rounded once.  16-byte loads and a grid of 16 blocks per SM keep
@@ -234,7 +248,11 @@ bool setup(Setup *s)
         for (auto &e : r.done)
             if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
                 return false;
-        if (!lt_open(&r.lt))
+        for (auto &e : r.join)
+            if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
+                return false;
+        if (!fgh_ok(cudaDeviceGetAttribute(&r.sms, cudaDevAttrMultiProcessorCount, q)) ||
+            !lt_open(&r.lt))
             return false;
         const bool ag = s->coll == FGRT_AG_GEMM;
         bool ok = fgh_ok(cudaMalloc(&r.b, bytes(s->k * s->n))) &&
@@ -252,6 +270,8 @@ bool setup(Setup *s)
             return false;
     }
 #ifdef FG_HAVE_NCCL
+    if (!s->nccl)
+        return true;
     ncclComm_t comms[kMaxWorld];
     int devs[kMaxWorld];
     for (int q = 0; q < s->world; q++)
@@ -279,6 +299,9 @@ void teardown(Setup *s)
             if (e)
                 cudaEventDestroy(e);
         for (auto &e : r.done)
+            if (e)
+                cudaEventDestroy(e);
+        for (auto &e : r.join)
             if (e)
                 cudaEventDestroy(e);
         lt_close(&r.lt);
@@ -344,7 +367,7 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
         break;
     case FGRT_OP_REDUCE:
         // setup() makes rows * n a multiple of 8
-        reduce_block<<<132 * 16, 256, 0, st>>>(
+        reduce_block<<<r.sms * 16, 256, 0, st>>>(
             reinterpret_cast<const uint4 *>(r.c + (size_t)q * rows * s->n),
             reinterpret_cast<const uint4 *>(r.recv), reinterpret_cast<uint4 *>(r.out), s->world, q,
             rows * s->n / 8);
@@ -362,9 +385,10 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
 bool arm_barrier(Rank &r, unsigned flag)
 {
     cudaSetDevice(r.dev);
-    cudaEvent_t j0 = r.done[kMaxOps - 1], j2 = r.done[kMaxOps - 2];
-    return fgh_ok(cudaEventRecord(j0, r.st[0])) && fgh_ok(cudaEventRecord(j2, r.st[2])) &&
-           fgh_ok(cudaStreamWaitEvent(r.st[1], j0, 0)) && fgh_ok(cudaStreamWaitEvent(r.st[1], j2, 0)) &&
+    return fgh_ok(cudaEventRecord(r.join[0], r.st[0])) &&
+           fgh_ok(cudaEventRecord(r.join[1], r.st[2])) &&
+           fgh_ok(cudaStreamWaitEvent(r.st[1], r.join[0], 0)) &&
+           fgh_ok(cudaStreamWaitEvent(r.st[1], r.join[1], 0)) &&
            fgh_ok(cudaEventRecord(r.flag[flag], r.st[1]));
 }
 
@@ -414,14 +438,19 @@ bool enqueue_nccl(Setup *s, fgrt_op (*ops)[kMaxOps], const size_t *next)
 // order, the ranks interleaved so that every wait finds its event recorded.
 bool run_call(Setup *s, fgrt_schedule sched)
 {
-    fgrt_op ops[kMaxWorld][kMaxOps];
-    size_t n[kMaxWorld], next[kMaxWorld] = {};
-    bool armed[kMaxWorld] = {}, at_nccl[kMaxWorld] = {};
-    for (int q = 0; q < s->world; q++) {
-        n[q] = fgrt_overlap_ops(s->coll, sched, (unsigned)s->world, (unsigned)q, ops[q], kMaxOps - 2);
-        if (n[q] == 0 || n[q] > kMaxOps - 2)
-            return false;
+    if (s->ops_sched != (int)sched) {   // the orders, once per schedule (not per timed call)
+        for (int q = 0; q < s->world; q++) {
+            s->nops[q] = fgrt_overlap_ops(s->coll, sched, (unsigned)s->world, (unsigned)q,
+                                          s->ops[q], kMaxOps);
+            if (s->nops[q] == 0 || s->nops[q] > kMaxOps)
+                return false;
+        }
+        s->ops_sched = (int)sched;
     }
+    fgrt_op(*ops)[kMaxOps] = s->ops;
+    const size_t *n = s->nops;
+    size_t next[kMaxWorld] = {};
+    bool armed[kMaxWorld] = {}, at_nccl[kMaxWorld] = {};
     bool signalled[kMaxWorld][FGRT_FLAG_SENT + kMaxWorld] = {};
     for (bool moved = true; moved;) {
         moved = false;
@@ -484,7 +513,7 @@ bool run_call(Setup *s, fgrt_schedule sched)
 // Waits for every stream of every rank, at most `limit_s` seconds.
 bool finish(Setup *s, double limit_s)
 {
-    const clock_t t0 = clock();
+    const double t0 = now_us();
     for (int q = 0; q < s->world; q++) {
         cudaSetDevice(s->r[q].dev);
         for (auto st : s->r[q].st)
@@ -494,7 +523,7 @@ bool finish(Setup *s, double limit_s)
                     break;
                 if (e != cudaErrorNotReady)
                     return fgh_ok(e);
-                if ((double)(clock() - t0) / CLOCKS_PER_SEC > limit_s) {
+                if ((now_us() - t0) * 1e-6 > limit_s) {
                     fprintf(stderr, "overlap: rank %d did not finish within %.0f s\n", q, limit_s);
                     return false;
                 }
@@ -521,7 +550,7 @@ void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, lo
     char name[160];
     snprintf(name, sizeof name, "%s %s, %d GPUs, M=%lld N=%lld K=%lld",
              coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched), world, m, n, k);
-    Setup s{coll, world, m, n, k, {}};
+    Setup s{coll, world, m, n, k, sched == FGRT_SERIAL_NCCL, {}};
     if (!CHECK(name, setup(&s))) {
         teardown(&s);
         return;
@@ -549,11 +578,15 @@ void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, lo
              fgh_ok(cudaDeviceSynchronize());
     }
     ok = ok && CHECK(name, run_call(&s, sched)) && CHECK(name, finish(&s, 30.0));
+    const long long out_rows = ag ? m : rows;
+    std::vector<double> ref;
     for (int q = 0; q < world && ok; q++) {
-        // the reference of rank q's output in double
-        const long long out_rows = ag ? m : rows, row0 = ag ? 0 : q * rows;
-        std::vector<double> ref(out_rows * n, 0.0);
-        for (long long i = 0; i < out_rows; i++)
+        // the reference of rank q's output in double (AG: every rank's is
+        // the same A B, made once)
+        const long long row0 = ag ? 0 : q * rows;
+        if (!ag || q == 0)
+            ref.assign(out_rows * n, 0.0);
+        for (long long i = 0; (!ag || q == 0) && i < out_rows; i++)
             for (int p = 0; p < (ag ? 1 : world); p++) {
                 const long long gi = row0 + i;
                 const uint16_t *arow = ag ? ha[gi / rows].data() + (gi % rows) * k : ha[p].data() + gi * k;
@@ -576,13 +609,6 @@ void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, lo
         printf("    %s: rel L2 %.3e\n", what, e.rel_l2);
     }
     teardown(&s);
-}
-
-double now_us()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
 }
 
 bool sync_all(Setup *s)
@@ -713,7 +739,7 @@ void bench(int world, const char *json_path, const char *only)
     for (const Shape &sh : shapes) {
         if (!selected(only, sh.name))
             continue;
-        Setup s{sh.coll, world, sh.m, sh.n, sh.k, {}};
+        Setup s{sh.coll, world, sh.m, sh.n, sh.k, kHaveNccl, {}};
         char what[96];
         snprintf(what, sizeof what, "bench %s at %d GPUs", sh.name, world);
         if (!CHECK(what, setup(&s))) {
@@ -1060,7 +1086,7 @@ bool profile(const char *json_path, const char *shapes_text)
     // shape less its GEMM and its copy alone (barriers, cross-GPU event waits)
     double call = NAN, tiny_gemm = NAN, tiny_comm = NAN;
     if (ok) {
-        Setup ts{FGRT_AG_GEMM, 2, 256, 128, 128, {}};
+        Setup ts{FGRT_AG_GEMM, 2, 256, 128, 128, false, {}};
         if (setup(&ts)) {
             std::vector<double> tc, tg, tm;
             for (int rep = -1; rep < 9; rep++) {   // rep -1 warms up; parts interleaved
@@ -1095,6 +1121,10 @@ bool profile(const char *json_path, const char *shapes_text)
     cudaSetDevice(0);
     cudaDeviceSynchronize();
     lt_close(&r.lt);
+    if (r.st[1])
+        cudaStreamDestroy(r.st[1]);
+    if (cst)
+        cudaStreamDestroy(cst);
     cudaFree(a), cudaFree(r.b), cudaFree(c);
     for (int d = 0; d < 2; d++) {
         cudaSetDevice(d);
