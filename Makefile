@@ -138,7 +138,7 @@ PROFILE_TARGET ?= specs/targets/h200.yaml
 profile: $(FUSEGEN)
 	@export BUILD=$(BUILD) && . tests/gpu/gpu-env.sh && if why=$$(fg_gpu_missing); then \
 	    echo "make profile needs 2 GPUs: $$why"; exit 1; fi && fg_gpu_build && \
-	    NCCL_NVLS_ENABLE=0 $(FUSEGEN) profile --target $(PROFILE_TARGET) \
+	    $(FUSEGEN) profile --target $(PROFILE_TARGET) \
 	        --harness $(BUILD)/gpu/test_overlap --work $(BUILD)/profile $(wildcard specs/gemm/*.yaml)
 
 # ---- tests ----

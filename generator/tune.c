@@ -70,6 +70,7 @@ typedef struct tune {
     family *fams;
     size_t nfam;
     char gpu[128];
+    char commit[64];           /* the harness's, where it says (FG_COMMIT) */
     fg_strbuf points;          /* "S = 1024 + 4096" */
     fg_diag d;
 } tune;
@@ -260,6 +261,9 @@ static int time_all(tune *t)
         rc = 0;
         json_object *gpu = fg_json_get(doc, "gpu");
         snprintf(t->gpu, sizeof t->gpu, "%s", fg_json_str(gpu, "name") ? fg_json_str(gpu, "name") : "GPU");
+        const char *commit = fg_json_str(doc, "commit");
+        if (commit && strcmp(commit, "unknown"))
+            snprintf(t->commit, sizeof t->commit, "%s", commit);
         const char *first = fg_json_str(json_object_array_get_idx(cases, 0), "name");
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
             json_object *c = json_object_array_get_idx(cases, i);
@@ -523,7 +527,11 @@ int fg_cmd_tune(int argc, char **argv)
         if (!fresh)
             fg_out_of_memory();
         fg_strbuf measured = {0};
-        fg_sb_printf(&measured, "%s, %s, fusegen tune", t.gpu, fg_sb_str(&t.points));
+        /* GPU, points, commit (spec.h): provenance for the next person */
+        fg_sb_printf(&measured, "%s, %s, ", t.gpu, fg_sb_str(&t.points));
+        if (*t.commit)
+            fg_sb_printf(&measured, "commit %s, ", t.commit);
+        fg_sb_puts(&measured, "fusegen tune");
         for (size_t i = 0; i < t.nfam && !t.d.errors; i++) {
             bool have;
             if (t.fams[i].n > 1 && !choose(&t, &t.fams[i], &fresh[nfresh], &have) && have) {

@@ -394,7 +394,8 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                "if [ -z \"$json\" ]; then case $only in *k16n8f6*) echo FAIL; exit 1;; esac; "
                "exit 0; fi\n"
                "case $only in *k8n16f16*) exit 3;; esac\n"
-               "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
+               "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", "
+               "\"cases\": ['; sep=\n"
                "for n in $(echo $only | tr , ' '); do case $n in *k16n8f6*) t=40;; *k20n8f8*) "
                "t=45;; *) t=50;; esac\n"
                "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
@@ -421,7 +422,7 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                                     "      tuned_us: 90.00\n"
                                     "      model_us: 100.00\n      worst_us: 100.00\n"
                                     "      candidates: 3\n"
-                                    "      measured: \"Stand-in, S = 1024 + 4096, fusegen tune\"\n"),
+                                    "      measured: \"Stand-in, S = 1024 + 4096, commit abc1234, fusegen tune\"\n"),
                        "%s", spec);
     free(spec);
     /* the same timings again: the spec is not rewritten */
