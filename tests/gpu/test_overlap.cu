@@ -16,7 +16,8 @@
 // included, with T / max(T_gemm, T_comm):
 // medians over repeats of back-to-back calls, the parts interleaved in each
 // repeat, host-timed between full synchronizations (the host enqueues ahead
-// of the GPUs; not yet graph-captured).
+// of the GPUs; not yet graph-captured); then each schedule once more, its
+// outputs poisoned, checked at the bench shape on sampled entries.
 // --nccl-only: the serial_nccl checks alone (check-gpu runs them once more
 // with NCCL's shared-memory and peer-to-peer transports off, so that the
 // ranks talk through its socket transport: the path between nodes, checked
@@ -54,9 +55,11 @@ namespace {
 constexpr int kMaxWorld = 8;
 constexpr int kMaxOps = 64;
 
-// cuBLASLt GEMMs on one device: a handle, a workspace, and per shape met its
-// descriptors and the heuristic's first algorithm, kept so that enqueueing a
-// GEMM is one cublasLtMatmul call.
+// cuBLASLt GEMMs on one device: a handle, a workspace per stream (GEMMs on
+// two streams at once must not share one: its algorithms may keep partial
+// tiles and counters there), and per shape its descriptors and the
+// heuristic's first algorithm, kept so that enqueueing a GEMM is one
+// cublasLtMatmul call.
 struct LtPlan {
     long long rows, n, k;
     cublasLtMatmulDesc_t op;
@@ -66,7 +69,7 @@ struct LtPlan {
 
 struct LtGemm {
     cublasLtHandle_t h = nullptr;
-    void *ws = nullptr;
+    void *ws[3] = {};   // one per stream of a Rank
     static constexpr size_t kWorkspace = (size_t)32 << 20;
     std::vector<LtPlan> plans;
 };
@@ -82,8 +85,12 @@ bool lt_ok(cublasStatus_t s, const char *what)
 // On the current device.
 bool lt_open(LtGemm *g)
 {
-    return lt_ok(cublasLtCreate(&g->h), "cublasLtCreate") &&
-           fgh_ok(cudaMalloc(&g->ws, LtGemm::kWorkspace));
+    if (!lt_ok(cublasLtCreate(&g->h), "cublasLtCreate"))
+        return false;
+    for (void *&w : g->ws)
+        if (!fgh_ok(cudaMalloc(&w, LtGemm::kWorkspace)))
+            return false;
+    return true;
 }
 
 void lt_close(LtGemm *g)
@@ -96,8 +103,9 @@ void lt_close(LtGemm *g)
     g->plans.clear();
     if (g->h)
         cublasLtDestroy(g->h);
-    cudaFree(g->ws);
-    g->h = nullptr, g->ws = nullptr;
+    for (void *&w : g->ws)
+        cudaFree(w), w = nullptr;
+    g->h = nullptr;
 }
 
 // The plan of C[rows, n] = A[rows, k] B[k, n], row-major bf16 with fp32
@@ -316,14 +324,15 @@ void teardown(Setup *s)
     }
 }
 
-// c[rows, n] = a[rows, k] x B, row-major, through cuBLASLt.
-bool gemm_rows(Rank &r, cudaStream_t st, const __nv_bfloat16 *a, __nv_bfloat16 *c, long long rows,
+// c[rows, n] = a[rows, k] x B, row-major, through cuBLASLt on the rank's
+// stream `sti` with that stream's workspace.
+bool gemm_rows(Rank &r, int sti, const __nv_bfloat16 *a, __nv_bfloat16 *c, long long rows,
                long long n, long long k)
 {
     const float one = 1.f, zero = 0.f;
     const LtPlan *p = lt_plan(&r.lt, rows, n, k);
     return p && lt_ok(cublasLtMatmul(r.lt.h, p->op, &one, r.b, p->a, a, p->b, &zero, c, p->c, c,
-                                     p->c, &p->algo, r.lt.ws, LtGemm::kWorkspace, st),
+                                     p->c, &p->algo, r.lt.ws[sti], LtGemm::kWorkspace, r.st[sti]),
                       "cublasLtMatmul");
 }
 
@@ -353,9 +362,9 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
         // AG reads the gathered A, whose own block is the rank's shard
         const __nv_bfloat16 *a = s->coll == FGRT_AG_GEMM ? r.full : r.a;
         if (op.block < 0)
-            ok = gemm_rows(r, st, a, r.c, s->m, s->n, s->k);
+            ok = gemm_rows(r, op.stream, a, r.c, s->m, s->n, s->k);
         else
-            ok = gemm_rows(r, st, a + (size_t)op.block * rows * s->k,
+            ok = gemm_rows(r, op.stream, a + (size_t)op.block * rows * s->k,
                            r.c + (size_t)op.block * rows * s->n, rows, s->n, s->k);
         break;
     }
@@ -611,6 +620,56 @@ void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, lo
     teardown(&s);
 }
 
+// One call of `sched` at a bench shape, its outputs poisoned first, checked
+// on kSamples entries spread over the ranks against a double reference made
+// from the inputs read back (a full reference of these shapes is too slow on
+// the host).  The relative L2 error over the samples; +inf if any sampled
+// entry was left unwritten or the call failed.
+double check_sampled(Setup *s, fgrt_schedule sched, uint64_t seed)
+{
+    constexpr int kSamples = 96;
+    const long long rows = s->m / s->world, n = s->n, k = s->k;
+    const bool ag = s->coll == FGRT_AG_GEMM;
+    bool ok = true;
+    for (int q = 0; q < s->world && ok; q++) {
+        Rank &r = s->r[q];
+        cudaSetDevice(q);
+        ok = fgh_poison_device(r.c, bytes(s->m * n), 0) == 0 &&
+             (ag ? poison_others(s, q)
+                 : fgh_poison_device(r.out, bytes(rows * n), 0) == 0 &&
+                       fgh_poison_device(r.recv, bytes(s->world * rows * n), 0) == 0) &&
+             fgh_ok(cudaDeviceSynchronize());
+    }
+    if (!ok || !run_call(s, sched) || !finish(s, 30.0))
+        return INFINITY;
+    std::vector<uint16_t> got(kSamples), arow(k), bcol(k);
+    std::vector<double> ref(kSamples, 0.0);
+    for (int t = 0; t < kSamples && ok; t++) {
+        const uint64_t h = fgh_splitmix64(seed + t);
+        const int q = (int)(h % s->world);
+        const long long i = (long long)((h >> 8) % (uint64_t)(ag ? s->m : rows));
+        const long long j = (long long)((h >> 32) % (uint64_t)n);
+        const __nv_bfloat16 *out = ag ? s->r[q].c : s->r[q].out;
+        ok = fgh_ok(cudaMemcpy(&got[t], out + i * n + j, 2, cudaMemcpyDeviceToHost));
+        // AG: row i of the gathered A (its owner's shard) times rank q's B;
+        // RS: the sum over ranks p of A_p's row q*rows+i times B_p
+        for (int p = 0; p < (ag ? 1 : s->world) && ok; p++) {
+            const Rank &src = s->r[ag ? q : p];
+            const __nv_bfloat16 *a = ag ? s->r[i / rows].a + (i % rows) * k
+                                        : src.a + (q * rows + i) * k;
+            ok = fgh_ok(cudaMemcpy(arow.data(), a, bytes(k), cudaMemcpyDeviceToHost)) &&
+                 fgh_ok(cudaMemcpy2D(bcol.data(), 2, src.b + j, bytes(n), 2, k,
+                                     cudaMemcpyDeviceToHost));
+            for (long long kk = 0; kk < k; kk++)
+                ref[t] += (double)host_bf16(arow.data(), kk) * host_bf16(bcol.data(), kk);
+        }
+    }
+    if (!ok)
+        return INFINITY;
+    const fgh_err e = fgh_compare(got.data(), FGH_BF16, ref.data(), kSamples);
+    return e.nonfinite ? INFINITY : e.rel_l2;
+}
+
 bool sync_all(Setup *s)
 {
     for (int q = 0; q < s->world; q++)
@@ -631,7 +690,7 @@ bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
         Rank &r = s->r[q];
         cudaSetDevice(q);
         if (part == Part::gemm) {
-            if (!gemm_rows(r, r.st[1], s->coll == FGRT_AG_GEMM ? r.full : r.a, r.c, s->m, s->n, s->k))
+            if (!gemm_rows(r, 1, s->coll == FGRT_AG_GEMM ? r.full : r.a, r.c, s->m, s->n, s->k))
                 return false;
             continue;
         }
@@ -681,17 +740,18 @@ constexpr bool kHaveNccl = false;
 enum { kGemm, kComm, kNccl, kCe, kShard, kParts };
 const char *const kPartName[kParts] = {"gemm", "comm", "serial_nccl", "serial_ce",
                                        "shard_overlap"};
+// the schedule a part runs (gemm and comm: parts of serial_ce's)
+const fgrt_schedule kSched[kParts] = {FGRT_SERIAL_CE, FGRT_SERIAL_CE, FGRT_SERIAL_NCCL,
+                                      FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP};
 
 // NaN: not run (serial_nccl without NCCL) or failed.
 double run_part(Setup *s, int i, int calls)
 {
     static const Part part[kParts] = {Part::gemm, Part::comm, Part::schedule, Part::schedule,
                                       Part::schedule};
-    static const fgrt_schedule sched[kParts] = {FGRT_SERIAL_CE, FGRT_SERIAL_CE, FGRT_SERIAL_NCCL,
-                                                FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP};
     if (i == kNccl && !kHaveNccl)
         return NAN;
-    return time_once(s, part[i], sched[i], calls);
+    return time_once(s, part[i], kSched[i], calls);
 }
 
 bool selected(const char *only, const char *name)
@@ -733,7 +793,8 @@ void bench(int world, const char *json_path, const char *only)
         fgh_json_int(&j, "world", world);
         fgh_json_str(&j, "method", "us per call: 5 calls back to back, host-timed between full "
                                    "synchronizations; 9 repeats, parts interleaved in each; "
-                                   "median, min, max");
+                                   "median, min, max; then each schedule checked once at the "
+                                   "shape on 96 sampled outputs (sampled_rel_l2)");
         fgh_json_arr_begin(&j, "cases");
     }
     for (const Shape &sh : shapes) {
@@ -766,6 +827,17 @@ void bench(int world, const char *json_path, const char *only)
             lo[i] = t[i][0], hi[i] = t[i][kReps - 1];
         }
         CHECK(what, finite);
+        // every schedule timed is also checked at this shape
+        double err[kParts];
+        for (int i = 0; i < kParts; i++) {
+            err[i] = NAN;
+            if (i < kNccl || (i == kNccl && !kHaveNccl))
+                continue;
+            err[i] = check_sampled(&s, kSched[i], fgh_next_seed());
+            char name[160];
+            snprintf(name, sizeof name, "%s: %s on sampled outputs", what, kPartName[i]);
+            CHECKF(name, err[i] <= 1e-2, "rel L2 %.3e", err[i]);
+        }
         const double ideal = std::max(med[kGemm], med[kComm]);
         printf("%-19s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  comm %6.1f  serial_nccl %7.1f "
                "(%.2fx)  serial_ce %7.1f (%.2fx)  shard_overlap %7.1f (%.2fx)  us\n",
@@ -782,6 +854,8 @@ void bench(int world, const char *json_path, const char *only)
                 fgh_json_num(&j, "median_us", med[i]);
                 fgh_json_num(&j, "min_us", lo[i]);
                 fgh_json_num(&j, "max_us", hi[i]);
+                if (!isnan(err[i]))
+                    fgh_json_num(&j, "sampled_rel_l2", err[i]);
                 fgh_json_obj_end(&j);
             }
             fgh_json_num(&j, "serial_nccl_over_ideal", med[kNccl] / ideal);
@@ -911,7 +985,7 @@ double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat1
                 ok &= fgh_ok(cudaMemcpyPeerAsync(buf[0][1], 0, buf[1][0], 1, copy_bytes, cst));
         cudaEventRecord(e0, r.st[1]);
         for (int i = 0; i < kCalls; i++)
-            ok &= gemm_rows(r, r.st[1], a, c, rows, n, k);
+            ok &= gemm_rows(r, 1, a, c, rows, n, k);
         cudaEventRecord(e1, r.st[1]);
         ok &= fgh_ok(cudaEventSynchronize(e1));
         float ms = 0;
