@@ -30,6 +30,7 @@
 #include <stddef.h>
 
 #include "fg_registry.h"
+#include "fgrt.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -101,6 +102,86 @@ FGRT_OVERLAP_API const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entr
                                                            long long k, unsigned world,
                                                            fg_reg_dtype dtype,
                                                            const char *target);
+
+
+/* ---- the executor: one rank's part of one GEMM's overlap ----
+ *
+ * One process per GPU as engines run it (or one process driving several
+ * GPUs, each with its own executor): every rank creates its executor,
+ * exports a handle, passes it to every other rank by its own means (MPI, a
+ * socket, a pipe), and connects with all of them; from then on each
+ * fgrt_overlap_run() is one call of the GEMM on every rank, in the same
+ * order everywhere.  Copies run on the copy engine (peer memory mapped
+ * through CUDA IPC, or directly within one process); every flag is written
+ * in the memory of the rank that waits on it, by a 4-byte copy behind the
+ * data it announces; the GEMMs and the owner's reduction are the caller's
+ * (fgrt_gemm_fn, fgrt_reduce_fn), enqueued on the executor's streams.
+ * CUDA only for now (HIP: FG_ERR_UNSUPPORTED_DEVICE). */
+
+typedef struct fgrt_overlap fgrt_overlap;
+
+/* Enqueues c[rows, n] = a[rows, k] x B on `stream` (a CUstream); a and c
+ * are row blocks of the executor's a and c.  0 on success. */
+typedef int (*fgrt_gemm_fn)(void *user, void *stream, const void *a, void *c, long long rows);
+
+/* Enqueues out = own + the sum of recv's world slots but slot `rank` (each
+ * `elems` elements of the dtype; recv [world][elems]) on `stream`.  0 on
+ * success. */
+typedef int (*fgrt_reduce_fn)(void *user, void *stream, const void *own, const void *recv,
+                              void *out, unsigned world, unsigned rank, long long elems);
+
+typedef struct fgrt_overlap_args {
+    fgrt_collective collective;
+    fgrt_schedule schedule;    /* FGRT_SERIAL_CE or FGRT_SHARD_OVERLAP (serial NCCL is
+                                  NCCL's own call) */
+    unsigned world, rank;      /* 2..64 ranks; each rank's device differs */
+    long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world */
+    fg_reg_dtype dtype;
+    void *a;                   /* AG: the gathered A [m, k]; the caller writes its shard into
+                                  row block `rank`, the peers push theirs into the others.
+                                  RS: A [m, k] */
+    void *c;                   /* [m, n]: AG: the output; RS: this rank's partials */
+    void *out;                 /* RS: this rank's row block of the sum [m / world, n];
+                                  AG: NULL */
+    fgrt_gemm_fn gemm;
+    fgrt_reduce_fn reduce;     /* RS only */
+    void *user;                /* passed to gemm and reduce */
+    double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s) */
+} fgrt_overlap_args;
+
+/* What a rank tells its peers: opaque, the same size in every process. */
+typedef struct fgrt_overlap_handle {
+    unsigned char bytes[320];
+} fgrt_overlap_handle;
+
+/* Checks the arguments, makes the streams, events and flags and (RS) the
+ * receive slots [world][m / world, n]; the buffers must stay valid for the
+ * executor's life. */
+FGRT_OVERLAP_API fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args,
+                                               fgrt_overlap **out);
+
+FGRT_OVERLAP_API fg_status fgrt_overlap_export(const fgrt_overlap *x, fgrt_overlap_handle *out);
+
+/* all[r]: rank r's exported handle (this rank's own included).  Checks that
+ * the ranks agree on the GEMM and the schedule, maps each peer's memory (IPC
+ * from another process; directly, with peer access, from this one). */
+FGRT_OVERLAP_API fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all);
+
+/* Enqueues one call after the work already on `stream` (a CUstream; NULL:
+ * the legacy stream), and makes `stream`'s later work wait for the call.
+ * Does not block.  A failure while enqueueing releases this rank's waits
+ * and leaves the executor failed (every later call returns the error). */
+FGRT_OVERLAP_API fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream);
+
+/* Blocks until the last call is done on this rank, at most timeout_s.  Past
+ * it: FG_ERR_TIMEOUT, fg_last_error() names the flags that never came (which
+ * peer, which step), this rank's waits are released so its streams drain,
+ * the call's outputs are undefined, and the executor stays failed. */
+FGRT_OVERLAP_API fg_status fgrt_overlap_wait(fgrt_overlap *x);
+
+/* Waits for this rank's streams to drain (releasing waits that cannot pass),
+ * unmaps the peers, frees what create made.  NULL is ignored. */
+FGRT_OVERLAP_API void fgrt_overlap_destroy(fgrt_overlap *x);
 
 #ifdef __cplusplus
 }

@@ -23,7 +23,10 @@
     X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncSetAttribute) X(cuLaunchKernelEx)            \
     X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                \
     X(cuGetErrorName) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8) X(cuMemcpyHtoD) X(cuMemcpyDtoH)    \
-    X(cuStreamSynchronize)
+    X(cuStreamSynchronize) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamQuery) X(cuEventCreate) \
+    X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent) X(cuMemcpyAsync)                      \
+    X(cuStreamWriteValue32) X(cuStreamWaitValue32) X(cuMemGetAddressRange) X(cuIpcGetMemHandle)   \
+    X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuCtxEnablePeerAccess) X(cuDeviceCanAccessPeer)
 
 typedef struct cuda_fns {
 #define DECLARE(name) __typeof__(name) *name;
@@ -282,11 +285,210 @@ static void *cu_symbol(const fg_driver *d, const char *name)
     return p;
 }
 
+/* ---- the overlap executor's ---- */
+
+static fg_status cu_stream_create(fg_driver *d, void **stream)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    CUstream st = NULL;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuStreamCreate, (&st, CU_STREAM_NON_BLOCKING));
+    leave(c, pushed);
+    *stream = st;
+    return cu_status(c, &s, NULL);
+}
+
+static void cu_stream_destroy(fg_driver *d, void *stream)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuStreamDestroy, ((CUstream)stream));
+    leave(c, pushed);
+}
+
+static fg_status cu_stream_idle(fg_driver *d, void *stream, bool *idle)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuStreamQuery, ((CUstream)stream));
+    leave(c, pushed);
+    *idle = s.r == CUDA_SUCCESS;
+    if (s.r == CUDA_ERROR_NOT_READY)
+        s.r = CUDA_SUCCESS;
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_event_create(fg_driver *d, void **event)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    CUevent e = NULL;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuEventCreate, (&e, CU_EVENT_DISABLE_TIMING));
+    leave(c, pushed);
+    *event = e;
+    return cu_status(c, &s, NULL);
+}
+
+static void cu_event_destroy(fg_driver *d, void *event)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuEventDestroy, ((CUevent)event));
+    leave(c, pushed);
+}
+
+static fg_status cu_event_record(fg_driver *d, void *event, void *stream)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuEventRecord, ((CUevent)event, (CUstream)stream));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_stream_wait_event(fg_driver *d, void *stream, void *event)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuStreamWaitEvent, ((CUstream)stream, (CUevent)event, 0));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_copy_async(fg_driver *d, void *dst, const void *src, size_t bytes,
+                               void *stream)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuMemcpyAsync,
+         ((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_write_flag(fg_driver *d, void *stream, void *flag, unsigned value)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuStreamWriteValue32,
+         ((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WRITE_VALUE_DEFAULT));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_wait_flag(fg_driver *d, void *stream, const void *flag, unsigned value)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuStreamWaitValue32,
+         ((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WAIT_VALUE_GEQ));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
+_Static_assert(sizeof(CUipcMemHandle) == FG_IPC_HANDLE_BYTES, "an IPC handle's size");
+
+static fg_status cu_ipc_export(fg_driver *d, const void *dptr, void *handle, size_t *offset)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CUipcMemHandle h;
+    memset(&h, 0, sizeof h);
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuMemGetAddressRange, (&base, &size, (CUdeviceptr)(uintptr_t)dptr));
+    STEP(c, &s, cuIpcGetMemHandle, (&h, base));
+    leave(c, pushed);
+    memcpy(handle, &h, sizeof h);
+    *offset = s.r == CUDA_SUCCESS ? (size_t)((CUdeviceptr)(uintptr_t)dptr - base) : 0;
+    return cu_status(c, &s, NULL);
+}
+
+static fg_status cu_ipc_open(fg_driver *d, const void *handle, void **base)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    CUdeviceptr p = 0;
+    CUipcMemHandle h;
+    memcpy(&h, handle, sizeof h);
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuIpcOpenMemHandle, (&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    leave(c, pushed);
+    *base = (void *)(uintptr_t)p;
+    return cu_status(c, &s, NULL);
+}
+
+static void cu_ipc_close(fg_driver *d, void *base)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuIpcCloseMemHandle, ((CUdeviceptr)(uintptr_t)base));
+    leave(c, pushed);
+}
+
+static fg_status cu_enable_peer(fg_driver *d, int ordinal)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    CUdevice peer = 0;
+    CUcontext peer_ctx = NULL;
+    int can = 0;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuDeviceGet, (&peer, ordinal));
+    STEP(c, &s, cuDeviceCanAccessPeer, (&can, c->dev, peer));
+    if (s.r == CUDA_SUCCESS && !can) {
+        leave(c, pushed);
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "device %d cannot access device %d's memory",
+                       d->ordinal, ordinal);
+    }
+    /* the peer's primary context is retained by its own fg_context */
+    STEP(c, &s, cuDevicePrimaryCtxRetain, (&peer_ctx, peer));
+    STEP(c, &s, cuCtxEnablePeerAccess, (peer_ctx, 0));
+    if (s.r == CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+        s.r = CUDA_SUCCESS;
+    if (peer_ctx)
+        c->fn.cuDevicePrimaryCtxRelease(peer);
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
 static const fg_driver_ops cuda_ops = {
     .close = cu_close, .load = cu_load, .unload = cu_unload, .configure = cu_configure,
     .occupancy = cu_occupancy, .launch = cu_launch, .alloc = cu_alloc, .zero = cu_zero,
     .free = cu_free,
     .copy = cu_copy, .sync = cu_sync, .make_current = cu_make_current, .symbol = cu_symbol,
+    .stream_create = cu_stream_create, .stream_destroy = cu_stream_destroy,
+    .stream_idle = cu_stream_idle, .event_create = cu_event_create,
+    .event_destroy = cu_event_destroy, .event_record = cu_event_record,
+    .stream_wait_event = cu_stream_wait_event, .copy_async = cu_copy_async,
+    .write_flag = cu_write_flag, .wait_flag = cu_wait_flag, .ipc_export = cu_ipc_export,
+    .ipc_open = cu_ipc_open, .ipc_close = cu_ipc_close, .enable_peer = cu_enable_peer,
 };
 
 static fg_status resolve_all(cuda *c)
@@ -349,6 +551,7 @@ fg_status fg_cuda_open(void *lib, int device, fg_driver **out)
     if (!c)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fg_init: out of host memory");
     c->base.ops = &cuda_ops;
+    c->base.ordinal = device;
     void *get_proc = dlsym(lib, "cuGetProcAddress_v2");
     memcpy(&c->get_proc, &get_proc, sizeof get_proc);
     fg_status st = c->get_proc ? resolve_all(c)

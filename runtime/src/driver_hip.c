@@ -320,6 +320,7 @@ fg_status fg_hip_open(void *lib, int device, fg_driver **out)
     if (!h)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fg_init: out of host memory");
     h->base.ops = &hip_ops;
+    h->base.ordinal = device;
     h->lib = lib;
     h->dev = device;
     fg_status st = FG_OK;

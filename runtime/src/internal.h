@@ -48,7 +48,32 @@ typedef struct fg_driver_ops {
     fg_status (*sync)(fg_driver *d, void *stream);
     fg_status (*make_current)(fg_driver *d);
     void *(*symbol)(const fg_driver *d, const char *name);
+
+    /* The overlap executor's (NULL where a backend has none yet).  Streams
+     * are non-blocking, events have no timing; copies are device to device
+     * on any device of the address space (peer and IPC-mapped memory); a
+     * flag is a 32-bit word of local device memory, and a wait passes once
+     * (int32_t)(*flag - value) >= 0. */
+    fg_status (*stream_create)(fg_driver *d, void **stream);
+    void (*stream_destroy)(fg_driver *d, void *stream);
+    fg_status (*stream_idle)(fg_driver *d, void *stream, bool *idle);   /* nothing pending */
+    fg_status (*event_create)(fg_driver *d, void **event);
+    void (*event_destroy)(fg_driver *d, void *event);
+    fg_status (*event_record)(fg_driver *d, void *event, void *stream);
+    fg_status (*stream_wait_event)(fg_driver *d, void *stream, void *event);
+    fg_status (*copy_async)(fg_driver *d, void *dst, const void *src, size_t bytes, void *stream);
+    fg_status (*write_flag)(fg_driver *d, void *stream, void *flag, unsigned value);
+    fg_status (*wait_flag)(fg_driver *d, void *stream, const void *flag, unsigned value);
+    /* IPC: the handle (FG_IPC_HANDLE_BYTES) of the allocation holding dptr
+     * and dptr's offset in it; open maps a peer process's allocation. */
+    fg_status (*ipc_export)(fg_driver *d, const void *dptr, void *handle, size_t *offset);
+    fg_status (*ipc_open)(fg_driver *d, const void *handle, void **base);
+    void (*ipc_close)(fg_driver *d, void *base);
+    /* This device may read and write device `ordinal`'s memory (one process). */
+    fg_status (*enable_peer)(fg_driver *d, int ordinal);
 } fg_driver_ops;
+
+#define FG_IPC_HANDLE_BYTES 64
 
 typedef struct fg_device_caps {
     fg_device_info info;
@@ -61,6 +86,7 @@ typedef struct fg_device_caps {
 struct fg_driver {
     const fg_driver_ops *ops;
     fg_device_caps caps;
+    int ordinal;            /* the device's ordinal in its driver */
 };
 
 /* Open device `device` through an already dlopen'ed library. */

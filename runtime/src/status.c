@@ -37,6 +37,7 @@ const char *fg_status_string(fg_status s)
     case FG_ERR_OCCUPANCY: return "the kernel cannot be resident on the device as launched";
     case FG_ERR_OUT_OF_MEMORY: return "out of memory";
     case FG_ERR_DRIVER: return "a GPU driver call failed";
+    case FG_ERR_TIMEOUT: return "a wait on another GPU's work ran past its time limit";
     }
     return "unknown status";
 }

@@ -47,6 +47,13 @@ void fgh_skip(const char *name, const char *why)
 }
 
 int fgh_failed_count(void) { return g_failed; }
+int fgh_passed_count(void) { return g_passed; }
+int fgh_skipped_count(void) { return g_skipped; }
+
+void fgh_add_counts(int passed, int failed, int skipped)
+{
+    g_passed += passed, g_failed += failed, g_skipped += skipped;
+}
 
 int fgh_summary(void)
 {

@@ -45,6 +45,10 @@ void fgh_set_verbose(bool on);
  * skipped) and returns the number of failures (0..INT_MAX). */
 int fgh_summary(void);
 int fgh_failed_count(void);
+int fgh_passed_count(void);
+int fgh_skipped_count(void);
+/* Adds another process's counts (a test that forks one process per GPU). */
+void fgh_add_counts(int passed, int failed, int skipped);
 
 /* ---------------------------------------------------------------- dtypes */
 

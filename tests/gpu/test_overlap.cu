@@ -49,103 +49,14 @@
 
 #include "fgrt_overlap.h"
 #include "harness.h"
+#include "overlap_gpu.cuh"
 
 namespace {
 
+using namespace overlap_gpu;
+
 constexpr int kMaxWorld = 8;
 constexpr int kMaxOps = 64;
-
-// cuBLASLt GEMMs on one device: a handle, a workspace per stream (GEMMs on
-// two streams at once must not share one: its algorithms may keep partial
-// tiles and counters there), and per shape its descriptors and the
-// heuristic's first algorithm, kept so that enqueueing a GEMM is one
-// cublasLtMatmul call.
-struct LtPlan {
-    long long rows, n, k;
-    cublasLtMatmulDesc_t op;
-    cublasLtMatrixLayout_t a, b, c;
-    cublasLtMatmulAlgo_t algo;
-};
-
-struct LtGemm {
-    cublasLtHandle_t h = nullptr;
-    void *ws[3] = {};   // one per stream of a Rank
-    static constexpr size_t kWorkspace = (size_t)32 << 20;
-    std::vector<LtPlan> plans;
-};
-
-bool lt_ok(cublasStatus_t s, const char *what)
-{
-    if (s == CUBLAS_STATUS_SUCCESS)
-        return true;
-    fprintf(stderr, "overlap: %s: cuBLASLt status %d\n", what, (int)s);
-    return false;
-}
-
-// On the current device.
-bool lt_open(LtGemm *g)
-{
-    if (!lt_ok(cublasLtCreate(&g->h), "cublasLtCreate"))
-        return false;
-    for (void *&w : g->ws)
-        if (!fgh_ok(cudaMalloc(&w, LtGemm::kWorkspace)))
-            return false;
-    return true;
-}
-
-void lt_close(LtGemm *g)
-{
-    for (LtPlan &p : g->plans) {
-        cublasLtMatmulDescDestroy(p.op);
-        cublasLtMatrixLayoutDestroy(p.a), cublasLtMatrixLayoutDestroy(p.b);
-        cublasLtMatrixLayoutDestroy(p.c);
-    }
-    g->plans.clear();
-    if (g->h)
-        cublasLtDestroy(g->h);
-    for (void *&w : g->ws)
-        cudaFree(w), w = nullptr;
-    g->h = nullptr;
-}
-
-// The plan of C[rows, n] = A[rows, k] B[k, n], row-major bf16 with fp32
-// accumulation: cuBLASLt, column-major, computes C^T = B^T A^T.
-const LtPlan *lt_plan(LtGemm *g, long long rows, long long n, long long k)
-{
-    for (const LtPlan &p : g->plans)
-        if (p.rows == rows && p.n == n && p.k == k)
-            return &p;
-    LtPlan p{rows, n, k, nullptr, nullptr, nullptr, nullptr, {}};
-    cublasLtMatmulPreference_t pref = nullptr;
-    cublasLtMatmulHeuristicResult_t best = {};
-    int found = 0;
-    const size_t ws = LtGemm::kWorkspace;
-    bool ok = lt_ok(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc") &&
-              lt_ok(cublasLtMatrixLayoutCreate(&p.a, CUDA_R_16BF, n, k, n), "layout B^T") &&
-              lt_ok(cublasLtMatrixLayoutCreate(&p.b, CUDA_R_16BF, k, rows, k), "layout A^T") &&
-              lt_ok(cublasLtMatrixLayoutCreate(&p.c, CUDA_R_16BF, n, rows, n), "layout C^T") &&
-              lt_ok(cublasLtMatmulPreferenceCreate(&pref), "preference") &&
-              lt_ok(cublasLtMatmulPreferenceSetAttribute(
-                        pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws),
-                    "workspace") &&
-              lt_ok(cublasLtMatmulAlgoGetHeuristic(g->h, p.op, p.a, p.b, p.c, p.c, pref, 1, &best,
-                                                   &found),
-                    "heuristic") &&
-              found > 0;
-    if (pref)
-        cublasLtMatmulPreferenceDestroy(pref);
-    if (!ok) {
-        fprintf(stderr, "overlap: no cuBLASLt algorithm for %lld x %lld x %lld\n", rows, n, k);
-        if (p.op)
-            cublasLtMatmulDescDestroy(p.op);
-        cublasLtMatrixLayoutDestroy(p.a), cublasLtMatrixLayoutDestroy(p.b);
-        cublasLtMatrixLayoutDestroy(p.c);
-        return nullptr;
-    }
-    p.algo = best.algo;
-    g->plans.push_back(p);
-    return &g->plans.back();
-}
 
 struct Rank {
     int dev = 0;
@@ -186,32 +97,6 @@ double now_us()
     timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
     return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
-
-// out = own partial block + the W - 1 received ones, fp32 sums in rank
-// order, rounded once.  16-byte loads and a grid of 16 blocks per SM keep
-// enough bytes in flight to stream (scalar loads left it latency-bound at a
-// fraction of HBM bandwidth).  `vecs`: elements / 8.
-__global__ void reduce_block(const uint4 *own, const uint4 *recv, uint4 *out, int world, int rank,
-                             long long vecs)
-{
-    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < vecs;
-         i += (long long)gridDim.x * blockDim.x) {
-        float t[8] = {};
-        for (int p = 0; p < world; p++) {
-            const uint4 v = p == rank ? own[i] : recv[(size_t)p * vecs + i];
-            const __nv_bfloat162 *h = reinterpret_cast<const __nv_bfloat162 *>(&v);
-            for (int j = 0; j < 4; j++) {
-                const float2 f = __bfloat1622float2(h[j]);
-                t[2 * j] += f.x, t[2 * j + 1] += f.y;
-            }
-        }
-        uint4 o;
-        __nv_bfloat162 *h = reinterpret_cast<__nv_bfloat162 *>(&o);
-        for (int j = 0; j < 4; j++)
-            h[j] = __floats2bfloat162_rn(t[2 * j], t[2 * j + 1]);
-        out[i] = o;
-    }
 }
 
 // The current device may access `peer`'s memory (enabled once per process).

@@ -1,0 +1,570 @@
+/* The overlap executor (fgrt_overlap.h): one rank's issue order replayed on
+ * its device with the copy engine, flags in device memory and the caller's
+ * GEMM and reduction. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fgrt_overlap.h"
+#include "internal.h"
+
+enum { STREAMS = 3, MAX_WORLD = 64 };
+
+/* A peer's memory as this process addresses it. */
+typedef struct peer_map {
+    char *flags, *a, *recv;
+    void *ipc[3];   /* bases opened through IPC (closed at destroy), else NULL */
+} peer_map;
+
+/* One flag a call waits on: which rank sets it, which flag. */
+typedef struct awaited {
+    unsigned peer, flag;
+} awaited;
+
+struct fgrt_overlap {
+    fg_context *ctx;
+    fg_driver *drv;
+    fgrt_overlap_args args;
+    size_t es;               /* bytes per element */
+    long long rows;          /* m / world */
+    fgrt_op *ops;
+    size_t nops;
+    void **done;             /* per op: an event where a later op follows it, else NULL */
+    awaited *waits;
+    size_t nwaits;
+    void *st[STREAMS];
+    void *ev_in, *ev_bar, *ev_join[STREAMS];
+    unsigned nflags;         /* per rank: FGRT_FLAG_SENT + world */
+    unsigned *flags;         /* device: [world][nflags] set by each rank, then the epoch word */
+    void *recv;              /* RS: [world][rows, n] */
+    unsigned epoch;          /* the latest call's */
+    bool connected, failed;
+    fg_status failure;
+    peer_map peer[MAX_WORLD];
+};
+
+#define OPS(x) ((x)->drv->ops)
+
+static unsigned *flag_at(const fgrt_overlap *x, unsigned *flags, unsigned rank, unsigned flag)
+{
+    return flags + (size_t)rank * x->nflags + flag;
+}
+
+static unsigned *epoch_word(const fgrt_overlap *x)
+{
+    return x->flags + (size_t)x->args.world * x->nflags;
+}
+
+static bool has_overlap_ops(const fg_driver_ops *o)
+{
+    return o->stream_create && o->stream_destroy && o->stream_idle && o->event_create &&
+           o->event_destroy && o->event_record && o->stream_wait_event && o->copy_async &&
+           o->write_flag && o->wait_flag && o->ipc_export && o->ipc_open && o->ipc_close &&
+           o->enable_peer;
+}
+
+static fg_status check_args(const fgrt_overlap_args *a)
+{
+    if (a->collective != FGRT_AG_GEMM && a->collective != FGRT_GEMM_RS)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: unknown collective %d",
+                       (int)a->collective);
+    if (a->schedule != FGRT_SERIAL_CE && a->schedule != FGRT_SHARD_OVERLAP)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: schedule %s is not the executor's (serial_ce and "
+                       "shard_overlap are; serial NCCL is NCCL's own call)",
+                       fgrt_schedule_name(a->schedule));
+    if (a->world < 2 || a->world > MAX_WORLD || a->rank >= a->world)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: rank %u of world %u (2 to %d ranks)", a->rank,
+                       a->world, MAX_WORLD);
+    if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->m % a->world)
+        return fg_fail(FG_ERR_BAD_SHAPE,
+                       "fgrt_overlap_create: m %lld, n %lld, k %lld (positive, m a multiple of "
+                       "the world size %u)",
+                       a->m, a->n, a->k, a->world);
+    if (a->m > (1LL << 40) / a->k || a->m > (1LL << 40) / a->n)
+        return fg_fail(FG_ERR_BAD_SHAPE, "fgrt_overlap_create: m x k or m x n too large");
+    if (fg_reg_dtype_bytes(a->dtype) == 0)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: unknown dtype %d",
+                       (int)a->dtype);
+    const bool rs = a->collective == FGRT_GEMM_RS;
+    if (!a->a || !a->c || (rs && !a->out))
+        return fg_fail(FG_ERR_NULL_POINTER, "fgrt_overlap_create: %s is NULL",
+                       !a->a ? "a" : !a->c ? "c" : "out");
+    if (!a->gemm || (rs && !a->reduce))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: no %s callback",
+                       !a->gemm ? "gemm" : "reduce");
+    if (!(a->timeout_s >= 0) || a->timeout_s > 3600)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: timeout_s %g (0 to 3600; 0: 10 s)", a->timeout_s);
+    return FG_OK;
+}
+
+/* The order, the ops later ops follow (an event each) and the flags waited on. */
+static fg_status plan(fgrt_overlap *x)
+{
+    const fgrt_overlap_args *a = &x->args;
+    x->nops = fgrt_overlap_ops(a->collective, a->schedule, a->world, a->rank, NULL, 0);
+    x->ops = calloc(x->nops, sizeof *x->ops);
+    x->done = calloc(x->nops, sizeof *x->done);
+    x->waits = calloc(x->nops * a->world, sizeof *x->waits);
+    if (!x->ops || !x->done || !x->waits)
+        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
+    fgrt_overlap_ops(a->collective, a->schedule, a->world, a->rank, x->ops, x->nops);
+    for (size_t i = 0; i < x->nops; i++) {
+        const fgrt_op *op = &x->ops[i];
+        fg_status st = FG_OK;
+        if (op->after >= 0 && !x->done[op->after])
+            st = OPS(x)->event_create(x->drv, &x->done[op->after]);
+        if (st != FG_OK)
+            return st;
+        if (op->kind == FGRT_OP_WAIT)
+            x->waits[x->nwaits++] = (awaited){(unsigned)op->peer, op->flag};
+        if (op->kind == FGRT_OP_BARRIER)
+            for (unsigned p = 0; p < a->world; p++)
+                if (p != a->rank)
+                    x->waits[x->nwaits++] = (awaited){p, op->flag};
+    }
+    return FG_OK;
+}
+
+static fg_status make_streams(fgrt_overlap *x)
+{
+    fg_status st = FG_OK;
+    for (int s = 0; s < STREAMS && st == FG_OK; s++) {
+        st = OPS(x)->stream_create(x->drv, &x->st[s]);
+        if (st == FG_OK)
+            st = OPS(x)->event_create(x->drv, &x->ev_join[s]);
+    }
+    if (st == FG_OK)
+        st = OPS(x)->event_create(x->drv, &x->ev_in);
+    if (st == FG_OK)
+        st = OPS(x)->event_create(x->drv, &x->ev_bar);
+    return st;
+}
+
+fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fgrt_overlap **out)
+{
+    if (!out)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: out is NULL");
+    *out = NULL;
+    if (!ctx || !args)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: %s is NULL",
+                       !ctx ? "ctx" : "args");
+    fg_status st = check_args(args);
+    if (st != FG_OK)
+        return st;
+    if (!has_overlap_ops(ctx->drv->ops))
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                       "fgrt_overlap_create: the %s backend has no overlap executor yet",
+                       ctx->drv->caps.info.backend == FG_BACKEND_HIP ? "HIP" : "device's");
+    fgrt_overlap *x = calloc(1, sizeof *x);
+    if (!x)
+        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
+    x->ctx = ctx, x->drv = ctx->drv, x->args = *args;
+    if (x->args.timeout_s == 0)
+        x->args.timeout_s = 10.0;
+    x->es = fg_reg_dtype_bytes(args->dtype);
+    x->rows = args->m / args->world;
+    x->nflags = FGRT_FLAG_SENT + args->world;
+    st = plan(x);
+    if (st == FG_OK)
+        st = make_streams(x);
+    const size_t flag_bytes = ((size_t)args->world * x->nflags + 1) * sizeof(unsigned);
+    void *p = NULL;
+    if (st == FG_OK && (st = OPS(x)->alloc(x->drv, flag_bytes, &p)) == FG_OK)
+        x->flags = p;
+    if (st == FG_OK)
+        st = OPS(x)->zero(x->drv, x->flags, flag_bytes);
+    if (st == FG_OK && args->collective == FGRT_GEMM_RS) {
+        const size_t recv_bytes = (size_t)args->world * x->rows * args->n * x->es;
+        st = OPS(x)->alloc(x->drv, recv_bytes, &x->recv);
+    }
+    if (st != FG_OK) {
+        fgrt_overlap_destroy(x);
+        return st;
+    }
+    *out = x;
+    return FG_OK;
+}
+
+/* ---- the handle ---- */
+
+enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 1 };
+
+typedef struct wire {
+    uint32_t magic, version;
+    int32_t pid, ordinal;
+    uint32_t collective, schedule, world, rank, dtype, ipc_ok;
+    int64_t m, n, k;
+    uint64_t ptr[3], offset[3];   /* flags, a, recv: raw (one process), offsets in their IPC allocations */
+    unsigned char ipc[3][FG_IPC_HANDLE_BYTES];
+} wire;
+_Static_assert(sizeof(wire) <= sizeof(fgrt_overlap_handle), "the handle holds the wire form");
+
+fg_status fgrt_overlap_export(const fgrt_overlap *x, fgrt_overlap_handle *out)
+{
+    if (!x || !out)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_export: %s is NULL",
+                       !x ? "executor" : "out");
+    wire w;
+    memset(&w, 0, sizeof w);
+    w.magic = WIRE_MAGIC, w.version = WIRE_VERSION;
+    w.pid = (int32_t)getpid(), w.ordinal = x->drv->ordinal;
+    w.collective = (uint32_t)x->args.collective, w.schedule = (uint32_t)x->args.schedule;
+    w.world = x->args.world, w.rank = x->args.rank, w.dtype = (uint32_t)x->args.dtype;
+    w.m = x->args.m, w.n = x->args.n, w.k = x->args.k;
+    const void *mem[3] = {x->flags, x->args.a, x->recv};
+    w.ipc_ok = 1;
+    for (int i = 0; i < 3; i++) {
+        w.ptr[i] = (uint64_t)(uintptr_t)mem[i];
+        size_t off = 0;
+        /* a buffer that cannot be exported still serves ranks of this process */
+        if (mem[i] && OPS(x)->ipc_export(x->drv, mem[i], w.ipc[i], &off) != FG_OK)
+            w.ipc_ok = 0;
+        w.offset[i] = off;
+    }
+    memset(out, 0, sizeof *out);
+    memcpy(out->bytes, &w, sizeof w);
+    return FG_OK;
+}
+
+static fg_status map_peer(fgrt_overlap *x, unsigned p, const wire *w)
+{
+    peer_map *pm = &x->peer[p];
+    char **dst[3] = {&pm->flags, &pm->a, &pm->recv};
+    const bool need[3] = {true, x->args.collective == FGRT_AG_GEMM,
+                          x->args.collective == FGRT_GEMM_RS};
+    if (w->pid == (int32_t)getpid()) {   /* one process: the pointers as they are */
+        if (w->ordinal != x->drv->ordinal) {
+            const fg_status st = OPS(x)->enable_peer(x->drv, w->ordinal);
+            if (st != FG_OK)
+                return st;
+        }
+        for (int i = 0; i < 3; i++)
+            *dst[i] = need[i] ? (char *)(uintptr_t)w->ptr[i] : NULL;
+        return FG_OK;
+    }
+    if (!w->ipc_ok)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_connect: rank %u's buffers cannot be shared with another "
+                       "process (CUDA IPC export failed; allocate them with cuMemAlloc or "
+                       "cudaMalloc)",
+                       p);
+    for (int i = 0; i < 3; i++) {
+        if (!need[i])
+            continue;
+        const fg_status st = OPS(x)->ipc_open(x->drv, w->ipc[i], &pm->ipc[i]);
+        if (st != FG_OK)
+            return st;
+        *dst[i] = (char *)pm->ipc[i] + w->offset[i];
+    }
+    return FG_OK;
+}
+
+fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all)
+{
+    if (!x || !all)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_connect: %s is NULL",
+                       !x ? "executor" : "handles");
+    if (x->connected)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_connect: already connected");
+    const fgrt_overlap_args *a = &x->args;
+    for (unsigned p = 0; p < a->world; p++) {
+        wire w;
+        memcpy(&w, all[p].bytes, sizeof w);
+        if (w.magic != WIRE_MAGIC || w.version != WIRE_VERSION)
+            return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                           "fgrt_overlap_connect: handle %u is not an exported executor", p);
+        if (w.rank != p || w.world != a->world || w.collective != (uint32_t)a->collective ||
+            w.schedule != (uint32_t)a->schedule || w.dtype != (uint32_t)a->dtype ||
+            w.m != a->m || w.n != a->n || w.k != a->k)
+            return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                           "fgrt_overlap_connect: handle %u is rank %u of %u for %s %s m %lld n "
+                           "%lld k %lld; this rank expects rank %u of %u for %s %s m %lld n "
+                           "%lld k %lld",
+                           p, w.rank, w.world, w.collective ? "gemm_rs" : "ag_gemm",
+                           fgrt_schedule_name((fgrt_schedule)w.schedule), (long long)w.m,
+                           (long long)w.n, (long long)w.k, p, a->world,
+                           a->collective ? "gemm_rs" : "ag_gemm", fgrt_schedule_name(a->schedule),
+                           a->m, a->n, a->k);
+    }
+    fg_status st = FG_OK;
+    for (unsigned p = 0; p < a->world && st == FG_OK; p++) {
+        if (p == a->rank)
+            continue;
+        wire w;
+        memcpy(&w, all[p].bytes, sizeof w);
+        st = map_peer(x, p, &w);
+    }
+    if (st != FG_OK) {
+        for (unsigned p = 0; p < a->world; p++)
+            for (int i = 0; i < 3; i++)
+                if (x->peer[p].ipc[i])
+                    OPS(x)->ipc_close(x->drv, x->peer[p].ipc[i]);
+        memset(x->peer, 0, sizeof x->peer);
+        return st;
+    }
+    x->connected = true;
+    return FG_OK;
+}
+
+/* ---- one call ---- */
+
+/* Sets flag `flag` of this rank in rank p's memory, behind the work before
+ * it on `stream`: a 4-byte copy of the call's epoch word. */
+static fg_status send_flag(fgrt_overlap *x, unsigned p, unsigned flag, void *stream)
+{
+    return OPS(x)->copy_async(x->drv, flag_at(x, (unsigned *)x->peer[p].flags, x->args.rank, flag),
+                              epoch_word(x), sizeof(unsigned), stream);
+}
+
+static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
+{
+    const fg_driver_ops *o = OPS(x);
+    fg_status st = FG_OK;
+    for (int s = 1; s < STREAMS && st == FG_OK; s++) {
+        st = o->event_record(x->drv, x->ev_join[s], x->st[s]);
+        if (st == FG_OK)
+            st = o->stream_wait_event(x->drv, x->st[0], x->ev_join[s]);
+    }
+    if (st == FG_OK)
+        st = o->write_flag(x->drv, x->st[0], epoch_word(x), epoch);
+    for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
+        if (p != x->args.rank)
+            st = send_flag(x, p, flag, x->st[0]);
+    for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
+        if (p != x->args.rank)
+            st = o->wait_flag(x->drv, x->st[0], flag_at(x, x->flags, p, flag), epoch);
+    if (st == FG_OK)
+        st = o->event_record(x->drv, x->ev_bar, x->st[0]);
+    for (int s = 1; s < STREAMS && st == FG_OK; s++)
+        st = o->stream_wait_event(x->drv, x->st[s], x->ev_bar);
+    return st;
+}
+
+static fg_status callback_failed(const char *what, const fgrt_op *op)
+{
+    return fg_fail(FG_ERR_DRIVER, "fgrt_overlap_run: the %s callback failed (row block %d)", what,
+                   op->block);
+}
+
+static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
+{
+    const fgrt_overlap_args *a = &x->args;
+    const fg_driver_ops *o = OPS(x);
+    void *s = x->st[op->stream];
+    const size_t arow = (size_t)a->k * x->es, crow = (size_t)a->n * x->es;
+    const size_t block_a = (size_t)x->rows * arow, block_c = (size_t)x->rows * crow;
+    char *A = a->a, *C = a->c;
+    switch (op->kind) {
+    case FGRT_OP_BARRIER:
+        return barrier(x, op->flag, epoch);
+    case FGRT_OP_COPY:
+        if (a->collective == FGRT_AG_GEMM)   /* the own shard into the peer's same block */
+            return o->copy_async(x->drv, x->peer[op->peer].a + (size_t)op->block * block_a,
+                                 A + (size_t)op->block * block_a, block_a, s);
+        /* the partial of the peer's block into its slot for this rank */
+        return o->copy_async(x->drv, x->peer[op->peer].recv + (size_t)a->rank * block_c,
+                             C + (size_t)op->block * block_c, block_c, s);
+    case FGRT_OP_GEMM: {
+        const int r = op->block < 0
+                          ? a->gemm(a->user, s, A, C, a->m)
+                          : a->gemm(a->user, s, A + (size_t)op->block * block_a,
+                                    C + (size_t)op->block * block_c, x->rows);
+        return r == 0 ? FG_OK : callback_failed("gemm", op);
+    }
+    case FGRT_OP_SIGNAL:   /* "what I push to rank d has landed there": set in d's memory */
+        return send_flag(x, op->flag - FGRT_FLAG_SENT, op->flag, s);
+    case FGRT_OP_WAIT:
+        return o->wait_flag(x->drv, s, flag_at(x, x->flags, (unsigned)op->peer, op->flag), epoch);
+    case FGRT_OP_REDUCE: {
+        const int r = a->reduce(a->user, s, C + (size_t)a->rank * block_c, x->recv, a->out,
+                                a->world, a->rank, x->rows * a->n);
+        return r == 0 ? FG_OK : callback_failed("reduce", op);
+    }
+    case FGRT_OP_NCCL:
+        break;
+    }
+    return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_run: op kind %d is not the executor's",
+                   (int)op->kind);
+}
+
+static fg_status enqueue_call(fgrt_overlap *x, void *stream, unsigned epoch)
+{
+    const fg_driver_ops *o = OPS(x);
+    fg_status st = o->event_record(x->drv, x->ev_in, stream);
+    for (int s = 0; s < STREAMS && st == FG_OK; s++)
+        st = o->stream_wait_event(x->drv, x->st[s], x->ev_in);
+    for (size_t i = 0; i < x->nops && st == FG_OK; i++) {
+        const fgrt_op *op = &x->ops[i];
+        if (op->after >= 0)
+            st = o->stream_wait_event(x->drv, x->st[op->stream], x->done[op->after]);
+        if (st == FG_OK)
+            st = enqueue_op(x, op, epoch);
+        if (st == FG_OK && x->done[i])
+            st = o->event_record(x->drv, x->done[i], x->st[op->stream]);
+    }
+    for (int s = 0; s < STREAMS && st == FG_OK; s++) {   /* the caller's stream follows the call */
+        st = o->event_record(x->drv, x->ev_join[s], x->st[s]);
+        if (st == FG_OK)
+            st = o->stream_wait_event(x->drv, stream, x->ev_join[s]);
+    }
+    return st;
+}
+
+/* Every flag this rank waits on set to the call's epoch by the host, so
+ * that its streams drain whatever the peers do. */
+static fg_status release(fgrt_overlap *x)
+{
+    const size_t n = (size_t)x->args.world * x->nflags;
+    unsigned *v = malloc(n * sizeof *v);
+    if (!v)
+        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap: out of host memory");
+    for (size_t i = 0; i < n; i++)
+        v[i] = x->epoch;
+    const fg_status st = OPS(x)->copy(x->drv, x->flags, v, n * sizeof *v, true);
+    free(v);
+    return st;
+}
+
+static fg_status refuse_failed(const fgrt_overlap *x, const char *fn)
+{
+    return fg_fail(x->failure,
+                   "%s: an earlier call failed (%s); every rank must destroy its executor and "
+                   "make a new one",
+                   fn, fg_status_string(x->failure));
+}
+
+fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream)
+{
+    if (!x)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_run: executor is NULL");
+    if (!x->connected)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_run: not connected");
+    if (x->failed)
+        return refuse_failed(x, "fgrt_overlap_run");
+    x->epoch++;
+    const fg_status st = enqueue_call(x, stream, x->epoch);
+    if (st != FG_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", fg_last_error());
+        release(x);
+        x->failed = true, x->failure = st;
+        return fg_fail(st, "%s", why);
+    }
+    return FG_OK;
+}
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Polls until every stream is idle or `limit_s` passes (*idle false). */
+static fg_status drain(fgrt_overlap *x, double limit_s, bool *idle)
+{
+    const double t0 = now_s();
+    const struct timespec nap = {0, 20000};
+    for (;;) {
+        *idle = true;
+        for (int s = 0; s < STREAMS && *idle; s++) {
+            const fg_status st = OPS(x)->stream_idle(x->drv, x->st[s], idle);
+            if (st != FG_OK)
+                return st;
+        }
+        if (*idle || now_s() - t0 > limit_s)
+            return FG_OK;
+        nanosleep(&nap, NULL);
+    }
+}
+
+/* "rank 1 flag sent(0)" for each awaited flag short of the call's epoch. */
+static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
+{
+    const size_t n = (size_t)x->args.world * x->nflags;
+    unsigned *v = calloc(n, sizeof *v);
+    size_t used = 0;
+    buf[0] = '\0';
+    if (!v || OPS(x)->copy(x->drv, v, x->flags, n * sizeof *v, false) != FG_OK) {
+        snprintf(buf, len, "(the flags could not be read)");
+        free(v);
+        return;
+    }
+    for (size_t i = 0; i < x->nwaits && used < len; i++) {
+        const awaited *w = &x->waits[i];
+        const unsigned got = *flag_at(x, v, w->peer, w->flag);
+        if ((int32_t)(got - x->epoch) >= 0)
+            continue;
+        char name[32];
+        if (w->flag == FGRT_FLAG_START)
+            snprintf(name, sizeof name, "start");
+        else
+            snprintf(name, sizeof name, "sent(%u)", w->flag - FGRT_FLAG_SENT);
+        used += (size_t)snprintf(buf + used, len - used, "%srank %u's %s at call %u (has %u)",
+                                 used ? ", " : "", w->peer, name, x->epoch, got);
+    }
+    free(v);
+}
+
+fg_status fgrt_overlap_wait(fgrt_overlap *x)
+{
+    if (!x)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_wait: executor is NULL");
+    bool idle = false;
+    fg_status st = drain(x, x->args.timeout_s, &idle);
+    if (st != FG_OK)
+        return st;
+    if (idle)
+        return x->failed ? refuse_failed(x, "fgrt_overlap_wait") : FG_OK;
+    char missing[512];
+    missing_flags(x, missing, sizeof missing);
+    release(x);
+    drain(x, x->args.timeout_s, &idle);
+    x->failed = true, x->failure = FG_ERR_TIMEOUT;
+    return fg_fail(FG_ERR_TIMEOUT,
+                   "fgrt_overlap_wait: rank %u waited %.1f s for %s; its waits were released%s",
+                   x->args.rank, x->args.timeout_s, missing[0] ? missing : "its own streams",
+                   idle ? "" : ", and its streams are still busy");
+}
+
+void fgrt_overlap_destroy(fgrt_overlap *x)
+{
+    if (!x)
+        return;
+    const fg_driver_ops *o = OPS(x);
+    bool idle = true;
+    if (x->st[0] && x->st[1] && x->st[2] && drain(x, x->args.timeout_s, &idle) == FG_OK &&
+        !idle && x->flags) {
+        release(x);
+        drain(x, x->args.timeout_s, &idle);
+    }
+    for (unsigned p = 0; p < MAX_WORLD; p++)
+        for (int i = 0; i < 3; i++)
+            if (x->peer[p].ipc[i])
+                o->ipc_close(x->drv, x->peer[p].ipc[i]);
+    for (int s = 0; s < STREAMS; s++) {
+        if (x->st[s])
+            o->stream_destroy(x->drv, x->st[s]);
+        if (x->ev_join[s])
+            o->event_destroy(x->drv, x->ev_join[s]);
+    }
+    if (x->ev_in)
+        o->event_destroy(x->drv, x->ev_in);
+    if (x->ev_bar)
+        o->event_destroy(x->drv, x->ev_bar);
+    for (size_t i = 0; x->done && i < x->nops; i++)
+        if (x->done[i])
+            o->event_destroy(x->drv, x->done[i]);
+    if (x->flags)
+        o->free(x->drv, x->flags);
+    if (x->recv)
+        o->free(x->drv, x->recv);
+    free(x->ops), free(x->done), free(x->waits);
+    free(x);
+}

@@ -1,0 +1,625 @@
+// The runtime's overlap executor (fgrt_overlap_create ... _wait in
+// runtime/include/fgrt_overlap.h) as engines run it: one process per GPU.
+// The first process forks one more per GPU before any of them touches CUDA;
+// executor handles travel over pipes, peer memory is mapped through CUDA
+// IPC; GEMMs are cuBLASLt calls and the owner's reduction the shared
+// kernel, both through the executor's callbacks.
+//
+// Checks (bf16, rel L2 <= 1e-2, NaN never passes), on fresh random inputs
+// with every output poisoned before each call:
+//   - AG+GEMM and GEMM+RS, serial_ce and shard_overlap, 3 calls in a row
+//     with new inputs each, every output element against a double
+//     reference on the host (small shapes);
+//   - a peer that never runs its call: the waiting rank's
+//     fgrt_overlap_wait returns FG_ERR_TIMEOUT within its limit, names the
+//     flag that did not come, and the executor refuses later calls.
+// --bench [--json FILE]: us per call of each schedule on the executor and
+// the unsplit GEMM alone, at Llama-2-70B TP=2 shapes (5 calls back to back,
+// host-timed on rank 0 between cross-process barriers, 9 repeats with the
+// parts interleaved; medians), then each schedule checked once at the shape
+// on 96 sampled outputs.
+#include <algorithm>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <vector>
+
+#include "harness.h"
+#include "overlap_gpu.cuh"
+
+#ifdef FG_HAVE_FGRT
+#include "fgrt.h"
+#include "fgrt_overlap.h"
+#endif
+
+namespace {
+
+using namespace overlap_gpu;
+
+constexpr int kMaxWorld = 8;
+
+// ---- processes: rank 0 is the first process, the others its children ----
+
+struct Procs {
+    int rank = 0, world = 1;
+    int up_w = -1, down_r = -1;                       // a child's pipes to and from rank 0
+    int down_w[kMaxWorld] = {}, up_r[kMaxWorld] = {};  // rank 0's, per child
+};
+
+bool write_all(int fd, const void *p, size_t n)
+{
+    for (const char *c = (const char *)p; n;) {
+        const ssize_t k = write(fd, c, n);
+        if (k <= 0 && errno != EINTR)
+            return false;
+        if (k > 0)
+            c += k, n -= (size_t)k;
+    }
+    return true;
+}
+
+bool read_all(int fd, void *p, size_t n)
+{
+    for (char *c = (char *)p; n;) {
+        const ssize_t k = read(fd, c, n);
+        if (k == 0 || (k < 0 && errno != EINTR))
+            return false;
+        if (k > 0)
+            c += k, n -= (size_t)k;
+    }
+    return true;
+}
+
+// Every rank contributes `size` bytes; every rank gets all of them in rank
+// order.  Doubles as a barrier.
+bool all_gather(const Procs &P, const void *mine, void *all, size_t size)
+{
+    char *out = (char *)all;
+    if (P.rank != 0)
+        return write_all(P.up_w, mine, size) && read_all(P.down_r, out, size * P.world);
+    memcpy(out, mine, size);
+    for (int c = 1; c < P.world; c++)
+        if (!read_all(P.up_r[c], out + size * c, size))
+            return false;
+    for (int c = 1; c < P.world; c++)
+        if (!write_all(P.down_w[c], out, size * P.world))
+            return false;
+    return true;
+}
+
+// A barrier that also tells every rank whether all of them are fine.
+bool all_ok(const Procs &P, bool ok)
+{
+    char mine = ok, all[kMaxWorld] = {};
+    if (!all_gather(P, &mine, all, 1))
+        return false;
+    for (int q = 0; q < P.world; q++)
+        ok = ok && all[q];
+    return ok;
+}
+
+double now_us()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
+
+float host_bf16(const uint16_t *v, size_t i) { return fgh_bf16_to_f32(v[i]); }
+
+#ifdef FG_HAVE_FGRT
+
+// ---- one rank's GEMM and buffers ----
+
+// The callbacks' state: cuBLASLt with a workspace per executor stream (two
+// GEMM streams run at once; sharing one workspace corrupts results).
+struct Gemm {
+    LtGemm lt;
+    const __nv_bfloat16 *b = nullptr;
+    long long n = 0, k = 0;
+    int sms = 0;
+    void *streams[3] = {};
+};
+
+int gemm_cb(void *user, void *stream, const void *a, void *c, long long rows)
+{
+    Gemm *g = (Gemm *)user;
+    int slot = 0;
+    while (slot < 3 && g->streams[slot] && g->streams[slot] != stream)
+        slot++;
+    if (slot == 3)
+        return 1;   // the executor has three streams; a fourth is a bug
+    g->streams[slot] = stream;
+    const LtPlan *p = lt_plan(&g->lt, rows, g->n, g->k);
+    const float one = 1.f, zero = 0.f;
+    return p && lt_ok(cublasLtMatmul(g->lt.h, p->op, &one, g->b, p->a, a, p->b, &zero, c, p->c,
+                                     c, p->c, &p->algo, g->lt.ws[slot], LtGemm::kWorkspace,
+                                     (cudaStream_t)stream),
+                      "cublasLtMatmul")
+               ? 0
+               : 1;
+}
+
+int reduce_cb(void *user, void *stream, const void *own, const void *recv, void *out,
+              unsigned world, unsigned rank, long long elems)
+{
+    const Gemm *g = (const Gemm *)user;
+    if (elems % 8)
+        return 1;
+    reduce_block<<<g->sms * 16, 256, 0, (cudaStream_t)stream>>>(
+        (const uint4 *)own, (const uint4 *)recv, (uint4 *)out, (int)world, (int)rank, elems / 8);
+    return cudaPeekAtLastError() == cudaSuccess ? 0 : 1;
+}
+
+struct Case {
+    const char *name;
+    fgrt_collective coll;
+    long long m, n, k;
+};
+
+// A rank's device buffers for one shape: AG: the gathered A [m, k], B, C
+// [m, n]; RS: A [m, k], B, partials C [m, n], out [m / world, n].
+struct Buffers {
+    __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr, *out = nullptr;
+    bool alloc(const Case &cs, int world)
+    {
+        return fgh_ok(cudaMalloc(&a, bytes(cs.m * cs.k))) &&
+               fgh_ok(cudaMalloc(&b, bytes(cs.k * cs.n))) &&
+               fgh_ok(cudaMalloc(&c, bytes(cs.m * cs.n))) &&
+               (cs.coll == FGRT_AG_GEMM || fgh_ok(cudaMalloc(&out, bytes(cs.m / world * cs.n))));
+    }
+    void free_all() { cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(out); }
+};
+
+// The inputs of call `call` as every rank can make them: rank p's A (AG:
+// its shard [m / world, k]; RS: [m, k]) and B [k, n].
+uint64_t seed_a(uint64_t base, int call, int p) { return base + 100 * call + p; }
+uint64_t seed_b(uint64_t base, int call, int p) { return base + 100 * call + 50 + p; }
+
+struct Host {
+    std::vector<std::vector<uint16_t>> a, b;   // per rank
+    void make(const Case &cs, int world, uint64_t base, int call)
+    {
+        const long long rows = cs.m / world;
+        a.assign(world, {}), b.assign(world, {});
+        for (int p = 0; p < world; p++) {
+            const long long na = (cs.coll == FGRT_AG_GEMM ? rows : cs.m) * cs.k;
+            a[p].resize(na), b[p].resize(cs.k * cs.n);
+            fgh_fill_host(a[p].data(), FGH_BF16, na, seed_a(base, call, p), 1.f);
+            fgh_fill_host(b[p].data(), FGH_BF16, cs.k * cs.n, seed_b(base, call, p), 1.f);
+        }
+    }
+    // Output element (i, j) of `rank` in double.
+    double ref(const Case &cs, int world, int rank, long long i, long long j) const
+    {
+        const long long rows = cs.m / world;
+        double t = 0;
+        for (int p = 0; p < (cs.coll == FGRT_AG_GEMM ? 1 : world); p++) {
+            const uint16_t *arow = cs.coll == FGRT_AG_GEMM
+                                       ? a[i / rows].data() + (i % rows) * cs.k
+                                       : a[p].data() + (rank * rows + i) * cs.k;
+            const uint16_t *bm = b[cs.coll == FGRT_AG_GEMM ? rank : p].data();
+            for (long long kk = 0; kk < cs.k; kk++)
+                t += (double)host_bf16(arow, kk) * host_bf16(bm, kk * cs.n + j);
+        }
+        return t;
+    }
+};
+
+// This rank's inputs of one call written, its outputs poisoned (AG: the
+// peers' blocks of the gathered A too).
+bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &h)
+{
+    const long long rows = cs.m / P.world;
+    const bool ag = cs.coll == FGRT_AG_GEMM;
+    bool ok = fgh_poison_device(d.c, bytes(cs.m * cs.n), 0) == 0 &&
+              (ag ? fgh_poison_device(d.a, bytes(cs.m * cs.k), 0) == 0
+                  : fgh_poison_device(d.out, bytes(rows * cs.n), 0) == 0) &&
+              fgh_ok(cudaDeviceSynchronize());
+    __nv_bfloat16 *a = ag ? d.a + (size_t)P.rank * rows * cs.k : d.a;
+    ok = ok && fgh_ok(cudaMemcpy(a, h.a[P.rank].data(), bytes(h.a[P.rank].size()),
+                                 cudaMemcpyHostToDevice)) &&
+         fgh_ok(cudaMemcpy(d.b, h.b[P.rank].data(), bytes(cs.k * cs.n), cudaMemcpyHostToDevice));
+    return ok;
+}
+
+bool make_executor(fg_context *ctx, const Case &cs, fgrt_schedule sched, const Procs &P,
+                   const Buffers &d, Gemm *g, double timeout_s, fgrt_overlap **x)
+{
+    fgrt_overlap_args args = {};
+    args.collective = cs.coll, args.schedule = sched;
+    args.world = (unsigned)P.world, args.rank = (unsigned)P.rank;
+    args.m = cs.m, args.n = cs.n, args.k = cs.k, args.dtype = FG_REG_BF16;
+    args.a = d.a, args.c = d.c, args.out = d.out;
+    args.gemm = gemm_cb, args.reduce = reduce_cb, args.user = g;
+    args.timeout_s = timeout_s;
+    g->b = d.b, g->n = cs.n, g->k = cs.k;
+    fgrt_overlap_handle mine, all[kMaxWorld];
+    fg_status st = fgrt_overlap_create(ctx, &args, x);
+    if (st == FG_OK)
+        st = fgrt_overlap_export(*x, &mine);
+    if (st != FG_OK)
+        fprintf(stderr, "rank %d: %s: %s\n", P.rank, fg_status_string(st), fg_last_error());
+    if (!all_ok(P, st == FG_OK) || !all_gather(P, &mine, all, sizeof mine))
+        return false;
+    st = fgrt_overlap_connect(*x, all);
+    if (st != FG_OK)
+        fprintf(stderr, "rank %d: connect: %s: %s\n", P.rank, fg_status_string(st),
+                fg_last_error());
+    return all_ok(P, st == FG_OK);
+}
+
+// One call on this rank: run, then wait.
+fg_status call(fgrt_overlap *x, cudaStream_t s)
+{
+    fg_status st = fgrt_overlap_run(x, s);
+    if (st == FG_OK)
+        st = fgrt_overlap_wait(x);
+    if (st != FG_OK)
+        fprintf(stderr, "overlap executor: %s: %s\n", fg_status_string(st), fg_last_error());
+    return st == FG_OK && fgh_ok(cudaStreamSynchronize(s)) ? FG_OK : st;
+}
+
+// ---- checks ----
+
+void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_schedule sched,
+                uint64_t base)
+{
+    char name[160];
+    snprintf(name, sizeof name, "executor %s %s, %d processes, M=%lld N=%lld K=%lld: rank %d",
+             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched), P.world,
+             cs.m, cs.n, cs.k, P.rank);
+    Buffers d;
+    fgrt_overlap *x = nullptr;
+    cudaStream_t s = nullptr;
+    if (CHECK(name, all_ok(P, d.alloc(cs, P.world) &&
+                                  fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))) &&
+        CHECK(name, make_executor(ctx, cs, sched, P, d, g, 10.0, &x))) {
+        const bool ag = cs.coll == FGRT_AG_GEMM;
+        const long long out_rows = ag ? cs.m : cs.m / P.world;
+        for (int c = 0; c < 3; c++) {
+            Host h;
+            h.make(cs, P.world, base, c);
+            bool ok = write_inputs(cs, P, d, h);
+            ok = all_ok(P, ok) && call(x, s) == FG_OK;
+            std::vector<uint16_t> got(out_rows * cs.n);
+            std::vector<double> ref(got.size());
+            ok = ok && fgh_ok(cudaMemcpy(got.data(), ag ? d.c : d.out, bytes(got.size()),
+                                         cudaMemcpyDeviceToHost));
+            for (long long i = 0; ok && i < out_rows; i++)
+                for (long long j = 0; j < cs.n; j++)
+                    ref[i * cs.n + j] = h.ref(cs, P.world, P.rank, i, j);
+            const fgh_err e = fgh_compare(got.data(), FGH_BF16, ref.data(), ref.size());
+            char what[200];
+            snprintf(what, sizeof what, "%s, call %d", name, c + 1);
+            CHECKF(what, ok && e.nonfinite == 0 && e.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite",
+                   e.rel_l2, e.nonfinite);
+            if (!all_ok(P, ok))
+                break;
+        }
+    }
+    fgrt_overlap_destroy(x);
+    if (s)
+        cudaStreamDestroy(s);
+    d.free_all();
+}
+
+// Rank 0 runs a call that rank 1 never runs: rank 0's wait must end in
+// FG_ERR_TIMEOUT within its limit, name rank 1's missing flag, and leave
+// the executor refusing calls.
+void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
+{
+    const Case cs{"timeout", FGRT_AG_GEMM, 256, 256, 256};
+    const double limit_s = 0.5;
+    Buffers d;
+    fgrt_overlap *x = nullptr;
+    cudaStream_t s = nullptr;
+    if (CHECK("executor timeout: setup", all_ok(P, d.alloc(cs, P.world) &&
+                                                     fgh_ok(cudaStreamCreateWithFlags(
+                                                         &s, cudaStreamNonBlocking)))) &&
+        CHECK("executor timeout: setup", make_executor(ctx, cs, FGRT_SHARD_OVERLAP, P, d, g,
+                                                       limit_s, &x))) {
+        Host h;
+        h.make(cs, P.world, base, 0);
+        const bool ok = all_ok(P, write_inputs(cs, P, d, h));
+        if (P.rank == 0 && ok) {
+            const double t0 = now_us();
+            fg_status st = fgrt_overlap_run(x, s);
+            if (st == FG_OK)
+                st = fgrt_overlap_wait(x);
+            const double waited_s = (now_us() - t0) * 1e-6;
+            const char *why = fg_last_error();
+            CHECKF("executor timeout: rank 0's wait ends in FG_ERR_TIMEOUT within its limit",
+                   st == FG_ERR_TIMEOUT && waited_s < limit_s + 2.0, "status %s after %.2f s: %s",
+                   fg_status_string(st), waited_s, why);
+            CHECKF("executor timeout: the error names rank 1's missing start flag",
+                   strstr(why, "rank 1's start") != nullptr, "%s", why);
+            CHECK("executor timeout: its streams drained",
+                  fgh_ok(cudaStreamSynchronize(s)));
+            CHECK("executor timeout: later calls are refused",
+                  fgrt_overlap_run(x, s) == FG_ERR_TIMEOUT);
+        }
+        all_ok(P, true);
+    }
+    fgrt_overlap_destroy(x);
+    if (s)
+        cudaStreamDestroy(s);
+    d.free_all();
+}
+
+// ---- --bench ----
+
+double median_of(std::vector<double> v) { return fgh_median(v.data(), (int)v.size()); }
+
+// Sampled outputs of the last call against the inputs on the host.
+double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Host &h,
+                     uint64_t seed)
+{
+    constexpr int kSamples = 96;
+    const bool ag = cs.coll == FGRT_AG_GEMM;
+    const long long out_rows = ag ? cs.m : cs.m / P.world;
+    std::vector<uint16_t> got(kSamples);
+    std::vector<double> ref(kSamples);
+    for (int t = 0; t < kSamples; t++) {
+        const uint64_t r = fgh_splitmix64(seed + t);
+        const long long i = (long long)(r % (uint64_t)out_rows), j = (long long)((r >> 32) % cs.n);
+        if (!fgh_ok(cudaMemcpy(&got[t], (ag ? d.c : d.out) + i * cs.n + j, 2,
+                               cudaMemcpyDeviceToHost)))
+            return INFINITY;
+        ref[t] = h.ref(cs, P.world, P.rank, i, j);
+    }
+    const fgh_err e = fgh_compare(got.data(), FGH_BF16, ref.data(), kSamples);
+    return e.nonfinite ? INFINITY : e.rel_l2;
+}
+
+void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *json_path)
+{
+    static const Case cases[] = {
+        {"qkv-m4096", FGRT_AG_GEMM, 4096, 5120, 8192},
+        {"o-m4096", FGRT_GEMM_RS, 4096, 8192, 4096},
+        {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
+        {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
+    };
+    const fgrt_schedule scheds[2] = {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP};
+    constexpr int kCalls = 5, kReps = 9;
+    FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
+    fgh_json j;
+    if (jf) {
+        fgh_device dev;
+        fgh_device_open(0, &dev);
+        fgh_json_init(&j, jf);
+        fgh_json_obj_begin(&j, nullptr);
+        fgh_json_header(&j, &dev, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
+                        "test_overlap_exec --bench");
+        fgh_json_int(&j, "world", P.world);
+        fgh_json_str(&j, "method", "one process per GPU, the runtime's executor (CUDA IPC); us "
+                                   "per call on rank 0: 5 calls back to back (run, then one "
+                                   "wait), host-timed between cross-process barriers; 9 "
+                                   "repeats with the parts interleaved; median, min, max; "
+                                   "then each schedule checked on 96 sampled outputs");
+        fgh_json_arr_begin(&j, "cases");
+    }
+    for (const Case &cs : cases) {
+        char what[96];
+        snprintf(what, sizeof what, "executor bench %s: rank %d", cs.name, P.rank);
+        Buffers d;
+        fgrt_overlap *x[2] = {};
+        cudaStream_t s = nullptr;
+        Host h;
+        h.make(cs, P.world, base + 7, 0);
+        bool ok = CHECK(what, all_ok(P, d.alloc(cs, P.world) && fgh_ok(cudaStreamCreateWithFlags(
+                                                                   &s, cudaStreamNonBlocking))));
+        for (int i = 0; i < 2 && ok; i++)
+            ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, g, 30.0, &x[i]));
+        ok = ok && CHECK(what, all_ok(P, write_inputs(cs, P, d, h)));
+        // parts: 0 the unsplit GEMM alone, 1 serial_ce, 2 shard_overlap
+        std::vector<double> t[3];
+        const long long a_rows = cs.m;
+        for (int rep = -1; rep < kReps && ok; rep++)
+            for (int part = 0; part < 3 && ok; part++) {
+                ok = all_ok(P, true);
+                const double t0 = now_us();
+                for (int c = 0; c < kCalls && ok; c++)
+                    ok = part == 0 ? gemm_cb(g, s, d.a, d.c, a_rows) == 0
+                                   : fgrt_overlap_run(x[part - 1], s) == FG_OK;
+                ok = ok && (part == 0 || fgrt_overlap_wait(x[part - 1]) == FG_OK) &&
+                     fgh_ok(cudaStreamSynchronize(s));
+                if (rep >= 0)
+                    t[part].push_back((now_us() - t0) / kCalls);
+            }
+        double err[2] = {NAN, NAN};
+        for (int i = 0; i < 2 && ok; i++) {   // each schedule once more, checked
+            ok = all_ok(P, write_inputs(cs, P, d, h)) && call(x[i], s) == FG_OK;
+            err[i] = ok ? sampled_error(cs, P, d, h, base + 31 * i) : INFINITY;
+            char name[160];
+            snprintf(name, sizeof name, "%s: %s on sampled outputs", what,
+                     fgrt_schedule_name(scheds[i]));
+            CHECKF(name, err[i] <= 1e-2, "rel L2 %.3e", err[i]);
+        }
+        CHECK(what, ok);
+        if (ok && P.rank == 0) {
+            double med[3], lo[3], hi[3];
+            for (int p = 0; p < 3; p++) {
+                med[p] = median_of(t[p]);   // sorts a copy
+                std::sort(t[p].begin(), t[p].end());
+                lo[p] = t[p].front(), hi[p] = t[p].back();
+            }
+            printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  serial_ce %7.1f (%.2fx)  "
+                   "shard_overlap %7.1f (%.2fx)  us\n",
+                   cs.name, cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", cs.m, cs.n, cs.k,
+                   med[0], med[1], med[1] / med[0], med[2], med[2] / med[0]);
+            if (jf) {
+                static const char *const names[3] = {"gemm", "serial_ce", "shard_overlap"};
+                fgh_json_obj_begin(&j, nullptr);
+                fgh_json_str(&j, "name", cs.name);
+                fgh_json_str(&j, "collective",
+                             cs.coll == FGRT_AG_GEMM ? "all_gather" : "reduce_scatter");
+                fgh_json_int(&j, "m", cs.m), fgh_json_int(&j, "n", cs.n);
+                fgh_json_int(&j, "k", cs.k);
+                for (int p = 0; p < 3; p++) {
+                    fgh_json_obj_begin(&j, names[p]);
+                    fgh_json_num(&j, "median_us", med[p]);
+                    fgh_json_num(&j, "min_us", lo[p]);
+                    fgh_json_num(&j, "max_us", hi[p]);
+                    if (p > 0)
+                        fgh_json_num(&j, "sampled_rel_l2", err[p - 1]);
+                    fgh_json_obj_end(&j);
+                }
+                fgh_json_obj_end(&j);
+            }
+        }
+        for (auto *e : x)
+            fgrt_overlap_destroy(e);
+        if (s)
+            cudaStreamDestroy(s);
+        d.free_all();
+        if (!all_ok(P, ok))
+            break;
+    }
+    if (jf) {
+        fgh_json_arr_end(&j);
+        fgh_json_clocks(&j);
+        fgh_json_obj_end(&j);
+        fclose(jf);
+    }
+}
+
+// Everything one rank does; returns when the rank is done.
+void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json)
+{
+    fg_context *ctx = nullptr;
+    Gemm g;
+    const bool ok = fgh_ok(cudaSetDevice(P.rank)) &&
+                    CHECK("fg_init", fg_init(nullptr, 0, P.rank, &ctx) == FG_OK) &&
+                    fgh_ok(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount,
+                                                  P.rank)) &&
+                    lt_open(&g.lt);
+    if (all_ok(P, ok)) {
+        if (do_bench) {
+            bench(ctx, P, &g, base, json);
+        } else {
+            static const Case cases[] = {
+                {"ag", FGRT_AG_GEMM, 512, 384, 320},
+                {"rs", FGRT_GEMM_RS, 512, 384, 320},
+            };
+            int i = 0;
+            for (const Case &cs : cases)
+                for (fgrt_schedule sched : {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
+                    check_case(ctx, P, &g, cs, sched, base + 1000 * ++i);
+            check_timeout(ctx, P, &g, base + 9000);
+        }
+    }
+    lt_close(&g.lt);
+    fg_shutdown(ctx);
+}
+
+#endif   // FG_HAVE_FGRT
+
+// GPUs, counted in a child so that this process has not touched CUDA when
+// it forks the ranks.
+int count_gpus()
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return 0;
+    const pid_t pid = fork();
+    if (pid == 0) {
+        int n = 0;
+        if (cudaGetDeviceCount(&n) != cudaSuccess)
+            n = 0;
+        write_all(fd[1], &n, sizeof n);
+        _exit(0);
+    }
+    close(fd[1]);
+    int n = 0;
+    if (pid < 0 || !read_all(fd[0], &n, sizeof n))
+        n = 0;
+    close(fd[0]);
+    if (pid > 0)
+        waitpid(pid, nullptr, 0);
+    return n;
+}
+
+}   // namespace
+
+int main(int argc, char **argv)
+{
+    bool do_bench = false;
+    const char *json = nullptr;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--verbose"))
+            fgh_set_verbose(true);
+        else if (!strcmp(argv[i], "--bench"))
+            do_bench = true;
+        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
+            json = argv[++i];
+        else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
+            ++i;   // check-gpu passes every test the kernels folder; this one uses none
+        else {
+            fprintf(stderr, "usage: %s [--verbose] [--bench [--json FILE]]\n", argv[0]);
+            return 2;
+        }
+    }
+#ifndef FG_HAVE_FGRT
+    fgh_skip("overlap executor", "built without libfgrt");
+    return fgh_summary() ? 1 : 0;
+#else
+    const int gpus = count_gpus();
+    if (gpus < 2) {
+        fgh_skip("overlap executor, one process per GPU",
+                 "needs at least 2 GPUs in this machine");
+        return fgh_summary() ? 1 : 0;
+    }
+    setvbuf(stdout, nullptr, _IOLBF, 0);
+    Procs P;
+    P.world = gpus < kMaxWorld ? gpus : kMaxWorld;
+    if (P.world > 2 && do_bench)
+        P.world = 2;   // the bench's shapes are TP=2's
+    const uint64_t base = fgh_base_seed();
+    pid_t kids[kMaxWorld] = {};
+    for (int c = 1; c < P.world; c++) {
+        int down[2], up[2];
+        if (pipe(down) != 0 || pipe(up) != 0) {
+            perror("pipe");
+            return 1;
+        }
+        kids[c] = fork();
+        if (kids[c] == 0) {   // rank c
+            Procs me;
+            me.rank = c, me.world = P.world, me.up_w = up[1], me.down_r = down[0];
+            close(up[0]), close(down[1]);
+            for (int o = 1; o < c; o++)
+                close(P.down_w[o]), close(P.up_r[o]);
+            rank_main(me, base, do_bench, nullptr);
+            const int counts[3] = {fgh_passed_count(), fgh_failed_count(), fgh_skipped_count()};
+            write_all(me.up_w, counts, sizeof counts);
+            _exit(0);
+        }
+        close(up[1]), close(down[0]);
+        P.down_w[c] = down[1], P.up_r[c] = up[0];
+    }
+    rank_main(P, base, do_bench, json);
+    bool lost = false;
+    for (int c = 1; c < P.world; c++) {
+        int counts[3];
+        if (read_all(P.up_r[c], counts, sizeof counts)) {
+            fgh_add_counts(counts[0], counts[1], counts[2]);
+        } else {
+            lost = true;
+            kill(kids[c], SIGKILL);
+        }
+        int status = 0;
+        waitpid(kids[c], &status, 0);
+        CHECKF("a rank's process ended normally", !lost && WIFEXITED(status), "rank %d", c);
+    }
+    return fgh_summary() ? 1 : 0;
+#endif
+}
