@@ -119,25 +119,32 @@ float host_bf16(const uint16_t *v, size_t i) { return fgh_bf16_to_f32(v[i]); }
 
 // ---- one rank's GEMM and buffers ----
 
-// The callbacks' state: cuBLASLt with a workspace per executor stream (two
-// GEMM streams run at once; sharing one workspace corrupts results).
+// A rank's cuBLASLt and the B its GEMMs multiply by.
 struct Gemm {
     LtGemm lt;
     const __nv_bfloat16 *b = nullptr;
     long long n = 0, k = 0;
     int sms = 0;
+};
+
+// The callbacks' state, one per executor: the rank's GEMM, and which of
+// LtGemm's workspaces each of the executor's streams uses (its two GEMM
+// streams run at once; sharing one workspace corrupts results).
+struct User {
+    Gemm *g = nullptr;
     void *streams[3] = {};
 };
 
 int gemm_cb(void *user, void *stream, const void *a, void *c, long long rows)
 {
-    Gemm *g = (Gemm *)user;
+    User *u = (User *)user;
+    Gemm *g = u->g;
     int slot = 0;
-    while (slot < 3 && g->streams[slot] && g->streams[slot] != stream)
+    while (slot < 3 && u->streams[slot] && u->streams[slot] != stream)
         slot++;
     if (slot == 3)
         return 1;   // the executor has three streams; a fourth is a bug
-    g->streams[slot] = stream;
+    u->streams[slot] = stream;
     const LtPlan *p = lt_plan(&g->lt, rows, g->n, g->k);
     const float one = 1.f, zero = 0.f;
     return p && lt_ok(cublasLtMatmul(g->lt.h, p->op, &one, g->b, p->a, a, p->b, &zero, c, p->c,
@@ -151,7 +158,7 @@ int gemm_cb(void *user, void *stream, const void *a, void *c, long long rows)
 int reduce_cb(void *user, void *stream, const void *own, const void *recv, void *out,
               unsigned world, unsigned rank, long long elems)
 {
-    const Gemm *g = (const Gemm *)user;
+    const Gemm *g = ((const User *)user)->g;
     if (elems % 8)
         return 1;
     reduce_block<<<g->sms * 16, 256, 0, (cudaStream_t)stream>>>(
@@ -232,14 +239,15 @@ bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &
 }
 
 bool make_executor(fg_context *ctx, const Case &cs, fgrt_schedule sched, const Procs &P,
-                   const Buffers &d, Gemm *g, double timeout_s, fgrt_overlap **x)
+                   const Buffers &d, User *u, double timeout_s, fgrt_overlap **x)
 {
+    Gemm *g = u->g;
     fgrt_overlap_args args = {};
     args.collective = cs.coll, args.schedule = sched;
     args.world = (unsigned)P.world, args.rank = (unsigned)P.rank;
     args.m = cs.m, args.n = cs.n, args.k = cs.k, args.dtype = FG_REG_BF16;
     args.a = d.a, args.c = d.c, args.out = d.out;
-    args.gemm = gemm_cb, args.reduce = reduce_cb, args.user = g;
+    args.gemm = gemm_cb, args.reduce = reduce_cb, args.user = u;
     args.timeout_s = timeout_s;
     g->b = d.b, g->n = cs.n, g->k = cs.k;
     fgrt_overlap_handle mine, all[kMaxWorld];
@@ -278,11 +286,13 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_s
              cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched), P.world,
              cs.m, cs.n, cs.k, P.rank);
     Buffers d;
+    User u;
+    u.g = g;
     fgrt_overlap *x = nullptr;
     cudaStream_t s = nullptr;
     if (CHECK(name, all_ok(P, d.alloc(cs, P.world) &&
                                   fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))) &&
-        CHECK(name, make_executor(ctx, cs, sched, P, d, g, 10.0, &x))) {
+        CHECK(name, make_executor(ctx, cs, sched, P, d, &u, 10.0, &x))) {
         const bool ag = cs.coll == FGRT_AG_GEMM;
         const long long out_rows = ag ? cs.m : cs.m / P.world;
         for (int c = 0; c < 3; c++) {
@@ -320,12 +330,14 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
     const Case cs{"timeout", FGRT_AG_GEMM, 256, 256, 256};
     const double limit_s = 0.5;
     Buffers d;
+    User u;
+    u.g = g;
     fgrt_overlap *x = nullptr;
     cudaStream_t s = nullptr;
     if (CHECK("executor timeout: setup", all_ok(P, d.alloc(cs, P.world) &&
                                                      fgh_ok(cudaStreamCreateWithFlags(
                                                          &s, cudaStreamNonBlocking)))) &&
-        CHECK("executor timeout: setup", make_executor(ctx, cs, FGRT_SHARD_OVERLAP, P, d, g,
+        CHECK("executor timeout: setup", make_executor(ctx, cs, FGRT_SHARD_OVERLAP, P, d, &u,
                                                        limit_s, &x))) {
         Host h;
         h.make(cs, P.world, base, 0);
@@ -411,6 +423,9 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         char what[96];
         snprintf(what, sizeof what, "executor bench %s: rank %d", cs.name, P.rank);
         Buffers d;
+        User u[3];   // the two executors', and the unsplit GEMM's
+        for (User &e : u)
+            e.g = g;
         fgrt_overlap *x[2] = {};
         cudaStream_t s = nullptr;
         Host h;
@@ -418,7 +433,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         bool ok = CHECK(what, all_ok(P, d.alloc(cs, P.world) && fgh_ok(cudaStreamCreateWithFlags(
                                                                    &s, cudaStreamNonBlocking))));
         for (int i = 0; i < 2 && ok; i++)
-            ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, g, 30.0, &x[i]));
+            ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, &u[i], 30.0, &x[i]));
         ok = ok && CHECK(what, all_ok(P, write_inputs(cs, P, d, h)));
         // parts: 0 the unsplit GEMM alone, 1 serial_ce, 2 shard_overlap
         std::vector<double> t[3];
@@ -428,7 +443,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                 ok = all_ok(P, true);
                 const double t0 = now_us();
                 for (int c = 0; c < kCalls && ok; c++)
-                    ok = part == 0 ? gemm_cb(g, s, d.a, d.c, a_rows) == 0
+                    ok = part == 0 ? gemm_cb(&u[2], s, d.a, d.c, a_rows) == 0
                                    : fgrt_overlap_run(x[part - 1], s) == FG_OK;
                 ok = ok && (part == 0 || fgrt_overlap_wait(x[part - 1]) == FG_OK) &&
                      fgh_ok(cudaStreamSynchronize(s));
