@@ -121,7 +121,12 @@ FGRT_OVERLAP_API const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entr
 typedef struct fgrt_overlap fgrt_overlap;
 
 /* Enqueues c[rows, n] = a[rows, k] x B on `stream` (a CUstream); a and c
- * are row blocks of the executor's a and c.  0 on success. */
+ * are row blocks of the executor's a and c.  0 on success.  The callbacks
+ * run inside fgrt_overlap_run, after waits on other ranks were enqueued:
+ * they must not synchronize, and every kernel they launch must have been
+ * launched once before the first call (CUDA's lazy module loading loads a
+ * module at its first launch and waits for the device's streams, which a
+ * peer that never comes would hold for ever). */
 typedef int (*fgrt_gemm_fn)(void *user, void *stream, const void *a, void *c, long long rows);
 
 /* Enqueues out = own + the sum of recv's world slots but slot `rank` (each
