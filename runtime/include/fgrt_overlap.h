@@ -116,7 +116,8 @@ FGRT_OVERLAP_API const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entr
  * in the memory of the rank that waits on it, by a 4-byte copy behind the
  * data it announces; the GEMMs and the owner's reduction are the caller's
  * (fgrt_gemm_fn, fgrt_reduce_fn), enqueued on the executor's streams.
- * CUDA only for now (HIP: FG_ERR_UNSUPPORTED_DEVICE). */
+ * CUDA, run on H200s; HIP (hipMemcpyAsync between devices, hipIpc*, stream
+ * memory operations) compiled and linked, not yet run on AMD hardware. */
 
 typedef struct fgrt_overlap fgrt_overlap;
 

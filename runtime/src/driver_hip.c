@@ -19,7 +19,17 @@ enum { HIP_SUCCESS = 0, HIP_ERROR_OUT_OF_MEMORY = 2, HIP_ERROR_NO_DEVICE = 100,
        HIP_ERROR_INVALID_DEVICE = 101 };
 enum { HIP_ATTR_COOPERATIVE_LAUNCH = 10, HIP_ATTR_MAX_GRID_DIM_X = 29,
        HIP_ATTR_MULTIPROCESSOR_COUNT = 63, HIP_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 74 };
-enum { HIP_MEMCPY_HOST_TO_DEVICE = 1, HIP_MEMCPY_DEVICE_TO_HOST = 2 };
+enum { HIP_MEMCPY_HOST_TO_DEVICE = 1, HIP_MEMCPY_DEVICE_TO_HOST = 2,
+       HIP_MEMCPY_DEVICE_TO_DEVICE = 3 };
+/* The overlap executor's (hip_runtime_api.h). */
+enum { HIP_ERROR_NOT_READY = 600, HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704 };
+enum { HIP_STREAM_NON_BLOCKING = 0x1, HIP_EVENT_DISABLE_TIMING = 0x2,
+       HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1, HIP_STREAM_WAIT_VALUE_GTE = 0x0 };
+typedef void *hip_event;          /* hipEvent_t */
+typedef struct hip_ipc_handle {   /* hipIpcMemHandle_t */
+    char reserved[64];
+} hip_ipc_handle;
+_Static_assert(sizeof(hip_ipc_handle) == FG_IPC_HANDLE_BYTES, "a HIP IPC handle's size");
 
 /* gcnArchName's offset in hipDeviceProp_t: ROCm 6's hipGetDevicePropertiesR0600
  * layout and the ROCm 5 layout (which ROCm 6 keeps for hipGetDeviceProperties). */
@@ -48,6 +58,25 @@ enum { HIP_MEMCPY_HOST_TO_DEVICE = 1, HIP_MEMCPY_DEVICE_TO_HOST = 2 };
     X(hipMemcpy, (void *dst, const void *src, size_t bytes, int kind))                             \
     X(hipStreamSynchronize, (hip_stream stream))
 
+#define HIP_OVERLAP_FUNCS(X)                                                                       \
+    X(hipStreamCreateWithFlags, (hip_stream * s, unsigned flags))                                 \
+    X(hipStreamDestroy, (hip_stream s))                                                            \
+    X(hipStreamQuery, (hip_stream s))                                                              \
+    X(hipEventCreateWithFlags, (hip_event * e, unsigned flags))                                   \
+    X(hipEventDestroy, (hip_event e))                                                              \
+    X(hipEventRecord, (hip_event e, hip_stream s))                                                 \
+    X(hipStreamWaitEvent, (hip_stream s, hip_event e, unsigned flags))                             \
+    X(hipMemcpyAsync, (void *dst, const void *src, size_t bytes, int kind, hip_stream s))          \
+    X(hipStreamWriteValue32, (hip_stream s, void *ptr, uint32_t value, unsigned flags))           \
+    X(hipStreamWaitValue32,                                                                        \
+      (hip_stream s, void *ptr, uint32_t value, unsigned flags, uint32_t mask))                    \
+    X(hipMemGetAddressRange, (void **base, size_t *size, void *ptr))                              \
+    X(hipIpcGetMemHandle, (hip_ipc_handle * h, void *ptr))                                        \
+    X(hipIpcOpenMemHandle, (void **ptr, hip_ipc_handle h, unsigned flags))                        \
+    X(hipIpcCloseMemHandle, (void *ptr))                                                           \
+    X(hipDeviceCanAccessPeer, (int *can, int device, int peer))                                   \
+    X(hipDeviceEnablePeerAccess, (int peer, unsigned flags))
+
 typedef struct hip_fns {
 #define DECLARE(name, params) hip_error(*name) params;
     HIP_FUNCS(DECLARE)
@@ -59,6 +88,10 @@ typedef struct hip_fns {
     hip_error (*launch_cooperative)(hip_function f, unsigned gx, unsigned gy, unsigned gz,
                                     unsigned bx, unsigned by, unsigned bz, unsigned smem,
                                     hip_stream stream, void **params);
+#define DECLARE(name, params) hip_error(*name) params;
+    HIP_OVERLAP_FUNCS(DECLARE)   /* optional: the overlap executor's */
+#undef DECLARE
+    bool overlap;                /* every one of them resolved */
 } hip_fns;
 
 typedef struct hip {
@@ -233,11 +266,185 @@ static void *hip_symbol(const fg_driver *d, const char *name)
     return dlsym(((const hip *)d)->lib, name);
 }
 
+/* ---- the overlap executor's: hipMemcpyAsync between devices (SDMA), IPC.
+ * Not run on AMD hardware here; compiled and linked only. ---- */
+
+static fg_status no_overlap(void)
+{
+    return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                   "the HIP runtime lacks what the overlap executor needs (stream memory "
+                   "operations, IPC)");
+}
+
+#define NEED_OVERLAP(h)                                                                            \
+    do {                                                                                           \
+        if (!(h)->fn.overlap)                                                                      \
+            return no_overlap();                                                                   \
+    } while (0)
+
+static fg_status hip_stream_create(fg_driver *d, void **stream)
+{
+    hip *h = (hip *)d;
+    *stream = NULL;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipStreamCreateWithFlags",
+              h->fn.hipStreamCreateWithFlags(stream, HIP_STREAM_NON_BLOCKING));
+}
+
+static void hip_stream_destroy(fg_driver *d, void *stream)
+{
+    hip *h = (hip *)d;
+    if (h->fn.overlap)
+        h->fn.hipStreamDestroy(stream);
+}
+
+static fg_status hip_stream_idle(fg_driver *d, void *stream, bool *idle)
+{
+    hip *h = (hip *)d;
+    *idle = false;
+    NEED_OVERLAP(h);
+    const hip_error e = h->fn.hipStreamQuery(stream);
+    *idle = e == HIP_SUCCESS;
+    return hip_status(h, e == HIP_ERROR_NOT_READY ? HIP_SUCCESS : e, NULL, "hipStreamQuery");
+}
+
+static fg_status hip_event_create(fg_driver *d, void **event)
+{
+    hip *h = (hip *)d;
+    *event = NULL;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipEventCreateWithFlags",
+              h->fn.hipEventCreateWithFlags(event, HIP_EVENT_DISABLE_TIMING));
+}
+
+static void hip_event_destroy(fg_driver *d, void *event)
+{
+    hip *h = (hip *)d;
+    if (h->fn.overlap)
+        h->fn.hipEventDestroy(event);
+}
+
+static fg_status hip_event_record(fg_driver *d, void *event, void *stream)
+{
+    hip *h = (hip *)d;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipEventRecord", h->fn.hipEventRecord(event, stream));
+}
+
+static fg_status hip_stream_wait_event(fg_driver *d, void *stream, void *event)
+{
+    hip *h = (hip *)d;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipStreamWaitEvent", h->fn.hipStreamWaitEvent(stream, event, 0));
+}
+
+static fg_status hip_copy_async(fg_driver *d, void *dst, const void *src, size_t bytes,
+                                void *stream)
+{
+    hip *h = (hip *)d;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipMemcpyAsync",
+              h->fn.hipMemcpyAsync(dst, src, bytes, HIP_MEMCPY_DEVICE_TO_DEVICE, stream));
+}
+
+static fg_status hip_write_flag(fg_driver *d, void *stream, void *flag, unsigned value)
+{
+    hip *h = (hip *)d;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipStreamWriteValue32", h->fn.hipStreamWriteValue32(stream, flag, value, 0));
+}
+
+/* HIP compares unsigned (*flag >= value), not cyclically: epochs must not wrap
+ * (2^32 calls). */
+static fg_status hip_wait_flag(fg_driver *d, void *stream, const void *flag, unsigned value)
+{
+    hip *h = (hip *)d;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipStreamWaitValue32",
+              h->fn.hipStreamWaitValue32(stream, (void *)(uintptr_t)flag, value,
+                                         HIP_STREAM_WAIT_VALUE_GTE, 0xffffffffu));
+}
+
+static hip_error export_handle(hip *h, const void *dptr, void *handle, size_t *offset)
+{
+    void *base = NULL;
+    size_t size = 0;
+    hip_ipc_handle ipc;
+    memset(&ipc, 0, sizeof ipc);
+    hip_error e = h->fn.hipMemGetAddressRange(&base, &size, (void *)(uintptr_t)dptr);
+    if (e == HIP_SUCCESS)
+        e = h->fn.hipIpcGetMemHandle(&ipc, base);
+    memcpy(handle, &ipc, sizeof ipc);
+    *offset = e == HIP_SUCCESS ? (size_t)((const char *)dptr - (const char *)base) : 0;
+    return e;
+}
+
+static fg_status hip_ipc_export(fg_driver *d, const void *dptr, void *handle, size_t *offset)
+{
+    hip *h = (hip *)d;
+    *offset = 0;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipIpcGetMemHandle", export_handle(h, dptr, handle, offset));
+}
+
+static fg_status hip_ipc_open(fg_driver *d, const void *handle, void **base)
+{
+    hip *h = (hip *)d;
+    hip_ipc_handle ipc;
+    *base = NULL;
+    NEED_OVERLAP(h);
+    memcpy(&ipc, handle, sizeof ipc);
+    ON_DEVICE(h, "hipIpcOpenMemHandle",
+              h->fn.hipIpcOpenMemHandle(base, ipc, HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+}
+
+static void hip_ipc_close(fg_driver *d, void *base)
+{
+    hip *h = (hip *)d;
+    int prev = h->dev;
+    if (h->fn.overlap && enter(h, &prev) == HIP_SUCCESS)
+        h->fn.hipIpcCloseMemHandle(base);
+    leave(h, prev);
+}
+
+static hip_error enable_peer(hip *h, int ordinal)
+{
+    int can = 0;
+    hip_error e = h->fn.hipDeviceCanAccessPeer(&can, h->dev, ordinal);
+    if (e == HIP_SUCCESS && can) {
+        e = h->fn.hipDeviceEnablePeerAccess(ordinal, 0);
+        if (e == HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED)
+            e = HIP_SUCCESS;
+    }
+    return e == HIP_SUCCESS && !can ? -1 : e;
+}
+
+static fg_status hip_enable_peer(fg_driver *d, int ordinal)
+{
+    hip *h = (hip *)d;
+    NEED_OVERLAP(h);
+    int prev = h->dev;
+    hip_error e = enter(h, &prev);
+    if (e == HIP_SUCCESS)
+        e = enable_peer(h, ordinal);
+    leave(h, prev);
+    if (e == -1)
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "device %d cannot access device %d's memory",
+                       h->dev, ordinal);
+    return hip_status(h, e, NULL, "hipDeviceEnablePeerAccess");
+}
+
 static const fg_driver_ops hip_ops = {
     .close = hip_close, .load = hip_load, .unload = hip_unload, .configure = hip_configure,
     .occupancy = hip_occupancy, .launch = hip_launch, .alloc = hip_alloc, .zero = hip_zero,
     .free = hip_free,
     .copy = hip_copy, .sync = hip_sync, .make_current = hip_make_current, .symbol = hip_symbol,
+    .stream_create = hip_stream_create, .stream_destroy = hip_stream_destroy,
+    .stream_idle = hip_stream_idle, .event_create = hip_event_create,
+    .event_destroy = hip_event_destroy, .event_record = hip_event_record,
+    .stream_wait_event = hip_stream_wait_event, .copy_async = hip_copy_async,
+    .write_flag = hip_write_flag, .wait_flag = hip_wait_flag, .ipc_export = hip_ipc_export,
+    .ipc_open = hip_ipc_open, .ipc_close = hip_ipc_close, .enable_peer = hip_enable_peer,
 };
 
 static bool is_arch_name(const char *s, size_t room)
@@ -333,6 +540,10 @@ fg_status fg_hip_open(void *lib, int device, fg_driver **out)
     sym(lib, "hipGetDevicePropertiesR0600", &h->fn.props_r0600);
     sym(lib, "hipGetDeviceProperties", &h->fn.props_r0000);
     sym(lib, "hipModuleLaunchCooperativeKernel", &h->fn.launch_cooperative);
+    h->fn.overlap = true;
+#define RESOLVE_OPTIONAL(name, params) h->fn.overlap &= sym(lib, #name, &h->fn.name) != NULL;
+    HIP_OVERLAP_FUNCS(RESOLVE_OPTIONAL)
+#undef RESOLVE_OPTIONAL
     int count = 0;
     if (st == FG_OK) {
         /* Without a GPU, ROCm's hipInit reports an invalid device rather than none. */

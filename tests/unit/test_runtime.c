@@ -2,6 +2,7 @@
  * no-device path, and bind/launch driven through a fake driver that records
  * what the runtime asks of it. */
 #include <criterion/criterion.h>
+#include <dlfcn.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -208,6 +209,26 @@ Test(runtime_init, this_machine)
     cr_assert(s == FG_ERR_NO_DEVICE || s == FG_ERR_UNSUPPORTED_DEVICE, "%s: %s",
               fg_status_string(s), fg_last_error());
     cr_assert_null(ctx);
+}
+
+/* The HIP functions the overlap executor resolves (driver_hip.c), where this
+ * machine has ROCm's runtime: each must exist under the name it is looked up
+ * by, or the executor's HIP path would report them missing at run time. */
+Test(runtime_init, hip_has_the_overlap_functions)
+{
+    void *lib = dlopen("libamdhip64.so", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        cr_skip_test("no libamdhip64.so on this machine");
+    static const char *const names[] = {
+        "hipStreamCreateWithFlags", "hipStreamDestroy", "hipStreamQuery",
+        "hipEventCreateWithFlags", "hipEventDestroy", "hipEventRecord", "hipStreamWaitEvent",
+        "hipMemcpyAsync", "hipStreamWriteValue32", "hipStreamWaitValue32",
+        "hipMemGetAddressRange", "hipIpcGetMemHandle", "hipIpcOpenMemHandle",
+        "hipIpcCloseMemHandle", "hipDeviceCanAccessPeer", "hipDeviceEnablePeerAccess",
+    };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        cr_expect_not_null(dlsym(lib, names[i]), "libamdhip64 lacks %s", names[i]);
+    dlclose(lib);
 }
 
 Test(runtime_init, bad_arguments)
