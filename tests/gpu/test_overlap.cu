@@ -604,6 +604,7 @@ double time_once(Setup *s, Part part, fgrt_schedule sched, int calls)
     for (int c = 0; c < calls; c++)
         if (!enqueue_part(s, part, sched))
             return NAN;
+    fgh_clock_sample();   // while the calls run: the results file's clock record
     if (!sync_all(s))
         return NAN;
     return (now_us() - t0) / calls;
@@ -854,7 +855,7 @@ void fit_copy(const double *bytes, const double *us, int n, double *lat, double 
 // GPU 0 streaming meanwhile when `copies`.
 double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat16 *a,
                  __nv_bfloat16 *c, void *buf[2][2], size_t copy_bytes, bool copies, cudaStream_t cst,
-                 int reps)
+                 int reps, bool settle)
 {
     constexpr int kCalls = 5;
     const int kReps = reps;
@@ -863,6 +864,20 @@ double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat1
     cudaSetDevice(0);
     cudaEventCreate(&e0), cudaEventCreate(&e1);
     bool ok = true;
+    if (settle) {
+        // The same starting state for every shape: 100 ms idle (the clocks
+        // recover from what ran before), then 30 ms of this GEMM (a long one
+        // reaches the clocks it runs at under load).  On the 2 x H200 a
+        // shape timed right after heavier ones read up to 20% slow, and a
+        // long one timed straight from idle up to 12% fast.
+        cudaDeviceSynchronize();
+        const timespec rest = {0, 100 * 1000 * 1000};
+        nanosleep(&rest, nullptr);
+        for (const double t0 = now_us(); ok && now_us() - t0 < 30e3;) {
+            ok = gemm_rows(r, 1, a, c, rows, n, k);
+            ok = ok && fgh_ok(cudaStreamSynchronize(r.st[1]));
+        }
+    }
     for (int rep = -1; rep < kReps && ok; rep++) {
         cudaDeviceSynchronize();
         if (copies)   // enough queued to outlast the GEMMs
@@ -872,6 +887,7 @@ double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat1
         for (int i = 0; i < kCalls; i++)
             ok &= gemm_rows(r, 1, a, c, rows, n, k);
         cudaEventRecord(e1, r.st[1]);
+        fgh_clock_sample();
         ok &= fgh_ok(cudaEventSynchronize(e1));
         float ms = 0;
         cudaEventElapsedTime(&ms, e0, e1);
@@ -932,8 +948,9 @@ bool profile(const char *json_path, const char *shapes_text)
     json_begin(&j, f, "test_overlap --profile");
     fgh_json_str(&j, "method", "copies: cudaMemcpyPeerAsync from GPU 1 into GPU 0 (both: and 0 "
                                "into 1 at once), 8 queued per timing, median of 5, host-timed; "
-                               "GEMMs: cuBLASLt bf16 on GPU 0, one shape at a time, 5 per timing, "
-                               "median of 7 after one to warm up, events");
+                               "GEMMs: cuBLASLt bf16 on GPU 0, one shape at a time, each after "
+                               "100 ms idle and 30 ms of itself, 5 per timing, median of 7 "
+                               "after one to warm up, events");
     static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
                                    128 << 20, 256 << 20};
     constexpr int kSizes = sizeof sizes / sizeof sizes[0];
@@ -1010,15 +1027,13 @@ bool profile(const char *json_path, const char *shapes_text)
          lt_open(&r.lt) &&
          fgh_fill_device(a, FGH_BF16, ma, 3, 1.f, 0) == 0 &&
          fgh_fill_device(r.b, FGH_BF16, mb, 5, 1.f, 0) == 0;
-    // one shape at a time, 7 timings after one to warm up.  Of three ways
-    // tried on the 2 x H200 (this; round robin over the shapes; this after
-    // 50 ms of the shape), this one came closest to the times the same
-    // GEMMs take inside test_overlap --bench (the others read 10-25% slow:
-    // the GPU's clocks follow the recent load)
+    // one shape at a time, each from the same state (time_gemm's settle),
+    // 7 timings after one to warm up.  The GPU's clocks follow the recent
+    // load: round robin over the shapes read them 10-25% slow
     fgh_json_arr_begin(&j, "gemms");
     for (int i = 0; i < nshapes && ok; i++) {
         const double us = time_gemm(r, shapes[i][0], shapes[i][1], shapes[i][2], a, c, buf, 0,
-                                    false, cst, 7);
+                                    false, cst, 7, true);
         ok = !isnan(us);
         fgh_json_obj_begin(&j, nullptr);
         fgh_json_int(&j, "m", shapes[i][0]), fgh_json_int(&j, "n", shapes[i][1]);
@@ -1034,8 +1049,8 @@ bool profile(const char *json_path, const char *shapes_text)
         // alternated, so that clocks settling over the run weigh on both alike
         double ta[5], tu[5];
         for (int i = 0; i < 5; i++) {
-            ta[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, false, cst, 7);
-            tu[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, true, cst, 7);
+            ta[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, false, cst, 7, false);
+            tu[i] = time_gemm(r, 8192, 8192, 8192, a, c, buf, 64 << 20, true, cst, 7, false);
         }
         alone = fgh_median(ta, 5), under = fgh_median(tu, 5);
         printf("gemm 8192^3: %.1f us alone, %.1f us under 64 MB peer copies (%+.2f%%)\n", alone,
