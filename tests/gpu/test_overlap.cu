@@ -866,14 +866,15 @@ double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat1
     bool ok = true;
     if (settle) {
         // The same starting state for every shape: 100 ms idle (the clocks
-        // recover from what ran before), then 30 ms of this GEMM (a long one
-        // reaches the clocks it runs at under load).  On the 2 x H200 a
-        // shape timed right after heavier ones read up to 20% slow, and a
-        // long one timed straight from idle up to 12% fast.
+        // recover from what ran before), then 200 ms of this GEMM (it
+        // reaches the clocks it runs at under sustained load, as inside the
+        // schedules).  On the 2 x H200 a shape timed right after heavier
+        // ones read up to 20% slow, one timed straight from idle up to 12%
+        // fast, and after 30 ms of itself a 600 us one still 10% fast.
         cudaDeviceSynchronize();
         const timespec rest = {0, 100 * 1000 * 1000};
         nanosleep(&rest, nullptr);
-        for (const double t0 = now_us(); ok && now_us() - t0 < 30e3;) {
+        for (const double t0 = now_us(); ok && now_us() - t0 < 200e3;) {
             ok = gemm_rows(r, 1, a, c, rows, n, k);
             ok = ok && fgh_ok(cudaStreamSynchronize(r.st[1]));
         }
@@ -949,7 +950,7 @@ bool profile(const char *json_path, const char *shapes_text)
     fgh_json_str(&j, "method", "copies: cudaMemcpyPeerAsync from GPU 1 into GPU 0 (both: and 0 "
                                "into 1 at once), 8 queued per timing, median of 5, host-timed; "
                                "GEMMs: cuBLASLt bf16 on GPU 0, one shape at a time, each after "
-                               "100 ms idle and 30 ms of itself, 5 per timing, median of 7 "
+                               "100 ms idle and 200 ms of itself, 5 per timing, median of 7 "
                                "after one to warm up, events");
     static const size_t sizes[] = {64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20,
                                    128 << 20, 256 << 20};
