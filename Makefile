@@ -218,6 +218,12 @@ $(BUILD)/tests/test_overlap_order: tests/unit/test_overlap_order.c $(BUILD)/libf
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_CFLAGS) $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< $(BUILD)/libfgrt.a -ldl -lcriterion
 
+# The overlap executor through a fake driver (internal.h): host memory, deferred streams.
+$(BUILD)/tests/test_overlap_exec: tests/unit/test_overlap_exec.c $(BUILD)/libfgrt.a
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) -Iruntime/src $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ $< \
+	    $(BUILD)/libfgrt.a -ldl -lcriterion
+
 # The C reference of the GPU tests against its golden outputs (no GPU needed),
 # and against the generator's RoPE tables (libfusegen).
 $(BUILD)/tests/test_ref_decode: tests/unit/test_ref_decode.c tests/gpu/ref_decode.c \

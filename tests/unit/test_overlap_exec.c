@@ -1,0 +1,1530 @@
+/* The overlap executor (runtime/src/overlap_exec.c) without a GPU.  Every
+ * rank lives in this process on its own fake device: "device memory" is host
+ * memory, and streams are deferred FIFO queues that pump() runs, so a wait on
+ * a peer's flag really blocks until that peer has enqueued (and its stream
+ * executed) the write.  pump() runs them in sweeps, in a seeded random order,
+ * or letting one device run as far ahead as it can: the orders that would
+ * expose a missing barrier, flag or event.  The caller's GEMM and reduction
+ * are host ops on the executor's streams that compute on the CPU with small
+ * integers stored as uint16 (the executor is told f16, so it moves 2-byte
+ * elements), which keeps the reference exact. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fgrt_overlap.h"
+#include "internal.h"
+
+/* ---- the fake driver ---- */
+
+enum { MAXDEV = 4 };
+
+typedef enum { Q_COPY, Q_WRITE, Q_WAIT_FLAG, Q_RECORD, Q_WAIT_EVENT, Q_HOST, Q_GATE } qkind;
+
+struct fstream;
+
+typedef struct qop {
+    struct qop *next;
+    qkind kind;
+    void *dst;                 /* Q_COPY */
+    const void *src;
+    size_t bytes;
+    uint32_t *flag;            /* Q_WRITE, Q_WAIT_FLAG */
+    uint32_t value;
+    struct fstream *on;        /* Q_WAIT_EVENT: the stream of the awaited record ... */
+    unsigned long long seq;    /* ... and its place there */
+    void (*fn)(void *);        /* Q_HOST: fn(arg), then arg is freed */
+    void *arg;
+    const volatile int *gate;  /* Q_GATE: blocks while *gate is 0 */
+} qop;
+
+typedef struct fstream {
+    struct fdev *dev;
+    struct fstream *next_all;  /* every stream the device made: kept until teardown, so a
+                                  wait on a destroyed stream's record never dangles */
+    qop *head, *tail;
+    unsigned long long enqueued, executed;
+    bool destroyed;
+} fstream;
+
+/* An event is its latest record: {stream, that record's place}; a wait
+ * takes it by value when enqueued (as cuStreamWaitEvent does). */
+typedef struct fevent {
+    struct fdev *dev;
+    struct fevent *next;       /* the device's live events */
+    fstream *s;                /* NULL: never recorded (a wait on it passes) */
+    unsigned long long seq;
+} fevent;
+
+/* Device memory: the executor's allocations, and the caller's buffers. */
+typedef struct region {
+    struct region *next;
+    char *p;
+    size_t bytes;
+    struct fdev *dev;
+    bool caller;               /* the test's buffer, not counted as the executor's */
+} region;
+
+typedef struct fdev {
+    fg_driver base;
+    fstream legacy;            /* the NULL stream */
+    fstream *streams;
+    fevent *events;
+    int live_streams, live_events, live_allocs;
+    int stream_creates, event_creates, allocs, copies;   /* successful calls */
+    int enable_peers, ipc_exports, ipc_opens, closes;
+    int busy_destroyed;        /* streams destroyed with work still queued */
+    /* injected failures: the call fails once this many have succeeded (-1: never) */
+    int fail_alloc_after, fail_stream_after, fail_event_after, fail_copy_after;
+    fg_status enable_peer_status;
+    bool export_fails;
+} fdev;
+
+static fdev *devs[MAXDEV];
+static int ndevs;
+static region *regions;
+static bool eager;             /* pump after every enqueue, as well as when asked */
+/* How pump() runs the streams: in sweeps, each stream as far as it goes;
+ * one op at a time of a stream drawn at random (xorshift state `shuffle`);
+ * or one op at a time of the first device that can move, in the order
+ * favor, favor + 1, ... (mod ndevs), so that device runs as far ahead of the
+ * others as the executor lets it; within a device, the newest stream first
+ * (its GEMM streams before its copy stream) or the oldest first. */
+static enum { S_SWEEP, S_RANDOM, S_PRIORITY, S_PRIORITY_OLDEST } sched;
+static unsigned long long shuffle;
+static int favor;
+static int misuse;             /* driver calls the executor must never make */
+static char misuse_why[256];
+
+__attribute__((format(printf, 1, 2))) static fg_status bad(const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    if (!misuse++)
+        snprintf(misuse_why, sizeof misuse_why, "%s", why);
+    return fg_fail(FG_ERR_INVALID_ARGUMENT, "fake driver: %s", why);
+}
+
+static fdev *D(fg_driver *d) { return (fdev *)d; }
+
+static region *find_region(const void *p, size_t bytes)
+{
+    const uintptr_t a = (uintptr_t)p;
+    for (region *r = regions; r; r = r->next) {
+        const uintptr_t b = (uintptr_t)r->p;
+        if (a >= b && bytes <= r->bytes && a - b <= r->bytes - bytes)
+            return r;
+    }
+    return NULL;
+}
+
+/* The stream `s` of device f (NULL: its legacy stream), or NULL. */
+static fstream *stream_of(fdev *f, void *s)
+{
+    if (!s)
+        return &f->legacy;
+    for (fstream *x = f->streams; x; x = x->next_all)
+        if (x == s)
+            return x->destroyed ? NULL : x;
+    return NULL;
+}
+
+static fevent *event_of(fdev *f, void *e)
+{
+    for (fevent *x = f->events; x; x = x->next)
+        if (x == e)
+            return x;
+    return NULL;
+}
+
+/* Whether the head of s can run now. */
+static bool ready(const fstream *s)
+{
+    const qop *q = s->head;
+    if (!q)
+        return false;
+    switch (q->kind) {
+    case Q_WAIT_FLAG: return (int32_t)(*q->flag - q->value) >= 0;
+    case Q_WAIT_EVENT: return q->on->executed >= q->seq;
+    case Q_GATE: return *q->gate != 0;
+    default: return true;
+    }
+}
+
+/* Runs the head of s if it can; false when s is empty or blocked. */
+static bool step(fstream *s)
+{
+    if (!ready(s))
+        return false;
+    qop *q = s->head;
+    switch (q->kind) {
+    case Q_COPY: memmove(q->dst, q->src, q->bytes); break;
+    case Q_WRITE: *q->flag = q->value; break;
+    case Q_HOST: q->fn(q->arg); break;
+    default: break;
+    }
+    s->head = q->next;
+    if (!s->head)
+        s->tail = NULL;
+    s->executed++;
+    free(q->arg);
+    free(q);
+    return true;
+}
+
+/* Reservoir sampling: the k-th ready stream seen becomes the pick with odds 1/k. */
+static void consider(fstream *s, fstream **pick, unsigned long long *seen)
+{
+    if (!ready(s))
+        return;
+    shuffle ^= shuffle << 13, shuffle ^= shuffle >> 7, shuffle ^= shuffle << 17;
+    if (shuffle % ++*seen == 0)
+        *pick = s;
+}
+
+/* One op of a stream drawn at random among those that can run; false when
+ * none can. */
+static bool step_random(void)
+{
+    fstream *pick = NULL;
+    unsigned long long seen = 0;
+    for (int i = 0; i < ndevs; i++) {
+        consider(&devs[i]->legacy, &pick, &seen);
+        for (fstream *s = devs[i]->streams; s; s = s->next_all)
+            consider(s, &pick, &seen);
+    }
+    return pick && step(pick);
+}
+
+/* One op of the oldest stream from s on (the list is newest first) that can move. */
+static bool step_oldest(fstream *s)
+{
+    return s && (step_oldest(s->next_all) || step(s));
+}
+
+/* One op of the first device, in priority order, that can move. */
+static bool step_priority(bool oldest_first)
+{
+    for (int k = 0; k < ndevs; k++) {
+        fdev *f = devs[(favor + k) % ndevs];
+        if (step(&f->legacy))
+            return true;
+        if (oldest_first) {
+            if (step_oldest(f->streams))
+                return true;
+            continue;
+        }
+        for (fstream *s = f->streams; s; s = s->next_all)
+            if (step(s))
+                return true;
+    }
+    return false;
+}
+
+/* Every stream of every device, until nothing moves (see sched). */
+static void pump(void)
+{
+    static bool running;
+    if (running)
+        return;
+    running = true;
+    bool moved;
+    do {
+        moved = false;
+        if (sched != S_SWEEP) {
+            moved = sched == S_RANDOM ? step_random() : step_priority(sched == S_PRIORITY_OLDEST);
+            continue;
+        }
+        for (int i = 0; i < ndevs; i++) {
+            while (step(&devs[i]->legacy))
+                moved = true;
+            for (fstream *s = devs[i]->streams; s; s = s->next_all)
+                while (step(s))
+                    moved = true;
+        }
+    } while (moved);
+    running = false;
+}
+
+static void push(fstream *s, qop op)
+{
+    qop *q = malloc(sizeof *q);
+    cr_assert(q);
+    *q = op;
+    q->next = NULL;
+    if (s->tail)
+        s->tail->next = q;
+    else
+        s->head = q;
+    s->tail = q;
+    s->enqueued++;
+    if (eager)
+        pump();
+}
+
+/* Anything queued on any stream of f (destroyed streams included). */
+static bool fake_busy(fdev *f)
+{
+    pump();
+    if (f->legacy.head)
+        return true;
+    for (fstream *s = f->streams; s; s = s->next_all)
+        if (s->head)
+            return true;
+    return false;
+}
+
+static void f_close(fg_driver *d) { D(d)->closes++; }
+
+static fg_status f_alloc(fg_driver *d, size_t n, void **p)
+{
+    fdev *f = D(d);
+    if (f->fail_alloc_after >= 0 && f->allocs >= f->fail_alloc_after)
+        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fake: device %d is out of memory", d->ordinal);
+    region *r = calloc(1, sizeof *r);
+    cr_assert(r);
+    r->p = calloc(1, n ? n : 1);
+    cr_assert(r->p);
+    r->bytes = n, r->dev = f, r->next = regions, regions = r;
+    f->allocs++, f->live_allocs++;
+    *p = r->p;
+    return FG_OK;
+}
+
+static fg_status f_free(fg_driver *d, void *p)
+{
+    for (region **r = &regions; *r; r = &(*r)->next)
+        if ((*r)->p == p && (*r)->dev == D(d) && !(*r)->caller) {
+            region *dead = *r;
+            *r = dead->next;
+            free(dead->p);
+            free(dead);
+            D(d)->live_allocs--;
+            return FG_OK;
+        }
+    return bad("free of %p: no allocation of device %d", p, d->ordinal);
+}
+
+static fg_status f_zero(fg_driver *d, void *p, size_t n)
+{
+    const region *r = find_region(p, n);
+    if (!r || r->dev != D(d))
+        return bad("zero of %zu bytes at %p: not device %d's memory", n, p, d->ordinal);
+    memset(p, 0, n);
+    return FG_OK;
+}
+
+static fg_status f_copy(fg_driver *d, void *dst, const void *src, size_t n, bool to_device)
+{
+    const void *dev = to_device ? dst : src;
+    const region *r = find_region(dev, n);
+    if (!r || r->dev != D(d))
+        return bad("copy of %zu bytes: %p is not device %d's memory", n, dev, d->ordinal);
+    memcpy(dst, src, n);
+    return FG_OK;
+}
+
+static fg_status f_ok(fg_driver *d) { (void)d; return FG_OK; }
+static fg_status f_sync(fg_driver *d, void *s) { (void)s; return f_ok(d); }
+
+static fg_status f_stream_create(fg_driver *d, void **out)
+{
+    fdev *f = D(d);
+    if (f->fail_stream_after >= 0 && f->stream_creates >= f->fail_stream_after)
+        return fg_fail(FG_ERR_DRIVER, "fake: stream_create failed");
+    fstream *s = calloc(1, sizeof *s);
+    cr_assert(s);
+    s->dev = f, s->next_all = f->streams, f->streams = s;
+    f->stream_creates++, f->live_streams++;
+    *out = s;
+    return FG_OK;
+}
+
+static void f_stream_destroy(fg_driver *d, void *s)
+{
+    fstream *x = stream_of(D(d), s);
+    if (!x || x == &D(d)->legacy) {
+        bad("stream_destroy of %p: no live stream of device %d", s, d->ordinal);
+        return;
+    }
+    if (x->head)   /* CUDA would finish the work; the executor should have drained it */
+        D(d)->busy_destroyed++;
+    x->destroyed = true;
+    D(d)->live_streams--;
+}
+
+static fg_status f_stream_idle(fg_driver *d, void *s, bool *idle)
+{
+    fstream *x = stream_of(D(d), s);
+    if (!x)
+        return bad("stream_idle of %p: no live stream of device %d", s, d->ordinal);
+    pump();
+    *idle = x->head == NULL;
+    return FG_OK;
+}
+
+static fg_status f_event_create(fg_driver *d, void **out)
+{
+    fdev *f = D(d);
+    if (f->fail_event_after >= 0 && f->event_creates >= f->fail_event_after)
+        return fg_fail(FG_ERR_DRIVER, "fake: event_create failed");
+    fevent *e = calloc(1, sizeof *e);
+    cr_assert(e);
+    e->dev = f, e->next = f->events, f->events = e;
+    f->event_creates++, f->live_events++;
+    *out = e;
+    return FG_OK;
+}
+
+static void f_event_destroy(fg_driver *d, void *e)
+{
+    for (fevent **x = &D(d)->events; *x; x = &(*x)->next)
+        if (*x == e) {
+            *x = (*x)->next;
+            free(e);
+            D(d)->live_events--;
+            return;
+        }
+    bad("event_destroy of %p: no live event of device %d", e, d->ordinal);
+}
+
+static fg_status f_event_record(fg_driver *d, void *e, void *s)
+{
+    fevent *ev = event_of(D(d), e);
+    fstream *x = stream_of(D(d), s);
+    if (!ev || !x)
+        return bad("event_record of %p on %p: not device %d's", e, s, d->ordinal);
+    ev->s = x, ev->seq = x->enqueued + 1;   /* the record pushed next */
+    push(x, (qop){.kind = Q_RECORD});
+    return FG_OK;
+}
+
+static fg_status f_stream_wait_event(fg_driver *d, void *s, void *e)
+{
+    fevent *ev = event_of(D(d), e);
+    fstream *x = stream_of(D(d), s);
+    if (!ev || !x)
+        return bad("stream_wait_event of %p on %p: not device %d's", e, s, d->ordinal);
+    if (ev->s)
+        push(x, (qop){.kind = Q_WAIT_EVENT, .on = ev->s, .seq = ev->seq});
+    return FG_OK;
+}
+
+static fg_status f_copy_async(fg_driver *d, void *dst, const void *src, size_t n, void *s)
+{
+    fdev *f = D(d);
+    fstream *x = stream_of(f, s);
+    if (!x)
+        return bad("copy_async on %p: no live stream of device %d", s, d->ordinal);
+    if (f->fail_copy_after >= 0 && f->copies >= f->fail_copy_after)
+        return fg_fail(FG_ERR_DRIVER, "fake: copy_async failed on device %d", d->ordinal);
+    if (!find_region(dst, n) || !find_region(src, n))   /* any device's: peer memory */
+        return bad("copy_async of %zu bytes %p -> %p: outside device memory", n, src, dst);
+    f->copies++;
+    push(x, (qop){.kind = Q_COPY, .dst = dst, .src = src, .bytes = n});
+    return FG_OK;
+}
+
+/* A flag is a word of the device's own memory (an allocation, not the caller's). */
+static uint32_t *local_flag(fdev *f, const void *flag)
+{
+    const region *r = find_region(flag, sizeof(uint32_t));
+    return r && r->dev == f && !r->caller && (uintptr_t)flag % 4 == 0
+               ? (uint32_t *)(uintptr_t)flag
+               : NULL;
+}
+
+static fg_status f_write_flag(fg_driver *d, void *s, void *flag, unsigned value)
+{
+    fstream *x = stream_of(D(d), s);
+    uint32_t *w = local_flag(D(d), flag);
+    if (!x || !w)
+        return bad("write_flag %p on %p: not device %d's", flag, s, d->ordinal);
+    push(x, (qop){.kind = Q_WRITE, .flag = w, .value = value});
+    return FG_OK;
+}
+
+static fg_status f_wait_flag(fg_driver *d, void *s, const void *flag, unsigned value)
+{
+    fstream *x = stream_of(D(d), s);
+    uint32_t *w = local_flag(D(d), flag);
+    if (!x || !w)
+        return bad("wait_flag %p on %p: not device %d's", flag, s, d->ordinal);
+    push(x, (qop){.kind = Q_WAIT_FLAG, .flag = w, .value = value});
+    return FG_OK;
+}
+
+static fg_status f_ipc_export(fg_driver *d, const void *p, void *handle, size_t *offset)
+{
+    fdev *f = D(d);
+    f->ipc_exports++;
+    if (f->export_fails)
+        return fg_fail(FG_ERR_DRIVER, "fake: no IPC on device %d", d->ordinal);
+    const region *r = find_region(p, 1);
+    if (!r || r->dev != f)
+        return bad("ipc_export of %p: not device %d's memory", p, d->ordinal);
+    memset(handle, 0xab, FG_IPC_HANDLE_BYTES);
+    *offset = (size_t)((const char *)p - r->p);
+    return FG_OK;
+}
+
+/* One process: the executor must use the raw pointers, never IPC. */
+static fg_status f_ipc_open(fg_driver *d, const void *h, void **base)
+{
+    (void)h, (void)base;
+    D(d)->ipc_opens++;
+    return bad("ipc_open on device %d within one process", d->ordinal);
+}
+
+static void f_ipc_close(fg_driver *d, void *base)
+{
+    bad("ipc_close of %p on device %d: nothing was opened", base, d->ordinal);
+}
+
+static fg_status f_enable_peer(fg_driver *d, int ordinal)
+{
+    fdev *f = D(d);
+    f->enable_peers++;
+    if (ordinal == d->ordinal || ordinal < 0 || ordinal >= ndevs)
+        return bad("enable_peer of device %d from device %d", ordinal, d->ordinal);
+    if (f->enable_peer_status != FG_OK)
+        return fg_fail(f->enable_peer_status, "fake: device %d cannot reach device %d",
+                       d->ordinal, ordinal);
+    return FG_OK;
+}
+
+static const fg_driver_ops fake_ops = {
+    .close = f_close, .alloc = f_alloc, .zero = f_zero, .free = f_free, .copy = f_copy,
+    .sync = f_sync, .make_current = f_ok,
+    .stream_create = f_stream_create, .stream_destroy = f_stream_destroy,
+    .stream_idle = f_stream_idle, .event_create = f_event_create,
+    .event_destroy = f_event_destroy, .event_record = f_event_record,
+    .stream_wait_event = f_stream_wait_event, .copy_async = f_copy_async,
+    .write_flag = f_write_flag, .wait_flag = f_wait_flag, .ipc_export = f_ipc_export,
+    .ipc_open = f_ipc_open, .ipc_close = f_ipc_close, .enable_peer = f_enable_peer,
+};
+
+/* A backend without the executor's ops (HIP today). */
+static const fg_driver_ops plain_ops = {
+    .close = f_close, .alloc = f_alloc, .zero = f_zero, .free = f_free, .copy = f_copy,
+    .sync = f_sync, .make_current = f_ok,
+};
+
+static fdev *fake_open(const fg_driver_ops *ops)
+{
+    cr_assert(ndevs < MAXDEV);
+    fdev *f = calloc(1, sizeof *f);
+    cr_assert(f);
+    f->base.ops = ops;
+    f->base.ordinal = ndevs;
+    f->base.caps.info = (fg_device_info){.backend = FG_BACKEND_CUDA, .arch = FG_REG_ARCH_SM90A,
+                                         .name = "fake", .arch_name = "sm_90"};
+    f->legacy.dev = f;
+    f->fail_alloc_after = f->fail_stream_after = f->fail_event_after = f->fail_copy_after = -1;
+    devs[ndevs++] = f;
+    return f;
+}
+
+/* Device memory of the caller's (not counted against the executor). */
+static void *dev_buffer(fdev *f, size_t bytes)
+{
+    region *r = calloc(1, sizeof *r);
+    cr_assert(r);
+    r->p = calloc(1, bytes);
+    cr_assert(r->p);
+    r->bytes = bytes, r->dev = f, r->caller = true, r->next = regions, regions = r;
+    return r->p;
+}
+
+/* Host work on a stream of f (the caller's or, from a callback, the executor's). */
+static fg_status fake_host(fdev *f, void *stream, void (*fn)(void *), void *arg)
+{
+    fstream *x = stream_of(f, stream);
+    if (!x) {
+        free(arg);
+        return bad("host op on %p: no live stream of device %d", stream, f->base.ordinal);
+    }
+    push(x, (qop){.kind = Q_HOST, .fn = fn, .arg = arg});
+    return FG_OK;
+}
+
+static void fake_gate(fdev *f, void *stream, const volatile int *gate)
+{
+    fstream *x = stream_of(f, stream);
+    cr_assert(x);
+    push(x, (qop){.kind = Q_GATE, .gate = gate});
+}
+
+static void free_queue(fstream *s)
+{
+    while (s->head) {
+        qop *q = s->head;
+        s->head = q->next;
+        free(q->arg);
+        free(q);
+    }
+    s->tail = NULL;
+}
+
+static void fake_teardown(void)
+{
+    for (int i = 0; i < ndevs; i++) {
+        fdev *f = devs[i];
+        free_queue(&f->legacy);
+        while (f->streams) {
+            fstream *s = f->streams;
+            f->streams = s->next_all;
+            free_queue(s);
+            free(s);
+        }
+        while (f->events) {
+            fevent *e = f->events;
+            f->events = e->next;
+            free(e);
+        }
+        free(f);
+        devs[i] = NULL;
+    }
+    while (regions) {
+        region *r = regions;
+        regions = r->next;
+        free(r->p);
+        free(r);
+    }
+    ndevs = 0, eager = false, sched = S_SWEEP, shuffle = 0, favor = 0;
+    misuse = 0, misuse_why[0] = '\0';
+}
+
+TestSuite(overlap_exec, .fini = fake_teardown, .timeout = 60);
+
+/* ---- the ranks ---- */
+
+enum { MAXW = 3, ROWS = 6, N = 5, K = 7, CALLS = 3 };
+#define POISON 0xBEEF   /* no GEMM here reaches it: products of values below 17 and 13 */
+
+typedef struct rank {
+    fdev *dev;
+    fg_context *ctx;
+    fgrt_overlap *x;
+    fgrt_overlap_args args;
+    uint16_t *a, *c, *out;      /* the caller's device buffers */
+    uint16_t B[CALLS][K * N];   /* this rank's B of each call: the callback's own */
+    unsigned call;              /* the call being enqueued (picks B and the log slot) */
+    uint16_t *log;              /* [CALLS][m, N]: what each call's GEMMs computed, as they ran */
+    uint16_t *rlog;             /* [CALLS][m / world, N]: what each call's reduction computed */
+    uint16_t *staged;           /* [CALLS][m, K]: inputs the caller's stream writes into a */
+    uint16_t *snap;             /* the output as the caller's stream saw it after each call */
+    uint16_t *poison;           /* POISON, [m, K] (K > N): what the caller's stream poisons with */
+    void *caller;               /* a stream of the caller's (NULL: not made yet) */
+    volatile int gate;
+    int gemm_fail_after;        /* the callback fails once this many succeeded (-1: never) */
+    int gemms, reduces, bad_cb;
+} rank_t;
+
+typedef struct world {
+    unsigned n;
+    fgrt_collective coll;
+    fgrt_schedule sched;
+    long long m;
+    unsigned fixed;             /* ranks (bits) whose inputs stay those of call 0 */
+    rank_t r[MAXW];
+} world;
+
+static const char *coll_name(fgrt_collective c)
+{
+    return c == FGRT_AG_GEMM ? "ag_gemm" : "gemm_rs";
+}
+
+static uint16_t a_val(unsigned call, unsigned rank, long long i, long long l)
+{
+    return (uint16_t)((call * 5 + rank * 3 + (unsigned)i * 7 + (unsigned)l * 11) % 17);
+}
+
+static uint16_t b_val(unsigned call, unsigned rank, long long l, long long j)
+{
+    return (uint16_t)(((unsigned)l * 3 + (unsigned)j * 5 + rank * 2 + call * 4 + 1) % 13);
+}
+
+/* Rank `rank`'s a as the caller writes it for call `call`: AG its shard
+ * (row block `rank` of the gathered A), RS the whole A. */
+static uint16_t input(const world *w, unsigned call, unsigned rank, long long i, long long l)
+{
+    const unsigned owner = w->coll == FGRT_AG_GEMM ? (unsigned)(i / ROWS) : rank;
+    return a_val(w->fixed >> owner & 1 ? 0 : call, owner, i, l);
+}
+
+/* AG: row i of rank r's C = gathered A x B_r.  RS: row i of rank r's block
+ * of the sum over p of A_p x B_p. */
+static uint16_t expected(const world *w, unsigned call, unsigned r, long long i, long long j)
+{
+    uint32_t acc = 0;
+    if (w->coll == FGRT_AG_GEMM) {
+        for (long long l = 0; l < K; l++)
+            acc += (uint32_t)input(w, call, (unsigned)(i / ROWS), i, l) *
+                   w->r[r].B[call][l * N + j];
+        return (uint16_t)acc;
+    }
+    for (unsigned p = 0; p < w->n; p++)
+        for (long long l = 0; l < K; l++)
+            acc += (uint32_t)input(w, call, p, r * ROWS + i, l) * w->r[p].B[call][l * N + j];
+    return (uint16_t)acc;
+}
+
+/* ---- the caller's callbacks: host ops on the executor's stream ---- */
+
+typedef struct gemm_job {
+    const uint16_t *a, *b;
+    uint16_t *c, *log;   /* log: the same rows of the call's log */
+    long long rows;
+} gemm_job;
+
+static void run_gemm(void *p)
+{
+    const gemm_job *g = p;
+    for (long long i = 0; i < g->rows; i++)
+        for (long long j = 0; j < N; j++) {
+            uint32_t acc = 0;
+            for (long long l = 0; l < K; l++)
+                acc += (uint32_t)g->a[i * K + l] * g->b[l * N + j];
+            g->c[i * N + j] = g->log[i * N + j] = (uint16_t)acc;
+        }
+}
+
+/* Whole rows of `base` [m, width], `rows` of them from p on. */
+static bool rows_of(const uint16_t *base, long long m, long long width, const void *p,
+                    long long rows)
+{
+    const uintptr_t b = (uintptr_t)base, q = (uintptr_t)p, row = (uintptr_t)width * 2;
+    return q >= b && (q - b) % row == 0 && rows > 0 &&
+           (q - b) / row + (uintptr_t)rows <= (uintptr_t)m;
+}
+
+static int cb_gemm(void *user, void *stream, const void *a, void *c, long long rows)
+{
+    rank_t *r = user;
+    const long long m = r->args.m;
+    if (!stream || !rows_of(r->a, m, K, a, rows) || !rows_of(r->c, m, N, c, rows) ||
+        (const uint16_t *)a - r->a != ((uint16_t *)c - r->c) / N * K) {
+        r->bad_cb++;
+        return 1;
+    }
+    if (r->gemm_fail_after >= 0 && r->gemms >= r->gemm_fail_after)
+        return 1;
+    gemm_job *g = malloc(sizeof *g);
+    cr_assert(g);
+    uint16_t *log = r->log + (size_t)r->call * m * N + ((uint16_t *)c - r->c);
+    *g = (gemm_job){.a = a, .b = r->B[r->call], .c = c, .log = log, .rows = rows};
+    r->gemms++;
+    return fake_host(r->dev, stream, run_gemm, g) == FG_OK ? 0 : 1;
+}
+
+typedef struct reduce_job {
+    const uint16_t *own, *recv;
+    uint16_t *out, *log;
+    unsigned world, rank;
+    long long elems;
+} reduce_job;
+
+static void run_reduce(void *p)
+{
+    const reduce_job *j = p;
+    for (long long e = 0; e < j->elems; e++) {
+        uint32_t acc = j->own[e];
+        for (unsigned q = 0; q < j->world; q++)
+            if (q != j->rank)
+                acc += j->recv[(size_t)q * j->elems + e];
+        j->out[e] = j->log[e] = (uint16_t)acc;
+    }
+}
+
+static int cb_reduce(void *user, void *stream, const void *own, const void *recv, void *out,
+                     unsigned world, unsigned rank, long long elems)
+{
+    rank_t *r = user;
+    const region *rr = find_region(recv, (size_t)world * elems * 2);
+    if (!stream || world != r->args.world || rank != r->args.rank || elems != ROWS * N ||
+        own != r->c + (size_t)rank * ROWS * N || out != r->out || !rr || rr->dev != r->dev ||
+        rr->caller) {
+        r->bad_cb++;
+        return 1;
+    }
+    reduce_job *j = malloc(sizeof *j);
+    cr_assert(j);
+    *j = (reduce_job){.own = own, .recv = recv, .out = out,
+                      .log = r->rlog + (size_t)r->call * elems, .world = world, .rank = rank,
+                      .elems = elems};
+    r->reduces++;
+    return fake_host(r->dev, stream, run_reduce, j) == FG_OK ? 0 : 1;
+}
+
+typedef struct copy_job {
+    void *dst;
+    const void *src;
+    size_t bytes;
+} copy_job;
+
+static void run_copy(void *p)
+{
+    const copy_job *j = p;
+    memcpy(j->dst, j->src, j->bytes);
+}
+
+static void on_stream_copy(rank_t *r, void *stream, void *dst, const void *src, size_t bytes)
+{
+    copy_job *j = malloc(sizeof *j);
+    cr_assert(j);
+    *j = (copy_job){dst, src, bytes};
+    cr_assert_eq(fake_host(r->dev, stream, run_copy, j), FG_OK);
+}
+
+/* ---- a world of ranks, one fake device each ---- */
+
+static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s, double timeout,
+                       bool connect)
+{
+    memset(w, 0, sizeof *w);
+    w->n = n, w->coll = c, w->sched = s, w->m = (long long)ROWS * n;
+    const bool rs = c == FGRT_GEMM_RS;
+    for (unsigned i = 0; i < n; i++) {
+        rank_t *r = &w->r[i];
+        r->dev = fake_open(&fake_ops);
+        /* a context with no kernels: the executor needs only the driver */
+        cr_assert_eq(fg_context_create(&r->dev->base, NULL, NULL, 0, &r->ctx), FG_OK, "%s",
+                     fg_last_error());
+        r->a = dev_buffer(r->dev, (size_t)w->m * K * 2);
+        r->c = dev_buffer(r->dev, (size_t)w->m * N * 2);
+        r->out = rs ? dev_buffer(r->dev, (size_t)ROWS * N * 2) : NULL;
+        r->staged = calloc((size_t)CALLS * w->m * K, 2);
+        r->snap = calloc((size_t)CALLS * w->m * N, 2);
+        r->poison = malloc((size_t)w->m * K * 2);
+        r->log = calloc((size_t)CALLS * w->m * N, 2);
+        r->rlog = calloc((size_t)CALLS * ROWS * N, 2);
+        cr_assert(r->staged && r->snap && r->poison && r->log && r->rlog);
+        for (long long e = 0; e < w->m * K; e++)
+            r->poison[e] = POISON;
+        r->gemm_fail_after = -1;
+        for (long long l = 0; l < K; l++)
+            for (long long j = 0; j < N; j++)
+                for (unsigned call = 0; call < CALLS; call++)
+                    r->B[call][l * N + j] = b_val(call, i, l, j);
+        r->args = (fgrt_overlap_args){
+            .collective = c, .schedule = s, .world = n, .rank = i, .m = w->m, .n = N, .k = K,
+            .dtype = FG_REG_F16, .a = r->a, .c = r->c, .out = r->out, .gemm = cb_gemm,
+            .reduce = rs ? cb_reduce : NULL, .user = r, .timeout_s = timeout};
+        cr_assert_eq(fgrt_overlap_create(r->ctx, &r->args, &r->x), FG_OK, "rank %u: %s", i,
+                     fg_last_error());
+    }
+    if (!connect)
+        return;
+    fgrt_overlap_handle h[MAXW];
+    for (unsigned i = 0; i < n; i++)
+        cr_assert_eq(fgrt_overlap_export(w->r[i].x, &h[i]), FG_OK);
+    for (unsigned i = 0; i < n; i++) {
+        cr_assert_eq(fgrt_overlap_connect(w->r[i].x, h), FG_OK, "rank %u: %s", i,
+                     fg_last_error());
+        /* one process: peer access to every other device, no IPC */
+        cr_assert_eq(w->r[i].dev->enable_peers, (int)n - 1);
+        cr_assert_eq(w->r[i].dev->ipc_opens, 0);
+    }
+}
+
+/* Destroys everything and checks that nothing the executor made outlives it. */
+static void world_close(world *w)
+{
+    for (unsigned i = 0; i < w->n; i++)
+        fgrt_overlap_destroy(w->r[i].x);
+    for (unsigned i = 0; i < w->n; i++) {
+        rank_t *r = &w->r[i];
+        if (r->caller)
+            fake_ops.stream_destroy(&r->dev->base, r->caller);
+        cr_assert_eq(r->dev->live_allocs, 0, "rank %u leaks %d allocations", i,
+                     r->dev->live_allocs);
+        cr_assert_eq(r->dev->live_streams, 0, "rank %u leaks %d streams", i,
+                     r->dev->live_streams);
+        cr_assert_eq(r->dev->live_events, 0, "rank %u leaks %d events", i, r->dev->live_events);
+        cr_assert_eq(r->dev->busy_destroyed, 0, "rank %u destroyed %d busy streams", i,
+                     r->dev->busy_destroyed);
+        cr_assert_eq(r->bad_cb, 0, "rank %u: a callback got bad arguments", i);
+        fg_shutdown(r->ctx);
+        cr_assert_eq(r->dev->closes, 1);
+        free(r->staged);
+        free(r->snap);
+        free(r->poison);
+        free(r->log);
+        free(r->rlog);
+    }
+    cr_assert_eq(misuse, 0, "%d misuses of the driver, the first: %s", misuse, misuse_why);
+}
+
+/* The caller's side of one call on rank i: outputs and peer-written input
+ * blocks poisoned, its inputs written (through its stream, behind a closed
+ * gate, when gated), the call enqueued, and a snapshot of the output behind
+ * it on the same stream. */
+static void start_call(world *w, unsigned call, unsigned i, void *stream, bool gated)
+{
+    rank_t *r = &w->r[i];
+    const bool ag = w->coll == FGRT_AG_GEMM;
+    const long long first = ag ? (long long)i * ROWS : 0, rows = ag ? ROWS : w->m;
+    for (long long e = 0; e < w->m * K; e++)
+        r->a[e] = POISON;
+    for (long long e = 0; e < w->m * N; e++)
+        r->c[e] = POISON, r->snap[e] = POISON;
+    for (long long e = 0; r->out && e < ROWS * N; e++)
+        r->out[e] = POISON;
+    uint16_t *in = gated ? r->staged : r->a;
+    for (long long row = first; row < first + rows; row++)
+        for (long long l = 0; l < K; l++)
+            in[row * K + l] = input(w, call, i, row, l);
+    if (gated) {
+        r->gate = 0;
+        fake_gate(r->dev, stream, &r->gate);
+        on_stream_copy(r, stream, r->a + first * K, r->staged + first * K,
+                       (size_t)rows * K * 2);
+    }
+    r->call = call;
+    const fg_status st = fgrt_overlap_run(r->x, stream);
+    cr_assert_eq(st, FG_OK, "call %u rank %u: %s: %s", call, i, fg_status_string(st),
+                 fg_last_error());
+    on_stream_copy(r, stream, r->snap, ag ? r->c : r->out, (size_t)(ag ? w->m : ROWS) * N * 2);
+}
+
+static void check_call(const world *w, unsigned call, const char *what)
+{
+    const bool ag = w->coll == FGRT_AG_GEMM;
+    for (unsigned i = 0; i < w->n; i++) {
+        const rank_t *r = &w->r[i];
+        const uint16_t *got = ag ? r->c : r->out;
+        for (long long row = 0; row < (ag ? w->m : ROWS); row++)
+            for (long long j = 0; j < N; j++) {
+                const uint16_t want = expected(w, call, i, row, j);
+                cr_assert_eq(got[row * N + j], want,
+                             "%s call %u rank %u [%lld,%lld]: %#x, want %#x", what, call, i,
+                             row, j, got[row * N + j], want);
+                /* the caller's stream ran its later work after the call */
+                cr_assert_eq(r->snap[row * N + j], want,
+                             "%s call %u rank %u [%lld,%lld]: the caller's stream saw %#x", what,
+                             call, i, row, j, r->snap[row * N + j]);
+            }
+        if (ag)   /* every peer's shard landed in its block of the gathered A */
+            for (long long e = 0; e < w->m * K; e++)
+                cr_assert_eq(r->a[e], input(w, call, i, e / K, e % K),
+                             "%s call %u rank %u: gathered A [%lld,%lld]", what, call, i, e / K,
+                             e % K);
+    }
+}
+
+/* How the fake runs its streams in a test (see sched): param is the favored
+ * device of S_PRIORITY and S_PRIORITY_OLDEST, the seed's index of S_RANDOM. */
+typedef struct mode {
+    bool eager;
+    int sched;
+    unsigned param;
+} mode;
+
+static const mode modes[] = {
+    {false, S_SWEEP, 0},           {true, S_SWEEP, 0},           {false, S_PRIORITY, 0},
+    {false, S_PRIORITY, 1},        {false, S_PRIORITY, 2},       {true, S_PRIORITY, 1},
+    {false, S_PRIORITY_OLDEST, 0}, {false, S_PRIORITY_OLDEST, 1}, {false, S_PRIORITY_OLDEST, 2},
+    {true, S_PRIORITY_OLDEST, 0},  {false, S_RANDOM, 1},         {false, S_RANDOM, 2},
+    {false, S_RANDOM, 3},          {true, S_RANDOM, 4},
+};
+
+static void set_mode(const mode *m)
+{
+    eager = m->eager;
+    sched = m->sched;
+    favor = (int)m->param % ndevs;
+    shuffle = (m->param + 1) * 0x9E3779B97F4A7C15ULL;   /* never 0 */
+}
+
+static const char *mode_name(const mode *m)
+{
+    static char buf[96];
+    static const char *const names[] = {"sweeps", "random order, seed", "priority to device",
+                                        "priority (oldest stream first) to device"};
+    snprintf(buf, sizeof buf, "%s %u%s", names[m->sched], m->param, m->eager ? ", eager" : "");
+    return buf;
+}
+
+/* CALLS calls with new inputs each: the ranks enqueue one after another, so
+ * the earlier ones block on the later ones' flags; call 0 on the legacy
+ * stream, call 1 on a stream of the caller's, call 2 behind a closed gate
+ * on that stream with its inputs written by the stream itself. */
+static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, const mode *md)
+{
+    char what[128];
+    snprintf(what, sizeof what, "%s %s world %u, %s", coll_name(c), fgrt_schedule_name(s), n,
+             mode_name(md));
+    world w;
+    world_open(&w, n, c, s, 5.0, true);
+    set_mode(md);
+    for (unsigned i = 0; i < n; i++)
+        cr_assert_eq(fake_ops.stream_create(&w.r[i].dev->base, &w.r[i].caller), FG_OK);
+    for (unsigned call = 0; call < CALLS; call++) {
+        for (unsigned i = 0; i < n; i++) {
+            start_call(&w, call, i, call == 0 ? NULL : w.r[i].caller, call == 2);
+            if (i + 1 < n)   /* rank 0 cannot get past its opening barrier yet */
+                cr_assert(fake_busy(w.r[0].dev), "%s call %u: rank 0 ran ahead of rank %u",
+                          what, call, n - 1);
+        }
+        for (unsigned i = 0; i < n; i++)
+            w.r[i].gate = 1;
+        for (unsigned i = 0; i < n; i++) {
+            const fg_status st = fgrt_overlap_wait(w.r[i].x);
+            cr_assert_eq(st, FG_OK, "%s call %u rank %u: %s: %s", what, call, i,
+                         fg_status_string(st), fg_last_error());
+        }
+        for (unsigned i = 0; i < n; i++)
+            cr_assert_not(fake_busy(w.r[i].dev), "%s call %u rank %u: work left", what, call, i);
+        check_call(&w, call, what);
+    }
+    for (unsigned i = 0; i < n; i++) {   /* each row block multiplied once per call */
+        const int per_call = s == FGRT_SHARD_OVERLAP ? (int)n : 1;
+        cr_assert_eq(w.r[i].gemms, CALLS * per_call, "%s rank %u: %d GEMMs", what, i,
+                     w.r[i].gemms);
+        cr_assert_eq(w.r[i].reduces, c == FGRT_GEMM_RS ? CALLS : 0, "%s rank %u", what, i);
+    }
+    world_close(&w);
+    fake_teardown();
+}
+
+static void all_schedules(void (*fn)(fgrt_collective, fgrt_schedule, unsigned, const mode *),
+                          fgrt_collective c)
+{
+    for (unsigned n = 2; n <= MAXW; n++)
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            fn(c, FGRT_SERIAL_CE, n, &modes[i]);
+            fn(c, FGRT_SHARD_OVERLAP, n, &modes[i]);
+        }
+}
+
+Test(overlap_exec, ag_gemm_matches_the_reference_call_after_call)
+{
+    all_schedules(three_calls, FGRT_AG_GEMM);
+}
+
+Test(overlap_exec, gemm_rs_matches_the_reference_call_after_call)
+{
+    all_schedules(three_calls, FGRT_GEMM_RS);
+}
+
+/* CALLS calls enqueued back to back on each caller's stream, which poisons
+ * the outputs and the peers' blocks, writes the inputs and snapshots the
+ * output around each call; no host wait in between.  All is enqueued behind
+ * closed gates, then the streams run: a rank that gets ahead must still not
+ * push call e+1's data over what a slower peer has not consumed of call e
+ * (the opening barrier's job). */
+static void pipelined(fgrt_collective c, fgrt_schedule s, unsigned n, const mode *md)
+{
+    char what[128];
+    snprintf(what, sizeof what, "pipelined %s %s world %u, %s", coll_name(c),
+             fgrt_schedule_name(s), n, mode_name(md));
+    world w;
+    world_open(&w, n, c, s, 5.0, true);
+    set_mode(md);
+    const bool ag = c == FGRT_AG_GEMM;
+    const long long out_elems = (ag ? w.m : ROWS) * N;
+    for (unsigned i = 0; i < n; i++) {
+        rank_t *r = &w.r[i];
+        cr_assert_eq(fake_ops.stream_create(&r->dev->base, &r->caller), FG_OK);
+        r->gate = 0;
+        fake_gate(r->dev, r->caller, &r->gate);
+        const long long first = ag ? (long long)i * ROWS : 0, rows = ag ? ROWS : w.m;
+        for (unsigned call = 0; call < CALLS; call++) {
+            uint16_t *in = r->staged + (size_t)call * w.m * K;
+            for (long long row = first; row < first + rows; row++)
+                for (long long l = 0; l < K; l++)
+                    in[row * K + l] = input(&w, call, i, row, l);
+            on_stream_copy(r, r->caller, r->a, r->poison, (size_t)w.m * K * 2);
+            on_stream_copy(r, r->caller, r->c, r->poison, (size_t)w.m * N * 2);
+            if (r->out)
+                on_stream_copy(r, r->caller, r->out, r->poison, (size_t)ROWS * N * 2);
+            on_stream_copy(r, r->caller, r->a + first * K, in + first * K, (size_t)rows * K * 2);
+            r->call = call;
+            const fg_status st = fgrt_overlap_run(r->x, r->caller);
+            cr_assert_eq(st, FG_OK, "%s call %u rank %u: %s", what, call, i, fg_last_error());
+            on_stream_copy(r, r->caller, r->snap + (size_t)call * out_elems, ag ? r->c : r->out,
+                           (size_t)out_elems * 2);
+        }
+    }
+    for (unsigned i = 0; i < n; i++)
+        w.r[i].gate = 1;
+    for (unsigned i = 0; i < n; i++) {
+        const fg_status st = fgrt_overlap_wait(w.r[i].x);
+        cr_assert_eq(st, FG_OK, "%s rank %u: %s: %s", what, i, fg_status_string(st),
+                     fg_last_error());
+    }
+    for (unsigned i = 0; i < n; i++)
+        cr_assert_not(fake_busy(w.r[i].dev), "%s rank %u: work left", what, i);
+    for (unsigned i = 0; i < n; i++)
+        for (unsigned call = 0; call < CALLS; call++)
+            for (long long e = 0; e < out_elems; e++) {
+                const uint16_t got = w.r[i].snap[(size_t)call * out_elems + e];
+                const uint16_t want = expected(&w, call, i, e / N, e % N);
+                cr_assert_eq(got, want, "%s call %u rank %u [%lld,%lld]: %#x, want %#x", what,
+                             call, i, e / N, e % N, got, want);
+            }
+    world_close(&w);
+    fake_teardown();
+}
+
+Test(overlap_exec, ag_gemm_pipelined_on_the_callers_stream)
+{
+    all_schedules(pipelined, FGRT_AG_GEMM);
+}
+
+Test(overlap_exec, gemm_rs_pipelined_on_the_callers_stream)
+{
+    all_schedules(pipelined, FGRT_GEMM_RS);
+}
+
+/* Calls that a rank starts on streams not ordered after its previous call
+ * (legal where its own inputs stay as they are): then only the opening
+ * barrier keeps call e+1's pushes and GEMMs behind call e on every rank.
+ * Rank 0 writes new inputs for every call, in order on one stream; the
+ * other ranks keep theirs and alternate between two unordered streams; B
+ * changes every call.  A later call may overwrite the outputs before the
+ * caller could read them, so what each call's GEMMs and reduction computed
+ * is checked from the callbacks' logs, taken as they ran. */
+static void unordered(fgrt_collective c, fgrt_schedule s, unsigned n, const mode *md)
+{
+    char what[128];
+    snprintf(what, sizeof what, "unordered %s %s world %u, %s", coll_name(c),
+             fgrt_schedule_name(s), n, mode_name(md));
+    world w;
+    world_open(&w, n, c, s, 5.0, true);
+    set_mode(md);
+    w.fixed = ((1u << n) - 1) & ~1u;
+    const bool ag = c == FGRT_AG_GEMM;
+    void *other[MAXW] = {NULL};
+    for (unsigned i = 0; i < n; i++) {
+        rank_t *r = &w.r[i];
+        const long long first = ag ? (long long)i * ROWS : 0, rows = ag ? ROWS : w.m;
+        r->gate = 0;
+        cr_assert_eq(fake_ops.stream_create(&r->dev->base, &r->caller), FG_OK);
+        fake_gate(r->dev, r->caller, &r->gate);
+        if (i) {
+            cr_assert_eq(fake_ops.stream_create(&r->dev->base, &other[i]), FG_OK);
+            fake_gate(r->dev, other[i], &r->gate);
+            for (long long row = first; row < first + rows; row++)
+                for (long long l = 0; l < K; l++)
+                    r->a[row * K + l] = input(&w, 0, i, row, l);
+        }
+        for (unsigned call = 0; call < CALLS; call++) {
+            if (i == 0) {
+                uint16_t *in = r->staged + (size_t)call * w.m * K;
+                for (long long row = first; row < first + rows; row++)
+                    for (long long l = 0; l < K; l++)
+                        in[row * K + l] = input(&w, call, i, row, l);
+                on_stream_copy(r, r->caller, r->a + first * K, in + first * K,
+                               (size_t)rows * K * 2);
+            }
+            r->call = call;
+            const fg_status st = fgrt_overlap_run(r->x, i && call % 2 ? other[i] : r->caller);
+            cr_assert_eq(st, FG_OK, "%s call %u rank %u: %s", what, call, i, fg_last_error());
+        }
+    }
+    for (unsigned i = 0; i < n; i++)
+        w.r[i].gate = 1;
+    for (unsigned i = 0; i < n; i++) {
+        const fg_status st = fgrt_overlap_wait(w.r[i].x);
+        cr_assert_eq(st, FG_OK, "%s rank %u: %s: %s", what, i, fg_status_string(st),
+                     fg_last_error());
+    }
+    for (unsigned i = 0; i < n; i++) {
+        const rank_t *r = &w.r[i];
+        cr_assert_not(fake_busy(r->dev), "%s rank %u: work left", what, i);
+        for (unsigned call = 0; call < CALLS; call++) {
+            const uint16_t *log = r->log + (size_t)call * w.m * N;
+            const uint16_t *rlog = r->rlog + (size_t)call * ROWS * N;
+            for (long long row = 0; row < w.m; row++)
+                for (long long j = 0; j < N; j++) {
+                    uint32_t want = 0;   /* AG: gathered A x B; RS: the own partial A x B */
+                    for (long long l = 0; l < K; l++)
+                        want += (uint32_t)input(&w, call, i, row, l) * r->B[call][l * N + j];
+                    cr_assert_eq(log[row * N + j], (uint16_t)want,
+                                 "%s call %u rank %u: GEMM row %lld col %lld", what, call, i,
+                                 row, j);
+                }
+            for (long long e = 0; !ag && e < ROWS * N; e++)
+                cr_assert_eq(rlog[e], expected(&w, call, i, e / N, e % N),
+                             "%s call %u rank %u: reduced [%lld,%lld]", what, call, i, e / N,
+                             e % N);
+        }
+        if (other[i])
+            fake_ops.stream_destroy(&r->dev->base, other[i]);
+    }
+    world_close(&w);
+    fake_teardown();
+}
+
+Test(overlap_exec, ag_gemm_calls_on_unordered_streams)
+{
+    all_schedules(unordered, FGRT_AG_GEMM);
+}
+
+Test(overlap_exec, gemm_rs_calls_on_unordered_streams)
+{
+    all_schedules(unordered, FGRT_GEMM_RS);
+}
+
+/* Exports that cannot make IPC handles still serve ranks of one process. */
+Test(overlap_exec, one_process_needs_no_ipc)
+{
+    world w;
+    world_open(&w, 2, FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 5.0, false);
+    w.r[0].dev->export_fails = w.r[1].dev->export_fails = true;
+    fgrt_overlap_handle h[2];
+    for (unsigned i = 0; i < 2; i++)
+        cr_assert_eq(fgrt_overlap_export(w.r[i].x, &h[i]), FG_OK);
+    cr_assert_gt(w.r[0].dev->ipc_exports, 0, "export tried IPC");
+    for (unsigned i = 0; i < 2; i++)
+        cr_assert_eq(fgrt_overlap_connect(w.r[i].x, h), FG_OK, "%s", fg_last_error());
+    for (unsigned i = 0; i < 2; i++)
+        start_call(&w, 0, i, NULL, false);
+    for (unsigned i = 0; i < 2; i++)
+        cr_assert_eq(fgrt_overlap_wait(w.r[i].x), FG_OK, "%s", fg_last_error());
+    pump();
+    check_call(&w, 0, "no ipc");
+    world_close(&w);
+}
+
+/* ---- failures: a time limit, never a hang ---- */
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* fgrt_overlap_wait on rank i: FG_ERR_TIMEOUT after the limit (0.05 s) and
+ * well within 1 s, naming `missing`, with the rank's streams drained. */
+static void expect_timeout(world *w, unsigned i, const char *missing)
+{
+    const double t0 = now_s();
+    const fg_status st = fgrt_overlap_wait(w->r[i].x);
+    const double dt = now_s() - t0;
+    cr_assert_eq(st, FG_ERR_TIMEOUT, "rank %u: %s: %s", i, fg_status_string(st),
+                 fg_last_error());
+    cr_assert(dt >= 0.05 && dt < 1.0, "rank %u waited %.3f s", i, dt);
+    cr_assert(strstr(fg_last_error(), missing), "want \"%s\" in: %s", missing, fg_last_error());
+    cr_assert_not(fake_busy(w->r[i].dev), "rank %u: its waits were released, yet work is left",
+                  i);
+}
+
+Test(overlap_exec, a_peer_that_never_runs_is_a_timeout)
+{
+    world w;
+    world_open(&w, 2, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 0.05, true);
+    start_call(&w, 0, 0, NULL, false);
+    expect_timeout(&w, 0, "rank 1's start");
+    /* the executor stays failed */
+    cr_assert_eq(fgrt_overlap_run(w.r[0].x, NULL), FG_ERR_TIMEOUT, "%s", fg_last_error());
+    cr_assert(strstr(fg_last_error(), "an earlier call failed"), "%s", fg_last_error());
+    cr_assert_eq(fgrt_overlap_wait(w.r[0].x), FG_ERR_TIMEOUT);
+    /* rank 1 never ran: nothing of its is queued, and it is not failed */
+    cr_assert_not(fake_busy(w.r[1].dev));
+    cr_assert_eq(fgrt_overlap_wait(w.r[1].x), FG_OK, "%s", fg_last_error());
+    world_close(&w);
+}
+
+/* Destroy without a wait, on a call that can never finish: it drains within
+ * its time limit, releasing the waits, and destroys no stream with work left. */
+Test(overlap_exec, destroy_drains_a_call_that_cannot_finish)
+{
+    for (int c = 0; c < 2; c++) {
+        world w;
+        world_open(&w, 2, (fgrt_collective)c, FGRT_SHARD_OVERLAP, 0.05, true);
+        start_call(&w, 0, 0, NULL, false);
+        cr_assert(fake_busy(w.r[0].dev), "rank 0 waits for rank 1");
+        const double t0 = now_s();
+        fgrt_overlap_destroy(w.r[0].x);
+        const double dt = now_s() - t0;
+        w.r[0].x = NULL;
+        cr_assert_lt(dt, 1.0, "destroy took %.3f s", dt);
+        cr_assert_eq(w.r[0].dev->busy_destroyed, 0, "destroyed a stream with work queued");
+        cr_assert_not(fake_busy(w.r[0].dev));
+        world_close(&w);
+        fake_teardown();
+    }
+}
+
+/* Rank 0's copy_async fails once `after` copies succeeded: its run fails,
+ * rank 1's run succeeds and its wait times out on the flag rank 0 never set. */
+static void copy_failure(fgrt_collective c, int after, const char *missing)
+{
+    world w;
+    world_open(&w, 2, c, FGRT_SERIAL_CE, 0.05, true);
+    w.r[0].dev->fail_copy_after = after;
+    rank_t *r0 = &w.r[0];
+    for (long long e = 0; e < w.m * K; e++)   /* its inputs (start_call insists on success) */
+        r0->a[e] = input(&w, 0, 0, e / K, e % K);
+    fg_status st = fgrt_overlap_run(r0->x, NULL);
+    cr_assert_eq(st, FG_ERR_DRIVER, "%s after %d copies: %s: %s", coll_name(c), after,
+                 fg_status_string(st), fg_last_error());
+    cr_assert(strstr(fg_last_error(), "copy_async failed"), "%s", fg_last_error());
+    cr_assert_eq(r0->dev->copies, after);
+    /* the enqueue failure released rank 0's own waits: nothing of its is left */
+    cr_assert_not(fake_busy(r0->dev), "after %d copies: rank 0 still has work queued", after);
+    start_call(&w, 0, 1, NULL, false);
+    expect_timeout(&w, 1, missing);
+    /* rank 0 stays failed */
+    cr_assert_not(fake_busy(r0->dev));
+    cr_assert_eq(fgrt_overlap_wait(r0->x), FG_ERR_DRIVER, "%s", fg_last_error());
+    cr_assert_eq(fgrt_overlap_run(r0->x, NULL), FG_ERR_DRIVER);
+    world_close(&w);
+    fake_teardown();
+}
+
+Test(overlap_exec, a_failed_copy_fails_the_run_and_times_the_peer_out)
+{
+    /* rank 0's copies in serial_ce at world 2: its start flag to rank 1, its
+     * data (AG its shard, RS its partial of rank 1's block), then sent(1) */
+    for (int c = 0; c < 2; c++) {
+        copy_failure((fgrt_collective)c, 0, "rank 0's start");
+        copy_failure((fgrt_collective)c, 1, "rank 0's sent(1)");
+        copy_failure((fgrt_collective)c, 2, "rank 0's sent(1)");
+    }
+}
+
+Test(overlap_exec, a_failed_gemm_callback_fails_the_run)
+{
+    for (int c = 0; c < 2; c++) {
+        world w;
+        world_open(&w, 2, (fgrt_collective)c, FGRT_SHARD_OVERLAP, 0.05, true);
+        w.r[0].gemm_fail_after = 0;
+        /* the first GEMM comes before rank 0's pushes and sent flags */
+        for (long long e = 0; e < w.m * K; e++)
+            w.r[0].a[e] = input(&w, 0, 0, e / K, e % K);
+        cr_assert_eq(fgrt_overlap_run(w.r[0].x, NULL), FG_ERR_DRIVER);
+        cr_assert(strstr(fg_last_error(), "gemm callback failed"), "%s", fg_last_error());
+        start_call(&w, 0, 1, NULL, false);
+        expect_timeout(&w, 1, "rank 0's sent(1)");
+        cr_assert_eq(fgrt_overlap_wait(w.r[0].x), FG_ERR_DRIVER);
+        world_close(&w);
+        fake_teardown();
+    }
+}
+
+/* ---- argument checks ---- */
+
+static void expect_refused(fg_context *ctx, const fgrt_overlap_args *a, fg_status want,
+                           const char *text, int line)
+{
+    fgrt_overlap *x = (fgrt_overlap *)1;
+    const fg_status st = fgrt_overlap_create(ctx, a, &x);
+    cr_assert_eq(st, want, "line %d: %s (%s)", line, fg_status_string(st), fg_last_error());
+    cr_assert_null(x, "line %d: a failed create clears *out", line);
+    cr_assert(strstr(fg_last_error(), text), "line %d: want \"%s\" in: %s", line, text,
+              fg_last_error());
+    const fdev *f = (const fdev *)ctx->drv;
+    cr_assert(f->allocs == 0 && f->stream_creates == 0 && f->event_creates == 0,
+              "line %d: refused arguments touched the device", line);
+}
+
+#define REFUSE(change, status, text)                                                               \
+    do {                                                                                           \
+        fgrt_overlap_args a_ = good;                                                               \
+        change;                                                                                    \
+        expect_refused(ctx, &a_, status, text, __LINE__);                                          \
+    } while (0)
+
+Test(overlap_exec, create_checks_its_arguments)
+{
+    fdev *f = fake_open(&fake_ops);
+    fg_context *ctx = NULL;
+    cr_assert_eq(fg_context_create(&f->base, NULL, NULL, 0, &ctx), FG_OK);
+    void *a = dev_buffer(f, 12 * K * 2), *c = dev_buffer(f, 12 * N * 2);
+    void *out = dev_buffer(f, 6 * N * 2);
+    rank_t user = {.dev = f};
+    const fgrt_overlap_args good = {
+        .collective = FGRT_GEMM_RS, .schedule = FGRT_SHARD_OVERLAP, .world = 2, .rank = 1,
+        .m = 12, .n = N, .k = K, .dtype = FG_REG_F16, .a = a, .c = c, .out = out,
+        .gemm = cb_gemm, .reduce = cb_reduce, .user = &user, .timeout_s = 1};
+
+    REFUSE(a_.world = 1, FG_ERR_INVALID_ARGUMENT, "rank 1 of world 1");
+    REFUSE(a_.world = 65, FG_ERR_INVALID_ARGUMENT, "of world 65");
+    REFUSE(a_.rank = 2, FG_ERR_INVALID_ARGUMENT, "rank 2 of world 2");
+    REFUSE(a_.m = 13, FG_ERR_BAD_SHAPE, "m 13");
+    REFUSE(a_.m = 0, FG_ERR_BAD_SHAPE, "m 0");
+    REFUSE(a_.n = -5, FG_ERR_BAD_SHAPE, "n -5");
+    REFUSE(a_.k = 0, FG_ERR_BAD_SHAPE, "k 0");
+    REFUSE(a_.a = NULL, FG_ERR_NULL_POINTER, "a is NULL");
+    REFUSE(a_.c = NULL, FG_ERR_NULL_POINTER, "c is NULL");
+    REFUSE(a_.out = NULL, FG_ERR_NULL_POINTER, "out is NULL");
+    REFUSE(a_.gemm = NULL, FG_ERR_INVALID_ARGUMENT, "no gemm callback");
+    REFUSE(a_.reduce = NULL, FG_ERR_INVALID_ARGUMENT, "no reduce callback");
+    REFUSE(a_.schedule = FGRT_SERIAL_NCCL, FG_ERR_INVALID_ARGUMENT, "serial_nccl");
+    REFUSE(a_.schedule = FGRT_SCHEDULE_COUNT, FG_ERR_INVALID_ARGUMENT, "not the executor's");
+    REFUSE(a_.collective = (fgrt_collective)7, FG_ERR_INVALID_ARGUMENT, "unknown collective");
+    REFUSE(a_.dtype = (fg_reg_dtype)9, FG_ERR_INVALID_ARGUMENT, "unknown dtype");
+    REFUSE(a_.timeout_s = -1, FG_ERR_INVALID_ARGUMENT, "timeout_s -1");
+    REFUSE(a_.timeout_s = NAN, FG_ERR_INVALID_ARGUMENT, "timeout_s nan");
+    REFUSE(a_.timeout_s = 4000, FG_ERR_INVALID_ARGUMENT, "timeout_s 4000");
+
+    fgrt_overlap *x = (fgrt_overlap *)1;
+    cr_assert_eq(fgrt_overlap_create(ctx, &good, NULL), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fgrt_overlap_create(NULL, &good, &x), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_null(x);
+    x = (fgrt_overlap *)1;
+    cr_assert_eq(fgrt_overlap_create(ctx, NULL, &x), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_null(x);
+    cr_assert(f->allocs == 0 && f->stream_creates == 0 && f->event_creates == 0);
+
+    /* AG needs neither out nor reduce */
+    fgrt_overlap_args ag = good;
+    ag.collective = FGRT_AG_GEMM, ag.out = NULL, ag.reduce = NULL;
+    cr_assert_eq(fgrt_overlap_create(ctx, &ag, &x), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(f->allocs, 1, "AG allocates its flags only");
+    fgrt_overlap_destroy(x);
+    fgrt_overlap_destroy(NULL);
+    cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
+
+    /* a backend without the executor's driver calls */
+    fdev *plain = fake_open(&plain_ops);
+    fg_context *pctx = NULL;
+    cr_assert_eq(fg_context_create(&plain->base, NULL, NULL, 0, &pctx), FG_OK);
+    x = (fgrt_overlap *)1;
+    cr_assert_eq(fgrt_overlap_create(pctx, &good, &x), FG_ERR_UNSUPPORTED_DEVICE);
+    cr_assert_null(x);
+    cr_assert_eq(plain->allocs, 0);
+
+    cr_assert_eq(fgrt_overlap_export(NULL, &(fgrt_overlap_handle){0}), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fgrt_overlap_run(NULL, NULL), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fgrt_overlap_wait(NULL), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(fgrt_overlap_connect(NULL, &(fgrt_overlap_handle){0}), FG_ERR_INVALID_ARGUMENT);
+    fg_shutdown(pctx);
+    fg_shutdown(ctx);
+    cr_assert_eq(misuse, 0, "%s", misuse_why);
+}
+
+/* Connect checks every handle before it maps anything; a refused connect
+ * leaves the executor unconnected, so it can be retried. */
+Test(overlap_exec, connect_refuses_handles_that_disagree)
+{
+    world w;
+    world_open(&w, 2, FGRT_GEMM_RS, FGRT_SERIAL_CE, 1.0, false);
+    fgrt_overlap *x0 = w.r[0].x;
+    cr_assert_eq(fgrt_overlap_run(x0, NULL), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "not connected"), "%s", fg_last_error());
+
+    fgrt_overlap_handle h[2], swapped[2], other[2], junk[2];
+    for (unsigned i = 0; i < 2; i++)
+        cr_assert_eq(fgrt_overlap_export(w.r[i].x, &h[i]), FG_OK);
+    swapped[0] = h[1], swapped[1] = h[0];
+    memset(junk, 0, sizeof junk);
+    junk[0] = h[0];
+
+    /* rank 1 with another m, and with another schedule */
+    rank_t *r1 = &w.r[1];
+    fgrt_overlap_args args = r1->args;
+    void *a2 = dev_buffer(r1->dev, (size_t)2 * w.m * K * 2);
+    void *c2 = dev_buffer(r1->dev, (size_t)2 * w.m * N * 2);
+    args.m = 2 * w.m, args.a = a2, args.c = c2;
+    fgrt_overlap *bigger = NULL, *overlap = NULL;
+    cr_assert_eq(fgrt_overlap_create(r1->ctx, &args, &bigger), FG_OK, "%s", fg_last_error());
+    args = r1->args, args.schedule = FGRT_SHARD_OVERLAP;
+    cr_assert_eq(fgrt_overlap_create(r1->ctx, &args, &overlap), FG_OK, "%s", fg_last_error());
+    other[0] = h[0];
+
+    const struct { const fgrt_overlap_handle *all; const char *why, *text; } cases[] = {
+        {swapped, "handles in the wrong order", "handle 0 is rank 1 of 2"},
+        {junk, "a handle no executor exported", "handle 1 is not an exported executor"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(fgrt_overlap_connect(x0, cases[i].all), FG_ERR_INVALID_ARGUMENT, "%s",
+                     cases[i].why);
+        cr_assert(strstr(fg_last_error(), cases[i].text), "%s: %s", cases[i].why,
+                  fg_last_error());
+    }
+    cr_assert_eq(fgrt_overlap_export(bigger, &other[1]), FG_OK);
+    cr_assert_eq(fgrt_overlap_connect(x0, other), FG_ERR_INVALID_ARGUMENT, "ranks disagree on m");
+    cr_assert(strstr(fg_last_error(), "m 24") && strstr(fg_last_error(), "m 12"), "%s",
+              fg_last_error());
+    cr_assert_eq(fgrt_overlap_export(overlap, &other[1]), FG_OK);
+    cr_assert_eq(fgrt_overlap_connect(x0, other), FG_ERR_INVALID_ARGUMENT,
+                 "ranks disagree on the schedule");
+    cr_assert_eq(fgrt_overlap_connect(x0, NULL), FG_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(w.r[0].dev->enable_peers, 0, "nothing was mapped");
+    cr_assert_eq(fgrt_overlap_run(x0, NULL), FG_ERR_INVALID_ARGUMENT, "still not connected");
+
+    /* peer access refused: the status comes back, and nothing stays mapped */
+    w.r[0].dev->enable_peer_status = FG_ERR_UNSUPPORTED_DEVICE;
+    cr_assert_eq(fgrt_overlap_connect(x0, h), FG_ERR_UNSUPPORTED_DEVICE);
+    cr_assert_eq(fgrt_overlap_run(x0, NULL), FG_ERR_INVALID_ARGUMENT, "still not connected");
+    w.r[0].dev->enable_peer_status = FG_OK;
+
+    for (unsigned i = 0; i < 2; i++)
+        cr_assert_eq(fgrt_overlap_connect(w.r[i].x, h), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(fgrt_overlap_connect(x0, h), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "already connected"), "%s", fg_last_error());
+    for (unsigned i = 0; i < 2; i++)   /* and the retried connect works */
+        start_call(&w, 0, i, NULL, false);
+    for (unsigned i = 0; i < 2; i++)
+        cr_assert_eq(fgrt_overlap_wait(w.r[i].x), FG_OK, "%s", fg_last_error());
+    pump();
+    check_call(&w, 0, "after a refused connect");
+    fgrt_overlap_destroy(bigger);
+    fgrt_overlap_destroy(overlap);
+    world_close(&w);
+}
+
+/* ---- resource failures in create ---- */
+
+/* Every allocation, stream and event create in turn fails: create returns
+ * the driver's status, clears *out, and frees what it had made. */
+Test(overlap_exec, every_failure_in_create_leaks_nothing)
+{
+    fdev *f = fake_open(&fake_ops);
+    fg_context *ctx = NULL;
+    cr_assert_eq(fg_context_create(&f->base, NULL, NULL, 0, &ctx), FG_OK);
+    void *a = dev_buffer(f, 12 * K * 2), *c = dev_buffer(f, 12 * N * 2);
+    void *out = dev_buffer(f, 6 * N * 2);
+    rank_t user = {.dev = f};
+    for (int coll = 0; coll < 2; coll++)
+        for (int knob = 0; knob < 3; knob++) {
+            const fgrt_overlap_args args = {
+                .collective = (fgrt_collective)coll, .schedule = FGRT_SHARD_OVERLAP,
+                .world = 2, .rank = 0, .m = 12, .n = N, .k = K, .dtype = FG_REG_BF16,
+                .a = a, .c = c, .out = out, .gemm = cb_gemm, .reduce = cb_reduce,
+                .user = &user};
+            int n = 0;
+            for (;; n++) {
+                cr_assert_lt(n, 100);
+                f->allocs = f->stream_creates = f->event_creates = 0;
+                f->fail_alloc_after = knob == 0 ? n : -1;
+                f->fail_stream_after = knob == 1 ? n : -1;
+                f->fail_event_after = knob == 2 ? n : -1;
+                fgrt_overlap *x = (fgrt_overlap *)1;
+                const fg_status st = fgrt_overlap_create(ctx, &args, &x);
+                if (st == FG_OK) {
+                    fgrt_overlap_destroy(x);
+                    break;
+                }
+                cr_assert_eq(st, knob == 0 ? FG_ERR_OUT_OF_MEMORY : FG_ERR_DRIVER,
+                             "%s knob %d at %d: %s", coll_name(coll), knob, n, fg_last_error());
+                cr_assert_null(x);
+                cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0,
+                          "%s knob %d at %d: %d allocations, %d streams, %d events left",
+                          coll_name(coll), knob, n, f->live_allocs, f->live_streams,
+                          f->live_events);
+            }
+            /* the failure points were reached: flags (and RS's receive slots);
+             * 3 streams; 5 events at least */
+            const int points[3] = {coll == FGRT_GEMM_RS ? 2 : 1, 3, 5};
+            cr_assert_geq(n, points[knob], "%s knob %d: only %d failure points",
+                          coll_name(coll), knob, n);
+            cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
+        }
+    fg_shutdown(ctx);
+    cr_assert_eq(misuse, 0, "%s", misuse_why);
+}
