@@ -463,8 +463,8 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
                 explain_overlap(s->gemm, ts->target);
         }
         printf("  the plan table (fg_registry.c, the manifest) records each shape's chosen "
-               "schedule; the runtime's executor is still to come (tests/gpu/test_overlap "
-               "replays them)\n");
+               "schedule, which the runtime's executor (fgrt_overlap.h) runs; reduce-scatter "
+               "shapes get the owner's reduction kernel (overlap_reduce_*)\n");
     }
 }
 

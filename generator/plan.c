@@ -98,10 +98,32 @@ static void add_overlap_plans(fg_plan_set *set, const fg_spec *s, const fg_targe
     }
 }
 
+/* The owner's reduction kernel, where the spec has a reduce-scatter shape
+ * (one per dtype and world size: the shapes differ only at run time). */
+static int add_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
+{
+    const fg_gemm *g = s->gemm;
+    bool rs = false;
+    for (unsigned i = 0; i < g->shapes_count; i++)
+        rs |= g->shapes[i].collective == FG_COLL_REDUCE_SCATTER;
+    if (!rs)
+        return 0;
+    fg_instance in = {0};
+    char why[160];
+    snprintf(why, sizeof why, "the reduce-scatter shapes of %s", g->name);
+    if (fg_plan_overlap_reduce(g->dtype, g->world_size, ts->target, why, &in, d) != 0) {
+        fg_instance_free(&in);
+        return -1;
+    }
+    return fg_plan_add(set, &in, s, ts, d);
+}
+
 int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *d)
 {
-    if (s->kind == FG_SPEC_GEMM)
+    if (s->kind == FG_SPEC_GEMM) {
         add_overlap_plans(set, s, t->target);
+        return add_overlap_reduce(set, s, t, d);
+    }
     if (s->kind != FG_SPEC_MODEL)
         return 0;
     const fg_model *m = s->model;

@@ -161,6 +161,24 @@ typedef struct fg_decode_attn_args {
 FG_API fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args,
                                      fg_binding **out);
 
+/* The owner's reduction of a GEMM + reduce-scatter (overlap family): out =
+ * the sum over the world ranks' partials of this rank's row block, `own`
+ * for slot `rank` and recv's other slots, in fp32 in rank order, rounded
+ * once.  own and out hold `vecs` 16-byte vectors of dtype (elements / 8),
+ * recv [world][vecs]; all on the device, 16-byte aligned; out must not
+ * overlap own or recv.  Key: world.  The overlap executor (fgrt_overlap.h)
+ * binds it itself when given no reduce callback. */
+typedef struct fg_overlap_reduce_args {
+    fg_reg_dtype dtype;
+    long long world;       /* key dim */
+    long long rank;        /* 0 .. world - 1 */
+    long long vecs;        /* 16-byte vectors per row block */
+    const void *own, *recv;
+    void *out;
+} fg_overlap_reduce_args;
+FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *args,
+                                        fg_binding **out);
+
 /* Enqueues the bound kernel on `stream` (a CUstream or hipStream_t; NULL is
  * the legacy default stream).  No allocation, synchronization or descriptor
  * encoding: safe inside CUDA graph capture.  A binding owns its workspaces,

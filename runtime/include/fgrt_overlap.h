@@ -114,8 +114,9 @@ FGRT_OVERLAP_API const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entr
  * order everywhere.  Copies run on the copy engine (peer memory mapped
  * through CUDA IPC, or directly within one process); every flag is written
  * in the memory of the rank that waits on it, by a 4-byte copy behind the
- * data it announces; the GEMMs and the owner's reduction are the caller's
- * (fgrt_gemm_fn, fgrt_reduce_fn), enqueued on the executor's streams.
+ * data it announces; the GEMMs are the caller's (fgrt_gemm_fn), the owner's
+ * reduction the generated kernel or the caller's (fgrt_reduce_fn), enqueued
+ * on the executor's streams.
  * CUDA, run on H200s; HIP (hipMemcpyAsync between devices, hipIpc*, stream
  * memory operations) compiled and linked, not yet run on AMD hardware. */
 
@@ -150,7 +151,9 @@ typedef struct fgrt_overlap_args {
     void *out;                 /* RS: this rank's row block of the sum [m / world, n];
                                   AG: NULL */
     fgrt_gemm_fn gemm;
-    fgrt_reduce_fn reduce;     /* RS only */
+    fgrt_reduce_fn reduce;     /* RS only; NULL: the generated overlap_reduce kernel of the
+                                  context's registry (fg_overlap_reduce_bind; a row block
+                                  of m / world x n must be whole 16-byte vectors) */
     void *user;                /* passed to gemm and reduce */
     double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s) */
 } fgrt_overlap_args;

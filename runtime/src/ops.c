@@ -133,3 +133,52 @@ fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, 
 {
     return fg_bind_op(ctx, &fg_op_decode_attn, args, out);
 }
+
+/* ---- overlap_reduce: kernel (own, recv, out, int rank, int vecs) ---- */
+
+#define PTR(field) {#field, FG_ARG_DEVPTR, offsetof(fg_overlap_reduce_args, field), .align = 16}
+
+static const fg_arg_desc overlap_reduce_args[] = {
+    PTR(own),
+    PTR(recv),
+    PTR(out),
+    {"rank", FG_ARG_I32, offsetof(fg_overlap_reduce_args, rank), .min = 0},
+    {"vecs", FG_ARG_I32, offsetof(fg_overlap_reduce_args, vecs), .min = 1},
+};
+#undef PTR
+
+/* The kernel reads own and recv through restrict pointers while it writes
+ * out: refused in place. */
+static fg_status overlap_reduce_check(const void *p)
+{
+    const fg_overlap_reduce_args *a = p;
+    if (a->rank >= a->world)
+        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_reduce: rank %lld of world %lld", a->rank,
+                       a->world);
+    const size_t block = (size_t)a->vecs * 16;
+    if ((size_t)a->world > SIZE_MAX / block)
+        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_reduce: world %lld x %lld vectors overflows",
+                       a->world, a->vecs);
+    const uintptr_t out = (uintptr_t)a->out;
+    if (overlap(out, block, (uintptr_t)a->own, block) ||
+        overlap(out, block, (uintptr_t)a->recv, block * (size_t)a->world))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "overlap_reduce: out overlaps own or recv; the kernel is not in-place");
+    return FG_OK;
+}
+
+const fg_op_desc fg_op_overlap_reduce = {
+    .op = "overlap_reduce",
+    .dtype_offset = offsetof(fg_overlap_reduce_args, dtype),
+    .nkeys = 1,
+    .key_offsets = {offsetof(fg_overlap_reduce_args, world)},
+    .args = overlap_reduce_args,
+    .nargs = sizeof overlap_reduce_args / sizeof overlap_reduce_args[0],
+    .check = overlap_reduce_check,
+};
+
+fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *args,
+                                 fg_binding **out)
+{
+    return fg_bind_op(ctx, &fg_op_overlap_reduce, args, out);
+}

@@ -40,6 +40,7 @@ struct fgrt_overlap {
     unsigned nflags;         /* per rank: FGRT_FLAG_SENT + world */
     unsigned *flags;         /* device: [world][nflags] set by each rank, then the epoch word */
     void *recv;              /* RS: [world][rows, n] */
+    fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
     unsigned epoch;          /* the latest call's */
     bool connected, failed;
     fg_status failure;
@@ -94,9 +95,14 @@ static fg_status check_args(const fgrt_overlap_args *a)
     if (!a->a || !a->c || (rs && !a->out))
         return fg_fail(FG_ERR_NULL_POINTER, "fgrt_overlap_create: %s is NULL",
                        !a->a ? "a" : !a->c ? "c" : "out");
-    if (!a->gemm || (rs && !a->reduce))
-        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: no %s callback",
-                       !a->gemm ? "gemm" : "reduce");
+    if (!a->gemm)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: no gemm callback");
+    const long long block_bytes = a->m / a->world * a->n * (long long)fg_reg_dtype_bytes(a->dtype);
+    if (rs && !a->reduce && block_bytes % 16)
+        return fg_fail(FG_ERR_BAD_SHAPE,
+                       "fgrt_overlap_create: the generated reduction streams 16-byte vectors; a "
+                       "row block of m / world x n is %lld bytes (give a reduce callback)",
+                       block_bytes);
     if (!(a->timeout_s >= 0) || a->timeout_s > 3600)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: timeout_s %g (0 to 3600; 0: 10 s)", a->timeout_s);
@@ -146,6 +152,27 @@ static fg_status make_streams(fgrt_overlap *x)
     return st;
 }
 
+/* The generated overlap_reduce kernel of the context's registry over this
+ * rank's block: its own partial, the receive slots, the caller's out. */
+static fg_status bind_reduction(fgrt_overlap *x)
+{
+    const fgrt_overlap_args *a = &x->args;
+    const size_t block = (size_t)x->rows * a->n * x->es;
+    const fg_overlap_reduce_args r = {
+        .dtype = a->dtype, .world = a->world, .rank = a->rank, .vecs = (long long)(block / 16),
+        .own = (const char *)a->c + a->rank * block, .recv = x->recv, .out = a->out};
+    const fg_status st = fg_overlap_reduce_bind(x->ctx, &r, &x->reduction);
+    if (st != FG_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", fg_last_error());
+        return fg_fail(st,
+                       "fgrt_overlap_create: no reduce callback, and the generated reduction "
+                       "does not bind (%s)",
+                       why);
+    }
+    return FG_OK;
+}
+
 fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fgrt_overlap **out)
 {
     if (!out)
@@ -183,6 +210,8 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         const size_t recv_bytes = (size_t)args->world * x->rows * args->n * x->es;
         st = OPS(x)->alloc(x->drv, recv_bytes, &x->recv);
     }
+    if (st == FG_OK && args->collective == FGRT_GEMM_RS && !args->reduce)
+        st = bind_reduction(x);
     if (st != FG_OK) {
         fgrt_overlap_destroy(x);
         return st;
@@ -382,6 +411,8 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     case FGRT_OP_WAIT:
         return o->wait_flag(x->drv, s, flag_at(x, x->flags, (unsigned)op->peer, op->flag), epoch);
     case FGRT_OP_REDUCE: {
+        if (x->reduction)
+            return fg_launch(x->reduction, s);
         const int r = a->reduce(a->user, s, C + (size_t)a->rank * block_c, x->recv, a->out,
                                 a->world, a->rank, x->rows * a->n);
         return r == 0 ? FG_OK : callback_failed("reduce", op);
@@ -561,6 +592,7 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
     for (size_t i = 0; x->done && i < x->nops; i++)
         if (x->done[i])
             o->event_destroy(x->drv, x->done[i]);
+    fg_binding_free(x->reduction);
     if (x->flags)
         o->free(x->drv, x->flags);
     if (x->recv)

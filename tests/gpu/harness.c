@@ -459,3 +459,25 @@ void *fgh_read_file(const char *path, size_t *len)
     *len = buf ? (size_t)n : 0;
     return buf;
 }
+
+long long fgh_manifest_value(const char *manifest, const char *name, const char *key)
+{
+    char pat[256];
+    snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
+    const char *at = manifest ? strstr(manifest, pat) : NULL;
+    if (!at)
+        return -1;
+    const char *end = strstr(at + strlen(pat), "\"name\": ");
+    snprintf(pat, sizeof pat, "\"%s\": ", key);
+    const char *k = strstr(at, pat);
+    if (!k || (end && k > end))
+        return -1;
+    k += strlen(pat);
+    while (*k == '[' || *k == ' ' || *k == '\n')   /* an array: its first element */
+        k++;
+    if (!strncmp(k, "true", 4))
+        return 1;
+    if (!strncmp(k, "false", 5))
+        return 0;
+    return strtoll(k, NULL, 10);
+}

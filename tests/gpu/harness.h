@@ -194,6 +194,10 @@ int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
 /* A whole file into malloc'd memory (cubins for test registries); NULL if
  * it cannot be read. */
 void *fgh_read_file(const char *path, size_t *len);
+/* The value of "key" in the manifest entry of instance `name` (a plain text
+ * scan: the harness has no JSON library; an array gives its first element,
+ * true/false 1/0); -1 if absent. */
+long long fgh_manifest_value(const char *manifest, const char *name, const char *key);
 
 /* -------------------------------------------------------------------- JSON */
 

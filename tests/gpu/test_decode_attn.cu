@@ -79,30 +79,6 @@ bool parse_name(const char *file, Inst *in)
     return true;
 }
 
-// The value of "key" in the manifest entry of instance `name` (a plain text
-// scan: the harness has no JSON library); -1 if absent.
-long long manifest_value(const char *manifest, const char *name, const char *key)
-{
-    char pat[256];
-    snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
-    const char *at = manifest ? strstr(manifest, pat) : NULL;
-    if (!at)
-        return -1;
-    const char *end = strstr(at + strlen(pat), "\"name\": ");
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *k = strstr(at, pat);
-    if (!k || (end && k > end))
-        return -1;
-    k += strlen(pat);
-    while (*k == '[' || *k == ' ' || *k == '\n')   // an array: its first element
-        k++;
-    if (!strncmp(k, "true", 4))
-        return 1;
-    if (!strncmp(k, "false", 5))
-        return 0;
-    return strtoll(k, NULL, 10);
-}
-
 // The floats of text value "key" ("1.0e+00f, 5.0e-01f, ...") of instance
 // `name`'s manifest entry into out[n]; false if absent or short.
 bool manifest_floats(const char *manifest, const char *name, const char *key, float *out, int n)
@@ -156,7 +132,7 @@ int discover(const char *dir, const char *manifest)
                     {&in.det, "deterministic"}, {&in.neox, "neox"}};
         bool known = true;
         for (const auto &d : dims) {
-            const long long v = manifest_value(manifest, in.name, d.key);
+            const long long v = fgh_manifest_value(manifest, in.name, d.key);
             known &= v >= 0;
             *d.field = (int)v;
         }
@@ -166,11 +142,11 @@ int discover(const char *dir, const char *manifest)
             fgh_skip(in.name, "not in the manifest (shape, plan or RoPE table unknown)");
             continue;
         }
-        in.workspace = manifest_value(manifest, in.name, "workspace_bytes");
-        in.counters = manifest_value(manifest, in.name, "counters");
-        in.cooperative = manifest_value(manifest, in.name, "cooperative");
-        in.block = manifest_value(manifest, in.name, "block");
-        in.dynamic_smem = manifest_value(manifest, in.name, "dynamic_smem");
+        in.workspace = fgh_manifest_value(manifest, in.name, "workspace_bytes");
+        in.counters = fgh_manifest_value(manifest, in.name, "counters");
+        in.cooperative = fgh_manifest_value(manifest, in.name, "cooperative");
+        in.block = fgh_manifest_value(manifest, in.name, "block");
+        in.dynamic_smem = fgh_manifest_value(manifest, in.name, "dynamic_smem");
         if (in.workspace < 0 || in.counters < 0 || in.cooperative < 0 || in.block <= 0 ||
             in.dynamic_smem < 0) {
             fgh_skip(in.name, "not in the manifest (workspace, counters, launch shape unknown)");

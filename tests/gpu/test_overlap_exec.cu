@@ -9,7 +9,10 @@
 // with every output poisoned before each call:
 //   - AG+GEMM and GEMM+RS, serial_ce and shard_overlap, 3 calls in a row
 //     with new inputs each, every output element against a double
-//     reference on the host (small shapes);
+//     reference on the host (small shapes); GEMM+RS once with the reduce
+//     callback and once with the generated overlap_reduce kernel, found in
+//     --kernels DIR with DIR/manifest.json (--manifest FILE) as an engine's
+//     registry would hold it (skipped, and said so, where DIR has none);
 //   - a peer that never runs its call: the waiting rank's
 //     fgrt_overlap_wait returns FG_ERR_TIMEOUT within its limit, names the
 //     flag that did not come, and the executor refuses later calls.
@@ -116,6 +119,48 @@ size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
 float host_bf16(const uint16_t *v, size_t i) { return fgh_bf16_to_f32(v[i]); }
 
 #ifdef FG_HAVE_FGRT
+
+// ---- the generated reduction, as an engine's registry holds it ----
+
+struct Generated {
+    unsigned char *image = nullptr;
+    size_t size = 0;
+    char name[96] = {};
+    fg_kernel_entry e = {};
+};
+
+// overlap_reduce_sm90a_bf16_w<world> from DIR: its cubin, and from the
+// manifest its launch shape; false (and why) if either is missing.
+bool load_generated(const char *dir, const char *manifest_path, int world, Generated *g,
+                    char *why, size_t why_len)
+{
+    snprintf(g->name, sizeof g->name, "overlap_reduce_sm90a_bf16_w%d", world);
+    char path[1024], mpath[1024];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir ? dir : ".", g->name);
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir ? dir : ".");
+    if (!dir || !(g->image = (unsigned char *)fgh_read_file(path, &g->size))) {
+        snprintf(why, why_len, "no %s", path);
+        return false;
+    }
+    size_t mlen = 0;
+    char *manifest = (char *)fgh_read_file(manifest_path ? manifest_path : mpath, &mlen);
+    const long long grid = fgh_manifest_value(manifest, g->name, "grid");
+    const long long block = fgh_manifest_value(manifest, g->name, "block");
+    free(manifest);
+    if (grid <= 0 || block <= 0) {
+        snprintf(why, why_len, "%s is not in %s", g->name, manifest_path ? manifest_path : mpath);
+        return false;
+    }
+    g->e.name = g->name, g->e.family = "overlap_reduce", g->e.op = "overlap_reduce";
+    g->e.arch = FG_REG_ARCH_SM90A, g->e.dtype = FG_REG_BF16;
+    g->e.ndims = 1, g->e.dims[0] = world;
+    g->e.grid_rule = FG_REG_GRID_FIXED;
+    g->e.grid[0] = (unsigned)grid, g->e.grid[1] = g->e.grid[2] = 1;
+    g->e.block[0] = (unsigned)block, g->e.block[1] = g->e.block[2] = 1;
+    g->e.cluster[0] = g->e.cluster[1] = g->e.cluster[2] = 1;
+    g->e.image = g->image, g->e.image_size = &g->size;
+    return true;
+}
 
 // ---- one rank's GEMM and buffers ----
 
@@ -239,7 +284,8 @@ bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &
 }
 
 bool make_executor(fg_context *ctx, const Case &cs, fgrt_schedule sched, const Procs &P,
-                   const Buffers &d, User *u, double timeout_s, fgrt_overlap **x)
+                   const Buffers &d, User *u, double timeout_s, fgrt_overlap **x,
+                   bool generated_reduce = false)
 {
     Gemm *g = u->g;
     fgrt_overlap_args args = {};
@@ -247,7 +293,7 @@ bool make_executor(fg_context *ctx, const Case &cs, fgrt_schedule sched, const P
     args.world = (unsigned)P.world, args.rank = (unsigned)P.rank;
     args.m = cs.m, args.n = cs.n, args.k = cs.k, args.dtype = FG_REG_BF16;
     args.a = d.a, args.c = d.c, args.out = d.out;
-    args.gemm = gemm_cb, args.reduce = reduce_cb, args.user = u;
+    args.gemm = gemm_cb, args.reduce = generated_reduce ? nullptr : reduce_cb, args.user = u;
     args.timeout_s = timeout_s;
     g->b = d.b, g->n = cs.n, g->k = cs.k;
     // Every kernel the callbacks launch, launched once first: with CUDA's
@@ -290,12 +336,12 @@ fg_status call(fgrt_overlap *x, cudaStream_t s)
 // ---- checks ----
 
 void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_schedule sched,
-                uint64_t base)
+                uint64_t base, bool generated_reduce)
 {
-    char name[160];
-    snprintf(name, sizeof name, "executor %s %s, %d processes, M=%lld N=%lld K=%lld: rank %d",
-             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched), P.world,
-             cs.m, cs.n, cs.k, P.rank);
+    char name[200];
+    snprintf(name, sizeof name, "executor %s %s%s, %d processes, M=%lld N=%lld K=%lld: rank %d",
+             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched),
+             generated_reduce ? " (generated reduction)" : "", P.world, cs.m, cs.n, cs.k, P.rank);
     Buffers d;
     User u;
     u.g = g;
@@ -303,7 +349,7 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_s
     cudaStream_t s = nullptr;
     if (CHECK(name, all_ok(P, d.alloc(cs, P.world) &&
                                   fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))) &&
-        CHECK(name, make_executor(ctx, cs, sched, P, d, &u, 10.0, &x))) {
+        CHECK(name, make_executor(ctx, cs, sched, P, d, &u, 10.0, &x, generated_reduce))) {
         const bool ag = cs.coll == FGRT_AG_GEMM;
         const long long out_rows = ag ? cs.m : cs.m / P.world;
         for (int c = 0; c < 3; c++) {
@@ -319,7 +365,7 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_s
                 for (long long j = 0; j < cs.n; j++)
                     ref[i * cs.n + j] = h.ref(cs, P.world, P.rank, i, j);
             const fgh_err e = fgh_compare(got.data(), FGH_BF16, ref.data(), ref.size());
-            char what[200];
+            char what[240];
             snprintf(what, sizeof what, "%s, call %d", name, c + 1);
             CHECKF(what, ok && e.nonfinite == 0 && e.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite",
                    e.rel_l2, e.nonfinite);
@@ -405,7 +451,8 @@ double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Hos
     return e.nonfinite ? INFINITY : e.rel_l2;
 }
 
-void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *json_path)
+void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *json_path,
+           bool generated_reduce)
 {
     static const Case cases[] = {
         {"qkv-m4096", FGRT_AG_GEMM, 4096, 5120, 8192},
@@ -430,6 +477,8 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                                    "wait), host-timed between cross-process barriers; 9 "
                                    "repeats with the parts interleaved; median, min, max; "
                                    "then each schedule checked on 96 sampled outputs");
+        fgh_json_str(&j, "reduction", generated_reduce ? "generated overlap_reduce kernel"
+                                                       : "the test's reduce callback");
         fgh_json_arr_begin(&j, "cases");
     }
     for (const Case &cs : cases) {
@@ -446,7 +495,8 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         bool ok = CHECK(what, all_ok(P, d.alloc(cs, P.world) && fgh_ok(cudaStreamCreateWithFlags(
                                                                    &s, cudaStreamNonBlocking))));
         for (int i = 0; i < 2 && ok; i++)
-            ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, &u[i], 30.0, &x[i]));
+            ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, &u[i], 30.0, &x[i],
+                                             generated_reduce));
         ok = ok && CHECK(what, all_ok(P, write_inputs(cs, P, d, h)));
         // parts: 0 the unsplit GEMM alone, 1 serial_ce, 2 shard_overlap
         std::vector<double> t[3];
@@ -521,18 +571,20 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
 }
 
 // Everything one rank does; returns when the rank is done.
-void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json)
+void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
+               const Generated *gen)
 {
     fg_context *ctx = nullptr;
     Gemm g;
     const bool ok = fgh_ok(cudaSetDevice(P.rank)) &&
-                    CHECK("fg_init", fg_init(nullptr, 0, P.rank, &ctx) == FG_OK) &&
+                    CHECK("fg_init", fg_init(gen ? &gen->e : nullptr, gen ? 1 : 0, P.rank,
+                                             &ctx) == FG_OK) &&
                     fgh_ok(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount,
                                                   P.rank)) &&
                     lt_open(&g.lt);
     if (all_ok(P, ok)) {
         if (do_bench) {
-            bench(ctx, P, &g, base, json);
+            bench(ctx, P, &g, base, json, gen != nullptr);
         } else {
             static const Case cases[] = {
                 {"ag", FGRT_AG_GEMM, 512, 384, 320},
@@ -540,8 +592,11 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json)
             };
             int i = 0;
             for (const Case &cs : cases)
-                for (fgrt_schedule sched : {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
-                    check_case(ctx, P, &g, cs, sched, base + 1000 * ++i);
+                for (fgrt_schedule sched : {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP}) {
+                    check_case(ctx, P, &g, cs, sched, base + 1000 * ++i, false);
+                    if (cs.coll == FGRT_GEMM_RS && gen)
+                        check_case(ctx, P, &g, cs, sched, base + 1000 * ++i, true);
+                }
             check_timeout(ctx, P, &g, base + 9000);
         }
     }
@@ -581,7 +636,7 @@ int count_gpus()
 int main(int argc, char **argv)
 {
     bool do_bench = false;
-    const char *json = nullptr;
+    const char *json = nullptr, *kernels = nullptr, *manifest = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
@@ -590,9 +645,14 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
-            ++i;   // check-gpu passes every test the kernels folder; this one uses none
+            kernels = argv[++i];
+        else if (!strcmp(argv[i], "--manifest") && i + 1 < argc)
+            manifest = argv[++i];
         else {
-            fprintf(stderr, "usage: %s [--verbose] [--bench [--json FILE]]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--verbose] [--kernels DIR [--manifest FILE]] "
+                    "[--bench [--json FILE]]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -612,6 +672,11 @@ int main(int argc, char **argv)
     if (P.world > 2 && do_bench)
         P.world = 2;   // the bench's shapes are TP=2's
     const uint64_t base = fgh_base_seed();
+    static Generated gen;
+    char why[1200];
+    const bool have_gen = load_generated(kernels, manifest, P.world, &gen, why, sizeof why);
+    if (!have_gen)
+        fgh_skip("executor with the generated reduction", why);
     pid_t kids[kMaxWorld] = {};
     for (int c = 1; c < P.world; c++) {
         int down[2], up[2];
@@ -626,7 +691,7 @@ int main(int argc, char **argv)
             close(up[0]), close(down[1]);
             for (int o = 1; o < c; o++)
                 close(P.down_w[o]), close(P.up_r[o]);
-            rank_main(me, base, do_bench, nullptr);
+            rank_main(me, base, do_bench, nullptr, have_gen ? &gen : nullptr);
             const int counts[3] = {fgh_passed_count(), fgh_failed_count(), fgh_skipped_count()};
             write_all(me.up_w, counts, sizeof counts);
             _exit(0);
@@ -634,7 +699,7 @@ int main(int argc, char **argv)
         close(up[1]), close(down[0]);
         P.down_w[c] = down[1], P.up_r[c] = up[0];
     }
-    rank_main(P, base, do_bench, json);
+    rank_main(P, base, do_bench, json, have_gen ? &gen : nullptr);
     bool lost = false;
     for (int c = 1; c < P.world; c++) {
         int counts[3];

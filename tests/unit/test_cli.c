@@ -724,6 +724,21 @@ Test(cli, decode_13b_prefers_the_single_cluster_ring)
     free(m);
 }
 
+/* A GEMM spec with reduce-scatter shapes gets the owner's reduction kernel,
+ * one per dtype and world size on every target. */
+Test(cli, gemm_specs_get_the_owners_reduction)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'overlap_reduce_*' " ALL_SPECS), 0);
+    cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w2\n"), "%s", out);
+    cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w8\n"), "%s", out);
+    cr_assert(strstr(out, "overlap_reduce_gfx942_bf16_w2\n"), "%s", out);
+    cr_assert(strstr(out, "out = own partial + 7 received, fp32 sums in rank order"), "%s", out);
+    cr_assert(strstr(out, "used for: the reduce-scatter shapes of llama-2-70b-tp2"), "%s", out);
+    cr_assert(strstr(out, "grid=(2112,1,1) block=(256,1,1)"), "%s", out);
+    free(out);
+}
+
 Test(cli, explain_gives_reasons)
 {
     char *out;
@@ -733,7 +748,7 @@ Test(cli, explain_gives_reasons)
     cr_assert(strstr(out, "224 threads (7 warps of 32) x 4 vectors each"), "%s", out);
     cr_assert(strstr(out, "used for: input RMSNorm of deepseek-v3"), "%s", out);
     /* GEMM shapes: the cost model where the target has an interconnect profile */
-    cr_assert(strstr(out, "the runtime's executor is still to come"), "%s", out);
+    cr_assert(strstr(out, "which the runtime's executor (fgrt_overlap.h) runs"), "%s", out);
     cr_assert(strstr(out, "on h200, predicted by the cost model"), "%s", out);
     cr_assert(strstr(out, "qkv-m4096 (all_gather m4096 n5120 k8192): gemm "), "%s", out);
     cr_assert(strstr(out, " -> shard_overlap"), "%s", out);

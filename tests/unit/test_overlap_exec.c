@@ -1362,7 +1362,9 @@ Test(overlap_exec, create_checks_its_arguments)
     REFUSE(a_.c = NULL, FG_ERR_NULL_POINTER, "c is NULL");
     REFUSE(a_.out = NULL, FG_ERR_NULL_POINTER, "out is NULL");
     REFUSE(a_.gemm = NULL, FG_ERR_INVALID_ARGUMENT, "no gemm callback");
-    REFUSE(a_.reduce = NULL, FG_ERR_INVALID_ARGUMENT, "no reduce callback");
+    /* without a callback the generated kernel reduces, in 16-byte vectors:
+     * a row block of 6 x 5 f16 is 60 bytes */
+    REFUSE(a_.reduce = NULL, FG_ERR_BAD_SHAPE, "give a reduce callback");
     REFUSE(a_.schedule = FGRT_SERIAL_NCCL, FG_ERR_INVALID_ARGUMENT, "serial_nccl");
     REFUSE(a_.schedule = FGRT_SCHEDULE_COUNT, FG_ERR_INVALID_ARGUMENT, "not the executor's");
     REFUSE(a_.collective = (fgrt_collective)7, FG_ERR_INVALID_ARGUMENT, "unknown collective");
@@ -1409,6 +1411,33 @@ Test(overlap_exec, create_checks_its_arguments)
 
 /* Connect checks every handle before it maps anything; a refused connect
  * leaves the executor unconnected, so it can be retried. */
+/* RS with no reduce callback binds the registry's overlap_reduce kernel; a
+ * context without one refuses the executor and leaks nothing it made. */
+Test(overlap_exec, rs_without_a_callback_needs_the_generated_reduction)
+{
+    fdev *f = fake_open(&fake_ops);
+    fg_context *ctx = NULL;
+    cr_assert_eq(fg_context_create(&f->base, NULL, NULL, 0, &ctx), FG_OK);
+    void *a = dev_buffer(f, 16 * K * 2), *c = dev_buffer(f, 16 * 8 * 2);
+    void *out = dev_buffer(f, 8 * 8 * 2);
+    rank_t user = {.dev = f};
+    const fgrt_overlap_args args = {
+        .collective = FGRT_GEMM_RS, .schedule = FGRT_SERIAL_CE, .world = 2, .rank = 0,
+        .m = 16, .n = 8, .k = K, .dtype = FG_REG_BF16, .a = a, .c = c, .out = out,
+        .gemm = cb_gemm, .user = &user, .timeout_s = 1};
+    fgrt_overlap *x = (fgrt_overlap *)1;
+    cr_assert_eq(fgrt_overlap_create(ctx, &args, &x), FG_ERR_NO_MATCHING_INSTANCE, "%s",
+                 fg_last_error());
+    cr_assert_null(x);
+    cr_assert(strstr(fg_last_error(), "the generated reduction does not bind"), "%s",
+              fg_last_error());
+    cr_assert(strstr(fg_last_error(), "overlap_reduce"), "%s", fg_last_error());
+    cr_assert_eq(f->live_allocs, 0);
+    cr_assert_eq(f->live_streams, 0);
+    cr_assert_eq(f->live_events, 0);
+    fg_shutdown(ctx);
+}
+
 Test(overlap_exec, connect_refuses_handles_that_disagree)
 {
     world w;

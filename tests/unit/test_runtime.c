@@ -427,6 +427,80 @@ Test(runtime_bind, bind_once_launch_many)
     cr_assert_eq(F.closes, 1);
 }
 
+static const fg_kernel_entry reduce_reg[] = {
+    ENTRY("red_w2", "overlap_reduce", SM90, FG_REG_BF16, .ndims = 1, .dims = {2},
+          .grid_rule = FG_REG_GRID_FIXED, .grid = {2112, 1, 1}),
+    ENTRY("red_w8", "overlap_reduce", SM90, FG_REG_BF16, .ndims = 1, .dims = {8},
+          .grid_rule = FG_REG_GRID_FIXED, .grid = {2112, 1, 1}),
+};
+
+static fg_overlap_reduce_args good_reduce(void)
+{
+    return (fg_overlap_reduce_args){.dtype = FG_REG_BF16, .world = 2, .rank = 1, .vecs = 1024,
+                                    .own = DEV(0x1000000000), .recv = DEV(0x2000000000),
+                                    .out = DEV(0x3000000000)};
+}
+
+static void expect_reduce_bind(fg_context *ctx, fg_overlap_reduce_args a, fg_status want)
+{
+    fg_binding *b = (fg_binding *)1;
+    const fg_status s = fg_overlap_reduce_bind(ctx, &a, &b);
+    cr_assert_eq(s, want, "got %s (%s)", fg_status_string(s), fg_last_error());
+    cr_assert_null(b, "a failed bind clears *out");
+}
+
+/* The overlap family's reduction: keyed by world size, the entry's fixed
+ * grid, the kernel's parameters (own, recv, out, rank, vecs) in order. */
+Test(runtime_bind, overlap_reduce)
+{
+    fg_context *ctx = fake_ctx(SM90, reduce_reg, 2);
+    const fg_overlap_reduce_args a = good_reduce();
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_overlap_reduce_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    fg_binding_info info;
+    cr_assert_eq(fg_binding_get_info(b, &info), FG_OK);
+    cr_assert_str_eq(info.entry->name, "red_w2");
+    cr_assert_eq(fg_launch(b, DEV(0x55)), FG_OK);
+    cr_assert_eq(F.cfg.grid[0], 2112);
+    cr_assert_eq(F.stream, DEV(0x55));
+    cr_assert_eq(F.raw[0], a.own);
+    cr_assert_eq(F.raw[1], a.recv);
+    cr_assert_eq(F.raw[2], a.out);
+    int rank, vecs;
+    memcpy(&rank, &F.raw[3], sizeof rank);
+    memcpy(&vecs, &F.raw[4], sizeof vecs);
+    cr_assert_eq(rank, 1);
+    cr_assert_eq(vecs, 1024);
+    fg_binding_free(b);
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, overlap_reduce_guards)
+{
+    fg_context *ctx = fake_ctx(SM90, reduce_reg, 2);
+    fg_overlap_reduce_args a = good_reduce();
+    a.world = 4;   /* no instance for 4 ranks */
+    expect_reduce_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
+    a = good_reduce(), a.rank = 2;
+    expect_reduce_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    cr_assert(strstr(fg_last_error(), "rank 2 of world 2"), "%s", fg_last_error());
+    a = good_reduce(), a.rank = -1;
+    expect_reduce_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    a = good_reduce(), a.vecs = 0;
+    expect_reduce_bind(ctx, a, FG_ERR_BAD_SHAPE);
+    a = good_reduce(), a.recv = NULL;
+    expect_reduce_bind(ctx, a, FG_ERR_NULL_POINTER);
+    a = good_reduce(), a.out = DEV(0x3000000008);
+    expect_reduce_bind(ctx, a, FG_ERR_MISALIGNED);
+    a = good_reduce(), a.out = DEV(0x2000000000 + 16 * 1024);   /* recv's slot 1 */
+    expect_reduce_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "not in-place"), "%s", fg_last_error());
+    a = good_reduce(), a.dtype = FG_REG_F16;   /* only bf16 instances here */
+    expect_reduce_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
+    cr_assert_eq(F.loads, 0, "refused binds load nothing");
+    fg_shutdown(ctx);
+}
+
 Test(runtime_bind, argument_checks)
 {
     fg_context *ctx = fake_ctx(SM90, reg, nreg);
