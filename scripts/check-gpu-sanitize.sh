@@ -1,7 +1,7 @@
 #!/bin/sh
 # compute-sanitizer over every kernel family at small dims (issue 12):
 # memcheck and synccheck on every family, racecheck on the families that use
-# shared memory (all of them).  Each tool runs the family's test program,
+# shared memory (all but the overlap family's reduction).  Each tool runs the family's test program,
 # which checks results as usual; a sanitizer error or a failed check fails.
 # Without a GPU or compute-sanitizer it says SKIPPED and exits 0 (never a pass).
 #   BUILD=build scripts/check-gpu-sanitize.sh
@@ -56,5 +56,31 @@ for tool in memcheck synccheck racecheck; do
         fi
     done
 done
+# The overlap family on 2 GPUs: the executor (one process per GPU, so the
+# sanitizer follows every process) with the generated reduction where
+# FG_KERNELS_DIR has it; memcheck and synccheck (the reduction uses no shared
+# memory, so racecheck has nothing to check).
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+if [ "$gpus" -ge 2 ]; then
+    for tool in memcheck synccheck; do
+        log=$GPU_BUILD/sanitize-$tool-overlap_exec.log
+        runs=$((runs + 1))
+        timeout 1800 "$sanitizer" --tool "$tool" --target-processes all --print-limit 20 \
+            --error-exitcode 99 "$GPU_BUILD/test_overlap_exec" --kernels "$FG_KERNELS_DIR" \
+            >"$log" 2>&1
+        rc=$?
+        summary=$(grep -E 'ERROR SUMMARY|passed, ' "$log" | tr '\n' ' ')
+        if [ $rc = 0 ]; then
+            echo "check-gpu-sanitize: $tool overlap_exec: ok ($summary)"
+        else
+            echo "check-gpu-sanitize: $tool overlap_exec: FAILED (exit $rc; $summary); log $log"
+            grep -E '^========= ' "$log" | head -n 20
+            failed=$((failed + 1))
+        fi
+    done
+else
+    echo "check-gpu-sanitize: overlap_exec: SKIPPED (it needs 2 GPUs; this machine has $gpus)"
+    skipped=$((skipped + 1))
+fi
 echo "$((runs - failed)) passed, $failed failed, $skipped skipped"
 [ $failed = 0 ]
