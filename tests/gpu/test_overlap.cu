@@ -24,7 +24,8 @@
 // for function on one host; its speed there means nothing).
 // --profile [--json FILE] [--gemm-shapes MxNxK,...]: what the overlap cost
 // model needs, for `fusegen profile`: the peer-copy curve (64 KB to 256 MB,
-// one way and both ways at once, queued ahead) and its fit, NCCL's
+// one way and both ways at once, queued ahead; up to 16 MB also as one
+// cudaMemcpyBatchAsync batch) and its fit, NCCL's
 // all-gather and reduce-scatter alone and their fits (when built with NCCL),
 // the time of each GEMM shape asked for, a GEMM's slowdown under peer copies,
 // and the executor's fixed cost per call.
@@ -798,6 +799,46 @@ double time_copies(void *buf[2][2], size_t bytes, bool both, cudaStream_t st[2])
 // Median us of one NCCL all-gather (or reduce-scatter) over both GPUs that
 // moves `bytes` into each rank (its peer's shard, or its peer's partial of
 // its block), 5 calls back to back per timing, median of 5; NaN without NCCL.
+// Median us per copy of 8 copies of `bytes` from GPU 1 into GPU 0 issued as
+// one cudaMemcpyBatchAsync (each into its own slice; copies of a batch are
+// unordered), with the hint to keep them off the SMs; NaN where the API
+// refuses.  8 x bytes must fit the buffers.
+double time_copies_batched(void *buf[2][2], size_t bytes, cudaStream_t st[2])
+{
+    constexpr int kQueued = 8, kReps = 5;
+    void *dsts[kQueued];
+    const void *srcs[kQueued];
+    size_t sizes[kQueued];
+    for (int c = 0; c < kQueued; c++) {
+        dsts[c] = (char *)buf[0][1] + c * bytes;
+        srcs[c] = (const char *)buf[1][0] + c * bytes;
+        sizes[c] = bytes;
+    }
+    cudaMemcpyAttributes attr = {};
+    attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
+    attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
+    size_t attr_idx = 0;
+    double t[kReps];
+    for (int rep = -1; rep < kReps; rep++) {
+        for (int d = 0; d < 2; d++) {
+            cudaSetDevice(d);
+            cudaDeviceSynchronize();
+        }
+        cudaSetDevice(0);
+        const double t0 = now_us();
+        if (cudaMemcpyBatchAsync(dsts, srcs, sizes, kQueued, &attr, &attr_idx, 1, st[0]) !=
+            cudaSuccess) {
+            cudaGetLastError();
+            return NAN;
+        }
+        if (!fgh_ok(cudaStreamSynchronize(st[0])))
+            return NAN;
+        if (rep >= 0)
+            t[rep] = (now_us() - t0) / kQueued;
+    }
+    return fgh_median(t, kReps);
+}
+
 double time_nccl(void *buf[2][2], size_t bytes, bool gather, cudaStream_t st[2])
 {
 #ifdef FG_HAVE_NCCL
@@ -985,6 +1026,22 @@ bool profile(const char *json_path, const char *shapes_text)
         printf("fit: one way %.1f us + bytes / %.0f GB/s; both ways %.1f us + bytes / %.0f GB/s each\n",
                lat1, bw1, lat2, bw2);
     }
+    // the same one-way copies as one batch (cudaMemcpyBatchAsync), for the
+    // chunked schedules to come: what batching saves per copy
+    fgh_json_arr_begin(&j, "batched_copies");
+    for (int i = 0; i < kSizes && ok; i++) {
+        if (sizes[i] > (16 << 20))
+            break;   // 8 slices must fit the buffers
+        const double batched = time_copies_batched(buf, sizes[i], st);
+        fgh_json_obj_begin(&j, nullptr);
+        fgh_json_int(&j, "bytes", (long long)sizes[i]);
+        fgh_json_num(&j, "individual_us", one[i]);
+        fgh_json_num(&j, "batched_us", batched);
+        fgh_json_obj_end(&j);
+        printf("copy %9zu B: 8 queued one by one %8.1f us each, as one batch %8.1f us each\n",
+               sizes[i], one[i], batched);
+    }
+    fgh_json_arr_end(&j);
     fgh_json_obj_begin(&j, "fit");
     fgh_json_num(&j, "one_way_latency_us", lat1), fgh_json_num(&j, "one_way_gbps", bw1);
     fgh_json_num(&j, "both_ways_latency_us", lat2), fgh_json_num(&j, "both_ways_gbps_each", bw2);
