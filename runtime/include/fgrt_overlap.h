@@ -2,19 +2,21 @@
  *
  * For one tensor-parallel GEMM (an all-gather feeding it, or a reduce-scatter
  * fed by it) and one schedule, the operations each rank issues, in order,
- * on its streams.  The executor replays them with the copy engine, cuBLASLt,
- * an emitted reduction kernel and NCCL, one process per GPU with peer buffers
- * mapped through CUDA IPC; this part is host-only, so that every schedule's
- * order can be checked for every rank at once without a GPU.
+ * on its streams.  The executor below replays them with the copy engine, the
+ * caller's GEMM and the generated (or the caller's) reduction, one process
+ * per GPU with peer buffers mapped through CUDA IPC (serial NCCL's order is
+ * the engine's to run, with NCCL); this part is host-only, so that every
+ * schedule's order can be checked for every rank at once without a GPU.
  *
  * Conventions of the order:
  * - Stream 0 carries the copies and the flags set after them; streams 1 and 2
  *   the GEMMs (alternating, to soften wave quantization) and the reduction.
- * - Flags are written locally, after the operations before them on their
- *   stream (remote stream memory writes are gone from CUDA 13.1 on); a wait
- *   reads a peer's flag and has a time limit (the executor turns an expired
- *   one into an error, never a hang).  Flags hold the call's epoch, so a flag
- *   needs no reset between calls.
+ * - A flag is set after the operations before it on its stream, in the
+ *   memory of the rank that waits on it (the executor copies the call's
+ *   epoch there: remote stream memory writes are gone from CUDA 13.1 on), so
+ *   every wait reads local memory and has a time limit (the executor turns
+ *   an expired one into an error, never a hang).  Flags hold the call's
+ *   epoch, so a flag needs no reset between calls.
  * - A barrier joins every stream of the rank, sets its flag and waits for
  *   every peer's.  One opens each call: every rank's inputs are written, and
  *   its previous call is over (the next pushes cannot overwrite data not yet
@@ -63,7 +65,8 @@ typedef enum {
                          locally); RS pushes this rank's partial of the peer's block into
                          the peer's receive slot of this rank */
     FGRT_OP_GEMM,     /* the rows of block `block` (all blocks: block = -1) */
-    FGRT_OP_SIGNAL,   /* set local flag `flag` after the ops before it on `stream` */
+    FGRT_OP_SIGNAL,   /* set flag `flag` (FGRT_FLAG_SENT + d) in rank d's memory, after
+                         the ops before it on `stream` */
     FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (time limit) */
     FGRT_OP_REDUCE,   /* this rank's block: its own partial plus the received ones */
     FGRT_OP_NCCL      /* the collective through NCCL (all blocks) */
