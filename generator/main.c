@@ -463,8 +463,9 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
                 explain_overlap(s->gemm, ts->target);
         }
         printf("  the plan table (fg_registry.c, the manifest) records each shape's chosen "
-               "schedule, which the runtime's executor (fgrt_overlap.h) runs; reduce-scatter "
-               "shapes get the owner's reduction kernel (overlap_reduce_*)\n");
+               "schedule, which the runtime's executor (fgrt_overlap.h) runs (serial_nccl: "
+               "the engine's own NCCL call); reduce-scatter shapes get the owner's reduction "
+               "kernel (overlap_reduce_*)\n");
     }
 }
 

@@ -37,9 +37,9 @@ int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, c
                  "out = own partial + %u received, fp32 sums in rank order, one rounding\n",
                  world - 1);
     fg_sb_printf(&in->reasons,
-                 "16-byte vectors, a grid-stride loop over %u blocks (%u per compute unit x %u) "
-                 "of %u threads: streams at HBM rate where one element per thread was "
-                 "latency-bound (measured in test_overlap on the H200)\n",
+                 "16-byte vectors, a grid-stride loop over %u blocks (%u per compute unit x %u, "
+                 "more than are resident at once) of %u threads: streams at HBM rate where one "
+                 "element per thread was latency-bound (measured in test_overlap on the H200)\n",
                  blocks, REDUCE_BLOCKS_PER_CU, t->compute_units, REDUCE_THREADS);
     return 0;
 }

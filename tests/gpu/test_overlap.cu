@@ -605,10 +605,11 @@ double time_once(Setup *s, Part part, fgrt_schedule sched, int calls)
     for (int c = 0; c < calls; c++)
         if (!enqueue_part(s, part, sched))
             return NAN;
-    fgh_clock_sample();   // while the calls run: the results file's clock record
     if (!sync_all(s))
         return NAN;
-    return (now_us() - t0) / calls;
+    const double us = (now_us() - t0) / calls;
+    fgh_clock_sample();   // outside the timed window: the results file's clock record
+    return us;
 }
 
 struct Shape {
@@ -796,13 +797,12 @@ double time_copies(void *buf[2][2], size_t bytes, bool both, cudaStream_t st[2])
     return fgh_median(t, kReps);
 }
 
-// Median us of one NCCL all-gather (or reduce-scatter) over both GPUs that
-// moves `bytes` into each rank (its peer's shard, or its peer's partial of
-// its block), 5 calls back to back per timing, median of 5; NaN without NCCL.
 // Median us per copy of 8 copies of `bytes` from GPU 1 into GPU 0 issued as
-// one cudaMemcpyBatchAsync (each into its own slice; copies of a batch are
-// unordered), with the hint to keep them off the SMs; NaN where the API
-// refuses.  8 x bytes must fit the buffers.
+// one cudaMemcpyBatchAsync (each into its own slice, since copies of a batch
+// are unordered; time_copies rewrites one region), with the hint to keep
+// them off the SMs; NaN where the API refuses or the toolkit lacks it (its
+// signature is CUDA 13's; 12.8 had a failIdx argument more).  8 x bytes
+// must fit the buffers.
 double time_copies_batched(void *buf[2][2], size_t bytes, cudaStream_t st[2])
 {
     constexpr int kQueued = 8, kReps = 5;
@@ -814,6 +814,10 @@ double time_copies_batched(void *buf[2][2], size_t bytes, cudaStream_t st[2])
         srcs[c] = (const char *)buf[1][0] + c * bytes;
         sizes[c] = bytes;
     }
+#if CUDART_VERSION < 13000
+    (void)buf, (void)bytes, (void)st;
+    return NAN;
+#else
     cudaMemcpyAttributes attr = {};
     attr.srcAccessOrder = cudaMemcpySrcAccessOrderStream;
     attr.flags = cudaMemcpyFlagPreferOverlapWithCompute;
@@ -837,8 +841,12 @@ double time_copies_batched(void *buf[2][2], size_t bytes, cudaStream_t st[2])
             t[rep] = (now_us() - t0) / kQueued;
     }
     return fgh_median(t, kReps);
+#endif
 }
 
+// Median us of one NCCL all-gather (or reduce-scatter) over both GPUs that
+// moves `bytes` into each rank (its peer's shard, or its peer's partial of
+// its block), 5 calls back to back per timing, median of 5; NaN without NCCL.
 double time_nccl(void *buf[2][2], size_t bytes, bool gather, cudaStream_t st[2])
 {
 #ifdef FG_HAVE_NCCL

@@ -1409,8 +1409,6 @@ Test(overlap_exec, create_checks_its_arguments)
     cr_assert_eq(misuse, 0, "%s", misuse_why);
 }
 
-/* Connect checks every handle before it maps anything; a refused connect
- * leaves the executor unconnected, so it can be retried. */
 /* RS with no reduce callback binds the registry's overlap_reduce kernel; a
  * context without one refuses the executor and leaks nothing it made. */
 Test(overlap_exec, rs_without_a_callback_needs_the_generated_reduction)
@@ -1438,6 +1436,8 @@ Test(overlap_exec, rs_without_a_callback_needs_the_generated_reduction)
     fg_shutdown(ctx);
 }
 
+/* Connect checks every handle before it maps anything; a refused connect
+ * leaves the executor unconnected, so it can be retried. */
 Test(overlap_exec, connect_refuses_handles_that_disagree)
 {
     world w;
@@ -1482,6 +1482,8 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
     cr_assert_eq(fgrt_overlap_export(overlap, &other[1]), FG_OK);
     cr_assert_eq(fgrt_overlap_connect(x0, other), FG_ERR_INVALID_ARGUMENT,
                  "ranks disagree on the schedule");
+    cr_assert(strstr(fg_last_error(), "shard_overlap") && strstr(fg_last_error(), "serial_ce"),
+              "%s", fg_last_error());
     cr_assert_eq(fgrt_overlap_connect(x0, NULL), FG_ERR_INVALID_ARGUMENT);
     cr_assert_eq(w.r[0].dev->enable_peers, 0, "nothing was mapped");
     cr_assert_eq(fgrt_overlap_run(x0, NULL), FG_ERR_INVALID_ARGUMENT, "still not connected");

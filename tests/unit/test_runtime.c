@@ -495,6 +495,8 @@ Test(runtime_bind, overlap_reduce_guards)
     a = good_reduce(), a.out = DEV(0x2000000000 + 16 * 1024);   /* recv's slot 1 */
     expect_reduce_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(fg_last_error(), "not in-place"), "%s", fg_last_error());
+    a = good_reduce(), a.out = (void *)a.own;
+    expect_reduce_bind(ctx, a, FG_ERR_INVALID_ARGUMENT);
     a = good_reduce(), a.dtype = FG_REG_F16;   /* only bf16 instances here */
     expect_reduce_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
     cr_assert_eq(F.loads, 0, "refused binds load nothing");
