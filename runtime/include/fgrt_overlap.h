@@ -125,7 +125,8 @@ FGRT_OVERLAP_API const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entr
 
 typedef struct fgrt_overlap fgrt_overlap;
 
-/* Enqueues c[rows, n] = a[rows, k] x B on `stream` (a CUstream); a and c
+/* Enqueues c[rows, n] = a[rows, k] x B on `stream` (a CUstream or
+ * hipStream_t, one of the executor's); a and c
  * are row blocks of the executor's a and c.  0 on success.  The callbacks
  * run inside fgrt_overlap_run, after waits on other ranks were enqueued:
  * they must not synchronize, and every kernel they launch must have been
@@ -179,7 +180,8 @@ FGRT_OVERLAP_API fg_status fgrt_overlap_export(const fgrt_overlap *x, fgrt_overl
  * from another process; directly, with peer access, from this one). */
 FGRT_OVERLAP_API fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all);
 
-/* Enqueues one call after the work already on `stream` (a CUstream; NULL:
+/* Enqueues one call after the work already on `stream` (a CUstream or
+ * hipStream_t, blocking or not; NULL:
  * the legacy stream), and makes `stream`'s later work wait for the call.
  * Does not block.  A failure while enqueueing releases this rank's waits
  * and leaves the executor failed (every later call returns the error). */
@@ -187,12 +189,18 @@ FGRT_OVERLAP_API fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream);
 
 /* Blocks until the last call is done on this rank, at most timeout_s.  Past
  * it: FG_ERR_TIMEOUT, fg_last_error() names the flags that never came (which
- * peer, which step), this rank's waits are released so its streams drain,
- * the call's outputs are undefined, and the executor stays failed. */
+ * peer, which step), this rank's waits are released so its streams drain
+ * (for at most timeout_s more: about 2 x timeout_s in all), the call's
+ * outputs are undefined, and the executor stays failed (reporting its first
+ * failure). */
 FGRT_OVERLAP_API fg_status fgrt_overlap_wait(fgrt_overlap *x);
 
-/* Waits for this rank's streams to drain (releasing waits that cannot pass),
- * unmaps the peers, frees what create made.  NULL is ignored. */
+/* Waits for this rank's streams (for timeout_s, then releasing its waits
+ * and waiting until they finish), unmaps the peers, frees what create made.
+ * Peers map this rank's flags and buffers: destroy on every rank only
+ * after every rank's last fgrt_overlap_wait returned (a barrier of the
+ * engine's), so that no peer still copies into what is freed.  NULL is
+ * ignored. */
 FGRT_OVERLAP_API void fgrt_overlap_destroy(fgrt_overlap *x);
 
 #ifdef __cplusplus

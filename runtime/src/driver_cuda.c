@@ -24,7 +24,7 @@
     X(cuOccupancyMaxActiveClusters) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                \
     X(cuGetErrorName) X(cuMemAlloc) X(cuMemFree) X(cuMemsetD8) X(cuMemcpyHtoD) X(cuMemcpyDtoH)    \
     X(cuStreamSynchronize) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamQuery) X(cuEventCreate) \
-    X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent) X(cuMemcpyAsync)                      \
+    X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent) X(cuMemcpyAsync) X(cuMemcpyDtoHAsync)  \
     X(cuStreamWriteValue32) X(cuStreamWaitValue32) X(cuMemGetAddressRange) X(cuIpcGetMemHandle)   \
     X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuCtxEnablePeerAccess) X(cuDeviceCanAccessPeer)
 
@@ -382,6 +382,18 @@ static fg_status cu_copy_async(fg_driver *d, void *dst, const void *src, size_t 
     return cu_status(c, &s, NULL);
 }
 
+static fg_status cu_read_async(fg_driver *d, void *host, const void *src, size_t bytes,
+                               void *stream)
+{
+    cuda *c = (cuda *)d;
+    cu_seq s = {0};
+    bool pushed;
+    enter(c, &s, &pushed);
+    STEP(c, &s, cuMemcpyDtoHAsync, (host, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
+    leave(c, pushed);
+    return cu_status(c, &s, NULL);
+}
+
 static fg_status cu_write_flag(fg_driver *d, void *stream, void *flag, unsigned value)
 {
     cuda *c = (cuda *)d;
@@ -487,6 +499,7 @@ static const fg_driver_ops cuda_ops = {
     .stream_idle = cu_stream_idle, .event_create = cu_event_create,
     .event_destroy = cu_event_destroy, .event_record = cu_event_record,
     .stream_wait_event = cu_stream_wait_event, .copy_async = cu_copy_async,
+    .read_async = cu_read_async,
     .write_flag = cu_write_flag, .wait_flag = cu_wait_flag, .ipc_export = cu_ipc_export,
     .ipc_open = cu_ipc_open, .ipc_close = cu_ipc_close, .enable_peer = cu_enable_peer,
 };

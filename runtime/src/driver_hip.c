@@ -24,7 +24,8 @@ enum { HIP_MEMCPY_HOST_TO_DEVICE = 1, HIP_MEMCPY_DEVICE_TO_HOST = 2,
 /* The overlap executor's (hip_runtime_api.h). */
 enum { HIP_ERROR_NOT_READY = 600, HIP_ERROR_PEER_ACCESS_ALREADY_ENABLED = 704 };
 enum { HIP_STREAM_NON_BLOCKING = 0x1, HIP_EVENT_DISABLE_TIMING = 0x2,
-       HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1, HIP_STREAM_WAIT_VALUE_GTE = 0x0 };
+       HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x0 /* ROCm's value; it accepts no other */,
+       HIP_STREAM_WAIT_VALUE_GTE = 0x0 };
 typedef void *hip_event;          /* hipEvent_t */
 typedef struct hip_ipc_handle {   /* hipIpcMemHandle_t */
     char reserved[64];
@@ -347,6 +348,15 @@ static fg_status hip_copy_async(fg_driver *d, void *dst, const void *src, size_t
               h->fn.hipMemcpyAsync(dst, src, bytes, HIP_MEMCPY_DEVICE_TO_DEVICE, stream));
 }
 
+static fg_status hip_read_async(fg_driver *d, void *host, const void *src, size_t bytes,
+                                void *stream)
+{
+    hip *h = (hip *)d;
+    NEED_OVERLAP(h);
+    ON_DEVICE(h, "hipMemcpyAsync",
+              h->fn.hipMemcpyAsync(host, src, bytes, HIP_MEMCPY_DEVICE_TO_HOST, stream));
+}
+
 static fg_status hip_write_flag(fg_driver *d, void *stream, void *flag, unsigned value)
 {
     hip *h = (hip *)d;
@@ -443,6 +453,7 @@ static const fg_driver_ops hip_ops = {
     .stream_idle = hip_stream_idle, .event_create = hip_event_create,
     .event_destroy = hip_event_destroy, .event_record = hip_event_record,
     .stream_wait_event = hip_stream_wait_event, .copy_async = hip_copy_async,
+    .read_async = hip_read_async,
     .write_flag = hip_write_flag, .wait_flag = hip_wait_flag, .ipc_export = hip_ipc_export,
     .ipc_open = hip_ipc_open, .ipc_close = hip_ipc_close, .enable_peer = hip_enable_peer,
 };

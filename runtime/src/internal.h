@@ -53,7 +53,7 @@ typedef struct fg_driver_ops {
      * are non-blocking, events have no timing; copies are device to device
      * on any device of the address space (peer and IPC-mapped memory); a
      * flag is a 32-bit word of local device memory, and a wait passes once
-     * (int32_t)(*flag - value) >= 0. */
+     * (int32_t)(*flag - value) >= 0 (HIP: once *flag >= value, unsigned). */
     fg_status (*stream_create)(fg_driver *d, void **stream);
     void (*stream_destroy)(fg_driver *d, void *stream);
     fg_status (*stream_idle)(fg_driver *d, void *stream, bool *idle);   /* nothing pending */
@@ -62,6 +62,9 @@ typedef struct fg_driver_ops {
     fg_status (*event_record)(fg_driver *d, void *event, void *stream);
     fg_status (*stream_wait_event)(fg_driver *d, void *stream, void *event);
     fg_status (*copy_async)(fg_driver *d, void *dst, const void *src, size_t bytes, void *stream);
+    /* Device memory into host memory, on `stream` (not the legacy stream). */
+    fg_status (*read_async)(fg_driver *d, void *host, const void *src, size_t bytes,
+                            void *stream);
     fg_status (*write_flag)(fg_driver *d, void *stream, void *flag, unsigned value);
     fg_status (*wait_flag)(fg_driver *d, void *stream, const void *flag, unsigned value);
     /* IPC: the handle (FG_IPC_HANDLE_BYTES) of the allocation holding dptr

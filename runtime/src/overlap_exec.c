@@ -1,6 +1,7 @@
 /* The overlap executor (fgrt_overlap.h): one rank's issue order replayed on
  * its device with the copy engine, flags in device memory and the caller's
  * GEMM and reduction. */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +37,9 @@ struct fgrt_overlap {
     awaited *waits;
     size_t nwaits;
     void *st[STREAMS];
+    void *st_host;           /* the host's reads and releases of the flags: never the legacy
+                                stream, which would wait for a blocking caller stream that
+                                waits for this call */
     void *ev_in, *ev_bar, *ev_join[STREAMS];
     unsigned nflags;         /* per rank: FGRT_FLAG_SENT + world */
     unsigned *flags;         /* device: [world][nflags] set by each rank, then the epoch word */
@@ -64,7 +68,7 @@ static bool has_overlap_ops(const fg_driver_ops *o)
     return o->stream_create && o->stream_destroy && o->stream_idle && o->event_create &&
            o->event_destroy && o->event_record && o->stream_wait_event && o->copy_async &&
            o->write_flag && o->wait_flag && o->ipc_export && o->ipc_open && o->ipc_close &&
-           o->enable_peer;
+           o->enable_peer && o->read_async && o->sync;
 }
 
 static fg_status check_args(const fgrt_overlap_args *a)
@@ -146,6 +150,8 @@ static fg_status make_streams(fgrt_overlap *x)
             st = OPS(x)->event_create(x->drv, &x->ev_join[s]);
     }
     if (st == FG_OK)
+        st = OPS(x)->stream_create(x->drv, &x->st_host);
+    if (st == FG_OK)
         st = OPS(x)->event_create(x->drv, &x->ev_in);
     if (st == FG_OK)
         st = OPS(x)->event_create(x->drv, &x->ev_bar);
@@ -186,8 +192,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         return st;
     if (!has_overlap_ops(ctx->drv->ops))
         return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
-                       "fgrt_overlap_create: the %s backend has no overlap executor yet",
-                       ctx->drv->caps.info.backend == FG_BACKEND_HIP ? "HIP" : "device's");
+                       "fgrt_overlap_create: the device's driver has no overlap executor");
     fgrt_overlap *x = calloc(1, sizeof *x);
     if (!x)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
@@ -222,17 +227,41 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
 
 /* ---- the handle ---- */
 
-enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 1 };
+enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 2 };
 
 typedef struct wire {
     uint32_t magic, version;
     int32_t pid, ordinal;
-    uint32_t collective, schedule, world, rank, dtype, ipc_ok;
+    uint32_t collective, schedule, world, rank, dtype;
+    uint32_t ipc_ok;              /* bit i: buffer i exported for other processes */
+    uint64_t process;             /* this process's token: pids repeat across containers */
     int64_t m, n, k;
     uint64_t ptr[3], offset[3];   /* flags, a, recv: raw (one process), offsets in their IPC allocations */
     unsigned char ipc[3][FG_IPC_HANDLE_BYTES];
 } wire;
 _Static_assert(sizeof(wire) <= sizeof(fgrt_overlap_handle), "the handle holds the wire form");
+
+/* A token for this process, drawn once: with the pid it tells "the same
+ * process" apart from one with the same pid in another PID namespace. */
+static uint64_t token;
+static pthread_once_t token_once = PTHREAD_ONCE_INIT;
+
+static void draw_token(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_REALTIME, &t);
+    uint64_t z = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+    z ^= (uint64_t)getpid() << 32 ^ (uint64_t)(uintptr_t)&token;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;   /* splitmix64's finalizer */
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+    token = z ^ (z >> 31);
+}
+
+static uint64_t process_token(void)
+{
+    pthread_once(&token_once, draw_token);
+    return token;
+}
 
 fg_status fgrt_overlap_export(const fgrt_overlap *x, fgrt_overlap_handle *out)
 {
@@ -242,18 +271,19 @@ fg_status fgrt_overlap_export(const fgrt_overlap *x, fgrt_overlap_handle *out)
     wire w;
     memset(&w, 0, sizeof w);
     w.magic = WIRE_MAGIC, w.version = WIRE_VERSION;
-    w.pid = (int32_t)getpid(), w.ordinal = x->drv->ordinal;
+    w.pid = (int32_t)getpid(), w.process = process_token(), w.ordinal = x->drv->ordinal;
     w.collective = (uint32_t)x->args.collective, w.schedule = (uint32_t)x->args.schedule;
     w.world = x->args.world, w.rank = x->args.rank, w.dtype = (uint32_t)x->args.dtype;
     w.m = x->args.m, w.n = x->args.n, w.k = x->args.k;
-    const void *mem[3] = {x->flags, x->args.a, x->recv};
-    w.ipc_ok = 1;
+    /* what the peers map: the flags, AG's gathered A, RS's receive slots */
+    const void *mem[3] = {x->flags, x->args.collective == FGRT_AG_GEMM ? x->args.a : NULL,
+                          x->recv};
     for (int i = 0; i < 3; i++) {
         w.ptr[i] = (uint64_t)(uintptr_t)mem[i];
         size_t off = 0;
         /* a buffer that cannot be exported still serves ranks of this process */
-        if (mem[i] && OPS(x)->ipc_export(x->drv, mem[i], w.ipc[i], &off) != FG_OK)
-            w.ipc_ok = 0;
+        if (mem[i] && OPS(x)->ipc_export(x->drv, mem[i], w.ipc[i], &off) == FG_OK)
+            w.ipc_ok |= 1u << i;
         w.offset[i] = off;
     }
     memset(out, 0, sizeof *out);
@@ -267,7 +297,8 @@ static fg_status map_peer(fgrt_overlap *x, unsigned p, const wire *w)
     char **dst[3] = {&pm->flags, &pm->a, &pm->recv};
     const bool need[3] = {true, x->args.collective == FGRT_AG_GEMM,
                           x->args.collective == FGRT_GEMM_RS};
-    if (w->pid == (int32_t)getpid()) {   /* one process: the pointers as they are */
+    if (w->pid == (int32_t)getpid() && w->process == process_token()) {
+        /* one process: the pointers as they are */
         if (w->ordinal != x->drv->ordinal) {
             const fg_status st = OPS(x)->enable_peer(x->drv, w->ordinal);
             if (st != FG_OK)
@@ -277,15 +308,16 @@ static fg_status map_peer(fgrt_overlap *x, unsigned p, const wire *w)
             *dst[i] = need[i] ? (char *)(uintptr_t)w->ptr[i] : NULL;
         return FG_OK;
     }
-    if (!w->ipc_ok)
-        return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                       "fgrt_overlap_connect: rank %u's buffers cannot be shared with another "
-                       "process (CUDA IPC export failed; allocate them with cuMemAlloc or "
-                       "cudaMalloc)",
-                       p);
     for (int i = 0; i < 3; i++) {
         if (!need[i])
             continue;
+        if (!(w->ipc_ok >> i & 1))
+            return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                           "fgrt_overlap_connect: rank %u's %s cannot be shared with another "
+                           "process (its IPC export failed: allocate it with the driver's "
+                           "allocator, cuMemAlloc / cudaMalloc or hipMalloc, not from a pool "
+                           "or the virtual memory API)",
+                           p, i == 0 ? "flags" : i == 1 ? "gathered A" : "receive slots");
         const fg_status st = OPS(x)->ipc_open(x->drv, w->ipc[i], &pm->ipc[i]);
         if (st != FG_OK)
             return st;
@@ -447,19 +479,16 @@ static fg_status enqueue_call(fgrt_overlap *x, void *stream, unsigned epoch)
     return st;
 }
 
-/* Every flag this rank waits on set to the call's epoch by the host, so
- * that its streams drain whatever the peers do. */
+/* Every flag this rank waits on set to the call's epoch from the host's
+ * stream, so that its streams drain whatever the peers do. */
 static fg_status release(fgrt_overlap *x)
 {
-    const size_t n = (size_t)x->args.world * x->nflags;
-    unsigned *v = malloc(n * sizeof *v);
-    if (!v)
-        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap: out of host memory");
-    for (size_t i = 0; i < n; i++)
-        v[i] = x->epoch;
-    const fg_status st = OPS(x)->copy(x->drv, x->flags, v, n * sizeof *v, true);
-    free(v);
-    return st;
+    fg_status st = FG_OK;
+    for (size_t i = 0; i < x->nwaits && st == FG_OK; i++)
+        st = OPS(x)->write_flag(x->drv, x->st_host,
+                                flag_at(x, x->flags, x->waits[i].peer, x->waits[i].flag),
+                                x->epoch);
+    return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
 }
 
 static fg_status refuse_failed(const fgrt_overlap *x, const char *fn)
@@ -484,6 +513,10 @@ fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream)
         char why[512];
         snprintf(why, sizeof why, "%s", fg_last_error());
         release(x);
+        /* best effort: the caller's later work still follows what was enqueued */
+        for (int s = 0; s < STREAMS; s++)
+            if (OPS(x)->event_record(x->drv, x->ev_join[s], x->st[s]) == FG_OK)
+                OPS(x)->stream_wait_event(x->drv, stream, x->ev_join[s]);
         x->failed = true, x->failure = st;
         return fg_fail(st, "%s", why);
     }
@@ -522,7 +555,8 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
     unsigned *v = calloc(n, sizeof *v);
     size_t used = 0;
     buf[0] = '\0';
-    if (!v || OPS(x)->copy(x->drv, v, x->flags, n * sizeof *v, false) != FG_OK) {
+    if (!v || OPS(x)->read_async(x->drv, v, x->flags, n * sizeof *v, x->st_host) != FG_OK ||
+        OPS(x)->sync(x->drv, x->st_host) != FG_OK) {
         snprintf(buf, len, "(the flags could not be read)");
         free(v);
         return;
@@ -557,7 +591,9 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
     missing_flags(x, missing, sizeof missing);
     release(x);
     drain(x, x->args.timeout_s, &idle);
-    x->failed = true, x->failure = FG_ERR_TIMEOUT;
+    if (!x->failed)   /* an earlier failure stays the one reported */
+        x->failure = FG_ERR_TIMEOUT;
+    x->failed = true;
     return fg_fail(FG_ERR_TIMEOUT,
                    "fgrt_overlap_wait: rank %u waited %.1f s for %s; its waits were released%s",
                    x->args.rank, x->args.timeout_s, missing[0] ? missing : "its own streams",
@@ -570,10 +606,11 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
         return;
     const fg_driver_ops *o = OPS(x);
     bool idle = true;
-    if (x->st[0] && x->st[1] && x->st[2] && drain(x, x->args.timeout_s, &idle) == FG_OK &&
-        !idle && x->flags) {
-        release(x);
-        drain(x, x->args.timeout_s, &idle);
+    if (x->st[0] && x->st[1] && x->st[2] && x->st_host &&
+        drain(x, x->args.timeout_s, &idle) == FG_OK && !idle && x->flags) {
+        release(x);   /* then nothing waits on a peer: the streams finish */
+        for (int s = 0; s < STREAMS; s++)
+            o->sync(x->drv, x->st[s]);
     }
     for (unsigned p = 0; p < MAX_WORLD; p++)
         for (int i = 0; i < 3; i++)
@@ -585,6 +622,8 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
         if (x->ev_join[s])
             o->event_destroy(x->drv, x->ev_join[s]);
     }
+    if (x->st_host)
+        o->stream_destroy(x->drv, x->st_host);
     if (x->ev_in)
         o->event_destroy(x->drv, x->ev_in);
     if (x->ev_bar)

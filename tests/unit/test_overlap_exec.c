@@ -333,7 +333,6 @@ static fg_status f_copy(fg_driver *d, void *dst, const void *src, size_t n, bool
 }
 
 static fg_status f_ok(fg_driver *d) { (void)d; return FG_OK; }
-static fg_status f_sync(fg_driver *d, void *s) { (void)s; return f_ok(d); }
 
 static fg_status f_stream_create(fg_driver *d, void **out)
 {
@@ -442,6 +441,31 @@ static uint32_t *local_flag(fdev *f, const void *flag)
                : NULL;
 }
 
+/* Device memory into the host's, in stream order. */
+static fg_status f_read_async(fg_driver *d, void *host, const void *src, size_t n, void *s)
+{
+    fstream *x = stream_of(D(d), s);
+    const region *r = find_region(src, n);
+    if (!x || !r || r->dev != D(d))
+        return bad("read_async of %zu bytes from %p on %p: not device %d's", n, src, s,
+                   d->ordinal);
+    push(x, (qop){.kind = Q_COPY, .dst = host, .src = src, .bytes = n});
+    return FG_OK;
+}
+
+/* Runs the queues; a stream that still cannot finish would block a real
+ * synchronize for ever: an error here. */
+static fg_status f_sync(fg_driver *d, void *s)
+{
+    fstream *x = stream_of(D(d), s);
+    if (!x)
+        return bad("sync of %p: no live stream of device %d", s, d->ordinal);
+    pump();
+    if (x->head)
+        return bad("sync of a stream of device %d that cannot finish", d->ordinal);
+    return FG_OK;
+}
+
 static fg_status f_write_flag(fg_driver *d, void *s, void *flag, unsigned value)
 {
     fstream *x = stream_of(D(d), s);
@@ -508,7 +532,7 @@ static const fg_driver_ops fake_ops = {
     .stream_idle = f_stream_idle, .event_create = f_event_create,
     .event_destroy = f_event_destroy, .event_record = f_event_record,
     .stream_wait_event = f_stream_wait_event, .copy_async = f_copy_async,
-    .write_flag = f_write_flag, .wait_flag = f_wait_flag, .ipc_export = f_ipc_export,
+    .read_async = f_read_async, .write_flag = f_write_flag, .wait_flag = f_wait_flag, .ipc_export = f_ipc_export,
     .ipc_open = f_ipc_open, .ipc_close = f_ipc_close, .enable_peer = f_enable_peer,
 };
 
