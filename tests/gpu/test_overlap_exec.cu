@@ -381,9 +381,10 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_s
     d.free_all();
 }
 
-// Rank 0 runs a call that rank 1 never runs: rank 0's wait must end in
-// FG_ERR_TIMEOUT within its limit, name rank 1's missing flag, and leave
-// the executor refusing calls.
+// Rank 0 runs a call that rank 1 never runs, on the legacy stream (which
+// the driver's synchronous copies would wait behind): rank 0's wait must end
+// in FG_ERR_TIMEOUT once its limit has passed, name rank 1's missing flag,
+// and leave the executor refusing calls.
 void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
 {
     const Case cs{"timeout", FGRT_AG_GEMM, 256, 256, 256};
@@ -403,7 +404,7 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
         const bool ok = all_ok(P, write_inputs(cs, P, d, h));
         if (P.rank == 0 && ok) {
             const double t0 = now_us();
-            fg_status st = fgrt_overlap_run(x, s);
+            fg_status st = fgrt_overlap_run(x, nullptr);
             if (st == FG_OK)
                 st = fgrt_overlap_wait(x);
             const double waited_s = (now_us() - t0) * 1e-6;
@@ -417,8 +418,8 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
                    strstr(why, "rank 1's start") != nullptr, "%s", why);
             bool idle = false;
             for (const double t1 = now_us(); !idle && now_us() - t1 < 5e6;)
-                idle = cudaStreamQuery(s) == cudaSuccess;
-            CHECK("executor timeout: its streams drained", idle);
+                idle = cudaStreamQuery(nullptr) == cudaSuccess;
+            CHECK("executor timeout: its streams and the caller's drained", idle);
             CHECK("executor timeout: later calls are refused",
                   fgrt_overlap_run(x, s) == FG_ERR_TIMEOUT);
         }
