@@ -61,7 +61,8 @@ static const char pipeline_usage[] =
     "                        else share/fusegen/templates beside an installed fusegen)\n"
     "      --one-per-path    keep one instance of each distinct code path (CI compile check)\n"
     "      --candidates      add every other configuration that plans, as tuning\n"
-    "                        candidates (named ..._ring_k<stage KB>n<stages>f<in flight>)\n"
+    "                        candidates (named ..._ring_k<stage KB>n<stages>f<in flight>;\n"
+    "                        rmsnorm: ..._t<threads>[c], c: x through the caches)\n"
     "%s"
     "  -h, --help            this text\n";
 

@@ -32,7 +32,7 @@ static unsigned pick_threads(unsigned vecs, unsigned warp, bool *tail)
 }
 
 int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
-                    fg_instance *in, fg_diag *d)
+                    unsigned force_threads, bool cache_x, fg_instance *in, fg_diag *d)
 {
     const unsigned elems = 16 / fg_dtype_bytes(dtype);
     if (hidden % elems) {
@@ -41,7 +41,16 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
     }
     const unsigned vecs = hidden / elems;
     bool tail;
-    const unsigned threads = pick_threads(vecs, t->warp_size, &tail);
+    unsigned threads = pick_threads(vecs, t->warp_size, &tail);
+    if (force_threads) {   /* a tuning candidate's block size */
+        if (force_threads % t->warp_size || force_threads > MAX_THREADS) {
+            fg_error(d, "rmsnorm: %u threads is not a whole number of %u-thread warps up to %u",
+                     force_threads, t->warp_size, MAX_THREADS);
+            return -1;
+        }
+        threads = force_threads;
+        tail = vecs % threads != 0;
+    }
     const unsigned items = (vecs + threads - 1) / threads;
     if (items > 32) {
         fg_error(d, "rmsnorm over %u elements needs %u vectors per thread; at most 32 fit in "
@@ -51,11 +60,14 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
 
     char dims[32], variant[16];
     snprintf(dims, sizeof dims, "h%u", hidden);
-    snprintf(variant, sizeof variant, "t%u", threads);
+    snprintf(variant, sizeof variant, "t%u%s", threads, cache_x ? "c" : "");
     if (!fg_instance_name(in->name, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, variant)) {
         fg_error(d, "cannot name an rmsnorm instance");
         return -1;
     }
+    /* the family a tuning entry names: the instance name less its block size */
+    fg_instance_name(in->tuning_family, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, "");
+    in->candidate = force_threads != 0 || cache_x;
     in->family = "rmsnorm";
     in->op = "rmsnorm";
     in->template_name = "rmsnorm.in";
@@ -67,11 +79,17 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
     fg_instance_add_param(in, "VECS", vecs);
     fg_instance_add_param(in, "ITEMS", items);
     fg_instance_add_param(in, "TAIL", tail);
+    fg_instance_add_param(in, "CACHE_X", cache_x);
     in->launch = (fg_launch){.grid = FG_GRID_ROWS, .block = {threads, 1, 1}, .cluster = {1, 1, 1}};
 
-    snprintf(in->path_key, sizeof in->path_key, "rmsnorm/%s/%s/tail%d/%s", fg_arch_tag(t->arch),
-             fg_dtype_name(dtype), tail, threads == t->warp_size ? "onewarp" : "blocksum");
+    snprintf(in->path_key, sizeof in->path_key, "rmsnorm/%s/%s/tail%d/%s%s", fg_arch_tag(t->arch),
+             fg_dtype_name(dtype), tail, threads == t->warp_size ? "onewarp" : "blocksum",
+             cache_x ? "/cached" : "");
     fg_sb_printf(&in->reasons, "used for: %s\n", why);
+    if (in->candidate)
+        fg_sb_printf(&in->reasons, "tuning candidate (generate --candidates): %u threads, x "
+                                   "%s, not the planner's choice\n",
+                     threads, cache_x ? "loaded through the caches" : "streamed");
     fg_sb_printf(&in->reasons, "16-byte vectors: %u %s elements per load, %u vectors per row\n",
                  elems, fg_dtype_name(dtype), vecs);
     if (tail)
@@ -85,9 +103,9 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
                      threads, threads / t->warp_size, t->warp_size == 64 ? "waves" : "warps",
                      t->warp_size, items, TARGET_ITEMS);
     fg_sb_printf(&in->reasons,
-                 "row kept in registers (%u x 16 B per thread): one read of x, one of weight, "
-                 "fp32 sum, one rounding\n",
-                 items);
+                 "row kept in registers (%u x 16 B per thread): one read of x (%s), one of "
+                 "weight, fp32 sum, one rounding\n",
+                 items, cache_x ? "through the caches" : "streamed: read once, evict first");
     fg_sb_printf(&in->reasons, "block sum: %s shuffles, then %u partials in shared memory\n",
                  t->warp_size == 64 ? "wave64" : "warp", threads / t->warp_size);
     return 0;

@@ -90,7 +90,7 @@ rmsnorm_sm90a_f16_h4096_t128(const fg_t *__restrict__ x, const fg_t *__restrict_
     for (int i = 0; i < kItems; i++) {
         const int idx = threadIdx.x + i * 128;
         if (!kTail || idx < kVecs)
-            v[i] = fg_load_stream(xr + idx);
+            v[i] = 0 ? fg_load(xr + idx) : fg_load_stream(xr + idx);
     }
     float ss = 0.f;
 #pragma unroll

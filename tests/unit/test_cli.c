@@ -228,6 +228,53 @@ Test(cli, one_per_path_keeps_every_code_path_once)
     free(few);
 }
 
+/* --candidates adds RMSNorm's other block sizes, x streamed or cached: at
+ * least 20 for hidden 4096, none of them the planner's t128 again, each of
+ * the family rmsnorm_<arch>_<dtype>_h<hidden> and marked as a candidate. */
+Test(cli, candidates_enumerate_rmsnorm_block_sizes)
+{
+    char *plain, *cand;
+    const char *specs = "specs/models/llama-2-7b.yaml specs/targets/h200.yaml";
+    cr_assert_eq(run(&plain, "list --out %s/g --filter 'rmsnorm_sm90a_f16_h4096*' %s", tmp, specs),
+                 0);
+    cr_assert_eq(run(&cand, "list --candidates --out %s/g --filter 'rmsnorm_sm90a_f16_h4096*' %s",
+                     tmp, specs), 0, "%s", cand);
+    cr_assert(strstr(plain, "rmsnorm_sm90a_f16_h4096_t128.cu"), "%s", plain);
+    unsigned n = 0, model = 0, cached = 0;
+    for (char *line = cand, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        unsigned t;
+        char c = 0;
+        const char *at = strstr(line, "rmsnorm_sm90a_f16_h4096_t");
+        if (!at || !strstr(line, ".cu"))
+            continue;
+        cr_assert_geq(sscanf(at, "rmsnorm_sm90a_f16_h4096_t%u%c", &t, &c), 1, "%s", line);
+        cr_expect_eq(t % 32, 0u, "%s", line);
+        cr_expect_leq(t, 512u, "no thread without a vector: %s", line);
+        model += t == 128 && c != 'c';
+        cached += c == 'c';
+        n++;
+    }
+    cr_expect_eq(model, 1u, "the planner's choice once");
+    cr_expect_geq(n - 1, 20u, "%u candidates", n - 1);
+    cr_expect_eq(cached, n / 2, "each block size streamed and cached");
+    free(plain);
+    free(cand);
+    cr_assert_eq(run(NULL, "generate --candidates --out %s/g --filter "
+                           "'rmsnorm_sm90a_f16_h4096_t96c' %s", tmp, specs), 0);
+    char path[128];
+    snprintf(path, sizeof path, "%s/g/manifest.json", tmp);
+    char *man = slurp(path);
+    cr_assert(strstr(man, "\"candidate\": true"), "%s", man);
+    cr_assert(strstr(man, "\"tuning_family\": \"rmsnorm_sm90a_f16_h4096\""), "%s", man);
+    cr_assert(strstr(man, "\"cache_x\": 1"), "%s", man);
+    free(man);
+    snprintf(path, sizeof path, "%s/g/rmsnorm_sm90a_f16_h4096_t96c.cu", tmp);
+    char *src = slurp(path);
+    cr_assert(strstr(src, "1 ? fg_load(xr + idx) : fg_load_stream(xr + idx)"), "x cached");
+    free(src);
+}
+
 /* --candidates adds the ring's other configurations: at least 20 for
  * Llama-2-7B at batch 1 (issue 11), all distinct, each with as many bytes in
  * flight as keep HBM busy, and never the planner's own choice again. */

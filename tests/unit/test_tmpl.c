@@ -76,7 +76,7 @@ Test(tmpl, shipped_templates_render)
     fg_tmpl_value cuda[] = {{"DTYPE", "F16"}};
     fg_tmpl_value hip[] = {{"DTYPE", "BF16"}, {"WAVE_SIZE", "64"}};
     fg_tmpl_value rms[] = {{"NAME", "k"}, {"HIDDEN", "4096"}, {"THREADS", "128"},
-                           {"VECS", "512"}, {"ITEMS", "4"}, {"TAIL", "0"}};
+                           {"VECS", "512"}, {"ITEMS", "4"}, {"TAIL", "0"}, {"CACHE_X", "0"}};
     fg_strbuf out = {0};
     fg_diag d;
     fg_diag_init(&d, NULL);
@@ -84,7 +84,7 @@ Test(tmpl, shipped_templates_render)
                  d.first);
     cr_assert_eq(fg_tmpl_render("templates", "prelude.hip.in", hip, 2, &out, &d), 0, "%s",
                  d.first);
-    cr_assert_eq(fg_tmpl_render("templates", "rmsnorm.in", rms, 6, &out, &d), 0, "%s", d.first);
+    cr_assert_eq(fg_tmpl_render("templates", "rmsnorm.in", rms, 7, &out, &d), 0, "%s", d.first);
     cr_assert(strstr(fg_sb_str(&out), "#line 1 \"templates/rmsnorm.in\""));
     cr_assert_null(strstr(fg_sb_str(&out), "{{"), "no placeholder left");
     fg_sb_free(&out);
