@@ -10,8 +10,10 @@
 //   for serial-nccl (NCCL's collective, grouped over the ranks; skipped, and
 //   said so, when built without NCCL), serial-ce and shard-overlap at world
 //   sizes 2, 4 and 8 as the GPUs present allow.  Relative L2 <= 1e-2 (bf16), NaN never passes.
-// --bench [--json FILE] [--only NAME,...]: for the Llama-2-70B TP=2 shapes of
-// specs/gemm at 2 GPUs (and the peer's), the unsplit GEMM alone (T_gemm), the
+// --bench [--json FILE] [--only NAME,...] [--bench-shapes LIST]: for the
+// Llama-2-70B TP=2 shapes of specs/gemm at 2 GPUs (and the peer's; or the
+// shapes of LIST, "NAME:all_gather|reduce_scatter:MxNxK,...", which
+// scripts/gemm-shapes.sh makes from a GEMM spec such as bench/sweeps/*), the unsplit GEMM alone (T_gemm), the
 // copies alone (T_comm, copy engine) and each schedule (T), serial NCCL
 // included, with T / max(T_gemm, T_comm):
 // medians over repeats of back-to-back calls, the parts interleaved in each
@@ -39,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <string>
 #include <vector>
 
 #include <cublasLt.h>
@@ -658,9 +661,40 @@ bool selected(const char *only, const char *name)
 // (../shared/DESIGN.md; its FC1 used N = 14336) where ours differ, for both
 // collectives; its reduce-scatter times (312 us for "QKV M4096", under our
 // K = 8192 GEMM alone) fit K halved, as a row-parallel layer has it.
-void bench(int world, const char *json_path, const char *only)
+// A --bench-shapes list, "NAME:all_gather:MxNxK,NAME:reduce_scatter:MxNxK,...",
+// into out (names kept in `names`); false, and why on stderr, if malformed.
+bool parse_bench_shapes(const char *text, std::vector<Shape> *out,
+                        std::vector<std::string> *names)
 {
-    static const Shape shapes[] = {
+    std::vector<std::string> items;
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, ',');
+        items.emplace_back(p, e ? (size_t)(e - p) : strlen(p));
+        p = e ? e + 1 : p + strlen(p);
+    }
+    names->reserve(items.size());   // out keeps pointers into it
+    for (const std::string &it : items) {
+        char name[96], coll[32];
+        long long m, n, k;
+        char end;
+        if (sscanf(it.c_str(), "%95[^:]:%31[^:]:%lldx%lldx%lld%c", name, coll, &m, &n, &k, &end) !=
+                5 ||
+            (strcmp(coll, "all_gather") && strcmp(coll, "reduce_scatter")) || m <= 0 || n <= 0 ||
+            k <= 0) {
+            fprintf(stderr, "overlap: --bench-shapes: '%s' is not NAME:all_gather|reduce_scatter:"
+                            "MxNxK\n", it.c_str());
+            return false;
+        }
+        names->push_back(name);
+        out->push_back({names->back().c_str(),
+                        strcmp(coll, "all_gather") ? FGRT_GEMM_RS : FGRT_AG_GEMM, m, n, k});
+    }
+    return !out->empty();
+}
+
+void bench(int world, const char *json_path, const char *only, const std::vector<Shape> &given)
+{
+    static const Shape shipped[] = {
         {"qkv-m4096", FGRT_AG_GEMM, 4096, 5120, 8192},     {"o-m4096", FGRT_GEMM_RS, 4096, 8192, 4096},
         {"fc1-m4096", FGRT_AG_GEMM, 4096, 28672, 8192},    {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
         {"qkv-m16384", FGRT_AG_GEMM, 16384, 5120, 8192},   {"o-m16384", FGRT_GEMM_RS, 16384, 8192, 4096},
@@ -673,6 +707,8 @@ void bench(int world, const char *json_path, const char *only)
         {"peer-rs-qkv-m16384", FGRT_GEMM_RS, 16384, 5120, 4096},
         {"peer-rs-fc1-m16384", FGRT_GEMM_RS, 16384, 14336, 4096},
     };
+    const std::vector<Shape> shapes =
+        given.empty() ? std::vector<Shape>(std::begin(shipped), std::end(shipped)) : given;
     constexpr int kCalls = 5, kReps = 9;
     FILE *jf = json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
@@ -1198,7 +1234,7 @@ int main(int argc, char **argv)
     // NVLink multicast (NVLS) can take a host's shared GPUs out of service
     setenv("NCCL_NVLS_ENABLE", "0", 1);
     bool do_bench = false, do_profile = false, nccl_only = false;
-    const char *json = nullptr, *only = nullptr, *shapes = nullptr;
+    const char *json = nullptr, *only = nullptr, *shapes = nullptr, *bench_list = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
@@ -1216,14 +1252,21 @@ int main(int argc, char **argv)
             nccl_only = true;
         else if (!strcmp(argv[i], "--gemm-shapes") && i + 1 < argc)
             shapes = argv[++i];
+        else if (!strcmp(argv[i], "--bench-shapes") && i + 1 < argc)
+            bench_list = argv[++i];
         else {
             fprintf(stderr,
-                    "usage: %s [--verbose] [--nccl-only] [--bench [--json FILE] [--only NAME,...]]\n"
+                    "usage: %s [--verbose] [--nccl-only] [--bench [--json FILE] [--only NAME,...]\n"
+                    "          [--bench-shapes NAME:all_gather|reduce_scatter:MxNxK,...]]\n"
                     "       %s --profile [--json FILE] [--gemm-shapes MxNxK,...]\n",
                     argv[0], argv[0]);
             return 2;
         }
     }
+    std::vector<std::string> bench_names;
+    std::vector<Shape> bench_shapes;
+    if (bench_list && !parse_bench_shapes(bench_list, &bench_shapes, &bench_names))
+        return 2;
     int gpus = 0;
     if (cudaGetDeviceCount(&gpus) != cudaSuccess || gpus < 2) {
         if (do_profile) {
@@ -1246,6 +1289,6 @@ int main(int argc, char **argv)
                     (!nccl_only || sched == FGRT_SERIAL_NCCL))
                     check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
     if (do_bench)
-        bench(2, json, only);
+        bench(2, json, only, bench_shapes);
     return fgh_summary() ? 1 : 0;
 }
