@@ -444,6 +444,12 @@ static fg_status hip_enable_peer(fg_driver *d, int ordinal)
     return hip_status(h, e, NULL, "hipDeviceEnablePeerAccess");
 }
 
+const char *const fg_hip_overlap_symbols[] = {
+#define NAME(name, params) #name,
+    HIP_OVERLAP_FUNCS(NAME)
+#undef NAME
+    NULL};
+
 static const fg_driver_ops hip_ops = {
     .close = hip_close, .load = hip_load, .unload = hip_unload, .configure = hip_configure,
     .occupancy = hip_occupancy, .launch = hip_launch, .alloc = hip_alloc, .zero = hip_zero,

@@ -95,6 +95,9 @@ struct fg_driver {
 /* Open device `device` through an already dlopen'ed library. */
 fg_status fg_cuda_open(void *lib, int device, fg_driver **out);
 fg_status fg_hip_open(void *lib, int device, fg_driver **out);
+/* The HIP functions the overlap executor resolves, NULL-terminated (tests
+ * check that the HIP runtime has each). */
+extern const char *const fg_hip_overlap_symbols[];
 
 /* ---- context ---- */
 
