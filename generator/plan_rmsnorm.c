@@ -7,6 +7,8 @@
 #include "plan.h"
 
 #define TARGET_ITEMS 4
+#define FG_STR_(x) #x
+#define FG_STR(x) FG_STR_(x)
 #define MAX_THREADS 1024
 
 static unsigned pick_threads(unsigned vecs, unsigned warp, bool *tail)
@@ -92,16 +94,20 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
                      threads, cache_x ? "loaded through the caches" : "streamed");
     fg_sb_printf(&in->reasons, "16-byte vectors: %u %s elements per load, %u vectors per row\n",
                  elems, fg_dtype_name(dtype), vecs);
-    if (tail)
+    if (tail && force_threads)
+        fg_sb_printf(&in->reasons, "%u threads do not divide %u vectors: a guarded tail\n",
+                     threads, vecs);
+    else if (tail)
         fg_sb_printf(&in->reasons,
                      "no whole-%s block divides %u vectors: %u threads with a guarded tail\n",
                      t->warp_size == 64 ? "wave" : "warp", vecs, threads);
     else
-        fg_sb_printf(&in->reasons,
-                     "%u threads (%u %s of %u) x %u vectors each: the split closest to %u "
-                     "loads in flight per thread, no tail\n",
+        fg_sb_printf(&in->reasons, "%u threads (%u %s of %u) x %u vectors each%s, no tail\n",
                      threads, threads / t->warp_size, t->warp_size == 64 ? "waves" : "warps",
-                     t->warp_size, items, TARGET_ITEMS);
+                     t->warp_size, items,
+                     force_threads ? ""
+                                   : ": the split closest to " FG_STR(TARGET_ITEMS)
+                                     " loads in flight per thread");
     fg_sb_printf(&in->reasons,
                  "row kept in registers (%u x 16 B per thread): one read of x (%s), one of "
                  "weight, fp32 sum, one rounding\n",
