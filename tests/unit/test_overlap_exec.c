@@ -78,6 +78,7 @@ typedef struct fdev {
     int live_streams, live_events, live_allocs;
     int stream_creates, event_creates, allocs, copies;   /* successful calls */
     int enable_peers, ipc_exports, ipc_opens, closes;
+    int loads, unloads, launches;   /* the generated reduction's module and launches */
     int busy_destroyed;        /* streams destroyed with work still queued */
     /* injected failures: the call fails once this many have succeeded (-1: never) */
     int fail_alloc_after, fail_stream_after, fail_event_after, fail_copy_after;
@@ -525,9 +526,88 @@ static fg_status f_enable_peer(fg_driver *d, int ordinal)
     return FG_OK;
 }
 
+/* The generated reduction (fg_overlap_reduce_bind): its "module" is the
+ * registry image, its "function" the symbol, whose _w<world> gives the
+ * world size as the compiled kernel has it; a launch sums on the stream in
+ * the test's uint16 arithmetic, in rank order as the kernel does. */
+static fg_status f_load(fg_driver *d, const void *image, const char *symbol, void **module,
+                        void **fn)
+{
+    D(d)->loads++;
+    *module = (void *)image, *fn = (void *)symbol;
+    return FG_OK;
+}
+
+static void f_unload(fg_driver *d, void *module)
+{
+    (void)module;
+    D(d)->unloads++;
+}
+
+static fg_status f_configure(fg_driver *d, void *fn, const fg_launch_cfg *c, bool nonportable)
+{
+    (void)d, (void)fn, (void)c, (void)nonportable;
+    return FG_OK;
+}
+
+static fg_status f_occupancy(fg_driver *d, void *fn, const fg_launch_cfg *c, int *resident)
+{
+    (void)d, (void)fn, (void)c;
+    *resident = 16;
+    return FG_OK;
+}
+
+typedef struct gen_reduce {
+    const uint16_t *own, *recv;
+    uint16_t *out;
+    unsigned world, rank;
+    long long elems;
+} gen_reduce;
+
+static void run_generated_reduce(void *p)
+{
+    const gen_reduce *j = p;
+    for (long long e = 0; e < j->elems; e++) {
+        uint32_t acc = 0;
+        for (unsigned q = 0; q < j->world; q++)
+            acc += q == j->rank ? j->own[e] : j->recv[(size_t)q * j->elems + e];
+        j->out[e] = (uint16_t)acc;
+    }
+}
+
+static fg_status f_launch(fg_driver *d, void *fn, const fg_launch_cfg *c, void *stream,
+                          void **params)
+{
+    (void)c;
+    fstream *x = stream_of(D(d), stream);
+    const char *sym = fn, *w = sym ? strrchr(sym, 'w') : NULL;
+    if (!x || !w || strncmp(sym, "overlap_reduce_", 15) != 0)
+        return bad("launch of %s on %p: not the reduction on a stream of device %d",
+                   sym ? sym : "(null)", stream, d->ordinal);
+    gen_reduce *j = malloc(sizeof *j);
+    cr_assert(j);
+    int rank, vecs;
+    memcpy(&j->own, params[0], sizeof j->own);
+    memcpy(&j->recv, params[1], sizeof j->recv);
+    memcpy(&j->out, params[2], sizeof j->out);
+    memcpy(&rank, params[3], sizeof rank);
+    memcpy(&vecs, params[4], sizeof vecs);
+    j->world = (unsigned)atoi(w + 1), j->rank = (unsigned)rank;
+    j->elems = (long long)vecs * 8;   /* 16-byte vectors of 2-byte elements */
+    if (!find_region(j->own, (size_t)j->elems * 2) || !find_region(j->out, (size_t)j->elems * 2) ||
+        !find_region(j->recv, (size_t)j->world * j->elems * 2)) {
+        free(j);
+        return bad("reduction launch on device %d outside device memory", d->ordinal);
+    }
+    D(d)->launches++;
+    push(x, (qop){.kind = Q_HOST, .fn = run_generated_reduce, .arg = j});
+    return FG_OK;
+}
+
 static const fg_driver_ops fake_ops = {
     .close = f_close, .alloc = f_alloc, .zero = f_zero, .free = f_free, .copy = f_copy,
-    .sync = f_sync, .make_current = f_ok,
+    .sync = f_sync, .make_current = f_ok, .load = f_load, .unload = f_unload,
+    .configure = f_configure, .occupancy = f_occupancy, .launch = f_launch,
     .stream_create = f_stream_create, .stream_destroy = f_stream_destroy,
     .stream_idle = f_stream_idle, .event_create = f_event_create,
     .event_destroy = f_event_destroy, .event_record = f_event_record,
@@ -549,8 +629,10 @@ static fdev *fake_open(const fg_driver_ops *ops)
     cr_assert(f);
     f->base.ops = ops;
     f->base.ordinal = ndevs;
+    f->base.caps.max_grid_x = 1 << 30;
     f->base.caps.info = (fg_device_info){.backend = FG_BACKEND_CUDA, .arch = FG_REG_ARCH_SM90A,
-                                         .name = "fake", .arch_name = "sm_90"};
+                                         .name = "fake", .arch_name = "sm_90",
+                                         .compute_units = 4};
     f->legacy.dev = f;
     f->fail_alloc_after = f->fail_stream_after = f->fail_event_after = f->fail_copy_after = -1;
     devs[ndevs++] = f;
@@ -631,7 +713,9 @@ TestSuite(overlap_exec, .fini = fake_teardown, .timeout = 60);
 
 /* ---- the ranks ---- */
 
-enum { MAXW = 3, ROWS = 6, N = 5, K = 7, CALLS = 3 };
+/* a row block of ROWS x N f16 is 96 bytes: whole 16-byte vectors, as the
+ * generated reduction needs */
+enum { MAXW = 3, ROWS = 6, N = 8, K = 7, CALLS = 3 };
 #define POISON 0xBEEF   /* no GEMM here reaches it: products of values below 17 and 13 */
 
 typedef struct rank {
@@ -811,6 +895,18 @@ static void on_stream_copy(rank_t *r, void *stream, void *dst, const void *src, 
 
 /* ---- a world of ranks, one fake device each ---- */
 
+/* RS without a reduce callback: the registry's overlap_reduce entries, as
+ * `generate` emits them (a fixed grid, keyed by world size). */
+static bool use_generated;
+static const unsigned char generated_image[16] = {1};
+static const size_t generated_image_size = sizeof generated_image;
+#define GENERATED(w)                                                                               \
+    {.name = "overlap_reduce_sm90a_f16_w" #w, .family = "overlap_reduce", .op = "overlap_reduce", \
+     .arch = FG_REG_ARCH_SM90A, .dtype = FG_REG_F16, .ndims = 1, .dims = {w},                      \
+     .grid_rule = FG_REG_GRID_FIXED, .grid = {64, 1, 1}, .block = {256, 1, 1},                     \
+     .cluster = {1, 1, 1}, .image = generated_image, .image_size = &generated_image_size}
+static const fg_kernel_entry generated[] = {GENERATED(2), GENERATED(3)};
+
 static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s, double timeout,
                        bool connect)
 {
@@ -820,9 +916,12 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
     for (unsigned i = 0; i < n; i++) {
         rank_t *r = &w->r[i];
         r->dev = fake_open(&fake_ops);
-        /* a context with no kernels: the executor needs only the driver */
-        cr_assert_eq(fg_context_create(&r->dev->base, NULL, NULL, 0, &r->ctx), FG_OK, "%s",
-                     fg_last_error());
+        /* a context with no kernels (the executor needs only the driver), or
+         * with the generated reductions when the test asks for them */
+        cr_assert_eq(fg_context_create(&r->dev->base, NULL, use_generated ? generated : NULL,
+                                       use_generated ? sizeof generated / sizeof generated[0] : 0,
+                                       &r->ctx),
+                     FG_OK, "%s", fg_last_error());
         r->a = dev_buffer(r->dev, (size_t)w->m * K * 2);
         r->c = dev_buffer(r->dev, (size_t)w->m * N * 2);
         r->out = rs ? dev_buffer(r->dev, (size_t)ROWS * N * 2) : NULL;
@@ -842,7 +941,7 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
         r->args = (fgrt_overlap_args){
             .collective = c, .schedule = s, .world = n, .rank = i, .m = w->m, .n = N, .k = K,
             .dtype = FG_REG_F16, .a = r->a, .c = r->c, .out = r->out, .gemm = cb_gemm,
-            .reduce = rs ? cb_reduce : NULL, .user = r, .timeout_s = timeout};
+            .reduce = rs && !use_generated ? cb_reduce : NULL, .user = r, .timeout_s = timeout};
         cr_assert_eq(fgrt_overlap_create(r->ctx, &r->args, &r->x), FG_OK, "rank %u: %s", i,
                      fg_last_error());
     }
@@ -1014,7 +1113,10 @@ static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, const mo
         const int per_call = s == FGRT_SHARD_OVERLAP ? (int)n : 1;
         cr_assert_eq(w.r[i].gemms, CALLS * per_call, "%s rank %u: %d GEMMs", what, i,
                      w.r[i].gemms);
-        cr_assert_eq(w.r[i].reduces, c == FGRT_GEMM_RS ? CALLS : 0, "%s rank %u", what, i);
+        cr_assert_eq(w.r[i].reduces + w.r[i].dev->launches, c == FGRT_GEMM_RS ? CALLS : 0,
+                     "%s rank %u", what, i);
+        cr_assert_eq(w.r[i].dev->launches, use_generated && c == FGRT_GEMM_RS ? CALLS : 0,
+                     "%s rank %u: the generated reduction's launches", what, i);
     }
     world_close(&w);
     fake_teardown();
@@ -1038,6 +1140,16 @@ Test(overlap_exec, ag_gemm_matches_the_reference_call_after_call)
 Test(overlap_exec, gemm_rs_matches_the_reference_call_after_call)
 {
     all_schedules(three_calls, FGRT_GEMM_RS);
+}
+
+/* The same with no reduce callback: the executor binds the registry's
+ * generated reduction (one load per executor) and launches it once per call,
+ * behind the peers' partials. */
+Test(overlap_exec, gemm_rs_with_the_generated_reduction)
+{
+    use_generated = true;
+    all_schedules(three_calls, FGRT_GEMM_RS);
+    use_generated = false;
 }
 
 /* CALLS calls enqueued back to back on each caller's stream, which poisons
@@ -1388,7 +1500,7 @@ Test(overlap_exec, create_checks_its_arguments)
     REFUSE(a_.gemm = NULL, FG_ERR_INVALID_ARGUMENT, "no gemm callback");
     /* without a callback the generated kernel reduces, in 16-byte vectors:
      * a row block of 6 x 5 f16 is 60 bytes */
-    REFUSE(a_.reduce = NULL, FG_ERR_BAD_SHAPE, "give a reduce callback");
+    REFUSE((a_.reduce = NULL, a_.n = 5), FG_ERR_BAD_SHAPE, "give a reduce callback");
     REFUSE(a_.schedule = FGRT_SERIAL_NCCL, FG_ERR_INVALID_ARGUMENT, "serial_nccl");
     REFUSE(a_.schedule = FGRT_SCHEDULE_COUNT, FG_ERR_INVALID_ARGUMENT, "not the executor's");
     REFUSE(a_.collective = (fgrt_collective)7, FG_ERR_INVALID_ARGUMENT, "unknown collective");
