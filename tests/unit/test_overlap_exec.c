@@ -730,7 +730,8 @@ typedef struct rank {
     uint16_t *rlog;             /* [CALLS][m / world, N]: what each call's reduction computed */
     uint16_t *staged;           /* [CALLS][m, K]: inputs the caller's stream writes into a */
     uint16_t *snap;             /* the output as the caller's stream saw it after each call */
-    uint16_t *poison;           /* POISON, [m, K] (K > N): what the caller's stream poisons with */
+    uint16_t *poison;           /* POISON, [m, max(K, N)]: what the caller's stream poisons
+                                   a and c with */
     void *caller;               /* a stream of the caller's (NULL: not made yet) */
     volatile int gate;
     int gemm_fail_after;        /* the callback fails once this many succeeded (-1: never) */
@@ -927,11 +928,11 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
         r->out = rs ? dev_buffer(r->dev, (size_t)ROWS * N * 2) : NULL;
         r->staged = calloc((size_t)CALLS * w->m * K, 2);
         r->snap = calloc((size_t)CALLS * w->m * N, 2);
-        r->poison = malloc((size_t)w->m * K * 2);
+        r->poison = malloc((size_t)w->m * (K > N ? K : N) * 2);
         r->log = calloc((size_t)CALLS * w->m * N, 2);
         r->rlog = calloc((size_t)CALLS * ROWS * N, 2);
         cr_assert(r->staged && r->snap && r->poison && r->log && r->rlog);
-        for (long long e = 0; e < w->m * K; e++)
+        for (long long e = 0; e < w->m * (K > N ? K : N); e++)
             r->poison[e] = POISON;
         r->gemm_fail_after = -1;
         for (long long l = 0; l < K; l++)
