@@ -268,26 +268,15 @@ static void *hip_symbol(const fg_driver *d, const char *name)
 }
 
 /* ---- the overlap executor's: hipMemcpyAsync between devices (SDMA), IPC.
- * Not run on AMD hardware here; compiled and linked only. ---- */
-
-static fg_status no_overlap(void)
-{
-    return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
-                   "the HIP runtime lacks what the overlap executor needs (stream memory "
-                   "operations, IPC)");
-}
-
-#define NEED_OVERLAP(h)                                                                            \
-    do {                                                                                           \
-        if (!(h)->fn.overlap)                                                                      \
-            return no_overlap();                                                                   \
-    } while (0)
+ * Not run on AMD hardware here; compiled and linked only.  In the ops
+ * table only where the runtime has every function (hip_ops_overlap), so
+ * that a runtime without them is refused at fgrt_overlap_create, as a
+ * backend without the ops is. ---- */
 
 static fg_status hip_stream_create(fg_driver *d, void **stream)
 {
     hip *h = (hip *)d;
     *stream = NULL;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipStreamCreateWithFlags",
               h->fn.hipStreamCreateWithFlags(stream, HIP_STREAM_NON_BLOCKING));
 }
@@ -295,15 +284,13 @@ static fg_status hip_stream_create(fg_driver *d, void **stream)
 static void hip_stream_destroy(fg_driver *d, void *stream)
 {
     hip *h = (hip *)d;
-    if (h->fn.overlap)
-        h->fn.hipStreamDestroy(stream);
+    h->fn.hipStreamDestroy(stream);
 }
 
 static fg_status hip_stream_idle(fg_driver *d, void *stream, bool *idle)
 {
     hip *h = (hip *)d;
     *idle = false;
-    NEED_OVERLAP(h);
     const hip_error e = h->fn.hipStreamQuery(stream);
     *idle = e == HIP_SUCCESS;
     return hip_status(h, e == HIP_ERROR_NOT_READY ? HIP_SUCCESS : e, NULL, "hipStreamQuery");
@@ -313,7 +300,6 @@ static fg_status hip_event_create(fg_driver *d, void **event)
 {
     hip *h = (hip *)d;
     *event = NULL;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipEventCreateWithFlags",
               h->fn.hipEventCreateWithFlags(event, HIP_EVENT_DISABLE_TIMING));
 }
@@ -321,21 +307,18 @@ static fg_status hip_event_create(fg_driver *d, void **event)
 static void hip_event_destroy(fg_driver *d, void *event)
 {
     hip *h = (hip *)d;
-    if (h->fn.overlap)
-        h->fn.hipEventDestroy(event);
+    h->fn.hipEventDestroy(event);
 }
 
 static fg_status hip_event_record(fg_driver *d, void *event, void *stream)
 {
     hip *h = (hip *)d;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipEventRecord", h->fn.hipEventRecord(event, stream));
 }
 
 static fg_status hip_stream_wait_event(fg_driver *d, void *stream, void *event)
 {
     hip *h = (hip *)d;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipStreamWaitEvent", h->fn.hipStreamWaitEvent(stream, event, 0));
 }
 
@@ -343,7 +326,6 @@ static fg_status hip_copy_async(fg_driver *d, void *dst, const void *src, size_t
                                 void *stream)
 {
     hip *h = (hip *)d;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipMemcpyAsync",
               h->fn.hipMemcpyAsync(dst, src, bytes, HIP_MEMCPY_DEVICE_TO_DEVICE, stream));
 }
@@ -352,7 +334,6 @@ static fg_status hip_read_async(fg_driver *d, void *host, const void *src, size_
                                 void *stream)
 {
     hip *h = (hip *)d;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipMemcpyAsync",
               h->fn.hipMemcpyAsync(host, src, bytes, HIP_MEMCPY_DEVICE_TO_HOST, stream));
 }
@@ -360,7 +341,6 @@ static fg_status hip_read_async(fg_driver *d, void *host, const void *src, size_
 static fg_status hip_write_flag(fg_driver *d, void *stream, void *flag, unsigned value)
 {
     hip *h = (hip *)d;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipStreamWriteValue32", h->fn.hipStreamWriteValue32(stream, flag, value, 0));
 }
 
@@ -369,7 +349,6 @@ static fg_status hip_write_flag(fg_driver *d, void *stream, void *flag, unsigned
 static fg_status hip_wait_flag(fg_driver *d, void *stream, const void *flag, unsigned value)
 {
     hip *h = (hip *)d;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipStreamWaitValue32",
               h->fn.hipStreamWaitValue32(stream, (void *)(uintptr_t)flag, value,
                                          HIP_STREAM_WAIT_VALUE_GTE, 0xffffffffu));
@@ -393,7 +372,6 @@ static fg_status hip_ipc_export(fg_driver *d, const void *dptr, void *handle, si
 {
     hip *h = (hip *)d;
     *offset = 0;
-    NEED_OVERLAP(h);
     ON_DEVICE(h, "hipIpcGetMemHandle", export_handle(h, dptr, handle, offset));
 }
 
@@ -402,7 +380,6 @@ static fg_status hip_ipc_open(fg_driver *d, const void *handle, void **base)
     hip *h = (hip *)d;
     hip_ipc_handle ipc;
     *base = NULL;
-    NEED_OVERLAP(h);
     memcpy(&ipc, handle, sizeof ipc);
     ON_DEVICE(h, "hipIpcOpenMemHandle",
               h->fn.hipIpcOpenMemHandle(base, ipc, HIP_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
@@ -412,7 +389,7 @@ static void hip_ipc_close(fg_driver *d, void *base)
 {
     hip *h = (hip *)d;
     int prev = h->dev;
-    if (h->fn.overlap && enter(h, &prev) == HIP_SUCCESS)
+    if (enter(h, &prev) == HIP_SUCCESS)
         h->fn.hipIpcCloseMemHandle(base);
     leave(h, prev);
 }
@@ -432,7 +409,6 @@ static hip_error enable_peer(hip *h, int ordinal)
 static fg_status hip_enable_peer(fg_driver *d, int ordinal)
 {
     hip *h = (hip *)d;
-    NEED_OVERLAP(h);
     int prev = h->dev;
     hip_error e = enter(h, &prev);
     if (e == HIP_SUCCESS)
@@ -450,11 +426,16 @@ const char *const fg_hip_overlap_symbols[] = {
 #undef NAME
     NULL};
 
-static const fg_driver_ops hip_ops = {
-    .close = hip_close, .load = hip_load, .unload = hip_unload, .configure = hip_configure,
-    .occupancy = hip_occupancy, .launch = hip_launch, .alloc = hip_alloc, .zero = hip_zero,
-    .free = hip_free,
-    .copy = hip_copy, .sync = hip_sync, .make_current = hip_make_current, .symbol = hip_symbol,
+#define HIP_BASE_OPS                                                                               \
+    .close = hip_close, .load = hip_load, .unload = hip_unload, .configure = hip_configure,        \
+    .occupancy = hip_occupancy, .launch = hip_launch, .alloc = hip_alloc, .zero = hip_zero,        \
+    .free = hip_free, .copy = hip_copy, .sync = hip_sync, .make_current = hip_make_current,        \
+    .symbol = hip_symbol
+
+static const fg_driver_ops hip_ops = {HIP_BASE_OPS};
+
+static const fg_driver_ops hip_ops_overlap = {
+    HIP_BASE_OPS,
     .stream_create = hip_stream_create, .stream_destroy = hip_stream_destroy,
     .stream_idle = hip_stream_idle, .event_create = hip_event_create,
     .event_destroy = hip_event_destroy, .event_record = hip_event_record,
@@ -561,6 +542,8 @@ fg_status fg_hip_open(void *lib, int device, fg_driver **out)
 #define RESOLVE_OPTIONAL(name, params) h->fn.overlap &= sym(lib, #name, &h->fn.name) != NULL;
     HIP_OVERLAP_FUNCS(RESOLVE_OPTIONAL)
 #undef RESOLVE_OPTIONAL
+    if (h->fn.overlap)
+        h->base.ops = &hip_ops_overlap;
     int count = 0;
     if (st == FG_OK) {
         /* Without a GPU, ROCm's hipInit reports an invalid device rather than none. */

@@ -616,7 +616,7 @@ static const fg_driver_ops fake_ops = {
     .ipc_open = f_ipc_open, .ipc_close = f_ipc_close, .enable_peer = f_enable_peer,
 };
 
-/* A backend without the executor's ops (HIP today). */
+/* A backend without the executor's ops (a HIP runtime lacking stream memory operations or IPC). */
 static const fg_driver_ops plain_ops = {
     .close = f_close, .alloc = f_alloc, .zero = f_zero, .free = f_free, .copy = f_copy,
     .sync = f_sync, .make_current = f_ok,
