@@ -93,6 +93,27 @@ static void leave(cuda *c, bool pushed)
         c->fn.cuCtxPopCurrent(&popped);
 }
 
+/* One driver call on the primary context, its status returned (or, in a
+ * function returning nothing, dropped). */
+#define ON_CONTEXT(c, name, args)                                                                  \
+    do {                                                                                           \
+        cu_seq s_ = {0};                                                                           \
+        bool pushed_;                                                                              \
+        enter((c), &s_, &pushed_);                                                                 \
+        STEP((c), &s_, name, args);                                                                \
+        leave((c), pushed_);                                                                       \
+        return cu_status((c), &s_, NULL);                                                          \
+    } while (0)
+
+#define ON_CONTEXT_VOID(c, name, args)                                                             \
+    do {                                                                                           \
+        cu_seq s_ = {0};                                                                           \
+        bool pushed_;                                                                              \
+        enter((c), &s_, &pushed_);                                                                 \
+        STEP((c), &s_, name, args);                                                                \
+        leave((c), pushed_);                                                                       \
+    } while (0)
+
 static void cu_close(fg_driver *d)
 {
     cuda *c = (cuda *)d;
@@ -122,12 +143,7 @@ static fg_status cu_load(fg_driver *d, const void *image, const char *symbol, vo
 
 static void cu_unload(fg_driver *d, void *module)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuModuleUnload, ((CUmodule)module));
-    leave(c, pushed);
+    ON_CONTEXT_VOID((cuda *)d, cuModuleUnload, ((CUmodule)module));
 }
 
 static fg_status cu_configure(fg_driver *d, void *fn, const fg_launch_cfg *k, bool nonportable)
@@ -232,13 +248,7 @@ static fg_status cu_zero(fg_driver *d, void *dptr, size_t bytes)
 
 static fg_status cu_free(fg_driver *d, void *dptr)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuMemFree, ((CUdeviceptr)(uintptr_t)dptr));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuMemFree, ((CUdeviceptr)(uintptr_t)dptr));
 }
 
 static fg_status cu_copy(fg_driver *d, void *dst, const void *src, size_t bytes, bool to_device)
@@ -257,13 +267,7 @@ static fg_status cu_copy(fg_driver *d, void *dst, const void *src, size_t bytes,
 
 static fg_status cu_sync(fg_driver *d, void *stream)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuStreamSynchronize, ((CUstream)stream));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuStreamSynchronize, ((CUstream)stream));
 }
 
 static fg_status cu_make_current(fg_driver *d)
@@ -302,12 +306,7 @@ static fg_status cu_stream_create(fg_driver *d, void **stream)
 
 static void cu_stream_destroy(fg_driver *d, void *stream)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuStreamDestroy, ((CUstream)stream));
-    leave(c, pushed);
+    ON_CONTEXT_VOID((cuda *)d, cuStreamDestroy, ((CUstream)stream));
 }
 
 static fg_status cu_stream_idle(fg_driver *d, void *stream, bool *idle)
@@ -339,83 +338,44 @@ static fg_status cu_event_create(fg_driver *d, void **event)
 
 static void cu_event_destroy(fg_driver *d, void *event)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuEventDestroy, ((CUevent)event));
-    leave(c, pushed);
+    ON_CONTEXT_VOID((cuda *)d, cuEventDestroy, ((CUevent)event));
 }
 
 static fg_status cu_event_record(fg_driver *d, void *event, void *stream)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuEventRecord, ((CUevent)event, (CUstream)stream));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuEventRecord, ((CUevent)event, (CUstream)stream));
 }
 
 static fg_status cu_stream_wait_event(fg_driver *d, void *stream, void *event)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuStreamWaitEvent, ((CUstream)stream, (CUevent)event, 0));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuStreamWaitEvent, ((CUstream)stream, (CUevent)event, 0));
 }
 
 static fg_status cu_copy_async(fg_driver *d, void *dst, const void *src, size_t bytes,
                                void *stream)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuMemcpyAsync,
-         ((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuMemcpyAsync,
+               ((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
 }
 
 static fg_status cu_read_async(fg_driver *d, void *host, const void *src, size_t bytes,
                                void *stream)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuMemcpyDtoHAsync, (host, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuMemcpyDtoHAsync,
+               (host, (CUdeviceptr)(uintptr_t)src, bytes, (CUstream)stream));
 }
 
 static fg_status cu_write_flag(fg_driver *d, void *stream, void *flag, unsigned value)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuStreamWriteValue32,
-         ((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WRITE_VALUE_DEFAULT));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuStreamWriteValue32,
+               ((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, value,
+                CU_STREAM_WRITE_VALUE_DEFAULT));
 }
 
 static fg_status cu_wait_flag(fg_driver *d, void *stream, const void *flag, unsigned value)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuStreamWaitValue32,
-         ((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WAIT_VALUE_GEQ));
-    leave(c, pushed);
-    return cu_status(c, &s, NULL);
+    ON_CONTEXT((cuda *)d, cuStreamWaitValue32,
+               ((CUstream)stream, (CUdeviceptr)(uintptr_t)flag, value, CU_STREAM_WAIT_VALUE_GEQ));
 }
 
 _Static_assert(sizeof(CUipcMemHandle) == FG_IPC_HANDLE_BYTES, "an IPC handle's size");
@@ -455,12 +415,7 @@ static fg_status cu_ipc_open(fg_driver *d, const void *handle, void **base)
 
 static void cu_ipc_close(fg_driver *d, void *base)
 {
-    cuda *c = (cuda *)d;
-    cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuIpcCloseMemHandle, ((CUdeviceptr)(uintptr_t)base));
-    leave(c, pushed);
+    ON_CONTEXT_VOID((cuda *)d, cuIpcCloseMemHandle, ((CUdeviceptr)(uintptr_t)base));
 }
 
 static fg_status cu_enable_peer(fg_driver *d, int ordinal)
