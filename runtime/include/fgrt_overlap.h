@@ -86,10 +86,12 @@ typedef struct fgrt_op {
  * landed there" (FGRT_FLAG_SENT + d: AG's shard, RS's partial of d's block). */
 enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 
+#define FGRT_MAX_WORLD 64   /* ranks an order or an executor may have */
+
 /* Writes rank `rank`'s operations for collective c under schedule s with
  * `world` ranks into out (at most max of them) and returns how many there
  * are (more than max: out was too small), or 0 for invalid arguments (world
- * under 2 or over 64, rank not below world, an unknown collective or
+ * under 2 or over FGRT_MAX_WORLD, rank not below world, an unknown collective or
  * schedule). */
 FGRT_OVERLAP_API size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world,
                                          unsigned rank, fgrt_op *out, size_t max);
@@ -145,7 +147,7 @@ typedef struct fgrt_overlap_args {
     fgrt_collective collective;
     fgrt_schedule schedule;    /* FGRT_SERIAL_CE or FGRT_SHARD_OVERLAP (serial NCCL is
                                   NCCL's own call) */
-    unsigned world, rank;      /* 2..64 ranks; each rank's device differs */
+    unsigned world, rank;      /* 2..FGRT_MAX_WORLD ranks; each rank's device differs */
     long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world */
     fg_reg_dtype dtype;
     void *a;                   /* AG: the gathered A [m, k]; the caller writes its shard into

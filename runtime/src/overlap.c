@@ -102,7 +102,7 @@ static void reduce_scatter(order *o, fgrt_schedule s, unsigned world, unsigned r
 size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned rank,
                         fgrt_op *out, size_t max)
 {
-    if (world < 2 || world > 64 || rank >= world || (unsigned)s >= FGRT_SCHEDULE_COUNT ||
+    if (world < 2 || world > FGRT_MAX_WORLD || rank >= world || (unsigned)s >= FGRT_SCHEDULE_COUNT ||
         (c != FGRT_AG_GEMM && c != FGRT_GEMM_RS) || (!out && max))
         return 0;
     order o = {out, max, 0};

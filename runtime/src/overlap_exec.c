@@ -12,7 +12,7 @@
 #include "fgrt_overlap.h"
 #include "internal.h"
 
-enum { STREAMS = 3, MAX_WORLD = 64 };
+enum { STREAMS = 3, MAX_WORLD = FGRT_MAX_WORLD };
 
 /* A peer's memory as this process addresses it. */
 typedef struct peer_map {
@@ -31,6 +31,7 @@ struct fgrt_overlap {
     fgrt_overlap_args args;
     size_t es;               /* bytes per element */
     long long rows;          /* m / world */
+    size_t block_a, block_c; /* bytes of a row block of A and of C */
     fgrt_op *ops;
     size_t nops;
     void **done;             /* per op: an event where a later op follows it, else NULL */
@@ -158,15 +159,21 @@ static fg_status make_streams(fgrt_overlap *x)
     return st;
 }
 
+/* This rank's own row block of its partials (RS). */
+static const char *own_block(const fgrt_overlap *x)
+{
+    return (const char *)x->args.c + (size_t)x->args.rank * x->block_c;
+}
+
 /* The generated overlap_reduce kernel of the context's registry over this
  * rank's block: its own partial, the receive slots, the caller's out. */
 static fg_status bind_reduction(fgrt_overlap *x)
 {
     const fgrt_overlap_args *a = &x->args;
-    const size_t block = (size_t)x->rows * a->n * x->es;
     const fg_overlap_reduce_args r = {
-        .dtype = a->dtype, .world = a->world, .rank = a->rank, .vecs = (long long)(block / 16),
-        .own = (const char *)a->c + a->rank * block, .recv = x->recv, .out = a->out};
+        .dtype = a->dtype, .world = a->world, .rank = a->rank,
+        .vecs = (long long)(x->block_c / 16), .own = own_block(x), .recv = x->recv,
+        .out = a->out};
     const fg_status st = fg_overlap_reduce_bind(x->ctx, &r, &x->reduction);
     if (st != FG_OK) {
         char why[512];
@@ -201,6 +208,8 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         x->args.timeout_s = 10.0;
     x->es = fg_reg_dtype_bytes(args->dtype);
     x->rows = args->m / args->world;
+    x->block_a = (size_t)x->rows * args->k * x->es;
+    x->block_c = (size_t)x->rows * args->n * x->es;
     x->nflags = FGRT_FLAG_SENT + args->world;
     st = plan(x);
     if (st == FG_OK)
@@ -212,8 +221,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     if (st == FG_OK)
         st = OPS(x)->zero(x->drv, x->flags, flag_bytes);
     if (st == FG_OK && args->collective == FGRT_GEMM_RS) {
-        const size_t recv_bytes = (size_t)args->world * x->rows * args->n * x->es;
-        st = OPS(x)->alloc(x->drv, recv_bytes, &x->recv);
+        st = OPS(x)->alloc(x->drv, (size_t)args->world * x->block_c, &x->recv);
     }
     if (st == FG_OK && args->collective == FGRT_GEMM_RS && !args->reduce)
         st = bind_reduction(x);
@@ -326,6 +334,16 @@ static fg_status map_peer(fgrt_overlap *x, unsigned p, const wire *w)
     return FG_OK;
 }
 
+/* Closes what connect opened through IPC and forgets every peer. */
+static void unmap_peers(fgrt_overlap *x)
+{
+    for (unsigned p = 0; p < MAX_WORLD; p++)
+        for (int i = 0; i < 3; i++)
+            if (x->peer[p].ipc[i])
+                OPS(x)->ipc_close(x->drv, x->peer[p].ipc[i]);
+    memset(x->peer, 0, sizeof x->peer);
+}
+
 fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all)
 {
     if (!x || !all)
@@ -362,11 +380,7 @@ fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all)
         st = map_peer(x, p, &w);
     }
     if (st != FG_OK) {
-        for (unsigned p = 0; p < a->world; p++)
-            for (int i = 0; i < 3; i++)
-                if (x->peer[p].ipc[i])
-                    OPS(x)->ipc_close(x->drv, x->peer[p].ipc[i]);
-        memset(x->peer, 0, sizeof x->peer);
+        unmap_peers(x);
         return st;
     }
     x->connected = true;
@@ -418,8 +432,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     const fgrt_overlap_args *a = &x->args;
     const fg_driver_ops *o = OPS(x);
     void *s = x->st[op->stream];
-    const size_t arow = (size_t)a->k * x->es, crow = (size_t)a->n * x->es;
-    const size_t block_a = (size_t)x->rows * arow, block_c = (size_t)x->rows * crow;
+    const size_t block_a = x->block_a, block_c = x->block_c;
     char *A = a->a, *C = a->c;
     switch (op->kind) {
     case FGRT_OP_BARRIER:
@@ -445,7 +458,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     case FGRT_OP_REDUCE: {
         if (x->reduction)
             return fg_launch(x->reduction, s);
-        const int r = a->reduce(a->user, s, C + (size_t)a->rank * block_c, x->recv, a->out,
+        const int r = a->reduce(a->user, s, own_block(x), x->recv, a->out,
                                 a->world, a->rank, x->rows * a->n);
         return r == 0 ? FG_OK : callback_failed("reduce", op);
     }
@@ -454,6 +467,21 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     }
     return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_run: op kind %d is not the executor's",
                    (int)op->kind);
+}
+
+/* The caller's stream follows everything enqueued on the executor's
+ * streams; the first failure, after trying every stream. */
+static fg_status join_caller(fgrt_overlap *x, void *stream)
+{
+    fg_status first = FG_OK;
+    for (int s = 0; s < STREAMS; s++) {
+        fg_status st = OPS(x)->event_record(x->drv, x->ev_join[s], x->st[s]);
+        if (st == FG_OK)
+            st = OPS(x)->stream_wait_event(x->drv, stream, x->ev_join[s]);
+        if (first == FG_OK)
+            first = st;
+    }
+    return first;
 }
 
 static fg_status enqueue_call(fgrt_overlap *x, void *stream, unsigned epoch)
@@ -471,12 +499,7 @@ static fg_status enqueue_call(fgrt_overlap *x, void *stream, unsigned epoch)
         if (st == FG_OK && x->done[i])
             st = o->event_record(x->drv, x->done[i], x->st[op->stream]);
     }
-    for (int s = 0; s < STREAMS && st == FG_OK; s++) {   /* the caller's stream follows the call */
-        st = o->event_record(x->drv, x->ev_join[s], x->st[s]);
-        if (st == FG_OK)
-            st = o->stream_wait_event(x->drv, stream, x->ev_join[s]);
-    }
-    return st;
+    return st == FG_OK ? join_caller(x, stream) : st;
 }
 
 /* Every flag this rank waits on set to the call's epoch from the host's
@@ -513,10 +536,7 @@ fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream)
         char why[512];
         snprintf(why, sizeof why, "%s", fg_last_error());
         release(x);
-        /* best effort: the caller's later work still follows what was enqueued */
-        for (int s = 0; s < STREAMS; s++)
-            if (OPS(x)->event_record(x->drv, x->ev_join[s], x->st[s]) == FG_OK)
-                OPS(x)->stream_wait_event(x->drv, stream, x->ev_join[s]);
+        join_caller(x, stream);   /* best effort: the caller's later work follows it */
         x->failed = true, x->failure = st;
         return fg_fail(st, "%s", why);
     }
@@ -612,10 +632,7 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
         for (int s = 0; s < STREAMS; s++)
             o->sync(x->drv, x->st[s]);
     }
-    for (unsigned p = 0; p < MAX_WORLD; p++)
-        for (int i = 0; i < 3; i++)
-            if (x->peer[p].ipc[i])
-                o->ipc_close(x->drv, x->peer[p].ipc[i]);
+    unmap_peers(x);
     for (int s = 0; s < STREAMS; s++) {
         if (x->st[s])
             o->stream_destroy(x->drv, x->st[s]);
