@@ -73,32 +73,9 @@ int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_sp
 static int add_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned hidden,
                        const char *what, fg_diag *d)
 {
-    fg_instance in = {0};
     char why[128];
     snprintf(why, sizeof why, "%s of %s", what, s->model->name);
-    if (fg_plan_rmsnorm(hidden, s->model->dtype, ts->target, why, 0, false, &in, d) != 0) {
-        fg_instance_free(&in);
-        return -1;
-    }
-    const long long chosen = fg_instance_param(&in, "THREADS");
-    int rc = fg_plan_add(set, &in, s, ts, d);
-    /* tuning candidates: every whole-warp block size whose row fits the
-     * registers (at most 32 vectors per thread), x streamed or cached */
-    const unsigned warp = ts->target->warp_size;
-    const unsigned vecs = hidden / (16 / fg_dtype_bytes(s->model->dtype));
-    const unsigned most = (vecs + warp - 1) / warp * warp;   /* no thread without a vector */
-    for (unsigned t = warp; set->candidates && rc == 0 && t <= 1024 && t <= most; t += warp)
-        for (int cached = 0; cached < 2 && rc == 0; cached++) {
-            if (((long long)t == chosen && !cached) || (vecs + t - 1) / t > 32)
-                continue;
-            fg_instance c = {0};
-            if (fg_plan_rmsnorm(hidden, s->model->dtype, ts->target, why, t, cached, &c, d) != 0) {
-                fg_instance_free(&c);
-                return -1;
-            }
-            rc = fg_plan_add(set, &c, s, ts, d);
-        }
-    return rc;
+    return fg_plan_rmsnorm(set, s, ts, hidden, why, d);
 }
 
 /* The overlap plan table's rows of a GEMM-overlap spec: every shape the cost

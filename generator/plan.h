@@ -60,9 +60,9 @@ const char *fg_plan_decode_skipped(const fg_spec *model, const fg_target *target
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
 int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
                            fg_instance *in, fg_diag *d);
-/* force_threads: 0, the planner's block size; else a tuning candidate's;
- * cache_x: x loaded through the caches (a candidate) instead of streamed. */
-int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
-                    unsigned force_threads, bool cache_x, fg_instance *out, fg_diag *d);
+/* The RMSNorm instance of a row of `hidden` for model spec s on target
+ * spec ts, added to set, and with set->candidates its tuning candidates. */
+int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned hidden,
+                    const char *why, fg_diag *d);
 
 #endif

@@ -7,8 +7,7 @@
 #include "plan.h"
 
 #define TARGET_ITEMS 4
-#define FG_STR_(x) #x
-#define FG_STR(x) FG_STR_(x)
+#define MAX_ITEMS 32      /* 16-byte vectors a thread keeps in registers */
 #define MAX_THREADS 1024
 
 static unsigned pick_threads(unsigned vecs, unsigned warp, bool *tail)
@@ -33,7 +32,10 @@ static unsigned pick_threads(unsigned vecs, unsigned warp, bool *tail)
     return t > MAX_THREADS ? MAX_THREADS : t;
 }
 
-int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
+/* One instance: force_threads 0 is the planner's block size, else a tuning
+ * candidate's; cache_x loads x through the caches (a candidate) instead of
+ * streaming it. */
+static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
                     unsigned force_threads, bool cache_x, fg_instance *in, fg_diag *d)
 {
     const unsigned elems = 16 / fg_dtype_bytes(dtype);
@@ -54,7 +56,7 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
         tail = vecs % threads != 0;
     }
     const unsigned items = (vecs + threads - 1) / threads;
-    if (items > 32) {
+    if (items > MAX_ITEMS) {
         fg_error(d, "rmsnorm over %u elements needs %u vectors per thread; at most 32 fit in "
                     "registers", hidden, items);
         return -1;
@@ -101,13 +103,16 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
         fg_sb_printf(&in->reasons,
                      "no whole-%s block divides %u vectors: %u threads with a guarded tail\n",
                      t->warp_size == 64 ? "wave" : "warp", vecs, threads);
-    else
-        fg_sb_printf(&in->reasons, "%u threads (%u %s of %u) x %u vectors each%s, no tail\n",
+    else if (force_threads)
+        fg_sb_printf(&in->reasons, "%u threads (%u %s of %u) x %u vectors each, no tail\n",
                      threads, threads / t->warp_size, t->warp_size == 64 ? "waves" : "warps",
-                     t->warp_size, items,
-                     force_threads ? ""
-                                   : ": the split closest to " FG_STR(TARGET_ITEMS)
-                                     " loads in flight per thread");
+                     t->warp_size, items);
+    else
+        fg_sb_printf(&in->reasons,
+                     "%u threads (%u %s of %u) x %u vectors each: the split closest to %u "
+                     "loads in flight per thread, no tail\n",
+                     threads, threads / t->warp_size, t->warp_size == 64 ? "waves" : "warps",
+                     t->warp_size, items, TARGET_ITEMS);
     fg_sb_printf(&in->reasons,
                  "row kept in registers (%u x 16 B per thread): one read of x (%s), one of "
                  "weight, fp32 sum, one rounding\n",
@@ -115,4 +120,35 @@ int fg_plan_rmsnorm(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
     fg_sb_printf(&in->reasons, "block sum: %s shuffles, then %u partials in shared memory\n",
                  t->warp_size == 64 ? "wave64" : "warp", threads / t->warp_size);
     return 0;
+}
+
+int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned hidden,
+                    const char *why, fg_diag *d)
+{
+    const fg_dtype dtype = s->model->dtype;
+    const fg_target *t = ts->target;
+    fg_instance in = {0};
+    if (plan_one(hidden, dtype, t, why, 0, false, &in, d) != 0) {
+        fg_instance_free(&in);
+        return -1;
+    }
+    const long long chosen = fg_instance_param(&in, "THREADS");
+    int rc = fg_plan_add(set, &in, s, ts, d);
+    /* tuning candidates: every whole-warp block size whose row fits the
+     * registers, up to one thread per vector, x streamed or cached */
+    const unsigned warp = t->warp_size, vecs = hidden / (16 / fg_dtype_bytes(dtype));
+    const unsigned most = (vecs + warp - 1) / warp * warp;
+    for (unsigned th = warp; set->candidates && rc == 0 && th <= MAX_THREADS && th <= most;
+         th += warp)
+        for (int cached = 0; cached < 2 && rc == 0; cached++) {
+            if (((long long)th == chosen && !cached) || (vecs + th - 1) / th > MAX_ITEMS)
+                continue;
+            fg_instance c = {0};
+            if (plan_one(hidden, dtype, t, why, th, cached, &c, d) != 0) {
+                fg_instance_free(&c);
+                return -1;
+            }
+            rc = fg_plan_add(set, &c, s, ts, d);
+        }
+    return rc;
 }
