@@ -276,16 +276,8 @@ int fg_cmd_profile(int argc, char **argv)
     if (render_block(&p, doc, fg_sb_str(&json), &block))
         goto done;
     splice(old, fg_sb_str(&block), &text);
-    /* what is written must load as the same target */
-    fg_spec *check = fg_spec_load_text(p.target_path, fg_sb_str(&text), text.len, &p.d);
-    if (!check) {
-        fg_error(&p.d, "the profiled spec does not validate (above); %s left as it was",
-                 p.target_path);
-        goto done;
-    }
-    fg_spec_free(check);
-    bool changed = false;
-    if (!fg_write_if_changed(p.target_path, fg_sb_str(&text), text.len, &changed, &p.d))
+    bool changed;
+    if (!fg_spec_write_checked(p.target_path, fg_sb_str(&text), text.len, &changed, &p.d))
         fprintf(stderr, "fusegen profile: %s %s\n", p.target_path,
                 changed ? "written" : "unchanged");
 done:

@@ -748,3 +748,16 @@ const char *fg_arch_tag(fg_arch a)
     }
     return "?";
 }
+
+int fg_spec_write_checked(const char *path, const char *text, size_t len, bool *changed,
+                          fg_diag *d)
+{
+    *changed = false;
+    fg_spec *check = fg_spec_load_text(path, text, len, d);
+    if (!check) {
+        fg_error(d, "the spec to write does not validate (above); %s left as it was", path);
+        return -1;
+    }
+    fg_spec_free(check);
+    return fg_write_if_changed(path, text, len, changed, d);
+}

@@ -189,6 +189,10 @@ fg_spec *fg_spec_load(const char *path, fg_diag *d);
 /* The same for a spec already in memory (len bytes; no terminator needed);
  * `path` names it in messages. */
 fg_spec *fg_spec_load_text(const char *path, const char *text, size_t len, fg_diag *d);
+/* Writes a spec's text to `path` (fg_write_if_changed) only if it loads as a
+ * spec; otherwise says so and leaves the file as it was.  0 on success. */
+int fg_spec_write_checked(const char *path, const char *text, size_t len, bool *changed,
+                          fg_diag *d);
 void fg_spec_free(fg_spec *s);
 
 const char *fg_dtype_name(fg_dtype t);   /* "f16", "bf16" */

@@ -425,13 +425,8 @@ static int write_spec(tune *t, fg_tuning_entry *fresh, size_t nfresh)
     }
     fg_strbuf text = {0};
     render(&text, t->target, all, n);
-    /* what is written must load as a tuning spec, as profile checks its own */
-    fg_spec *check = fg_spec_load_text(t->out, fg_sb_str(&text), text.len, &t->d);
-    bool changed = false;
-    const int rc = !check ? -1
-                          : fg_write_if_changed(t->out, fg_sb_str(&text), text.len, &changed,
-                                                &t->d);
-    fg_spec_free(check);
+    bool changed;
+    const int rc = fg_spec_write_checked(t->out, fg_sb_str(&text), text.len, &changed, &t->d);
     if (!rc)
         fprintf(stderr, "fusegen tune: %s %s (%zu entries)\n", t->out,
                 changed ? "written" : "unchanged", n);

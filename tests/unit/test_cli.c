@@ -1138,7 +1138,7 @@ Test(cli, profile_writes_the_interconnect_block)
                            "specs/gemm/llama-2-70b-tp2.yaml", target, odd, work),
                  1);
     cr_expect_not_null(strstr(log, "peer_copy_bidir_gbps"), "%s", log);
-    cr_expect_not_null(strstr(log, "the profiled spec does not validate"), "%s", log);
+    cr_expect_not_null(strstr(log, "the spec to write does not validate"), "%s", log);
     free(log);
     cr_assert_eq(stat(target, &b), 0);
     cr_expect_eq(a.st_ino, b.st_ino);
