@@ -4,6 +4,8 @@
 #define FG_OVERLAP_GPU_CUH
 
 #include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
 #include <vector>
 
 #include <cublasLt.h>
@@ -13,6 +15,27 @@
 #include "harness.h"
 
 namespace overlap_gpu {
+
+inline size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
+
+inline double now_us()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
+}
+
+inline float host_bf16(const uint16_t *v, size_t i) { return fgh_bf16_to_f32(v[i]); }
+
+// Opens the results object of one run: the GPU, the commit, the tool.
+inline void json_begin(fgh_json *j, FILE *f, const char *tool)
+{
+    fgh_device d;
+    fgh_device_open(0, &d);
+    fgh_json_init(j, f);
+    fgh_json_obj_begin(j, nullptr);
+    fgh_json_header(j, &d, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown", tool);
+}
 
 // cuBLASLt GEMMs on one device: a handle, a workspace per stream (GEMMs on
 // two streams at once must not share one: its algorithms may keep partial
@@ -104,6 +127,18 @@ inline const LtPlan *lt_plan(LtGemm *g, long long rows, long long n, long long k
     p.algo = best.algo;
     g->plans.push_back(p);
     return &g->plans.back();
+}
+
+// c[rows, n] = a[rows, k] x b[k, n], row-major bf16, on `stream` with
+// workspace `slot` of g (one per stream that may run a GEMM at once).
+inline bool lt_matmul(LtGemm *g, int slot, const __nv_bfloat16 *b, const void *a, void *c,
+                      long long rows, long long n, long long k, cudaStream_t stream)
+{
+    const float one = 1.f, zero = 0.f;
+    const LtPlan *p = lt_plan(g, rows, n, k);
+    return p && lt_ok(cublasLtMatmul(g->h, p->op, &one, b, p->a, a, p->b, &zero, c, p->c, c,
+                                     p->c, &p->algo, g->ws[slot], LtGemm::kWorkspace, stream),
+                      "cublasLtMatmul");
 }
 
 // out = own partial block + the W - 1 received ones, fp32 sums in rank

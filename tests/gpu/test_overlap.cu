@@ -94,31 +94,12 @@ struct Setup {
     size_t nops[kMaxWorld] = {};
 };
 
-size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
-
-double now_us()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
-
 // The current device may access `peer`'s memory (enabled once per process).
 bool enable_peer(int peer)
 {
     const cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
     cudaGetLastError();   // "already enabled" is not sticky; clear it
     return e == cudaSuccess || e == cudaErrorPeerAccessAlreadyEnabled || fgh_ok(e);
-}
-
-// Opens the results object of one run: the GPU, the commit, the tool.
-void json_begin(fgh_json *j, FILE *f, const char *tool)
-{
-    fgh_device d;
-    fgh_device_open(0, &d);
-    fgh_json_init(j, f);
-    fgh_json_obj_begin(j, nullptr);
-    fgh_json_header(j, &d, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown", tool);
 }
 
 bool setup(Setup *s)
@@ -218,11 +199,7 @@ void teardown(Setup *s)
 bool gemm_rows(Rank &r, int sti, const __nv_bfloat16 *a, __nv_bfloat16 *c, long long rows,
                long long n, long long k)
 {
-    const float one = 1.f, zero = 0.f;
-    const LtPlan *p = lt_plan(&r.lt, rows, n, k);
-    return p && lt_ok(cublasLtMatmul(r.lt.h, p->op, &one, r.b, p->a, a, p->b, &zero, c, p->c, c,
-                                     p->c, &p->algo, r.lt.ws[sti], LtGemm::kWorkspace, r.st[sti]),
-                      "cublasLtMatmul");
+    return lt_matmul(&r.lt, sti, r.b, a, c, rows, n, k, r.st[sti]);
 }
 
 // One rank's op, enqueued.  Cross-rank waits are on events the peers have
@@ -429,8 +406,6 @@ bool finish(Setup *s, double limit_s)
     }
     return true;
 }
-
-float host_bf16(const uint16_t *v, size_t i) { return fgh_bf16_to_f32(v[i]); }
 
 // AG: the blocks of the gathered A other than the rank's own, poisoned.
 bool poison_others(Setup *s, int q)

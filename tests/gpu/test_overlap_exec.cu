@@ -23,7 +23,6 @@
 // on 96 sampled outputs.  GEMM+RS uses the generated reduction where
 // --kernels has it, else the test's reduce callback (the results file says
 // which).
-#include <algorithm>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -109,16 +108,6 @@ bool all_ok(const Procs &P, bool ok)
     return ok;
 }
 
-double now_us()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec * 1e-3;
-}
-
-size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
-
-float host_bf16(const uint16_t *v, size_t i) { return fgh_bf16_to_f32(v[i]); }
 
 #ifdef FG_HAVE_FGRT
 
@@ -192,14 +181,7 @@ int gemm_cb(void *user, void *stream, const void *a, void *c, long long rows)
     if (slot == 3)
         return 1;   // the executor has three streams; a fourth is a bug
     u->streams[slot] = stream;
-    const LtPlan *p = lt_plan(&g->lt, rows, g->n, g->k);
-    const float one = 1.f, zero = 0.f;
-    return p && lt_ok(cublasLtMatmul(g->lt.h, p->op, &one, g->b, p->a, a, p->b, &zero, c, p->c,
-                                     c, p->c, &p->algo, g->lt.ws[slot], LtGemm::kWorkspace,
-                                     (cudaStream_t)stream),
-                      "cublasLtMatmul")
-               ? 0
-               : 1;
+    return lt_matmul(&g->lt, slot, g->b, a, c, rows, g->n, g->k, (cudaStream_t)stream) ? 0 : 1;
 }
 
 int reduce_cb(void *user, void *stream, const void *own, const void *recv, void *out,
@@ -433,7 +415,6 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
 
 // ---- --bench ----
 
-double median_of(std::vector<double> v) { return fgh_median(v.data(), (int)v.size()); }
 
 // Sampled outputs of the last call against the inputs on the host.
 double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Host &h,
@@ -470,12 +451,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
     FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
     if (jf) {
-        fgh_device dev;
-        fgh_device_open(0, &dev);
-        fgh_json_init(&j, jf);
-        fgh_json_obj_begin(&j, nullptr);
-        fgh_json_header(&j, &dev, getenv("FG_COMMIT") ? getenv("FG_COMMIT") : "unknown",
-                        "test_overlap_exec --bench");
+        json_begin(&j, jf, "test_overlap_exec --bench");
         fgh_json_int(&j, "world", P.world);
         fgh_json_str(&j, "method", "one process per GPU, the runtime's executor (CUDA IPC); us "
                                    "per call on rank 0: 5 calls back to back (run, then one "
@@ -537,8 +513,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         if (ok && P.rank == 0) {
             double med[3], lo[3], hi[3];
             for (int p = 0; p < 3; p++) {
-                med[p] = median_of(t[p]);   // sorts a copy
-                std::sort(t[p].begin(), t[p].end());
+                med[p] = fgh_median(t[p].data(), (int)t[p].size());   // sorts
                 lo[p] = t[p].front(), hi[p] = t[p].back();
             }
             printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  serial_ce %7.1f (%.2fx)  "
