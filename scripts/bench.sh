@@ -55,7 +55,7 @@ for fam in rmsnorm decode_attn; do
 done
 # The overlap family on the first two GPUs (its shapes and schedules are
 # test_overlap's; the extra arguments are the decode harness's, not passed).
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+gpus=$(fg_gpu_count)
 if [ "$gpus" -ge 2 ]; then
     out="$stem-x2-overlap.json"
     "$GPU_BUILD/test_overlap" --bench --json "$out" || rc=1   # (it turns NVLS off itself)

@@ -30,6 +30,28 @@ decode_only=s4096_b1_c2_,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_,
 # skipped there, and says so.
 race_only=s4096_b1_c2_t512_norm,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_t512_norm
 failed=0 runs=0 skipped=0
+# One tool over one test program: ok, SKIPPED when the program checked
+# nothing (its closing line says 0 passed), or FAILED.
+#   sanitize TOOL TEST "SANITIZER OPTIONS" "TEST ARGUMENTS"
+sanitize() {
+    log=$GPU_BUILD/sanitize-$1-$2.log
+    runs=$((runs + 1))
+    # shellcheck disable=SC2086 # $3 and $4 are lists of words
+    timeout 1800 "$sanitizer" --tool "$1" $3 --print-limit 20 --error-exitcode 99 \
+        "$GPU_BUILD/test_$2" --kernels "$FG_KERNELS_DIR" $4 >"$log" 2>&1
+    rc=$?
+    summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | tr '\n' ' ')
+    if [ $rc = 0 ] && grep -qE '^0 passed' "$log"; then
+        echo "check-gpu-sanitize: $1 $2: SKIPPED (it checked nothing: $summary)"
+        skipped=$((skipped + 1))
+    elif [ $rc = 0 ]; then
+        echo "check-gpu-sanitize: $1 $2: ok ($summary)"
+    else
+        echo "check-gpu-sanitize: $1 $2: FAILED (exit $rc; $summary); log $log"
+        grep -E '^========= ' "$log" | head -n 20
+        failed=$((failed + 1))
+    fi
+}
 for tool in memcheck synccheck racecheck; do
     for t in rmsnorm decode_attn; do
         case $t/$tool in
@@ -40,46 +62,17 @@ for tool in memcheck synccheck racecheck; do
                 skipped=$((skipped + 1)) ;;
             decode_attn/*) args="--only $decode_only" ;;
         esac
-        log=$GPU_BUILD/sanitize-$tool-$t.log
-        runs=$((runs + 1))
-        # shellcheck disable=SC2086 # $args is a list of words
-        timeout 1800 "$sanitizer" --tool "$tool" --print-limit 20 --error-exitcode 99 \
-            "$GPU_BUILD/test_$t" --kernels "$FG_KERNELS_DIR" $args >"$log" 2>&1
-        rc=$?
-        summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | tr '\n' ' ')
-        if [ $rc = 0 ]; then
-            echo "check-gpu-sanitize: $tool $t: ok ($summary)"
-        else
-            echo "check-gpu-sanitize: $tool $t: FAILED (exit $rc; $summary); log $log"
-            grep -E '^========= ' "$log" | head -n 20
-            failed=$((failed + 1))
-        fi
+        sanitize "$tool" "$t" "" "$args"
     done
 done
 # The overlap family on 2 GPUs: the executor (one process per GPU, so the
 # sanitizer follows every process) with the generated reduction where
 # FG_KERNELS_DIR has it; memcheck and synccheck (the reduction uses no shared
 # memory, so racecheck has nothing to check).
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+gpus=$(fg_gpu_count)
 if [ "$gpus" -ge 2 ]; then
     for tool in memcheck synccheck; do
-        log=$GPU_BUILD/sanitize-$tool-overlap_exec.log
-        runs=$((runs + 1))
-        timeout 1800 "$sanitizer" --tool "$tool" --target-processes all --print-limit 20 \
-            --error-exitcode 99 "$GPU_BUILD/test_overlap_exec" --kernels "$FG_KERNELS_DIR" \
-            >"$log" 2>&1
-        rc=$?
-        summary=$(grep -E 'ERROR SUMMARY|passed, ' "$log" | tr '\n' ' ')
-        if [ $rc = 0 ] && grep -qE '^0 passed' "$log"; then
-            echo "check-gpu-sanitize: $tool overlap_exec: SKIPPED (it checked nothing: $summary)"
-            skipped=$((skipped + 1))
-        elif [ $rc = 0 ]; then
-            echo "check-gpu-sanitize: $tool overlap_exec: ok ($summary)"
-        else
-            echo "check-gpu-sanitize: $tool overlap_exec: FAILED (exit $rc; $summary); log $log"
-            grep -E '^========= ' "$log" | head -n 20
-            failed=$((failed + 1))
-        fi
+        sanitize "$tool" overlap_exec "--target-processes all" ""
     done
 else
     echo "check-gpu-sanitize: overlap_exec: SKIPPED (it needs 2 GPUs; this machine has $gpus)"

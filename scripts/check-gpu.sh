@@ -42,7 +42,7 @@ done
 # Transfers between nodes through NCCL's socket transport, on one host: the
 # serial_nccl checks with shared memory and peer-to-peer off; NCCL's own log
 # must show the socket transport in use, or the run proves nothing.
-gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
+gpus=$(fg_gpu_count)
 if [ "$gpus" -ge 2 ] && [ -x "$GPU_BUILD/test_overlap" ]; then
     echo "== test_overlap --nccl-only over NCCL's socket transport"
     log=$GPU_BUILD/test_overlap-socket.log

@@ -1,7 +1,8 @@
 # Sourced by the GPU scripts (scripts/check-gpu.sh, bench.sh,
 # check-gpu-sanitize.sh, tests/gpu/variants.sh): GPU detection and the
 # build of the GPU harness with nvcc and a C compiler alone (no Debian
-# packages).  Defines: fg_gpu_missing, fg_gpu_build, fg_compile_kernels.  POSIX
+# packages).  Defines: fg_gpu_missing, fg_gpu_count, fg_gpu_build,
+# fg_compile_kernels.  POSIX
 # sh, sourced from the repository root (every caller cds there first).
 #
 # Environment:
@@ -36,11 +37,16 @@ fg_have_libcuda() {
     return 1
 }
 
+# Prints how many GPUs nvidia-smi lists (0 without it).
+fg_gpu_count() {
+    nvidia-smi -L 2>/dev/null | grep -c '^GPU [0-9]'
+}
+
 # Prints why there is no usable GPU and returns 0, or returns 1 if there is one.
 fg_gpu_missing() {
     if ! command -v nvidia-smi >/dev/null 2>&1; then
         echo "no GPU on this machine (no nvidia-smi)"
-    elif ! nvidia-smi -L 2>/dev/null | grep -q '^GPU [0-9]'; then
+    elif [ "$(fg_gpu_count)" -eq 0 ]; then
         echo "no GPU on this machine (nvidia-smi lists none)"
     elif ! fg_have_libcuda; then
         echo "no GPU driver library on this machine (no libcuda.so.1)"
