@@ -13,6 +13,9 @@
 //     callback and once with the generated overlap_reduce kernel, found in
 //     --kernels DIR with DIR/manifest.json (--manifest FILE) as an engine's
 //     registry would hold it (skipped, and said so, where DIR has none);
+//   - 1000 calls of shard_overlap (AG+GEMM; GEMM+RS with the generated
+//     reduction where there is one), outputs poisoned before each, bitwise
+//     equal to the first (issue 12's deterministic mode);
 //   - a peer that never runs its call: the waiting rank's
 //     fgrt_overlap_wait returns FG_ERR_TIMEOUT once its limit has passed,
 //     names the flag that did not come, and the executor refuses later calls.
@@ -363,6 +366,53 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_s
     d.free_all();
 }
 
+// Issue 12's determinism: 1000 calls with the same inputs, every output
+// poisoned before each, must give bitwise the first call's output (the
+// reduction sums in rank order; the GEMMs are cuBLASLt's, deterministic
+// by default).
+void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs,
+                         bool generated_reduce, uint64_t base)
+{
+    constexpr int kCalls = 1000;
+    char name[200];
+    snprintf(name, sizeof name, "executor %s shard_overlap%s, %d calls bitwise equal: rank %d",
+             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS",
+             generated_reduce ? " (generated reduction)" : "", kCalls, P.rank);
+    Buffers d;
+    User u;
+    u.g = g;
+    fgrt_overlap *x = nullptr;
+    cudaStream_t s = nullptr;
+    if (CHECK(name, all_ok(P, d.alloc(cs, P.world) &&
+                                  fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))) &&
+        CHECK(name, make_executor(ctx, cs, FGRT_SHARD_OVERLAP, P, d, &u, 10.0, &x,
+                                  generated_reduce))) {
+        const bool ag = cs.coll == FGRT_AG_GEMM;
+        const long long out_rows = ag ? cs.m : cs.m / P.world;
+        Host h;
+        h.make(cs, P.world, base, 0);
+        std::vector<uint16_t> first(out_rows * cs.n), got(first.size());
+        bool ok = true, same = true;
+        int differs_at = -1;
+        for (int c = 0; c < kCalls && ok; c++) {
+            // write_inputs poisons the outputs (and AG's peer blocks) first
+            ok = all_ok(P, write_inputs(cs, P, d, h));
+            ok = all_ok(P, ok && call(x, s) == FG_OK);
+            ok = ok && fgh_ok(cudaMemcpy((c ? got : first).data(), ag ? d.c : d.out,
+                                         bytes(first.size()), cudaMemcpyDeviceToHost));
+            if (ok && c && memcmp(got.data(), first.data(), bytes(first.size())) != 0 &&
+                differs_at < 0)
+                differs_at = c, same = false;
+        }
+        CHECKF(name, ok && same, "%s; call %d differs from the first",
+               ok ? "ran" : "a call failed", differs_at);
+    }
+    fgrt_overlap_destroy(x);
+    if (s)
+        cudaStreamDestroy(s);
+    d.free_all();
+}
+
 // Rank 0 runs a call that rank 1 never runs, on the legacy stream (which
 // the driver's synchronous copies would wait behind): rank 0's wait must end
 // in FG_ERR_TIMEOUT once its limit has passed, name rank 1's missing flag,
@@ -583,6 +633,8 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                     if (cs.coll == FGRT_GEMM_RS && gen)
                         check_case(ctx, P, &g, cs, sched, base + 1000 * ++i, true);
                 }
+            check_deterministic(ctx, P, &g, cases[0], false, base + 8000);
+            check_deterministic(ctx, P, &g, cases[1], gen != nullptr, base + 8500);
             check_timeout(ctx, P, &g, base + 9000);
         }
     }
