@@ -383,8 +383,12 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
                p.gemms_measured ? "profiled" : "at the matmul ceiling: not profiled", p.comm_us);
         for (int k = 0; k < FG_SCHED_COUNT; k++) {
             if (isnan(p.us[k]))
-                printf(" %s not predicted (no NCCL fit in the profile)",
-                       fg_schedule_name((fg_schedule)k));
+                printf(" %s not predicted (%s)", fg_schedule_name((fg_schedule)k),
+                       k == FG_SCHED_CHUNK_OVERLAP ? "no piece count divides a row block"
+                                                   : "no NCCL fit in the profile");
+            else if (k == FG_SCHED_CHUNK_OVERLAP)
+                printf(" %s %.1f us (%u chunks)", fg_schedule_name((fg_schedule)k), p.us[k],
+                       p.chunks);
             else
                 printf(" %s %.1f us", fg_schedule_name((fg_schedule)k), p.us[k]);
             printf("%s", k + 1 < FG_SCHED_COUNT ? "," : "");

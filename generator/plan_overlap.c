@@ -15,6 +15,16 @@
  *   shard overlap gemm(m / W) + (W - 1) max(gemm(m / W) (1 + slowdown), copy(chunk)) + reduce:
  *                 the peers' chunks first, each sent while the next is computed
  *   reduce        (W + 1) chunks through the copy ceiling (W read, 1 written)
+ * Chunk overlap, c pieces of a block (rows / c), each copy flagged on its own,
+ * every rank in step (so one rank's timeline stands for all), the copy
+ * engine serial:
+ *   AG   gemm(m / W) (1 + slowdown), then the peers' pieces in their order,
+ *        each multiplied once landed: piece j of the i-th peer lands after
+ *        the (j (W - 1) + i)-th copy(piece)
+ *   RS   W steps of c pieces, piece j of step s > 0 starting once piece j of
+ *        step s - 1 landed from the ring's previous rank; each GEMM piece
+ *        gemm(rows / c) (1 + slowdown), plus reading the added running sum
+ *        (a piece of C through the copy ceiling) at steps s > 0
  * Every copy-engine schedule adds the executor's fixed cost per call (its
  * barriers and cross-GPU event waits), which the profile measures.
  * Serial NCCL: gemm(m) + NCCL's collective alone, latency + (W - 1) pieces
@@ -27,7 +37,7 @@
 const char *fg_schedule_name(fg_schedule s)
 {
     static const char *const names[FG_SCHED_COUNT] = {"serial_ce", "shard_overlap",
-                                                      "serial_nccl"};
+                                                      "serial_nccl", "chunk_overlap"};
     return s < FG_SCHED_COUNT ? names[s] : "?";
 }
 
@@ -42,6 +52,42 @@ static double gemm_us(const fg_target *t, double rows, unsigned n, unsigned k, b
     }
     *measured = false;
     return 2.0 * rows * n * k / (t->ceilings->matmul_bf16_tflops * 1e6);
+}
+
+static const unsigned chunk_counts[] = FG_OVERLAP_CHUNKS;
+enum { MAX_CHUNKS = 8 };   /* the runtime's FGRT_MAX_CHUNKS */
+
+/* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS); NaN
+ * where c does not divide the block. */
+static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsigned w,
+                               unsigned c, bool *measured)
+{
+    const fg_interconnect *ic = t->interconnect;
+    if (c > MAX_CHUNKS || s->m % (w * c))
+        return NAN;
+    const double e = 2.0, rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
+    const double per_direction = ic->peer_copy_bidir_gbps / 2 * 1e3;   /* bytes per us */
+    const bool ag = s->collective == FG_COLL_ALL_GATHER;
+    const double piece = rows / c * (ag ? s->k : s->n) * e;
+    const double copy = ic->peer_copy_latency_us + piece / per_direction;
+    const double g = gemm_us(t, rows / c, s->n, s->k, measured) * slow;
+    double now = 0, engine = 0;   /* this rank's GEMM stream and copy engine */
+    if (ag) {
+        now = gemm_us(t, rows, s->n, s->k, measured) * slow;
+        for (unsigned i = 1; i < w; i++)
+            for (unsigned j = 0; j < c; j++)
+                now = fmax(now, (j * (w - 1) + i) * copy) + g;
+        return now;
+    }
+    const double add = rows / c * s->n * e / (t->ceilings->copy_gbps * 1e3);
+    double landed[MAX_CHUNKS];   /* piece j of the previous step, here */
+    for (unsigned st = 0; st < w; st++)
+        for (unsigned j = 0; j < c; j++) {
+            now = (st ? fmax(now, landed[j]) : now) + g + (st ? add : 0);
+            if (st + 1 < w)
+                landed[j] = engine = fmax(engine, now) + copy;
+        }
+    return now;
 }
 
 const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const fg_target *t,
@@ -78,6 +124,14 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     const double nccl_gbps = ag ? ic->nccl_ag_gbps : ic->nccl_rs_gbps;
     out->us[FG_SCHED_SERIAL_NCCL] =
         nccl_gbps > 0 ? gemm_all + nccl_lat + (w - 1) * piece / (nccl_gbps * 1e3) : NAN;
+    out->us[FG_SCHED_CHUNK_OVERLAP] = NAN;   /* no piece count divides the block */
+    for (size_t i = 0; i < sizeof chunk_counts / sizeof *chunk_counts; i++) {
+        const double us = chunk_overlap_us(s, t, w, chunk_counts[i], &out->gemms_measured);
+        if (!isnan(us) && !(us + fixed >= out->us[FG_SCHED_CHUNK_OVERLAP])) {
+            out->us[FG_SCHED_CHUNK_OVERLAP] = us + fixed;
+            out->chunks = chunk_counts[i];
+        }
+    }
     out->chosen = FG_SCHED_SERIAL_CE;
     for (int k = 1; k < FG_SCHED_COUNT; k++)
         if (out->us[k] < out->us[out->chosen])   /* NaN never wins */

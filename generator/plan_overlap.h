@@ -14,6 +14,8 @@ typedef enum {
     FG_SCHED_SHARD_OVERLAP,  /* one peer shard (AG) or chunk (RS) per step, its copy
                                 under the GEMM of another */
     FG_SCHED_SERIAL_NCCL,    /* NCCL's collective, then (AG) or after (RS) the GEMM */
+    FG_SCHED_CHUNK_OVERLAP,  /* each row block in pieces, each copied and multiplied on its
+                                own; RS as a ring that adds in its GEMMs (fgrt_overlap.h) */
     FG_SCHED_COUNT
 } fg_schedule;
 
@@ -24,9 +26,14 @@ typedef struct fg_overlap_prediction {
     double comm_us;            /* the schedule-free communication: every copy back to back */
     double us[FG_SCHED_COUNT]; /* each schedule; NaN: not predicted (serial NCCL without
                                   the profile's NCCL fit) */
+    unsigned chunks;           /* chunk_overlap's pieces per block: the fastest of
+                                  FG_OVERLAP_CHUNKS that divide the block */
     fg_schedule chosen;        /* the fastest; serial on a tie (never slower than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */
 } fg_overlap_prediction;
+
+/* The piece counts chunk_overlap is predicted for (those test_overlap times). */
+#define FG_OVERLAP_CHUNKS {2, 4}
 
 /* Predicts shape s of gemm g on target t; NULL, or why it cannot (a target
  * without an interconnect profile or a matmul rate, a world size of 1). */

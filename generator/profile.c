@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "diag.h"
+#include "plan_overlap.h"
 #include "fsutil.h"
 #include "jsonget.h"
 #include "spec.h"
@@ -85,7 +86,8 @@ static void add_shape(fg_strbuf *list, unsigned m, unsigned n, unsigned k)
     fg_sb_printf(list, "%s%s", list->len ? "," : "", one);
 }
 
-/* The GEMMs of every shape's schedules: whole, and a shard of m / world. */
+/* The GEMMs of every shape's schedules: whole, a shard of m / world, and
+ * chunk_overlap's pieces of a shard. */
 static int collect_shapes(profile *p, fg_strbuf *list)
 {
     for (int i = 0; i < p->ngemm; i++) {
@@ -103,6 +105,10 @@ static int collect_shapes(profile *p, fg_strbuf *list)
             add_shape(list, sh->m, sh->n, sh->k);
             if (g->world_size > 1 && sh->m % g->world_size == 0)
                 add_shape(list, sh->m / g->world_size, sh->n, sh->k);
+            static const unsigned chunks[] = FG_OVERLAP_CHUNKS;
+            for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
+                if (g->world_size > 1 && sh->m % (g->world_size * chunks[c]) == 0)
+                    add_shape(list, sh->m / (g->world_size * chunks[c]), sh->n, sh->k);
         }
         fg_spec_free(s);
     }

@@ -62,7 +62,12 @@ extern const size_t fg_registry_count;
  * fusegen's cost model picked, which fgrt_overlap_ops() turns into each
  * rank's issue order.  The values of these enums are those of fgrt_overlap.h. */
 typedef enum { FG_REG_AG_GEMM, FG_REG_GEMM_RS } fg_reg_collective;
-typedef enum { FG_REG_SERIAL_NCCL, FG_REG_SERIAL_CE, FG_REG_SHARD_OVERLAP } fg_reg_schedule;
+typedef enum {
+    FG_REG_SERIAL_NCCL,
+    FG_REG_SERIAL_CE,
+    FG_REG_SHARD_OVERLAP,
+    FG_REG_CHUNK_OVERLAP
+} fg_reg_schedule;
 
 typedef struct fg_overlap_entry {
     const char *gemm, *shape, *target;   /* spec names */
@@ -71,6 +76,8 @@ typedef struct fg_overlap_entry {
     unsigned world;
     fg_reg_dtype dtype;
     fg_reg_schedule schedule;
+    unsigned chunks;                     /* pieces per row block (chunk_overlap), else 1:
+                                            fgrt_overlap_args.chunks */
     double predicted_us;                 /* the cost model's time of the schedule */
     double serial_us;                    /* and of serial over the copy engine */
 } fg_overlap_entry;

@@ -53,6 +53,12 @@ typedef enum {
     FGRT_SERIAL_NCCL,    /* the collective through NCCL, then (AG) or after (RS) one GEMM */
     FGRT_SERIAL_CE,      /* every copy over the copy engine, then (AG) or after (RS) one GEMM */
     FGRT_SHARD_OVERLAP,  /* one row block per step: its copy under the GEMM of another */
+    FGRT_CHUNK_OVERLAP,  /* each row block in `chunks` pieces, each piece's copy flagged on its
+                            own and its GEMM issued once it landed.  AG: shard_overlap's order
+                            by pieces.  RS: a ring with no reduction pass: at step s rank r
+                            multiplies block r - s - 1 adding the running sum rank r - 1 sent
+                            (cuBLASLt's C), and sends the result on to r + 1; the last step,
+                            the own block, writes `out` */
     FGRT_SCHEDULE_COUNT
 } fgrt_schedule;
 
@@ -62,10 +68,14 @@ typedef enum {
                          this rank's shard (block = this rank) into the same block of the
                          peer's gathered A (each rank's shard is its own block of its
                          gathered A: the caller writes it there, nothing copies it
-                         locally); RS pushes this rank's partial of the peer's block into
-                         the peer's receive slot of this rank */
-    FGRT_OP_GEMM,     /* the rows of block `block` (all blocks: block = -1) */
-    FGRT_OP_SIGNAL,   /* set flag `flag` (FGRT_FLAG_SENT + d) in rank d's memory, after
+                         locally); RS pushes this rank's partial of the peer's block
+                         (chunk_overlap: the running sum of block `block`) into the
+                         peer's receive slot `slot`.  A piece of it where chunk >= 0 */
+    FGRT_OP_GEMM,     /* the rows of block `block` (all blocks: block = -1), of its piece
+                         `chunk` where chunk >= 0; with slot >= 0 (RS chunk_overlap) the
+                         product plus receive slot `slot`'s same rows, into `out` when the
+                         block is the rank's own, else into its partials */
+    FGRT_OP_SIGNAL,   /* set flag `flag` (FGRT_FLAG_SENT + i * world + d) in rank d's memory, after
                          the ops before it on `stream` */
     FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (time limit) */
     FGRT_OP_REDUCE,   /* this rank's block: its own partial plus the received ones */
@@ -77,24 +87,38 @@ typedef struct fgrt_op {
     unsigned stream;  /* 0, 1 or 2; a barrier joins them all */
     int peer;         /* COPY, WAIT: the other rank; else -1 */
     int block;        /* COPY, GEMM, REDUCE: a row block (rank-sized share of M); -1: all */
+    int chunk;        /* COPY, GEMM: a piece of the block (chunk_overlap); -1: all of it */
+    int slot;         /* RS COPY: the peer's receive slot written; RS GEMM: the slot added;
+                         else -1 */
     unsigned flag;    /* BARRIER, SIGNAL, WAIT (FGRT_FLAG_*) */
     int after;        /* an earlier op this one must follow (an event where it ran on
                          another stream), or -1 */
 } fgrt_op;
 
-/* Flags of a rank: the opening barrier's, then "what I push to rank d has
- * landed there" (FGRT_FLAG_SENT + d: AG's shard, RS's partial of d's block). */
+/* Flags of a rank: the opening barrier's, then "piece i of what I push to
+ * rank d has landed there" (FGRT_FLAG_SENT + i * world + d: AG's shard or
+ * its piece i; RS's partial of d's block, or chunk_overlap's running sum,
+ * piece i = step * chunks + chunk). */
 enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 
 #define FGRT_MAX_WORLD 64   /* ranks an order or an executor may have */
+#define FGRT_MAX_CHUNKS 8   /* pieces a row block may be split into */
+
+/* Flags a rank has for collective c under schedule s: FGRT_FLAG_SENT plus
+ * world per piece a sender may flag (0 for arguments fgrt_overlap_ops
+ * refuses). */
+FGRT_OVERLAP_API unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world,
+                                             unsigned chunks);
 
 /* Writes rank `rank`'s operations for collective c under schedule s with
  * `world` ranks into out (at most max of them) and returns how many there
  * are (more than max: out was too small), or 0 for invalid arguments (world
  * under 2 or over FGRT_MAX_WORLD, rank not below world, an unknown collective or
- * schedule). */
+ * schedule, chunks not 1 for a schedule other than chunk_overlap or not in
+ * 1..FGRT_MAX_CHUNKS for it). */
 FGRT_OVERLAP_API size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world,
-                                         unsigned rank, fgrt_op *out, size_t max);
+                                         unsigned chunks, unsigned rank, fgrt_op *out,
+                                         size_t max);
 
 FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_overlap" */
 
@@ -127,15 +151,17 @@ FGRT_OVERLAP_API const fg_overlap_entry *fgrt_overlap_find(const fg_overlap_entr
 
 typedef struct fgrt_overlap fgrt_overlap;
 
-/* Enqueues c[rows, n] = a[rows, k] x B on `stream` (a CUstream or
- * hipStream_t, one of the executor's); a and c
- * are row blocks of the executor's a and c.  0 on success.  The callbacks
+/* Enqueues c[rows, n] = a[rows, k] x B (+ acc[rows, n] where acc is not
+ * NULL: chunk_overlap's running sum, a receive slot's rows) on `stream` (a
+ * CUstream or hipStream_t, one of the executor's); a, c and acc are rows of
+ * the executor's a, c (or out) and receive slots.  0 on success.  The callbacks
  * run inside fgrt_overlap_run, after waits on other ranks were enqueued:
  * they must not synchronize, and every kernel they launch must have been
  * launched once before the first call (CUDA's lazy module loading loads a
  * module at its first launch and waits for the device's streams, which a
  * peer that never comes would hold for ever). */
-typedef int (*fgrt_gemm_fn)(void *user, void *stream, const void *a, void *c, long long rows);
+typedef int (*fgrt_gemm_fn)(void *user, void *stream, const void *a, const void *acc, void *c,
+                            long long rows);
 
 /* Enqueues out = own + the sum of recv's world slots but slot `rank` (each
  * `elems` elements of the dtype; recv [world][elems]) on `stream`.  0 on
@@ -145,10 +171,13 @@ typedef int (*fgrt_reduce_fn)(void *user, void *stream, const void *own, const v
 
 typedef struct fgrt_overlap_args {
     fgrt_collective collective;
-    fgrt_schedule schedule;    /* FGRT_SERIAL_CE or FGRT_SHARD_OVERLAP (serial NCCL is
-                                  NCCL's own call) */
+    fgrt_schedule schedule;    /* FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP or FGRT_CHUNK_OVERLAP
+                                  (serial NCCL is NCCL's own call) */
     unsigned world, rank;      /* 2..FGRT_MAX_WORLD ranks; each rank's device differs */
-    long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world */
+    unsigned chunks;           /* chunk_overlap: pieces per row block (2..FGRT_MAX_CHUNKS);
+                                  else 0 or 1 */
+    long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world
+                                  (of world x chunks for chunk_overlap) */
     fg_reg_dtype dtype;
     void *a;                   /* AG: the gathered A [m, k]; the caller writes its shard into
                                   row block `rank`, the peers push theirs into the others.

@@ -1,6 +1,7 @@
 /* The overlap executor's issue order (fgrt_overlap.h). */
 #include "fgrt_overlap.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "fg_registry.h"
@@ -10,7 +11,8 @@ _Static_assert((int)FG_REG_AG_GEMM == (int)FGRT_AG_GEMM &&
                "the registry's collectives are fgrt_collective's");
 _Static_assert((int)FG_REG_SERIAL_NCCL == (int)FGRT_SERIAL_NCCL &&
                    (int)FG_REG_SERIAL_CE == (int)FGRT_SERIAL_CE &&
-                   (int)FG_REG_SHARD_OVERLAP == (int)FGRT_SHARD_OVERLAP,
+                   (int)FG_REG_SHARD_OVERLAP == (int)FGRT_SHARD_OVERLAP &&
+                   (int)FG_REG_CHUNK_OVERLAP == (int)FGRT_CHUNK_OVERLAP,
                "the registry's schedules are fgrt_schedule's");
 
 typedef struct order {
@@ -18,20 +20,33 @@ typedef struct order {
     size_t max, n;
 } order;
 
-/* Appends an op; its index (counted even past max, so the caller learns the
- * size it needs). */
+/* Appends an op (of a whole block, or none: chunk and slot -1); its index
+ * (counted even past max, so the caller learns the size it needs). */
 static int push(order *o, fgrt_op_kind kind, unsigned stream, int peer, int block,
                 unsigned flag, int after)
 {
     if (o->n < o->max)
         o->out[o->n] = (fgrt_op){.kind = kind, .stream = stream, .peer = peer, .block = block,
-                                 .flag = flag, .after = after};
+                                 .chunk = -1, .slot = -1, .flag = flag, .after = after};
     return (int)o->n++;
+}
+
+/* Sets the last op's piece and receive slot. */
+static void piece(order *o, int index, int chunk, int slot)
+{
+    if ((size_t)index < o->max)
+        o->out[index].chunk = chunk, o->out[index].slot = slot;
 }
 
 static void barrier(order *o, unsigned flag)
 {
     push(o, FGRT_OP_BARRIER, 0, -1, -1, flag, -1);
+}
+
+/* The flag of piece i of what is pushed to rank d (fgrt_overlap.h). */
+static unsigned sent(unsigned world, unsigned i, unsigned d)
+{
+    return FGRT_FLAG_SENT + i * world + d;
 }
 
 /* AG: the own shard is pushed to r+1, r+2, ... (every rank writes a
@@ -40,7 +55,7 @@ static void barrier(order *o, unsigned flag)
  * No closing barrier: a rank's own pushes end its call, so the caller may
  * overwrite its shard on return, and the next call's opening barrier keeps
  * every push behind the GEMMs that read the block it overwrites. */
-static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned rank)
+static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunks, unsigned rank)
 {
     if (s == FGRT_SERIAL_NCCL) {
         const int ag = push(o, FGRT_OP_NCCL, 1, -1, -1, 0, -1);
@@ -48,22 +63,53 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned rank)
         return;
     }
     barrier(o, FGRT_FLAG_START);
-    if (s == FGRT_SHARD_OVERLAP)   /* the own shard's rows first, under the first copy */
+    const bool overlap = s != FGRT_SERIAL_CE;
+    const int whole = s == FGRT_CHUNK_OVERLAP ? 0 : -1;   /* the piece of a whole block */
+    if (overlap)   /* the own shard's rows first, under the first copy */
         push(o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
-    for (unsigned i = 1; i < world; i++) {
-        const int d = (int)((rank + i) % world);
-        push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1);
-        push(o, FGRT_OP_SIGNAL, 0, -1, -1, FGRT_FLAG_SENT + (unsigned)d, -1);
-    }
+    for (unsigned j = 0; j < chunks; j++)   /* piece by piece, each to every peer */
+        for (unsigned i = 1; i < world; i++) {
+            const int d = (int)((rank + i) % world);
+            piece(o, push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1), whole + (int)j, -1);
+            push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, j, (unsigned)d), -1);
+        }
     for (unsigned i = 1; i < world; i++) {
         const int p = (int)((rank + world - i) % world);
-        const unsigned st = s == FGRT_SHARD_OVERLAP ? 1 + i % 2 : 1;
-        push(o, FGRT_OP_WAIT, st, p, -1, FGRT_FLAG_SENT + rank, -1);
-        if (s == FGRT_SHARD_OVERLAP)
-            push(o, FGRT_OP_GEMM, st, -1, p, 0, -1);
+        for (unsigned j = 0; j < chunks; j++) {
+            const unsigned st = overlap ? 1 + ((i - 1) * chunks + j + 1) % 2 : 1;
+            push(o, FGRT_OP_WAIT, st, p, -1, sent(world, j, rank), -1);
+            if (overlap)
+                piece(o, push(o, FGRT_OP_GEMM, st, -1, p, 0, -1), whole + (int)j, -1);
+        }
     }
     if (s == FGRT_SERIAL_CE)
         push(o, FGRT_OP_GEMM, 1, -1, -1, 0, -1);
+}
+
+/* RS chunk_overlap: the running sum of block d starts at rank d + 1 and
+ * passes through d + 2, ... to d, each rank adding its partial in its GEMM
+ * (cuBLASLt's C), so no pass reads the partials again; every rank sends to
+ * r + 1 only.  Pieces pipeline the ring: piece j of step s waits only for
+ * piece j of step s - 1 at r - 1.  The next call's opening barrier keeps its
+ * pushes behind every GEMM that reads a slot. */
+static void ring_reduce_scatter(order *o, unsigned world, unsigned chunks, unsigned rank)
+{
+    const int next = (int)((rank + 1) % world), prev = (int)((rank + world - 1) % world);
+    barrier(o, FGRT_FLAG_START);
+    for (unsigned s = 0; s < world; s++) {
+        const int d = (int)((rank + 2 * world - s - 1) % world);   /* d = r - s - 1 */
+        for (unsigned j = 0; j < chunks; j++) {
+            const unsigned st = 1 + (s * chunks + j) % 2;
+            if (s > 0)
+                push(o, FGRT_OP_WAIT, st, prev, -1, sent(world, (s - 1) * chunks + j, rank), -1);
+            const int mm = push(o, FGRT_OP_GEMM, st, -1, d, 0, -1);
+            piece(o, mm, (int)j, s > 0 ? (int)s - 1 : -1);
+            if (s + 1 == world)
+                continue;   /* the own block: the sum is complete in out */
+            piece(o, push(o, FGRT_OP_COPY, 0, next, d, 0, mm), (int)j, (int)s);
+            push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, s * chunks + j, (unsigned)next), -1);
+        }
+    }
 }
 
 /* RS: the partial of the block of rank d is computed at step i (d = r + i),
@@ -86,8 +132,8 @@ static void reduce_scatter(order *o, fgrt_schedule s, unsigned world, unsigned r
         const int d = (int)((rank + i) % world);
         const int mm = s == FGRT_SHARD_OVERLAP ? push(o, FGRT_OP_GEMM, 1 + i % 2, -1, d, 0, -1)
                                                : whole;
-        push(o, FGRT_OP_COPY, 0, d, d, 0, mm);
-        push(o, FGRT_OP_SIGNAL, 0, -1, -1, FGRT_FLAG_SENT + (unsigned)d, -1);
+        piece(o, push(o, FGRT_OP_COPY, 0, d, d, 0, mm), -1, (int)rank);
+        push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, 0, (unsigned)d), -1);
     }
     int own = whole;
     if (s == FGRT_SHARD_OVERLAP)
@@ -95,19 +141,37 @@ static void reduce_scatter(order *o, fgrt_schedule s, unsigned world, unsigned r
     const unsigned rs = 1 + world % 2;   /* the stream of the own block's GEMM */
     for (unsigned i = 1; i < world; i++)
         push(o, FGRT_OP_WAIT, rs, (int)((rank + world - i) % world), -1,
-             FGRT_FLAG_SENT + rank, -1);
+             sent(world, 0, rank), -1);
     push(o, FGRT_OP_REDUCE, rs, -1, (int)rank, 0, own);
 }
 
-size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned rank,
-                        fgrt_op *out, size_t max)
+static bool valid(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks)
 {
-    if (world < 2 || world > FGRT_MAX_WORLD || rank >= world || (unsigned)s >= FGRT_SCHEDULE_COUNT ||
-        (c != FGRT_AG_GEMM && c != FGRT_GEMM_RS) || (!out && max))
+    return world >= 2 && world <= FGRT_MAX_WORLD && (unsigned)s < FGRT_SCHEDULE_COUNT &&
+           (c == FGRT_AG_GEMM || c == FGRT_GEMM_RS) &&
+           (s == FGRT_CHUNK_OVERLAP ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS : chunks == 1);
+}
+
+unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks)
+{
+    if (!valid(c, s, world, chunks))
+        return 0;
+    /* pieces a sender flags: RS chunk_overlap's (world - 1) steps x chunks, else chunks */
+    const unsigned pieces = c == FGRT_GEMM_RS && s == FGRT_CHUNK_OVERLAP ? (world - 1) * chunks
+                                                                          : chunks;
+    return FGRT_FLAG_SENT + world * pieces;
+}
+
+size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks,
+                        unsigned rank, fgrt_op *out, size_t max)
+{
+    if (!valid(c, s, world, chunks) || rank >= world || (!out && max))
         return 0;
     order o = {out, max, 0};
     if (c == FGRT_AG_GEMM)
-        all_gather(&o, s, world, rank);
+        all_gather(&o, s, world, chunks, rank);
+    else if (s == FGRT_CHUNK_OVERLAP)
+        ring_reduce_scatter(&o, world, chunks, rank);
     else
         reduce_scatter(&o, s, world, rank);
     return o.n;
@@ -119,6 +183,7 @@ const char *fgrt_schedule_name(fgrt_schedule s)
     case FGRT_SERIAL_NCCL: return "serial_nccl";
     case FGRT_SERIAL_CE: return "serial_ce";
     case FGRT_SHARD_OVERLAP: return "shard_overlap";
+    case FGRT_CHUNK_OVERLAP: return "chunk_overlap";
     case FGRT_SCHEDULE_COUNT: break;
     }
     return "?";

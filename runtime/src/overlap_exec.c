@@ -31,6 +31,7 @@ struct fgrt_overlap {
     fgrt_overlap_args args;
     size_t es;               /* bytes per element */
     long long rows;          /* m / world */
+    unsigned chunks;         /* pieces per row block (1 but for chunk_overlap) */
     size_t block_a, block_c; /* bytes of a row block of A and of C */
     fgrt_op *ops;
     size_t nops;
@@ -42,7 +43,7 @@ struct fgrt_overlap {
                                 stream, which would wait for a blocking caller stream that
                                 waits for this call */
     void *ev_in, *ev_bar, *ev_join[STREAMS];
-    unsigned nflags;         /* per rank: FGRT_FLAG_SENT + world */
+    unsigned nflags;         /* per rank: fgrt_overlap_flags() */
     unsigned *flags;         /* device: [world][nflags] set by each rank, then the epoch word */
     void *recv;              /* RS: [world][rows, n] */
     fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
@@ -77,20 +78,27 @@ static fg_status check_args(const fgrt_overlap_args *a)
     if (a->collective != FGRT_AG_GEMM && a->collective != FGRT_GEMM_RS)
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: unknown collective %d",
                        (int)a->collective);
-    if (a->schedule != FGRT_SERIAL_CE && a->schedule != FGRT_SHARD_OVERLAP)
+    if (a->schedule != FGRT_SERIAL_CE && a->schedule != FGRT_SHARD_OVERLAP &&
+        a->schedule != FGRT_CHUNK_OVERLAP)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                       "fgrt_overlap_create: schedule %s is not the executor's (serial_ce and "
-                       "shard_overlap are; serial NCCL is NCCL's own call)",
+                       "fgrt_overlap_create: schedule %s is not the executor's (serial_ce, "
+                       "shard_overlap and chunk_overlap are; serial NCCL is NCCL's own call)",
                        fgrt_schedule_name(a->schedule));
     if (a->world < 2 || a->world > MAX_WORLD || a->rank >= a->world)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: rank %u of world %u (2 to %d ranks)", a->rank,
                        a->world, MAX_WORLD);
-    if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->m % a->world)
+    const bool chunked = a->schedule == FGRT_CHUNK_OVERLAP;
+    if (chunked ? a->chunks < 2 || a->chunks > FGRT_MAX_CHUNKS : a->chunks > 1)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: %u chunks (chunk_overlap: 2 to %d; else 0 or 1)",
+                       a->chunks, FGRT_MAX_CHUNKS);
+    const long long pieces = (long long)a->world * (chunked ? a->chunks : 1);
+    if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->m % pieces)
         return fg_fail(FG_ERR_BAD_SHAPE,
                        "fgrt_overlap_create: m %lld, n %lld, k %lld (positive, m a multiple of "
-                       "the world size %u)",
-                       a->m, a->n, a->k, a->world);
+                       "%lld: the world size%s)",
+                       a->m, a->n, a->k, pieces, chunked ? " times the chunks" : "");
     if (a->m > (1LL << 40) / a->k || a->m > (1LL << 40) / a->n)
         return fg_fail(FG_ERR_BAD_SHAPE, "fgrt_overlap_create: m x k or m x n too large");
     if (fg_reg_dtype_bytes(a->dtype) == 0)
@@ -103,7 +111,7 @@ static fg_status check_args(const fgrt_overlap_args *a)
     if (!a->gemm)
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: no gemm callback");
     const long long block_bytes = a->m / a->world * a->n * (long long)fg_reg_dtype_bytes(a->dtype);
-    if (rs && !a->reduce && block_bytes % 16)
+    if (rs && !a->reduce && !chunked && block_bytes % 16)   /* chunk_overlap reduces in its GEMMs */
         return fg_fail(FG_ERR_BAD_SHAPE,
                        "fgrt_overlap_create: the generated reduction streams 16-byte vectors; a "
                        "row block of m / world x n is %lld bytes (give a reduce callback)",
@@ -118,13 +126,13 @@ static fg_status check_args(const fgrt_overlap_args *a)
 static fg_status plan(fgrt_overlap *x)
 {
     const fgrt_overlap_args *a = &x->args;
-    x->nops = fgrt_overlap_ops(a->collective, a->schedule, a->world, a->rank, NULL, 0);
+    x->nops = fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, a->rank, NULL, 0);
     x->ops = calloc(x->nops, sizeof *x->ops);
     x->done = calloc(x->nops, sizeof *x->done);
     x->waits = calloc(x->nops * a->world, sizeof *x->waits);
     if (!x->ops || !x->done || !x->waits)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
-    fgrt_overlap_ops(a->collective, a->schedule, a->world, a->rank, x->ops, x->nops);
+    fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, a->rank, x->ops, x->nops);
     for (size_t i = 0; i < x->nops; i++) {
         const fgrt_op *op = &x->ops[i];
         fg_status st = FG_OK;
@@ -208,9 +216,10 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         x->args.timeout_s = 10.0;
     x->es = fg_reg_dtype_bytes(args->dtype);
     x->rows = args->m / args->world;
+    x->chunks = args->schedule == FGRT_CHUNK_OVERLAP ? args->chunks : 1;
     x->block_a = (size_t)x->rows * args->k * x->es;
     x->block_c = (size_t)x->rows * args->n * x->es;
-    x->nflags = FGRT_FLAG_SENT + args->world;
+    x->nflags = fgrt_overlap_flags(args->collective, args->schedule, args->world, x->chunks);
     st = plan(x);
     if (st == FG_OK)
         st = make_streams(x);
@@ -223,7 +232,8 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     if (st == FG_OK && args->collective == FGRT_GEMM_RS) {
         st = OPS(x)->alloc(x->drv, (size_t)args->world * x->block_c, &x->recv);
     }
-    if (st == FG_OK && args->collective == FGRT_GEMM_RS && !args->reduce)
+    if (st == FG_OK && args->collective == FGRT_GEMM_RS && !args->reduce &&
+        args->schedule != FGRT_CHUNK_OVERLAP)   /* its GEMMs add the partials */
         st = bind_reduction(x);
     if (st != FG_OK) {
         fgrt_overlap_destroy(x);
@@ -235,12 +245,12 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
 
 /* ---- the handle ---- */
 
-enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 2 };
+enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 3 };
 
 typedef struct wire {
     uint32_t magic, version;
     int32_t pid, ordinal;
-    uint32_t collective, schedule, world, rank, dtype;
+    uint32_t collective, schedule, chunks, world, rank, dtype;
     uint32_t ipc_ok;              /* bit i: buffer i exported for other processes */
     uint64_t process;             /* this process's token: pids repeat across containers */
     int64_t m, n, k;
@@ -281,6 +291,7 @@ fg_status fgrt_overlap_export(const fgrt_overlap *x, fgrt_overlap_handle *out)
     w.magic = WIRE_MAGIC, w.version = WIRE_VERSION;
     w.pid = (int32_t)getpid(), w.process = process_token(), w.ordinal = x->drv->ordinal;
     w.collective = (uint32_t)x->args.collective, w.schedule = (uint32_t)x->args.schedule;
+    w.chunks = x->chunks;
     w.world = x->args.world, w.rank = x->args.rank, w.dtype = (uint32_t)x->args.dtype;
     w.m = x->args.m, w.n = x->args.n, w.k = x->args.k;
     /* what the peers map: the flags, AG's gathered A, RS's receive slots */
@@ -359,17 +370,17 @@ fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all)
             return fg_fail(FG_ERR_INVALID_ARGUMENT,
                            "fgrt_overlap_connect: handle %u is not an exported executor", p);
         if (w.rank != p || w.world != a->world || w.collective != (uint32_t)a->collective ||
-            w.schedule != (uint32_t)a->schedule || w.dtype != (uint32_t)a->dtype ||
-            w.m != a->m || w.n != a->n || w.k != a->k)
+            w.schedule != (uint32_t)a->schedule || w.chunks != x->chunks ||
+            w.dtype != (uint32_t)a->dtype || w.m != a->m || w.n != a->n || w.k != a->k)
             return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                           "fgrt_overlap_connect: handle %u is rank %u of %u for %s %s m %lld n "
-                           "%lld k %lld; this rank expects rank %u of %u for %s %s m %lld n "
-                           "%lld k %lld",
+                           "fgrt_overlap_connect: handle %u is rank %u of %u for %s %s (%u "
+                           "chunks) m %lld n %lld k %lld; this rank expects rank %u of %u for %s "
+                           "%s (%u chunks) m %lld n %lld k %lld",
                            p, w.rank, w.world, w.collective ? "gemm_rs" : "ag_gemm",
-                           fgrt_schedule_name((fgrt_schedule)w.schedule), (long long)w.m,
-                           (long long)w.n, (long long)w.k, p, a->world,
+                           fgrt_schedule_name((fgrt_schedule)w.schedule), w.chunks,
+                           (long long)w.m, (long long)w.n, (long long)w.k, p, a->world,
                            a->collective ? "gemm_rs" : "ag_gemm", fgrt_schedule_name(a->schedule),
-                           a->m, a->n, a->k);
+                           x->chunks, a->m, a->n, a->k);
     }
     fg_status st = FG_OK;
     for (unsigned p = 0; p < a->world && st == FG_OK; p++) {
@@ -432,27 +443,36 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     const fgrt_overlap_args *a = &x->args;
     const fg_driver_ops *o = OPS(x);
     void *s = x->st[op->stream];
-    const size_t block_a = x->block_a, block_c = x->block_c;
+    /* an op's rows: a whole block, or its piece `chunk` */
+    const size_t pieces = op->chunk < 0 ? 1 : x->chunks;
+    const size_t part = op->chunk < 0 ? 0 : (size_t)op->chunk;
+    const size_t len_a = x->block_a / pieces, len_c = x->block_c / pieces;
+    const size_t at_a = (size_t)op->block * x->block_a + part * len_a;
+    const size_t at_c = (size_t)op->block * x->block_c + part * len_c;
     char *A = a->a, *C = a->c;
     switch (op->kind) {
     case FGRT_OP_BARRIER:
         return barrier(x, op->flag, epoch);
     case FGRT_OP_COPY:
         if (a->collective == FGRT_AG_GEMM)   /* the own shard into the peer's same block */
-            return o->copy_async(x->drv, x->peer[op->peer].a + (size_t)op->block * block_a,
-                                 A + (size_t)op->block * block_a, block_a, s);
-        /* the partial of the peer's block into its slot for this rank */
-        return o->copy_async(x->drv, x->peer[op->peer].recv + (size_t)a->rank * block_c,
-                             C + (size_t)op->block * block_c, block_c, s);
+            return o->copy_async(x->drv, x->peer[op->peer].a + at_a, A + at_a, len_a, s);
+        /* the partial (or running sum) of a block into the peer's slot */
+        return o->copy_async(x->drv,
+                             x->peer[op->peer].recv + (size_t)op->slot * x->block_c + part * len_c,
+                             C + at_c, len_c, s);
     case FGRT_OP_GEMM: {
-        const int r = op->block < 0
-                          ? a->gemm(a->user, s, A, C, a->m)
-                          : a->gemm(a->user, s, A + (size_t)op->block * block_a,
-                                    C + (size_t)op->block * block_c, x->rows);
+        const long long rows = x->rows / (long long)pieces;
+        const char *acc = op->slot < 0 ? NULL
+                                       : (const char *)x->recv + (size_t)op->slot * x->block_c +
+                                             part * len_c;
+        /* chunk_overlap's own block: the sum is complete, into out */
+        char *c = acc && op->block == (int)a->rank ? (char *)a->out + part * len_c : C + at_c;
+        const int r = op->block < 0 ? a->gemm(a->user, s, A, NULL, C, a->m)
+                                    : a->gemm(a->user, s, A + at_a, acc, c, rows);
         return r == 0 ? FG_OK : callback_failed("gemm", op);
     }
-    case FGRT_OP_SIGNAL:   /* "what I push to rank d has landed there": set in d's memory */
-        return send_flag(x, op->flag - FGRT_FLAG_SENT, op->flag, s);
+    case FGRT_OP_SIGNAL:   /* "piece i of what I push to rank d has landed": in d's memory */
+        return send_flag(x, (op->flag - FGRT_FLAG_SENT) % a->world, op->flag, s);
     case FGRT_OP_WAIT:
         return o->wait_flag(x->drv, s, flag_at(x, x->flags, (unsigned)op->peer, op->flag), epoch);
     case FGRT_OP_REDUCE: {
@@ -586,11 +606,15 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
         const unsigned got = *flag_at(x, v, w->peer, w->flag);
         if ((int32_t)(got - x->epoch) >= 0)
             continue;
-        char name[32];
+        char name[48];
         if (w->flag == FGRT_FLAG_START)
             snprintf(name, sizeof name, "start");
-        else
+        else if (x->chunks == 1 && w->flag - FGRT_FLAG_SENT < x->args.world)
             snprintf(name, sizeof name, "sent(%u)", w->flag - FGRT_FLAG_SENT);
+        else   /* piece i of what was sent to d */
+            snprintf(name, sizeof name, "sent(%u) piece %u",
+                     (w->flag - FGRT_FLAG_SENT) % x->args.world,
+                     (w->flag - FGRT_FLAG_SENT) / x->args.world);
         used += (size_t)snprintf(buf + used, len - used, "%srank %u's %s at call %u (has %u)",
                                  used ? ", " : "", w->peer, name, x->epoch, got);
     }

@@ -129,15 +129,19 @@ inline const LtPlan *lt_plan(LtGemm *g, long long rows, long long n, long long k
     return &g->plans.back();
 }
 
-// c[rows, n] = a[rows, k] x b[k, n], row-major bf16, on `stream` with
-// workspace `slot` of g (one per stream that may run a GEMM at once).
-inline bool lt_matmul(LtGemm *g, int slot, const __nv_bfloat16 *b, const void *a, void *c,
-                      long long rows, long long n, long long k, cudaStream_t stream)
+// c[rows, n] = a[rows, k] x b[k, n] (+ acc[rows, n] unless NULL: cuBLASLt's
+// C with beta 1, read in fp32 with the product), row-major bf16, on
+// `stream` with workspace `slot` of g (one per stream that may run a GEMM
+// at once).
+inline bool lt_matmul(LtGemm *g, int slot, const __nv_bfloat16 *b, const void *a,
+                      const void *acc, void *c, long long rows, long long n, long long k,
+                      cudaStream_t stream)
 {
     const float one = 1.f, zero = 0.f;
     const LtPlan *p = lt_plan(g, rows, n, k);
-    return p && lt_ok(cublasLtMatmul(g->h, p->op, &one, b, p->a, a, p->b, &zero, c, p->c, c,
-                                     p->c, &p->algo, g->ws[slot], LtGemm::kWorkspace, stream),
+    return p && lt_ok(cublasLtMatmul(g->h, p->op, &one, b, p->a, a, p->b, acc ? &one : &zero,
+                                     acc ? acc : c, p->c, c, p->c, &p->algo, g->ws[slot],
+                                     LtGemm::kWorkspace, stream),
                       "cublasLtMatmul");
 }
 

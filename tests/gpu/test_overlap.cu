@@ -8,7 +8,8 @@
 //     double reference on the host (small shapes);
 //   - GEMM+RS: each rank's block of sum_r A_r B_r, likewise;
 //   for serial-nccl (NCCL's collective, grouped over the ranks; skipped, and
-//   said so, when built without NCCL), serial-ce and shard-overlap at world
+//   said so, when built without NCCL), serial-ce, shard-overlap and
+//   chunk-overlap (2 and 4 chunks) at world
 //   sizes 2, 4 and 8 as the GPUs present allow.  Relative L2 <= 1e-2 (bf16), NaN never passes.
 // --bench [--json FILE] [--only NAME,...] [--bench-shapes LIST]: for the
 // Llama-2-70B TP=2 shapes of specs/gemm at 2 GPUs (and the peer's; or the
@@ -60,7 +61,7 @@ namespace {
 using namespace overlap_gpu;
 
 constexpr int kMaxWorld = 8;
-constexpr int kMaxOps = 64;
+constexpr int kMaxOps = 320;   // RS chunk_overlap at 8 ranks and FGRT_MAX_CHUNKS: 257
 
 struct Rank {
     int dev = 0;
@@ -73,7 +74,7 @@ struct Rank {
     __nv_bfloat16 *c = nullptr;     // AG: C [M, N]; RS: the partial [M, N]
     __nv_bfloat16 *recv = nullptr;  // RS: W slots of [M/W, N] from each rank
     __nv_bfloat16 *out = nullptr;   // RS: this rank's reduced block [M/W, N]
-    cudaEvent_t flag[FGRT_FLAG_SENT + kMaxWorld] = {};
+    std::vector<cudaEvent_t> flag;  // fgrt_overlap_flags() of the schedule with the most
     cudaEvent_t done[kMaxOps] = {};
     cudaEvent_t join[2] = {};       // a barrier joins streams 0 and 2 into 1
     int sms = 0;                    // the reduction's grid: 16 blocks per SM
@@ -90,8 +91,15 @@ struct Setup {
     Rank r[kMaxWorld];
     // every rank's order for one schedule, made once and replayed per call
     int ops_sched = -1;
+    unsigned ops_chunks = 0;
     fgrt_op ops[kMaxWorld][kMaxOps];
     size_t nops[kMaxWorld] = {};
+};
+
+// A schedule as the tests run it: chunk_overlap with its pieces per block.
+struct Sched {
+    fgrt_schedule s;
+    unsigned chunks;
 };
 
 // The current device may access `peer`'s memory (enabled once per process).
@@ -109,6 +117,8 @@ bool setup(Setup *s)
         fprintf(stderr, "overlap: M must split evenly over the ranks, a block into 16-byte vectors\n");
         return false;
     }
+    const unsigned nflags =
+        fgrt_overlap_flags(s->coll, FGRT_CHUNK_OVERLAP, (unsigned)s->world, FGRT_MAX_CHUNKS);
     for (int q = 0; q < s->world; q++) {
         Rank &r = s->r[q];
         r.dev = q;
@@ -120,6 +130,7 @@ bool setup(Setup *s)
         for (auto &st : r.st)
             if (!fgh_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)))
                 return false;
+        r.flag.assign(nflags, nullptr);
         for (auto &e : r.flag)
             if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
                 return false;
@@ -194,12 +205,12 @@ void teardown(Setup *s)
     }
 }
 
-// c[rows, n] = a[rows, k] x B, row-major, through cuBLASLt on the rank's
-// stream `sti` with that stream's workspace.
-bool gemm_rows(Rank &r, int sti, const __nv_bfloat16 *a, __nv_bfloat16 *c, long long rows,
-               long long n, long long k)
+// c[rows, n] = a[rows, k] x B (+ acc[rows, n] unless NULL), row-major,
+// through cuBLASLt on the rank's stream `sti` with that stream's workspace.
+bool gemm_rows(Rank &r, int sti, const __nv_bfloat16 *a, const __nv_bfloat16 *acc,
+               __nv_bfloat16 *c, long long rows, long long n, long long k)
 {
-    return lt_matmul(&r.lt, sti, r.b, a, c, rows, n, k, r.st[sti]);
+    return lt_matmul(&r.lt, sti, r.b, a, acc, c, rows, n, k, r.st[sti]);
 }
 
 // One rank's op, enqueued.  Cross-rank waits are on events the peers have
@@ -208,30 +219,37 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
 {
     Rank &r = s->r[q];
     const fgrt_op &op = ops[k];
-    const long long rows = s->m / s->world;
     cudaSetDevice(r.dev);
     cudaStream_t st = r.st[op.stream];
     if (op.after >= 0 && !fgh_ok(cudaStreamWaitEvent(st, r.done[op.after], 0)))
         return false;
+    // the op's rows: a whole row block, or its piece `chunk`
+    const long long block = s->m / s->world;
+    const long long rows = op.chunk < 0 ? block : block / s->ops_chunks;
+    const long long row0 = (long long)op.block * block + (op.chunk < 0 ? 0 : op.chunk * rows);
+    const long long in_slot = row0 - (long long)op.block * block;   // rows into a slot
     bool ok = true;
     switch (op.kind) {
     case FGRT_OP_COPY:
-        if (s->coll == FGRT_AG_GEMM)   // push the own shard into the peer's block `block`
-            ok = fgh_ok(cudaMemcpyPeerAsync(s->r[op.peer].full + (size_t)op.block * rows * s->k,
-                                            op.peer, r.a, r.dev, bytes(rows * s->k), st));
-        else   // push this rank's partial of the peer's block into its slot q
-            ok = fgh_ok(cudaMemcpyPeerAsync(s->r[op.peer].recv + (size_t)q * rows * s->n, op.peer,
-                                            r.c + op.block * rows * s->n, r.dev,
-                                            bytes(rows * s->n), st));
+        if (s->coll == FGRT_AG_GEMM)   // push the own shard (or its piece) into the peer's
+            ok = fgh_ok(cudaMemcpyPeerAsync(s->r[op.peer].full + row0 * s->k, op.peer,
+                                            r.full + row0 * s->k, r.dev, bytes(rows * s->k), st));
+        else   // push this rank's partial (or running sum) of a block into the peer's slot
+            ok = fgh_ok(cudaMemcpyPeerAsync(
+                s->r[op.peer].recv + (op.slot * block + in_slot) * s->n, op.peer,
+                r.c + row0 * s->n, r.dev, bytes(rows * s->n), st));
         break;
     case FGRT_OP_GEMM: {
         // AG reads the gathered A, whose own block is the rank's shard
         const __nv_bfloat16 *a = s->coll == FGRT_AG_GEMM ? r.full : r.a;
+        const __nv_bfloat16 *acc =
+            op.slot < 0 ? nullptr : r.recv + (op.slot * block + in_slot) * s->n;
+        // chunk_overlap's own block: the sum is complete, into out
+        __nv_bfloat16 *c = acc && op.block == q ? r.out + in_slot * s->n : r.c + row0 * s->n;
         if (op.block < 0)
-            ok = gemm_rows(r, op.stream, a, r.c, s->m, s->n, s->k);
+            ok = gemm_rows(r, op.stream, a, nullptr, r.c, s->m, s->n, s->k);
         else
-            ok = gemm_rows(r, op.stream, a + (size_t)op.block * rows * s->k,
-                           r.c + (size_t)op.block * rows * s->n, rows, s->n, s->k);
+            ok = gemm_rows(r, op.stream, a + row0 * s->k, acc, c, rows, s->n, s->k);
         break;
     }
     case FGRT_OP_SIGNAL:
@@ -311,22 +329,26 @@ bool enqueue_nccl(Setup *s, fgrt_op (*ops)[kMaxOps], const size_t *next)
 
 // One call of the schedule on every rank: each rank's ops enqueued in its
 // order, the ranks interleaved so that every wait finds its event recorded.
-bool run_call(Setup *s, fgrt_schedule sched)
+bool run_call(Setup *s, Sched sched)
 {
-    if (s->ops_sched != (int)sched) {   // the orders, once per schedule (not per timed call)
+    const unsigned chunks = sched.s == FGRT_CHUNK_OVERLAP ? sched.chunks : 1;
+    if (s->ops_sched != (int)sched.s || s->ops_chunks != chunks) {
+        // the orders, once per schedule (not per timed call)
         for (int q = 0; q < s->world; q++) {
-            s->nops[q] = fgrt_overlap_ops(s->coll, sched, (unsigned)s->world, (unsigned)q,
-                                          s->ops[q], kMaxOps);
+            s->nops[q] = fgrt_overlap_ops(s->coll, sched.s, (unsigned)s->world, chunks,
+                                          (unsigned)q, s->ops[q], kMaxOps);
             if (s->nops[q] == 0 || s->nops[q] > kMaxOps)
                 return false;
         }
-        s->ops_sched = (int)sched;
+        s->ops_sched = (int)sched.s, s->ops_chunks = chunks;
     }
     fgrt_op(*ops)[kMaxOps] = s->ops;
     const size_t *n = s->nops;
     size_t next[kMaxWorld] = {};
     bool armed[kMaxWorld] = {}, at_nccl[kMaxWorld] = {};
-    bool signalled[kMaxWorld][FGRT_FLAG_SENT + kMaxWorld] = {};
+    const size_t nflags = s->r[0].flag.size();
+    std::vector<char> signalled_at(s->world * nflags, 0);   // [rank][flag]
+    auto signalled = [&](int rank) { return &signalled_at[rank * nflags]; };
     for (bool moved = true; moved;) {
         moved = false;
         for (int q = 0; q < s->world; q++) {
@@ -338,19 +360,19 @@ bool run_call(Setup *s, fgrt_schedule sched)
                     if (!arm_barrier(s->r[q], op.flag))
                         return false;
                     armed[q] = true;
-                    signalled[q][op.flag] = true;
+                    signalled(q)[op.flag] = true;
                     moved = true;
                 }
                 bool all = true;
                 for (int p = 0; p < s->world; p++)
-                    all &= signalled[p][op.flag];
+                    all &= signalled(p)[op.flag];
                 if (!all)
                     continue;
                 if (!pass_barrier(s, s->r[q], op.flag))
                     return false;
                 armed[q] = false;
             } else if (op.kind == FGRT_OP_WAIT) {
-                if (!signalled[op.peer][op.flag])
+                if (!signalled(op.peer)[op.flag])
                     continue;
                 if (!enqueue_op(s, q, ops[q], (int)next[q]))
                     return false;
@@ -373,7 +395,7 @@ bool run_call(Setup *s, fgrt_schedule sched)
                 if (!enqueue_op(s, q, ops[q], (int)next[q]))
                     return false;
                 if (op.kind == FGRT_OP_SIGNAL)
-                    signalled[q][op.flag] = true;
+                    signalled(q)[op.flag] = true;
             }
             next[q]++;
             moved = true;
@@ -418,12 +440,15 @@ bool poison_others(Setup *s, int q)
     return true;
 }
 
-void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, long long n, long long k)
+void check(fgrt_collective coll, Sched sched, int world, long long m, long long n, long long k)
 {
-    char name[160];
-    snprintf(name, sizeof name, "%s %s, %d GPUs, M=%lld N=%lld K=%lld",
-             coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched), world, m, n, k);
-    Setup s{coll, world, m, n, k, sched == FGRT_SERIAL_NCCL, {}};
+    char name[160], pieces[32] = "";
+    if (sched.s == FGRT_CHUNK_OVERLAP)
+        snprintf(pieces, sizeof pieces, " (%u chunks)", sched.chunks);
+    snprintf(name, sizeof name, "%s %s%s, %d GPUs, M=%lld N=%lld K=%lld",
+             coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched.s), pieces,
+             world, m, n, k);
+    Setup s{coll, world, m, n, k, sched.s == FGRT_SERIAL_NCCL, {}};
     if (!CHECK(name, setup(&s))) {
         teardown(&s);
         return;
@@ -489,7 +514,7 @@ void check(fgrt_collective coll, fgrt_schedule sched, int world, long long m, lo
 // from the inputs read back (a full reference of these shapes is too slow on
 // the host).  The relative L2 error over the samples; +inf if any sampled
 // entry was left unwritten or the call failed.
-double check_sampled(Setup *s, fgrt_schedule sched, uint64_t seed)
+double check_sampled(Setup *s, Sched sched, uint64_t seed)
 {
     constexpr int kSamples = 96;
     const long long rows = s->m / s->world, n = s->n, k = s->k;
@@ -545,7 +570,7 @@ bool sync_all(Setup *s)
 // What one timed repetition enqueues: a schedule, the GEMM alone, or the copies alone.
 enum class Part { schedule, gemm, comm };
 
-bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
+bool enqueue_part(Setup *s, Part part, Sched sched)
 {
     if (part == Part::schedule)
         return run_call(s, sched);
@@ -554,7 +579,8 @@ bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
         Rank &r = s->r[q];
         cudaSetDevice(q);
         if (part == Part::gemm) {
-            if (!gemm_rows(r, 1, s->coll == FGRT_AG_GEMM ? r.full : r.a, r.c, s->m, s->n, s->k))
+            if (!gemm_rows(r, 1, s->coll == FGRT_AG_GEMM ? r.full : r.a, nullptr, r.c, s->m, s->n,
+                           s->k))
                 return false;
             continue;
         }
@@ -575,7 +601,7 @@ bool enqueue_part(Setup *s, Part part, fgrt_schedule sched)
 
 // us per call of `calls` back-to-back calls of one part, host-timed between
 // full synchronizations.
-double time_once(Setup *s, Part part, fgrt_schedule sched, int calls)
+double time_once(Setup *s, Part part, Sched sched, int calls)
 {
     if (!sync_all(s))
         return NAN;
@@ -603,17 +629,21 @@ constexpr bool kHaveNccl = false;
 #endif
 
 // The timed parts of one shape, in the order each repeat runs them.
-enum { kGemm, kComm, kNccl, kCe, kShard, kParts };
-const char *const kPartName[kParts] = {"gemm", "comm", "serial_nccl", "serial_ce",
-                                       "shard_overlap"};
+enum { kGemm, kComm, kNccl, kCe, kShard, kChunk2, kChunk4, kParts };
+const char *const kPartName[kParts] = {"gemm",          "comm",           "serial_nccl",
+                                       "serial_ce",     "shard_overlap",  "chunk_overlap_c2",
+                                       "chunk_overlap_c4"};
 // the schedule a part runs (gemm and comm: parts of serial_ce's)
-const fgrt_schedule kSched[kParts] = {FGRT_SERIAL_CE, FGRT_SERIAL_CE, FGRT_SERIAL_NCCL,
-                                      FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP};
+const Sched kSched[kParts] = {{FGRT_SERIAL_CE, 1},     {FGRT_SERIAL_CE, 1},
+                              {FGRT_SERIAL_NCCL, 1},   {FGRT_SERIAL_CE, 1},
+                              {FGRT_SHARD_OVERLAP, 1}, {FGRT_CHUNK_OVERLAP, 2},
+                              {FGRT_CHUNK_OVERLAP, 4}};
 
 // NaN: not run (serial_nccl without NCCL) or failed.
 double run_part(Setup *s, int i, int calls)
 {
-    static const Part part[kParts] = {Part::gemm, Part::comm, Part::schedule, Part::schedule,
+    static const Part part[kParts] = {Part::gemm,     Part::comm,     Part::schedule,
+                                      Part::schedule, Part::schedule, Part::schedule,
                                       Part::schedule};
     if (i == kNccl && !kHaveNccl)
         return NAN;
@@ -719,7 +749,7 @@ void bench(int world, const char *json_path, const char *only, const std::vector
         const timespec rest = {0, 100 * 1000 * 1000};
         nanosleep(&rest, nullptr);
         for (const double t0 = now_us(); finite && now_us() - t0 < 200e3;)
-            finite = enqueue_part(&s, Part::gemm, FGRT_SERIAL_CE) && sync_all(&s);
+            finite = enqueue_part(&s, Part::gemm, {FGRT_SERIAL_CE, 1}) && sync_all(&s);
         double t[kParts][kReps], med[kParts], lo[kParts], hi[kParts];
         for (int rep = -1; rep < kReps; rep++)   // rep -1 warms up
             for (int i = 0; i < kParts; i++) {
@@ -745,11 +775,12 @@ void bench(int world, const char *json_path, const char *only, const std::vector
             CHECKF(name, err[i] <= 1e-2, "rel L2 %.3e", err[i]);
         }
         const double ideal = std::max(med[kGemm], med[kComm]);
-        printf("%-19s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  comm %6.1f  serial_nccl %7.1f "
-               "(%.2fx)  serial_ce %7.1f (%.2fx)  shard_overlap %7.1f (%.2fx)  us\n",
-               sh.name, sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k,
-               med[kGemm], med[kComm], med[kNccl], med[kNccl] / ideal, med[kCe], med[kCe] / ideal,
-               med[kShard], med[kShard] / ideal);
+        printf("%-19s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  comm %6.1f ", sh.name,
+               sh.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sh.m, sh.n, sh.k, med[kGemm],
+               med[kComm]);
+        for (int i = kNccl; i < kParts; i++)
+            printf(" %s %7.1f (%.2fx)", kPartName[i], med[i], med[i] / ideal);
+        printf("  us\n");
         if (jf) {
             fgh_json_obj_begin(&j, nullptr);
             fgh_json_str(&j, "name", sh.name);
@@ -764,9 +795,11 @@ void bench(int world, const char *json_path, const char *only, const std::vector
                     fgh_json_num(&j, "sampled_rel_l2", err[i]);
                 fgh_json_obj_end(&j);
             }
-            fgh_json_num(&j, "serial_nccl_over_ideal", med[kNccl] / ideal);
-            fgh_json_num(&j, "serial_ce_over_ideal", med[kCe] / ideal);
-            fgh_json_num(&j, "shard_overlap_over_ideal", med[kShard] / ideal);
+            for (int i = kNccl; i < kParts; i++) {
+                char key[64];
+                snprintf(key, sizeof key, "%s_over_ideal", kPartName[i]);
+                fgh_json_num(&j, key, med[i] / ideal);
+            }
             fgh_json_obj_end(&j);
         }
         teardown(&s);
@@ -942,7 +975,7 @@ double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat1
         const timespec rest = {0, 100 * 1000 * 1000};
         nanosleep(&rest, nullptr);
         for (const double t0 = now_us(); ok && now_us() - t0 < 200e3;) {
-            ok = gemm_rows(r, 1, a, c, rows, n, k);
+            ok = gemm_rows(r, 1, a, nullptr, c, rows, n, k);
             ok = ok && fgh_ok(cudaStreamSynchronize(r.st[1]));
         }
     }
@@ -953,7 +986,7 @@ double time_gemm(Rank &r, long long rows, long long n, long long k, __nv_bfloat1
                 ok &= fgh_ok(cudaMemcpyPeerAsync(buf[0][1], 0, buf[1][0], 1, copy_bytes, cst));
         cudaEventRecord(e0, r.st[1]);
         for (int i = 0; i < kCalls; i++)
-            ok &= gemm_rows(r, 1, a, c, rows, n, k);
+            ok &= gemm_rows(r, 1, a, nullptr, c, rows, n, k);
         cudaEventRecord(e1, r.st[1]);
         fgh_clock_sample();
         ok &= fgh_ok(cudaEventSynchronize(e1));
@@ -1156,9 +1189,9 @@ bool profile(const char *json_path, const char *shapes_text)
             }
             std::vector<double> tc, tg, tm;
             for (int rep = -1; rep < 9; rep++) {   // rep -1 warms up; parts interleaved
-                const double c = time_once(&ts, Part::schedule, FGRT_SERIAL_CE, 5);
-                const double g = time_once(&ts, Part::gemm, FGRT_SERIAL_CE, 5);
-                const double m = time_once(&ts, Part::comm, FGRT_SERIAL_CE, 5);
+                const double c = time_once(&ts, Part::schedule, {FGRT_SERIAL_CE, 1}, 5);
+                const double g = time_once(&ts, Part::gemm, {FGRT_SERIAL_CE, 1}, 5);
+                const double m = time_once(&ts, Part::comm, {FGRT_SERIAL_CE, 1}, 5);
                 if (rep >= 0)
                     tc.push_back(c), tg.push_back(g), tm.push_back(m);
             }
@@ -1257,12 +1290,15 @@ int main(int argc, char **argv)
     if (!kHaveNccl)
         fgh_skip("serial_nccl schedules (checks and timings)",
                  "built without NCCL (no nccl.h / libnccl where the GPU tests were built)");
+    static const Sched checked[] = {{FGRT_SERIAL_NCCL, 1},   {FGRT_SERIAL_CE, 1},
+                                    {FGRT_SHARD_OVERLAP, 1}, {FGRT_CHUNK_OVERLAP, 2},
+                                    {FGRT_CHUNK_OVERLAP, 4}};
     for (int w = 2; w <= gpus; w *= 2)
-        for (int sched : {FGRT_SERIAL_NCCL, FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP})
+        for (const Sched &sched : checked)
             for (fgrt_collective c : {FGRT_AG_GEMM, FGRT_GEMM_RS})
-                if ((sched != FGRT_SERIAL_NCCL || kHaveNccl) &&
-                    (!nccl_only || sched == FGRT_SERIAL_NCCL))
-                    check(c, (fgrt_schedule)sched, w, 256 * w, 192, 128);
+                if ((sched.s != FGRT_SERIAL_NCCL || kHaveNccl) &&
+                    (!nccl_only || sched.s == FGRT_SERIAL_NCCL))
+                    check(c, sched, w, 256 * w, 192, 128);
     if (do_bench)
         bench(2, json, only, bench_shapes);
     return fgh_summary() ? 1 : 0;

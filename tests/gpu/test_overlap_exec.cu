@@ -7,15 +7,17 @@
 //
 // Checks (bf16, rel L2 <= 1e-2, NaN never passes), on fresh random inputs
 // with every output poisoned before each call:
-//   - AG+GEMM and GEMM+RS, serial_ce and shard_overlap, 3 calls in a row
-//     with new inputs each, every output element against a double
+//   - AG+GEMM and GEMM+RS, serial_ce, shard_overlap and chunk_overlap (2
+//     and 4 chunks; RS's ring adds the running sums in its GEMMs), 3 calls
+//     in a row with new inputs each, every output element against a double
 //     reference on the host (small shapes); GEMM+RS once with the reduce
 //     callback and once with the generated overlap_reduce kernel, found in
 //     --kernels DIR with DIR/manifest.json (--manifest FILE) as an engine's
 //     registry would hold it (skipped, and said so, where DIR has none);
 //   - 1000 calls of shard_overlap (AG+GEMM; GEMM+RS with the generated
-//     reduction where there is one), outputs poisoned before each, bitwise
-//     equal to the first (issue 12's deterministic mode);
+//     reduction where there is one) and of chunk_overlap with 4 chunks,
+//     outputs poisoned before each, bitwise equal to the first (issue 12's
+//     deterministic mode);
 //   - a peer that never runs its call: the waiting rank's
 //     fgrt_overlap_wait returns FG_ERR_TIMEOUT once its limit has passed,
 //     names the flag that did not come, and the executor refuses later calls.
@@ -26,6 +28,7 @@
 // on 96 sampled outputs.  GEMM+RS uses the generated reduction where
 // --kernels has it, else the test's reduce callback (the results file says
 // which).
+#include <algorithm>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -35,6 +38,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <string>
 #include <vector>
 
 #include "harness.h"
@@ -158,6 +162,21 @@ bool load_generated(const char *dir, const char *manifest_path, int world, Gener
 
 // ---- one rank's GEMM and buffers ----
 
+// A schedule as the executor runs it: chunk_overlap with its pieces per block.
+struct Sched {
+    fgrt_schedule s;
+    unsigned chunks;
+};
+
+// "shard_overlap", "chunk_overlap (4 chunks)"
+std::string sched_name(Sched s)
+{
+    std::string name = fgrt_schedule_name(s.s);
+    if (s.s == FGRT_CHUNK_OVERLAP)
+        name += " (" + std::to_string(s.chunks) + " chunks)";
+    return name;
+}
+
 // A rank's cuBLASLt and the B its GEMMs multiply by.
 struct Gemm {
     LtGemm lt;
@@ -174,7 +193,7 @@ struct User {
     void *streams[3] = {};
 };
 
-int gemm_cb(void *user, void *stream, const void *a, void *c, long long rows)
+int gemm_cb(void *user, void *stream, const void *a, const void *acc, void *c, long long rows)
 {
     User *u = (User *)user;
     Gemm *g = u->g;
@@ -184,7 +203,8 @@ int gemm_cb(void *user, void *stream, const void *a, void *c, long long rows)
     if (slot == 3)
         return 1;   // the executor has three streams; a fourth is a bug
     u->streams[slot] = stream;
-    return lt_matmul(&g->lt, slot, g->b, a, c, rows, g->n, g->k, (cudaStream_t)stream) ? 0 : 1;
+    return lt_matmul(&g->lt, slot, g->b, a, acc, c, rows, g->n, g->k, (cudaStream_t)stream) ? 0
+                                                                                         : 1;
 }
 
 int reduce_cb(void *user, void *stream, const void *own, const void *recv, void *out,
@@ -270,13 +290,13 @@ bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &
     return ok;
 }
 
-bool make_executor(fg_context *ctx, const Case &cs, fgrt_schedule sched, const Procs &P,
+bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
                    const Buffers &d, User *u, double timeout_s, fgrt_overlap **x,
                    bool generated_reduce = false)
 {
     Gemm *g = u->g;
     fgrt_overlap_args args = {};
-    args.collective = cs.coll, args.schedule = sched;
+    args.collective = cs.coll, args.schedule = sched.s, args.chunks = sched.chunks;
     args.world = (unsigned)P.world, args.rank = (unsigned)P.rank;
     args.m = cs.m, args.n = cs.n, args.k = cs.k, args.dtype = FG_REG_BF16;
     args.a = d.a, args.c = d.c, args.out = d.out;
@@ -286,10 +306,14 @@ bool make_executor(fg_context *ctx, const Case &cs, fgrt_schedule sched, const P
     // Every kernel the callbacks launch, launched once first: with CUDA's
     // lazy module loading, a kernel's first launch loads its module, which
     // waits for the device's streams, and those may be held by flag waits.
+    // (chunk_overlap: GEMMs of a piece, RS's adding a running sum)
     const long long rows = cs.m / P.world;
-    bool warm = gemm_cb(u, nullptr, d.a, d.c, rows) == 0 && gemm_cb(u, nullptr, d.a, d.c, cs.m) == 0 &&
-                (cs.coll == FGRT_AG_GEMM ||
-                 reduce_cb(u, nullptr, d.c, d.c, d.out, P.world, P.rank, rows * cs.n) == 0) &&
+    const bool rs = cs.coll == FGRT_GEMM_RS;
+    bool warm = gemm_cb(u, nullptr, d.a, nullptr, d.c, rows) == 0 &&
+                gemm_cb(u, nullptr, d.a, nullptr, d.c, cs.m) == 0 &&
+                (!rs || reduce_cb(u, nullptr, d.c, d.c, d.out, P.world, P.rank, rows * cs.n) == 0) &&
+                (sched.s != FGRT_CHUNK_OVERLAP ||
+                 gemm_cb(u, nullptr, d.a, rs ? d.out : nullptr, d.c, rows / sched.chunks) == 0) &&
                 fgh_ok(cudaDeviceSynchronize());
     u->streams[0] = nullptr;   // the warm-up's stream is not the executor's
     if (!all_ok(P, warm))
@@ -322,12 +346,12 @@ fg_status call(fgrt_overlap *x, cudaStream_t s)
 
 // ---- checks ----
 
-void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_schedule sched,
+void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
                 uint64_t base, bool generated_reduce)
 {
     char name[200];
     snprintf(name, sizeof name, "executor %s %s%s, %d processes, M=%lld N=%lld K=%lld: rank %d",
-             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(sched),
+             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
              generated_reduce ? " (generated reduction)" : "", P.world, cs.m, cs.n, cs.k, P.rank);
     Buffers d;
     User u;
@@ -370,13 +394,13 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, fgrt_s
 // poisoned before each, must give bitwise the first call's output (the
 // reduction sums in rank order; the GEMMs are cuBLASLt's, deterministic
 // by default).
-void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs,
+void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
                          bool generated_reduce, uint64_t base)
 {
     constexpr int kCalls = 1000;
     char name[200];
-    snprintf(name, sizeof name, "executor %s shard_overlap%s, %d calls bitwise equal: rank %d",
-             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS",
+    snprintf(name, sizeof name, "executor %s %s%s, %d calls bitwise equal: rank %d",
+             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
              generated_reduce ? " (generated reduction)" : "", kCalls, P.rank);
     Buffers d;
     User u;
@@ -385,7 +409,7 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &c
     cudaStream_t s = nullptr;
     if (CHECK(name, all_ok(P, d.alloc(cs, P.world) &&
                                   fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))) &&
-        CHECK(name, make_executor(ctx, cs, FGRT_SHARD_OVERLAP, P, d, &u, 10.0, &x,
+        CHECK(name, make_executor(ctx, cs, sched, P, d, &u, 10.0, &x,
                                   generated_reduce))) {
         const bool ag = cs.coll == FGRT_AG_GEMM;
         const long long out_rows = ag ? cs.m : cs.m / P.world;
@@ -429,7 +453,7 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
     if (CHECK("executor timeout: setup", all_ok(P, d.alloc(cs, P.world) &&
                                                      fgh_ok(cudaStreamCreateWithFlags(
                                                          &s, cudaStreamNonBlocking)))) &&
-        CHECK("executor timeout: setup", make_executor(ctx, cs, FGRT_SHARD_OVERLAP, P, d, &u,
+        CHECK("executor timeout: setup", make_executor(ctx, cs, {FGRT_SHARD_OVERLAP, 1}, P, d, &u,
                                                        limit_s, &x))) {
         Host h;
         h.make(cs, P.world, base, 0);
@@ -496,7 +520,9 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
         {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
     };
-    const fgrt_schedule scheds[2] = {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP};
+    constexpr int kScheds = 4, kParts = 1 + kScheds;   // part 0: the unsplit GEMM alone
+    const Sched scheds[kScheds] = {{FGRT_SERIAL_CE, 1}, {FGRT_SHARD_OVERLAP, 1},
+                                   {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4}};
     constexpr int kCalls = 5, kReps = 9;
     FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
@@ -516,31 +542,30 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         char what[96];
         snprintf(what, sizeof what, "executor bench %s: rank %d", cs.name, P.rank);
         Buffers d;
-        User u[3];   // the two executors', and the unsplit GEMM's
+        User u[kScheds + 1];   // the executors', and the unsplit GEMM's
         for (User &e : u)
             e.g = g;
-        fgrt_overlap *x[2] = {};
+        fgrt_overlap *x[kScheds] = {};
         cudaStream_t s = nullptr;
         Host h;
         h.make(cs, P.world, base + 7, 0);
         bool ok = CHECK(what, all_ok(P, d.alloc(cs, P.world) && fgh_ok(cudaStreamCreateWithFlags(
                                                                    &s, cudaStreamNonBlocking))));
-        for (int i = 0; i < 2 && ok; i++)
+        for (int i = 0; i < kScheds && ok; i++)
             ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, &u[i], 30.0, &x[i],
                                              generated_reduce));
         ok = ok && CHECK(what, all_ok(P, write_inputs(cs, P, d, h)));
-        // parts: 0 the unsplit GEMM alone, 1 serial_ce, 2 shard_overlap
-        std::vector<double> t[3];
+        std::vector<double> t[kParts];
         const long long a_rows = cs.m;
         // every rank passes the same barriers: each part starts together and
         // ends with every rank's verdict, so a local failure stops all alike
         for (int rep = -1; rep < kReps && ok; rep++)
-            for (int part = 0; part < 3 && ok; part++) {
+            for (int part = 0; part < kParts && ok; part++) {
                 all_ok(P, true);
                 const double t0 = now_us();
                 bool done = true;
                 for (int c = 0; c < kCalls && done; c++)
-                    done = part == 0 ? gemm_cb(&u[2], s, d.a, d.c, a_rows) == 0
+                    done = part == 0 ? gemm_cb(&u[kScheds], s, d.a, nullptr, d.c, a_rows) == 0
                                      : fgrt_overlap_run(x[part - 1], s) == FG_OK;
                 done = done && (part == 0 || fgrt_overlap_wait(x[part - 1]) == FG_OK) &&
                        fgh_ok(cudaStreamSynchronize(s));
@@ -549,36 +574,39 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                 if (rep >= 0)
                     t[part].push_back(us);
             }
-        double err[2] = {NAN, NAN};
-        for (int i = 0; i < 2 && ok; i++) {   // each schedule once more, checked
+        double err[kScheds];
+        std::fill(err, err + kScheds, NAN);
+        for (int i = 0; i < kScheds && ok; i++) {   // each schedule once more, checked
             ok = all_ok(P, write_inputs(cs, P, d, h));
             ok = all_ok(P, ok && call(x[i], s) == FG_OK);
             err[i] = ok ? sampled_error(cs, P, d, h, base + 31 * i) : INFINITY;
             char name[160];
             snprintf(name, sizeof name, "%s: %s on sampled outputs", what,
-                     fgrt_schedule_name(scheds[i]));
+                     sched_name(scheds[i]).c_str());
             CHECKF(name, err[i] <= 1e-2, "rel L2 %.3e", err[i]);
         }
         CHECK(what, ok);
         if (ok && P.rank == 0) {
-            double med[3], lo[3], hi[3];
-            for (int p = 0; p < 3; p++) {
+            static const char *const names[kParts] = {"gemm", "serial_ce", "shard_overlap",
+                                                      "chunk_overlap_c2", "chunk_overlap_c4"};
+            double med[kParts], lo[kParts], hi[kParts];
+            for (int p = 0; p < kParts; p++) {
                 med[p] = fgh_median(t[p].data(), (int)t[p].size());   // sorts
                 lo[p] = t[p].front(), hi[p] = t[p].back();
             }
-            printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f  serial_ce %7.1f (%.2fx)  "
-                   "shard_overlap %7.1f (%.2fx)  us\n",
-                   cs.name, cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", cs.m, cs.n, cs.k,
-                   med[0], med[1], med[1] / med[0], med[2], med[2] / med[0]);
+            printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f ", cs.name,
+                   cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", cs.m, cs.n, cs.k, med[0]);
+            for (int p = 1; p < kParts; p++)
+                printf(" %s %7.1f (%.2fx)", names[p], med[p], med[p] / med[0]);
+            printf("  us\n");
             if (jf) {
-                static const char *const names[3] = {"gemm", "serial_ce", "shard_overlap"};
                 fgh_json_obj_begin(&j, nullptr);
                 fgh_json_str(&j, "name", cs.name);
                 fgh_json_str(&j, "collective",
                              cs.coll == FGRT_AG_GEMM ? "all_gather" : "reduce_scatter");
                 fgh_json_int(&j, "m", cs.m), fgh_json_int(&j, "n", cs.n);
                 fgh_json_int(&j, "k", cs.k);
-                for (int p = 0; p < 3; p++) {
+                for (int p = 0; p < kParts; p++) {
                     fgh_json_obj_begin(&j, names[p]);
                     fgh_json_num(&j, "median_us", med[p]);
                     fgh_json_num(&j, "min_us", lo[p]);
@@ -626,15 +654,21 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                 {"ag", FGRT_AG_GEMM, 512, 384, 320},
                 {"rs", FGRT_GEMM_RS, 512, 384, 320},
             };
+            static const Sched scheds[] = {{FGRT_SERIAL_CE, 1}, {FGRT_SHARD_OVERLAP, 1},
+                                           {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4}};
             int i = 0;
             for (const Case &cs : cases)
-                for (fgrt_schedule sched : {FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP}) {
+                for (const Sched &sched : scheds) {
                     check_case(ctx, P, &g, cs, sched, base + 1000 * ++i, false);
-                    if (cs.coll == FGRT_GEMM_RS && gen)
+                    // (RS chunk_overlap adds in its GEMMs: no reduction to choose)
+                    if (cs.coll == FGRT_GEMM_RS && gen && sched.s != FGRT_CHUNK_OVERLAP)
                         check_case(ctx, P, &g, cs, sched, base + 1000 * ++i, true);
                 }
-            check_deterministic(ctx, P, &g, cases[0], false, base + 8000);
-            check_deterministic(ctx, P, &g, cases[1], gen != nullptr, base + 8500);
+            check_deterministic(ctx, P, &g, cases[0], {FGRT_SHARD_OVERLAP, 1}, false, base + 8000);
+            check_deterministic(ctx, P, &g, cases[1], {FGRT_SHARD_OVERLAP, 1}, gen != nullptr,
+                                base + 8500);
+            check_deterministic(ctx, P, &g, cases[0], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8600);
+            check_deterministic(ctx, P, &g, cases[1], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8700);
             check_timeout(ctx, P, &g, base + 9000);
         }
     }

@@ -37,6 +37,10 @@ Test(overlap, small_copies_under_a_slowed_gemm_stay_serial)
     p = predict(FG_COLL_REDUCE_SCATTER, 2, &target_);
     NEAR(p.us[FG_SCHED_SERIAL_CE], 2000.0 + 20.0 + 30.0);
     NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0 + 30.0);
+    /* chunk_overlap's ring, 2 pieces of 250 rows: gemm 500 us, 550 under copies, plus
+     * 5e5 B of running sum read at 1e5 B/us; copy 10 + 5e5 / 1e5 = 15 us lands long
+     * before the own block's pieces start at 1100 us: 1100 + 2 x 555 (4 pieces: the same) */
+    NEAR(p.us[FG_SCHED_CHUNK_OVERLAP], 2210.0);
     cr_assert_eq(p.chosen, FG_SCHED_SERIAL_CE);
 }
 
@@ -50,7 +54,20 @@ Test(overlap, slow_links_overlap_shard_by_shard)
     fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &t);
     NEAR(p.us[FG_SCHED_SERIAL_CE], 1010.0 + 2000.0);
     NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1010.0);
-    cr_assert_eq(p.chosen, FG_SCHED_SHARD_OVERLAP);
+    /* pieces: the own shard's GEMM (1000 us), then the peer's pieces as they land;
+     * 2 pieces: copy 510 us each, landing at 510 and 1020, GEMMs of 500 us -> 2000;
+     * 4 pieces (260 us each, GEMMs of 250 us) -> 2000 too: the first count wins */
+    NEAR(p.us[FG_SCHED_CHUNK_OVERLAP], 2000.0);
+    cr_assert_eq(p.chosen, FG_SCHED_CHUNK_OVERLAP);
+    cr_assert_eq(p.chunks, 2);
+    /* RS: shard overlap 1000 + max(1000, 1010) + 30 us of reduction; the ring with 4
+     * pieces (GEMMs 250 us, copies 260 us landing at 510, 770, 1030, 1290) runs the
+     * own pieces from 1000 us on, each 250 + 2.5 us: 2010 us, where 2 pieces take 2025 */
+    p = predict(FG_COLL_REDUCE_SCATTER, 2, &t);
+    NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1010.0 + 30.0);
+    NEAR(p.us[FG_SCHED_CHUNK_OVERLAP], 2010.0);
+    cr_assert_eq(p.chunks, 4);
+    cr_assert_eq(p.chosen, FG_SCHED_CHUNK_OVERLAP);
     /* four ranks: shards of 250 rows, copy(5e5 B) = 510 us, gemm(250) = 500 us */
     p = predict(FG_COLL_ALL_GATHER, 4, &t);
     NEAR(p.comm_us, 3 * 510.0);
@@ -76,9 +93,11 @@ Test(overlap, says_why_it_cannot_predict)
 Test(overlap, profiled_gemm_times_replace_the_ceiling)
 {
     fg_gemm_time times[] = {{.m = 1000, .n = 1000, .k = 1000, .us = 3000},
-                            {.m = 500, .n = 1000, .k = 1000, .us = 1600}};
+                            {.m = 500, .n = 1000, .k = 1000, .us = 1600},
+                            {.m = 250, .n = 1000, .k = 1000, .us = 800},
+                            {.m = 125, .n = 1000, .k = 1000, .us = 400}};
     fg_interconnect prof = ic_;
-    prof.gemm_times = times, prof.gemm_times_count = 2;
+    prof.gemm_times = times, prof.gemm_times_count = 4;
     fg_target t = target_;
     t.interconnect = &prof;
     fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &t);

@@ -4,10 +4,11 @@
  * a peer's flag really blocks until that peer has enqueued (and its stream
  * executed) the write.  pump() runs them in sweeps, in a seeded random order,
  * or letting one device run as far ahead as it can: the orders that would
- * expose a missing barrier, flag or event.  The caller's GEMM and reduction
- * are host ops on the executor's streams that compute on the CPU with small
- * integers stored as uint16 (the executor is told f16, so it moves 2-byte
- * elements), which keeps the reference exact. */
+ * expose a missing barrier, flag or event.  The caller's GEMM (with
+ * chunk_overlap's accumulate: c = a x B + acc) and reduction are host ops on
+ * the executor's streams that compute on the CPU with small integers stored
+ * as uint16 (the executor is told f16, so it moves 2-byte elements), which
+ * keeps the reference exact. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdarg.h>
@@ -713,10 +714,13 @@ TestSuite(overlap_exec, .fini = fake_teardown, .timeout = 60);
 
 /* ---- the ranks ---- */
 
-/* a row block of ROWS x N f16 is 96 bytes: whole 16-byte vectors, as the
- * generated reduction needs */
-enum { MAXW = 3, ROWS = 6, N = 8, K = 7, CALLS = 3 };
-#define POISON 0xBEEF   /* no GEMM here reaches it: products of values below 17 and 13 */
+/* a row block of ROWS x N f16 is 192 bytes: whole 16-byte vectors, as the
+ * generated reduction needs; ROWS splits into 2, 3 and 4 chunk_overlap pieces */
+enum { MAXW = 4, ROWS = 12, N = 8, K = 7, CALLS = 3 };
+/* No GEMM or sum here reaches it, nor wraps uint16: a product term is below
+ * 17 x 13, a row of A x B below K of them (1344), an RS sum below MAXW x 1344. */
+#define POISON 0xBEEF
+_Static_assert(MAXW * K * 16 * 12 < POISON, "the sums stay below POISON");
 
 typedef struct rank {
     fdev *dev;
@@ -735,7 +739,7 @@ typedef struct rank {
     void *caller;               /* a stream of the caller's (NULL: not made yet) */
     volatile int gate;
     int gemm_fail_after;        /* the callback fails once this many succeeded (-1: never) */
-    int gemms, reduces, bad_cb;
+    int gemms, accs, reduces, bad_cb;   /* accs: GEMMs that added a running sum */
 } rank_t;
 
 typedef struct world {
@@ -787,20 +791,38 @@ static uint16_t expected(const world *w, unsigned call, unsigned r, long long i,
     return (uint16_t)acc;
 }
 
+/* What rank i's GEMM of row `row` computed in call `call`: AG gathered A x
+ * B; RS its own partial A x B, or under chunk_overlap the ring's running sum
+ * of block d: the partials of ranks d + 1, d + 2, ..., i (all of them at
+ * the own block, whose sum is expected()). */
+static uint16_t logged(const world *w, unsigned call, unsigned i, long long row, long long j)
+{
+    const bool ring = w->coll == FGRT_GEMM_RS && w->sched == FGRT_CHUNK_OVERLAP;
+    uint32_t acc = 0;
+    for (unsigned p = ring ? (unsigned)(row / ROWS + 1) % w->n : i;; p = (p + 1) % w->n) {
+        for (long long l = 0; l < K; l++)
+            acc += (uint32_t)input(w, call, p, row, l) * w->r[p].B[call][l * N + j];
+        if (p == i)
+            return (uint16_t)acc;
+    }
+}
+
 /* ---- the caller's callbacks: host ops on the executor's stream ---- */
 
 typedef struct gemm_job {
-    const uint16_t *a, *b;
+    const uint16_t *a, *b, *acc;   /* acc: NULL, or the running sum added (chunk_overlap RS) */
     uint16_t *c, *log;   /* log: the same rows of the call's log */
     long long rows;
 } gemm_job;
 
+/* c = a x B + acc, in uint32 then stored as uint16 as expected() does (no
+ * sum here wraps: see POISON) */
 static void run_gemm(void *p)
 {
     const gemm_job *g = p;
     for (long long i = 0; i < g->rows; i++)
         for (long long j = 0; j < N; j++) {
-            uint32_t acc = 0;
+            uint32_t acc = g->acc ? g->acc[i * N + j] : 0;
             for (long long l = 0; l < K; l++)
                 acc += (uint32_t)g->a[i * K + l] * g->b[l * N + j];
             g->c[i * N + j] = g->log[i * N + j] = (uint16_t)acc;
@@ -816,12 +838,46 @@ static bool rows_of(const uint16_t *base, long long m, long long width, const vo
            (q - b) / row + (uintptr_t)rows <= (uintptr_t)m;
 }
 
-static int cb_gemm(void *user, void *stream, const void *a, void *c, long long rows)
+/* The rows one GEMM of the schedule covers: all of m (serial_ce), a row
+ * block, or (chunk_overlap) a piece of one; AG's own block stays whole. */
+static bool gemm_rows_ok(const rank_t *r, long long first, long long rows)
+{
+    const fgrt_overlap_args *a = &r->args;
+    switch (a->schedule) {
+    case FGRT_SERIAL_CE: return first == 0 && rows == a->m;
+    case FGRT_SHARD_OVERLAP: return first % ROWS == 0 && rows == ROWS;
+    case FGRT_CHUNK_OVERLAP:
+        if (a->collective == FGRT_AG_GEMM && first == (long long)a->rank * ROWS && rows == ROWS)
+            return true;
+        return rows == ROWS / (long long)a->chunks && first % rows == 0;
+    default: return false;
+    }
+}
+
+/* Checks what the executor passes: a's rows; c the same rows of c, or (RS
+ * chunk_overlap, the own block: the sum is complete) of out; acc only in RS
+ * chunk_overlap, in the executor's own memory (a receive slot), and there
+ * at every step but the first, where the block's running sum starts (block
+ * rank - 1). */
+static int cb_gemm(void *user, void *stream, const void *a, const void *acc, void *c,
+                   long long rows)
 {
     rank_t *r = user;
     const long long m = r->args.m;
-    if (!stream || !rows_of(r->a, m, K, a, rows) || !rows_of(r->c, m, N, c, rows) ||
-        (const uint16_t *)a - r->a != ((uint16_t *)c - r->c) / N * K) {
+    const bool ring = r->args.collective == FGRT_GEMM_RS && r->args.schedule == FGRT_CHUNK_OVERLAP;
+    if (!stream || !rows_of(r->a, m, K, a, rows)) {
+        r->bad_cb++;
+        return 1;
+    }
+    const long long first = ((const uint16_t *)a - r->a) / K;
+    const unsigned block = (unsigned)(first / ROWS), w = r->args.world;
+    const bool own = ring && block == r->args.rank;
+    const region *ar = acc ? find_region(acc, (size_t)rows * N * 2) : NULL;
+    if (!gemm_rows_ok(r, first, rows) ||
+        (own ? (uint16_t *)c != r->out + (first - (long long)block * ROWS) * N
+             : (uint16_t *)c != r->c + first * N) ||
+        (ring ? !acc != ((block + 1) % w == r->args.rank) : acc != NULL) ||
+        (acc && (!ar || ar->dev != r->dev || ar->caller))) {
         r->bad_cb++;
         return 1;
     }
@@ -829,9 +885,9 @@ static int cb_gemm(void *user, void *stream, const void *a, void *c, long long r
         return 1;
     gemm_job *g = malloc(sizeof *g);
     cr_assert(g);
-    uint16_t *log = r->log + (size_t)r->call * m * N + ((uint16_t *)c - r->c);
-    *g = (gemm_job){.a = a, .b = r->B[r->call], .c = c, .log = log, .rows = rows};
-    r->gemms++;
+    uint16_t *log = r->log + (size_t)r->call * m * N + first * N;
+    *g = (gemm_job){.a = a, .b = r->B[r->call], .acc = acc, .c = c, .log = log, .rows = rows};
+    r->gemms++, r->accs += acc != NULL;
     return fake_host(r->dev, stream, run_gemm, g) == FG_OK ? 0 : 1;
 }
 
@@ -899,6 +955,9 @@ static void on_stream_copy(rank_t *r, void *stream, void *dst, const void *src, 
 /* RS without a reduce callback: the registry's overlap_reduce entries, as
  * `generate` emits them (a fixed grid, keyed by world size). */
 static bool use_generated;
+/* RS with neither a reduce callback nor the generated reduction in the
+ * registry: what chunk_overlap, whose GEMMs add the partials, must accept. */
+static bool no_reduction;
 static const unsigned char generated_image[16] = {1};
 static const size_t generated_image_size = sizeof generated_image;
 #define GENERATED(w)                                                                               \
@@ -906,10 +965,12 @@ static const size_t generated_image_size = sizeof generated_image;
      .arch = FG_REG_ARCH_SM90A, .dtype = FG_REG_F16, .ndims = 1, .dims = {w},                      \
      .grid_rule = FG_REG_GRID_FIXED, .grid = {64, 1, 1}, .block = {256, 1, 1},                     \
      .cluster = {1, 1, 1}, .image = generated_image, .image_size = &generated_image_size}
-static const fg_kernel_entry generated[] = {GENERATED(2), GENERATED(3)};
+static const fg_kernel_entry generated[] = {GENERATED(2), GENERATED(3), GENERATED(4)};
 
-static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s, double timeout,
-                       bool connect)
+/* n ranks of collective c under schedule s, `chunks` passed to create as
+ * it is (chunk_overlap: 2..4, which ROWS splits into; else 0 or 1). */
+static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s, unsigned chunks,
+                       double timeout, bool connect)
 {
     memset(w, 0, sizeof *w);
     w->n = n, w->coll = c, w->sched = s, w->m = (long long)ROWS * n;
@@ -940,9 +1001,10 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
                 for (unsigned call = 0; call < CALLS; call++)
                     r->B[call][l * N + j] = b_val(call, i, l, j);
         r->args = (fgrt_overlap_args){
-            .collective = c, .schedule = s, .world = n, .rank = i, .m = w->m, .n = N, .k = K,
-            .dtype = FG_REG_F16, .a = r->a, .c = r->c, .out = r->out, .gemm = cb_gemm,
-            .reduce = rs && !use_generated ? cb_reduce : NULL, .user = r, .timeout_s = timeout};
+            .collective = c, .schedule = s, .world = n, .rank = i, .chunks = chunks, .m = w->m,
+            .n = N, .k = K, .dtype = FG_REG_F16, .a = r->a, .c = r->c, .out = r->out,
+            .gemm = cb_gemm, .reduce = rs && !use_generated && !no_reduction ? cb_reduce : NULL,
+            .user = r, .timeout_s = timeout};
         cr_assert_eq(fgrt_overlap_create(r->ctx, &r->args, &r->x), FG_OK, "rank %u: %s", i,
                      fg_last_error());
     }
@@ -1020,29 +1082,33 @@ static void start_call(world *w, unsigned call, unsigned i, void *stream, bool g
     on_stream_copy(r, stream, r->snap, ag ? r->c : r->out, (size_t)(ag ? w->m : ROWS) * N * 2);
 }
 
-static void check_call(const world *w, unsigned call, const char *what)
+/* Rank i's output of call `call` (started with start_call) against the reference. */
+static void check_rank(const world *w, unsigned call, unsigned i, const char *what)
 {
     const bool ag = w->coll == FGRT_AG_GEMM;
-    for (unsigned i = 0; i < w->n; i++) {
-        const rank_t *r = &w->r[i];
-        const uint16_t *got = ag ? r->c : r->out;
-        for (long long row = 0; row < (ag ? w->m : ROWS); row++)
-            for (long long j = 0; j < N; j++) {
-                const uint16_t want = expected(w, call, i, row, j);
-                cr_assert_eq(got[row * N + j], want,
-                             "%s call %u rank %u [%lld,%lld]: %#x, want %#x", what, call, i,
-                             row, j, got[row * N + j], want);
-                /* the caller's stream ran its later work after the call */
-                cr_assert_eq(r->snap[row * N + j], want,
-                             "%s call %u rank %u [%lld,%lld]: the caller's stream saw %#x", what,
-                             call, i, row, j, r->snap[row * N + j]);
-            }
-        if (ag)   /* every peer's shard landed in its block of the gathered A */
-            for (long long e = 0; e < w->m * K; e++)
-                cr_assert_eq(r->a[e], input(w, call, i, e / K, e % K),
-                             "%s call %u rank %u: gathered A [%lld,%lld]", what, call, i, e / K,
-                             e % K);
-    }
+    const rank_t *r = &w->r[i];
+    const uint16_t *got = ag ? r->c : r->out;
+    for (long long row = 0; row < (ag ? w->m : ROWS); row++)
+        for (long long j = 0; j < N; j++) {
+            const uint16_t want = expected(w, call, i, row, j);
+            cr_assert_eq(got[row * N + j], want, "%s call %u rank %u [%lld,%lld]: %#x, want %#x",
+                         what, call, i, row, j, got[row * N + j], want);
+            /* the caller's stream ran its later work after the call */
+            cr_assert_eq(r->snap[row * N + j], want,
+                         "%s call %u rank %u [%lld,%lld]: the caller's stream saw %#x", what,
+                         call, i, row, j, r->snap[row * N + j]);
+        }
+    if (ag)   /* every peer's shard landed in its block of the gathered A */
+        for (long long e = 0; e < w->m * K; e++)
+            cr_assert_eq(r->a[e], input(w, call, i, e / K, e % K),
+                         "%s call %u rank %u: gathered A [%lld,%lld]", what, call, i, e / K,
+                         e % K);
+}
+
+static void check_call(const world *w, unsigned call, const char *what)
+{
+    for (unsigned i = 0; i < w->n; i++)
+        check_rank(w, call, i, what);
 }
 
 /* How the fake runs its streams in a test (see sched): param is the favored
@@ -1082,13 +1148,14 @@ static const char *mode_name(const mode *m)
  * the earlier ones block on the later ones' flags; call 0 on the legacy
  * stream, call 1 on a stream of the caller's, call 2 behind a closed gate
  * on that stream with its inputs written by the stream itself. */
-static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, const mode *md)
+static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned chunks,
+                        const mode *md)
 {
-    char what[128];
-    snprintf(what, sizeof what, "%s %s world %u, %s", coll_name(c), fgrt_schedule_name(s), n,
-             mode_name(md));
+    char what[160];
+    snprintf(what, sizeof what, "%s %s world %u chunks %u, %s", coll_name(c),
+             fgrt_schedule_name(s), n, chunks, mode_name(md));
     world w;
-    world_open(&w, n, c, s, 5.0, true);
+    world_open(&w, n, c, s, chunks, 5.0, true);
     set_mode(md);
     for (unsigned i = 0; i < n; i++)
         cr_assert_eq(fake_ops.stream_create(&w.r[i].dev->base, &w.r[i].caller), FG_OK);
@@ -1110,27 +1177,48 @@ static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, const mo
             cr_assert_not(fake_busy(w.r[i].dev), "%s call %u rank %u: work left", what, call, i);
         check_call(&w, call, what);
     }
-    for (unsigned i = 0; i < n; i++) {   /* each row block multiplied once per call */
-        const int per_call = s == FGRT_SHARD_OVERLAP ? (int)n : 1;
+    /* each row block (or piece) multiplied once per call; chunk_overlap's RS
+     * adds the running sum in all but its first step, and reduces nothing */
+    const bool chunked = s == FGRT_CHUNK_OVERLAP, reduced = c == FGRT_GEMM_RS && !chunked;
+    const int per_call = !chunked ? (s == FGRT_SHARD_OVERLAP ? (int)n : 1)
+                         : c == FGRT_AG_GEMM ? 1 + (int)((n - 1) * chunks)
+                                             : (int)(n * chunks);
+    const int accs = chunked && c == FGRT_GEMM_RS ? (int)((n - 1) * chunks) : 0;
+    for (unsigned i = 0; i < n; i++) {
         cr_assert_eq(w.r[i].gemms, CALLS * per_call, "%s rank %u: %d GEMMs", what, i,
                      w.r[i].gemms);
-        cr_assert_eq(w.r[i].reduces + w.r[i].dev->launches, c == FGRT_GEMM_RS ? CALLS : 0,
+        cr_assert_eq(w.r[i].accs, CALLS * accs, "%s rank %u: %d GEMMs added a sum", what, i,
+                     w.r[i].accs);
+        cr_assert_eq(w.r[i].reduces + w.r[i].dev->launches, reduced ? CALLS : 0,
                      "%s rank %u", what, i);
-        cr_assert_eq(w.r[i].dev->launches, use_generated && c == FGRT_GEMM_RS ? CALLS : 0,
+        cr_assert_eq(w.r[i].dev->launches, use_generated && reduced ? CALLS : 0,
                      "%s rank %u: the generated reduction's launches", what, i);
+        cr_assert_eq(w.r[i].dev->loads, use_generated && reduced ? 1 : 0,
+                     "%s rank %u: the generated reduction's loads", what, i);
     }
     world_close(&w);
     fake_teardown();
 }
 
-static void all_schedules(void (*fn)(fgrt_collective, fgrt_schedule, unsigned, const mode *),
-                          fgrt_collective c)
+typedef void (*scenario)(fgrt_collective, fgrt_schedule, unsigned, unsigned, const mode *);
+
+/* serial_ce (chunks 0) and shard_overlap (chunks 1: both mean "no pieces") */
+static void all_schedules(scenario fn, fgrt_collective c)
 {
     for (unsigned n = 2; n <= MAXW; n++)
         for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
-            fn(c, FGRT_SERIAL_CE, n, &modes[i]);
-            fn(c, FGRT_SHARD_OVERLAP, n, &modes[i]);
+            fn(c, FGRT_SERIAL_CE, n, 0, &modes[i]);
+            fn(c, FGRT_SHARD_OVERLAP, n, 1, &modes[i]);
         }
+}
+
+/* chunk_overlap with every piece count ROWS splits into, up to 4 */
+static void all_chunked(scenario fn, fgrt_collective c)
+{
+    for (unsigned n = 2; n <= MAXW; n++)
+        for (unsigned chunks = 2; chunks <= 4; chunks++)
+            for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+                fn(c, FGRT_CHUNK_OVERLAP, n, chunks, &modes[i]);
 }
 
 Test(overlap_exec, ag_gemm_matches_the_reference_call_after_call)
@@ -1153,19 +1241,33 @@ Test(overlap_exec, gemm_rs_with_the_generated_reduction)
     use_generated = false;
 }
 
+/* chunk_overlap: every piece's push flagged on its own, every piece's GEMM
+ * behind its flag; RS's ring adds the partials in its GEMMs, so the reduce
+ * callback given here is never called (three_calls counts its calls). */
+Test(overlap_exec, ag_gemm_chunk_overlap_matches_the_reference_call_after_call)
+{
+    all_chunked(three_calls, FGRT_AG_GEMM);
+}
+
+Test(overlap_exec, gemm_rs_chunk_overlap_matches_the_reference_call_after_call)
+{
+    all_chunked(three_calls, FGRT_GEMM_RS);
+}
+
 /* CALLS calls enqueued back to back on each caller's stream, which poisons
  * the outputs and the peers' blocks, writes the inputs and snapshots the
  * output around each call; no host wait in between.  All is enqueued behind
  * closed gates, then the streams run: a rank that gets ahead must still not
  * push call e+1's data over what a slower peer has not consumed of call e
  * (the opening barrier's job). */
-static void pipelined(fgrt_collective c, fgrt_schedule s, unsigned n, const mode *md)
+static void pipelined(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned chunks,
+                      const mode *md)
 {
-    char what[128];
-    snprintf(what, sizeof what, "pipelined %s %s world %u, %s", coll_name(c),
-             fgrt_schedule_name(s), n, mode_name(md));
+    char what[160];
+    snprintf(what, sizeof what, "pipelined %s %s world %u chunks %u, %s", coll_name(c),
+             fgrt_schedule_name(s), n, chunks, mode_name(md));
     world w;
-    world_open(&w, n, c, s, 5.0, true);
+    world_open(&w, n, c, s, chunks, 5.0, true);
     set_mode(md);
     const bool ag = c == FGRT_AG_GEMM;
     const long long out_elems = (ag ? w.m : ROWS) * N;
@@ -1223,6 +1325,31 @@ Test(overlap_exec, gemm_rs_pipelined_on_the_callers_stream)
     all_schedules(pipelined, FGRT_GEMM_RS);
 }
 
+Test(overlap_exec, ag_gemm_chunk_overlap_pipelined_on_the_callers_stream)
+{
+    all_chunked(pipelined, FGRT_AG_GEMM);
+}
+
+Test(overlap_exec, gemm_rs_chunk_overlap_pipelined_on_the_callers_stream)
+{
+    all_chunked(pipelined, FGRT_GEMM_RS);
+}
+
+/* RS chunk_overlap with no reduce callback and no generated reduction in the
+ * registry: create binds nothing and the calls still sum; with the generated
+ * reduction in the registry it neither loads nor launches it (three_calls
+ * counts both). */
+Test(overlap_exec, gemm_rs_chunk_overlap_needs_no_reduction)
+{
+    no_reduction = true;
+    all_chunked(three_calls, FGRT_GEMM_RS);
+    all_chunked(pipelined, FGRT_GEMM_RS);
+    no_reduction = false;
+    use_generated = true;
+    all_chunked(three_calls, FGRT_GEMM_RS);
+    use_generated = false;
+}
+
 /* Calls that a rank starts on streams not ordered after its previous call
  * (legal where its own inputs stay as they are): then only the opening
  * barrier keeps call e+1's pushes and GEMMs behind call e on every rank.
@@ -1231,13 +1358,14 @@ Test(overlap_exec, gemm_rs_pipelined_on_the_callers_stream)
  * changes every call.  A later call may overwrite the outputs before the
  * caller could read them, so what each call's GEMMs and reduction computed
  * is checked from the callbacks' logs, taken as they ran. */
-static void unordered(fgrt_collective c, fgrt_schedule s, unsigned n, const mode *md)
+static void unordered(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned chunks,
+                      const mode *md)
 {
-    char what[128];
-    snprintf(what, sizeof what, "unordered %s %s world %u, %s", coll_name(c),
-             fgrt_schedule_name(s), n, mode_name(md));
+    char what[160];
+    snprintf(what, sizeof what, "unordered %s %s world %u chunks %u, %s", coll_name(c),
+             fgrt_schedule_name(s), n, chunks, mode_name(md));
     world w;
-    world_open(&w, n, c, s, 5.0, true);
+    world_open(&w, n, c, s, chunks, 5.0, true);
     set_mode(md);
     w.fixed = ((1u << n) - 1) & ~1u;
     const bool ag = c == FGRT_AG_GEMM;
@@ -1283,15 +1411,11 @@ static void unordered(fgrt_collective c, fgrt_schedule s, unsigned n, const mode
             const uint16_t *log = r->log + (size_t)call * w.m * N;
             const uint16_t *rlog = r->rlog + (size_t)call * ROWS * N;
             for (long long row = 0; row < w.m; row++)
-                for (long long j = 0; j < N; j++) {
-                    uint32_t want = 0;   /* AG: gathered A x B; RS: the own partial A x B */
-                    for (long long l = 0; l < K; l++)
-                        want += (uint32_t)input(&w, call, i, row, l) * r->B[call][l * N + j];
-                    cr_assert_eq(log[row * N + j], (uint16_t)want,
+                for (long long j = 0; j < N; j++)
+                    cr_assert_eq(log[row * N + j], logged(&w, call, i, row, j),
                                  "%s call %u rank %u: GEMM row %lld col %lld", what, call, i,
                                  row, j);
-                }
-            for (long long e = 0; !ag && e < ROWS * N; e++)
+            for (long long e = 0; !ag && s != FGRT_CHUNK_OVERLAP && e < ROWS * N; e++)
                 cr_assert_eq(rlog[e], expected(&w, call, i, e / N, e % N),
                              "%s call %u rank %u: reduced [%lld,%lld]", what, call, i, e / N,
                              e % N);
@@ -1313,11 +1437,23 @@ Test(overlap_exec, gemm_rs_calls_on_unordered_streams)
     all_schedules(unordered, FGRT_GEMM_RS);
 }
 
+/* The ring's receive slots and partials are rewritten every call: only the
+ * opening barrier keeps call e+1's pushes off what call e's GEMMs read. */
+Test(overlap_exec, ag_gemm_chunk_overlap_calls_on_unordered_streams)
+{
+    all_chunked(unordered, FGRT_AG_GEMM);
+}
+
+Test(overlap_exec, gemm_rs_chunk_overlap_calls_on_unordered_streams)
+{
+    all_chunked(unordered, FGRT_GEMM_RS);
+}
+
 /* Exports that cannot make IPC handles still serve ranks of one process. */
 Test(overlap_exec, one_process_needs_no_ipc)
 {
     world w;
-    world_open(&w, 2, FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 5.0, false);
+    world_open(&w, 2, FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 1, 5.0, false);
     w.r[0].dev->export_fails = w.r[1].dev->export_fails = true;
     fgrt_overlap_handle h[2];
     for (unsigned i = 0; i < 2; i++)
@@ -1358,10 +1494,19 @@ static void expect_timeout(world *w, unsigned i, const char *missing)
                   i);
 }
 
+/* The same, and `absent` (NULL: nothing) not named: a flag that did come,
+ * or (" piece") chunk_overlap's naming under another schedule. */
+static void expect_timeout_without(world *w, unsigned i, const char *missing, const char *absent)
+{
+    expect_timeout(w, i, missing);
+    cr_assert(!absent || !strstr(fg_last_error(), absent), "want no \"%s\" in: %s", absent,
+              fg_last_error());
+}
+
 Test(overlap_exec, a_peer_that_never_runs_is_a_timeout)
 {
     world w;
-    world_open(&w, 2, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 0.05, true);
+    world_open(&w, 2, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 0.05, true);
     start_call(&w, 0, 0, NULL, false);
     expect_timeout(&w, 0, "rank 1's start");
     /* the executor stays failed */
@@ -1380,7 +1525,7 @@ Test(overlap_exec, destroy_drains_a_call_that_cannot_finish)
 {
     for (int c = 0; c < 2; c++) {
         world w;
-        world_open(&w, 2, (fgrt_collective)c, FGRT_SHARD_OVERLAP, 0.05, true);
+        world_open(&w, 2, (fgrt_collective)c, FGRT_SHARD_OVERLAP, 1, 0.05, true);
         start_call(&w, 0, 0, NULL, false);
         cr_assert(fake_busy(w.r[0].dev), "rank 0 waits for rank 1");
         const double t0 = now_s();
@@ -1396,11 +1541,13 @@ Test(overlap_exec, destroy_drains_a_call_that_cannot_finish)
 }
 
 /* Rank 0's copy_async fails once `after` copies succeeded: its run fails,
- * rank 1's run succeeds and its wait times out on the flag rank 0 never set. */
-static void copy_failure(fgrt_collective c, int after, const char *missing)
+ * rank 1's run succeeds and its wait times out on the flag rank 0 never set
+ * (naming `missing`, not `absent`). */
+static void copy_failure(fgrt_collective c, fgrt_schedule s, unsigned chunks, int after,
+                         const char *missing, const char *absent)
 {
     world w;
-    world_open(&w, 2, c, FGRT_SERIAL_CE, 0.05, true);
+    world_open(&w, 2, c, s, chunks, 0.05, true);
     w.r[0].dev->fail_copy_after = after;
     rank_t *r0 = &w.r[0];
     for (long long e = 0; e < w.m * K; e++)   /* its inputs (start_call insists on success) */
@@ -1413,7 +1560,7 @@ static void copy_failure(fgrt_collective c, int after, const char *missing)
     /* the enqueue failure released rank 0's own waits: nothing of its is left */
     cr_assert_not(fake_busy(r0->dev), "after %d copies: rank 0 still has work queued", after);
     start_call(&w, 0, 1, NULL, false);
-    expect_timeout(&w, 1, missing);
+    expect_timeout_without(&w, 1, missing, absent);
     /* rank 0 stays failed */
     cr_assert_not(fake_busy(r0->dev));
     cr_assert_eq(fgrt_overlap_wait(r0->x), FG_ERR_DRIVER, "%s", fg_last_error());
@@ -1425,30 +1572,116 @@ static void copy_failure(fgrt_collective c, int after, const char *missing)
 Test(overlap_exec, a_failed_copy_fails_the_run_and_times_the_peer_out)
 {
     /* rank 0's copies in serial_ce at world 2: its start flag to rank 1, its
-     * data (AG its shard, RS its partial of rank 1's block), then sent(1) */
+     * data (AG its shard, RS its partial of rank 1's block), then sent(1),
+     * named without chunk_overlap's pieces */
     for (int c = 0; c < 2; c++) {
-        copy_failure((fgrt_collective)c, 0, "rank 0's start");
-        copy_failure((fgrt_collective)c, 1, "rank 0's sent(1)");
-        copy_failure((fgrt_collective)c, 2, "rank 0's sent(1)");
+        copy_failure((fgrt_collective)c, FGRT_SERIAL_CE, 0, 0, "rank 0's start", NULL);
+        copy_failure((fgrt_collective)c, FGRT_SERIAL_CE, 0, 1, "rank 0's sent(1)", " piece");
+        copy_failure((fgrt_collective)c, FGRT_SERIAL_CE, 1, 2, "rank 0's sent(1)", " piece");
     }
+}
+
+/* chunk_overlap at world 2: rank 0's start flag, then per piece j its data
+ * (AG the piece of its shard, RS the piece of its partial of rank 1's block)
+ * and sent(1) piece j, so copies 2j + 1 and 2j + 2 belong to piece j; the
+ * peer's timeout names the first piece that never came, and none that did. */
+Test(overlap_exec, chunk_overlap_a_failed_copy_names_the_missing_piece)
+{
+    for (int c = 0; c < 2; c++)
+        for (unsigned chunks = 2; chunks <= 3; chunks++) {
+            const fgrt_collective coll = (fgrt_collective)c;
+            copy_failure(coll, FGRT_CHUNK_OVERLAP, chunks, 0, "rank 0's start", NULL);
+            for (unsigned j = 0; j < chunks; j++) {
+                char missing[64], absent[64];
+                snprintf(missing, sizeof missing, "rank 0's sent(1) piece %u at", j);
+                /* the piece before j did come */
+                snprintf(absent, sizeof absent, "sent(1) piece %u at", j - 1);
+                copy_failure(coll, FGRT_CHUNK_OVERLAP, chunks, (int)(2 * j + 1), missing,
+                             j ? absent : "start");
+                copy_failure(coll, FGRT_CHUNK_OVERLAP, chunks, (int)(2 * j + 2), missing,
+                             j ? absent : "start");
+            }
+        }
+}
+
+/* RS chunk_overlap's ring at world 3 (chunks 2): rank 0 sends only to rank 1,
+ * step 0 (block 2) as pieces 0 and 1, step 1 (block 0) as pieces 2 and 3.
+ * Its copy 7 (sent(1) piece 2) fails: rank 1 times out on pieces 2 and 3
+ * only, while block 2's sum, which passed rank 0 at step 0, still completes
+ * at rank 2. */
+Test(overlap_exec, chunk_overlap_a_broken_ring_times_out_downstream_only)
+{
+    world w;
+    world_open(&w, 3, FGRT_GEMM_RS, FGRT_CHUNK_OVERLAP, 2, 0.05, true);
+    rank_t *r0 = &w.r[0];
+    r0->dev->fail_copy_after = 7;   /* start to 1 and 2, 2 x (data, flag), data */
+    for (long long e = 0; e < w.m * K; e++)
+        r0->a[e] = input(&w, 0, 0, e / K, e % K);
+    cr_assert_eq(fgrt_overlap_run(r0->x, NULL), FG_ERR_DRIVER, "%s", fg_last_error());
+    cr_assert(strstr(fg_last_error(), "copy_async failed"), "%s", fg_last_error());
+    start_call(&w, 0, 1, NULL, false);
+    start_call(&w, 0, 2, NULL, false);
+    cr_assert_eq(fgrt_overlap_wait(w.r[2].x), FG_OK, "%s", fg_last_error());
+    check_rank(&w, 0, 2, "rank 2 behind a broken ring");
+    expect_timeout_without(&w, 1, "rank 0's sent(1) piece 2 at", "piece 1 at");
+    cr_assert(strstr(fg_last_error(), "rank 0's sent(1) piece 3 at"), "%s", fg_last_error());
+    cr_assert_eq(fgrt_overlap_wait(r0->x), FG_ERR_DRIVER);
+    world_close(&w);
+}
+
+/* Rank 0's GEMM callback fails once `after` GEMMs were enqueued: its run
+ * fails; rank 1's wait times out naming `missing` (not `absent`), or (missing
+ * NULL: rank 0 had pushed all it owed) rank 1 completes with exact output.
+ * Rank 1 starts first: the failure releases rank 0's barrier, so its pushes
+ * would otherwise land before rank 1's caller writes (poisons) its a. */
+static void gemm_failure(fgrt_collective c, fgrt_schedule s, unsigned chunks, int after,
+                         const char *missing, const char *absent)
+{
+    world w;
+    world_open(&w, 2, c, s, chunks, 0.05, true);
+    w.r[0].gemm_fail_after = after;
+    start_call(&w, 0, 1, NULL, false);
+    for (long long e = 0; e < w.m * K; e++)
+        w.r[0].a[e] = input(&w, 0, 0, e / K, e % K);
+    cr_assert_eq(fgrt_overlap_run(w.r[0].x, NULL), FG_ERR_DRIVER, "%s", fg_last_error());
+    cr_assert(strstr(fg_last_error(), "gemm callback failed"), "%s", fg_last_error());
+    cr_assert_eq(w.r[0].gemms, after);
+    if (missing) {
+        expect_timeout_without(&w, 1, missing, absent);
+    } else {
+        cr_assert_eq(fgrt_overlap_wait(w.r[1].x), FG_OK, "%s", fg_last_error());
+        check_rank(&w, 0, 1, "the peer of a failed GEMM");
+    }
+    cr_assert_eq(fgrt_overlap_wait(w.r[0].x), FG_ERR_DRIVER);
+    world_close(&w);
+    fake_teardown();
 }
 
 Test(overlap_exec, a_failed_gemm_callback_fails_the_run)
 {
-    for (int c = 0; c < 2; c++) {
-        world w;
-        world_open(&w, 2, (fgrt_collective)c, FGRT_SHARD_OVERLAP, 0.05, true);
-        w.r[0].gemm_fail_after = 0;
-        /* the first GEMM comes before rank 0's pushes and sent flags */
-        for (long long e = 0; e < w.m * K; e++)
-            w.r[0].a[e] = input(&w, 0, 0, e / K, e % K);
-        cr_assert_eq(fgrt_overlap_run(w.r[0].x, NULL), FG_ERR_DRIVER);
-        cr_assert(strstr(fg_last_error(), "gemm callback failed"), "%s", fg_last_error());
-        start_call(&w, 0, 1, NULL, false);
-        expect_timeout(&w, 1, "rank 0's sent(1)");
-        cr_assert_eq(fgrt_overlap_wait(w.r[0].x), FG_ERR_DRIVER);
-        world_close(&w);
-        fake_teardown();
+    /* the first GEMM comes before rank 0's pushes and sent flags */
+    for (int c = 0; c < 2; c++)
+        gemm_failure((fgrt_collective)c, FGRT_SHARD_OVERLAP, 1, 0, "rank 0's sent(1)", " piece");
+}
+
+Test(overlap_exec, chunk_overlap_a_failed_gemm_callback_fails_the_run)
+{
+    for (unsigned chunks = 2; chunks <= 4; chunks++) {
+        /* AG: the own block's GEMM comes before every push; after it, rank 0
+         * pushes all its pieces before the peers' GEMMs, so rank 1 finishes */
+        gemm_failure(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, chunks, 0, "rank 0's sent(1) piece 0 at",
+                     NULL);
+        gemm_failure(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, chunks, 1, NULL, NULL);
+        /* RS: piece j's GEMM comes before piece j's push: pieces before j came */
+        for (unsigned j = 0; j < chunks; j++) {
+            char missing[64], absent[64];
+            snprintf(missing, sizeof missing, "rank 0's sent(1) piece %u at", j);
+            snprintf(absent, sizeof absent, "sent(1) piece %u at", j - 1);
+            gemm_failure(FGRT_GEMM_RS, FGRT_CHUNK_OVERLAP, chunks, (int)j, missing,
+                         j ? absent : "start");
+        }
+        /* its last GEMMs (the own block) follow every push: rank 1 finishes */
+        gemm_failure(FGRT_GEMM_RS, FGRT_CHUNK_OVERLAP, chunks, (int)chunks, NULL, NULL);
     }
 }
 
@@ -1509,6 +1742,25 @@ Test(overlap_exec, create_checks_its_arguments)
     REFUSE(a_.timeout_s = -1, FG_ERR_INVALID_ARGUMENT, "timeout_s -1");
     REFUSE(a_.timeout_s = NAN, FG_ERR_INVALID_ARGUMENT, "timeout_s nan");
     REFUSE(a_.timeout_s = 4000, FG_ERR_INVALID_ARGUMENT, "timeout_s 4000");
+    /* chunk_overlap takes 2 to FGRT_MAX_CHUNKS pieces, the other schedules none */
+    REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 0), FG_ERR_INVALID_ARGUMENT,
+           "0 chunks");
+    REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 1), FG_ERR_INVALID_ARGUMENT,
+           "1 chunks");
+    REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = FGRT_MAX_CHUNKS + 1),
+           FG_ERR_INVALID_ARGUMENT, "9 chunks");
+    REFUSE(a_.chunks = 2, FG_ERR_INVALID_ARGUMENT, "2 chunks");   /* shard_overlap */
+    REFUSE((a_.schedule = FGRT_SERIAL_CE, a_.chunks = 2), FG_ERR_INVALID_ARGUMENT, "2 chunks");
+    /* m a multiple of world x chunks: 12 is one of world 2, not of 2 x 4 pieces
+     * (nor 18 of 2 x 2) */
+    REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 4), FG_ERR_BAD_SHAPE,
+           "m 12, n 8, k 7 (positive, m a multiple of 8: the world size times the chunks)");
+    REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 2, a_.m = 18), FG_ERR_BAD_SHAPE,
+           "m 18");
+    REFUSE((a_.collective = FGRT_AG_GEMM, a_.out = NULL, a_.reduce = NULL,
+            a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 3, a_.world = 4, a_.rank = 3,
+            a_.m = 16),
+           FG_ERR_BAD_SHAPE, "multiple of 12");
 
     fgrt_overlap *x = (fgrt_overlap *)1;
     cr_assert_eq(fgrt_overlap_create(ctx, &good, NULL), FG_ERR_INVALID_ARGUMENT);
@@ -1527,6 +1779,28 @@ Test(overlap_exec, create_checks_its_arguments)
     fgrt_overlap_destroy(x);
     fgrt_overlap_destroy(NULL);
     cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
+
+    /* RS chunk_overlap's GEMMs add the partials: no reduce callback, and this
+     * context has no generated reduction to bind (nothing loaded), at every
+     * piece count; that a row block of 3 x chunks rows x 5 f16 (60 bytes at 2
+     * pieces) is not whole 16-byte vectors is no concern of its */
+    const long long ring_m = 6 * FGRT_MAX_CHUNKS;
+    void *ra = dev_buffer(f, (size_t)ring_m * K * 2), *rc = dev_buffer(f, (size_t)ring_m * N * 2);
+    void *rout = dev_buffer(f, (size_t)ring_m / 2 * N * 2);
+    for (unsigned chunks = 2; chunks <= FGRT_MAX_CHUNKS; chunks++)
+        for (long long n = 5; n <= N; n += N - 5) {
+            fgrt_overlap_args ring = good;
+            ring.schedule = FGRT_CHUNK_OVERLAP, ring.chunks = chunks, ring.m = 6 * chunks;
+            ring.n = n, ring.a = ra, ring.c = rc, ring.out = rout, ring.reduce = NULL;
+            const int allocs = f->allocs;
+            x = NULL;
+            cr_assert_eq(fgrt_overlap_create(ctx, &ring, &x), FG_OK, "chunks %u n %lld: %s",
+                         chunks, n, fg_last_error());
+            cr_assert_eq(f->allocs - allocs, 2, "flags and receive slots");
+            fgrt_overlap_destroy(x);
+            cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
+        }
+    cr_assert_eq(f->loads, 0, "chunk_overlap bound a reduction");
 
     /* a backend without the executor's driver calls */
     fdev *plain = fake_open(&plain_ops);
@@ -1578,7 +1852,7 @@ Test(overlap_exec, rs_without_a_callback_needs_the_generated_reduction)
 Test(overlap_exec, connect_refuses_handles_that_disagree)
 {
     world w;
-    world_open(&w, 2, FGRT_GEMM_RS, FGRT_SERIAL_CE, 1.0, false);
+    world_open(&w, 2, FGRT_GEMM_RS, FGRT_SERIAL_CE, 0, 1.0, false);
     fgrt_overlap *x0 = w.r[0].x;
     cr_assert_eq(fgrt_overlap_run(x0, NULL), FG_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(fg_last_error(), "not connected"), "%s", fg_last_error());
@@ -1614,7 +1888,7 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
     }
     cr_assert_eq(fgrt_overlap_export(bigger, &other[1]), FG_OK);
     cr_assert_eq(fgrt_overlap_connect(x0, other), FG_ERR_INVALID_ARGUMENT, "ranks disagree on m");
-    cr_assert(strstr(fg_last_error(), "m 24") && strstr(fg_last_error(), "m 12"), "%s",
+    cr_assert(strstr(fg_last_error(), "m 48") && strstr(fg_last_error(), "m 24"), "%s",
               fg_last_error());
     cr_assert_eq(fgrt_overlap_export(overlap, &other[1]), FG_OK);
     cr_assert_eq(fgrt_overlap_connect(x0, other), FG_ERR_INVALID_ARGUMENT,
@@ -1646,6 +1920,28 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
     world_close(&w);
 }
 
+/* Ranks that disagree on chunks lay their flags out differently (a rank's
+ * row is FGRT_FLAG_SENT + world x pieces words, and a peer writes into it at
+ * its own offsets): connect must refuse them, as it does m or the schedule. */
+Test(overlap_exec, connect_refuses_ranks_that_disagree_on_chunks)
+{
+    world w;
+    world_open(&w, 2, FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 1.0, false);
+    fgrt_overlap_args args = w.r[1].args;
+    args.chunks = 4;   /* m = 24: a multiple of 2 x 4 */
+    fgrt_overlap *more = NULL;
+    cr_assert_eq(fgrt_overlap_create(w.r[1].ctx, &args, &more), FG_OK, "%s", fg_last_error());
+    fgrt_overlap_handle h[2];
+    cr_assert_eq(fgrt_overlap_export(w.r[0].x, &h[0]), FG_OK);
+    cr_assert_eq(fgrt_overlap_export(more, &h[1]), FG_OK);
+    const fg_status st = fgrt_overlap_connect(w.r[0].x, h);
+    cr_assert_eq(st, FG_ERR_INVALID_ARGUMENT, "ranks disagree on chunks: %s (%s)",
+                 fg_status_string(st), fg_last_error());
+    cr_assert_eq(w.r[0].dev->enable_peers, 0, "nothing was mapped");
+    fgrt_overlap_destroy(more);
+    world_close(&w);
+}
+
 /* ---- resource failures in create ---- */
 
 /* Every allocation, stream and event create in turn fails: create returns
@@ -1658,41 +1954,45 @@ Test(overlap_exec, every_failure_in_create_leaks_nothing)
     void *a = dev_buffer(f, 12 * K * 2), *c = dev_buffer(f, 12 * N * 2);
     void *out = dev_buffer(f, 6 * N * 2);
     rank_t user = {.dev = f};
-    for (int coll = 0; coll < 2; coll++)
-        for (int knob = 0; knob < 3; knob++) {
-            const fgrt_overlap_args args = {
-                .collective = (fgrt_collective)coll, .schedule = FGRT_SHARD_OVERLAP,
-                .world = 2, .rank = 0, .m = 12, .n = N, .k = K, .dtype = FG_REG_BF16,
-                .a = a, .c = c, .out = out, .gemm = cb_gemm, .reduce = cb_reduce,
-                .user = &user};
-            int n = 0;
-            for (;; n++) {
-                cr_assert_lt(n, 100);
-                f->allocs = f->stream_creates = f->event_creates = 0;
-                f->fail_alloc_after = knob == 0 ? n : -1;
-                f->fail_stream_after = knob == 1 ? n : -1;
-                f->fail_event_after = knob == 2 ? n : -1;
-                fgrt_overlap *x = (fgrt_overlap *)1;
-                const fg_status st = fgrt_overlap_create(ctx, &args, &x);
-                if (st == FG_OK) {
-                    fgrt_overlap_destroy(x);
-                    break;
+    /* shard_overlap with a reduce callback; chunk_overlap (3 pieces) without */
+    for (int chunked = 0; chunked < 2; chunked++)
+        for (int coll = 0; coll < 2; coll++)
+            for (int knob = 0; knob < 3; knob++) {
+                const fgrt_overlap_args args = {
+                    .collective = (fgrt_collective)coll,
+                    .schedule = chunked ? FGRT_CHUNK_OVERLAP : FGRT_SHARD_OVERLAP,
+                    .chunks = chunked ? 3 : 1, .world = 2, .rank = 0, .m = 12, .n = N, .k = K,
+                    .dtype = FG_REG_BF16, .a = a, .c = c, .out = out, .gemm = cb_gemm,
+                    .reduce = chunked ? NULL : cb_reduce, .user = &user};
+                int n = 0;
+                for (;; n++) {
+                    cr_assert_lt(n, 100);
+                    f->allocs = f->stream_creates = f->event_creates = 0;
+                    f->fail_alloc_after = knob == 0 ? n : -1;
+                    f->fail_stream_after = knob == 1 ? n : -1;
+                    f->fail_event_after = knob == 2 ? n : -1;
+                    fgrt_overlap *x = (fgrt_overlap *)1;
+                    const fg_status st = fgrt_overlap_create(ctx, &args, &x);
+                    if (st == FG_OK) {
+                        fgrt_overlap_destroy(x);
+                        break;
+                    }
+                    cr_assert_eq(st, knob == 0 ? FG_ERR_OUT_OF_MEMORY : FG_ERR_DRIVER,
+                                 "%s knob %d at %d: %s", coll_name(coll), knob, n,
+                                 fg_last_error());
+                    cr_assert_null(x);
+                    cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0,
+                              "%s knob %d at %d: %d allocations, %d streams, %d events left",
+                              coll_name(coll), knob, n, f->live_allocs, f->live_streams,
+                              f->live_events);
                 }
-                cr_assert_eq(st, knob == 0 ? FG_ERR_OUT_OF_MEMORY : FG_ERR_DRIVER,
-                             "%s knob %d at %d: %s", coll_name(coll), knob, n, fg_last_error());
-                cr_assert_null(x);
-                cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0,
-                          "%s knob %d at %d: %d allocations, %d streams, %d events left",
-                          coll_name(coll), knob, n, f->live_allocs, f->live_streams,
-                          f->live_events);
+                /* the failure points were reached: flags (and RS's receive slots);
+                 * 3 streams; 5 events at least */
+                const int points[3] = {coll == FGRT_GEMM_RS ? 2 : 1, 3, 5};
+                cr_assert_geq(n, points[knob], "%s knob %d: only %d failure points",
+                              coll_name(coll), knob, n);
+                cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
             }
-            /* the failure points were reached: flags (and RS's receive slots);
-             * 3 streams; 5 events at least */
-            const int points[3] = {coll == FGRT_GEMM_RS ? 2 : 1, 3, 5};
-            cr_assert_geq(n, points[knob], "%s knob %d: only %d failure points",
-                          coll_name(coll), knob, n);
-            cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
-        }
     fg_shutdown(ctx);
     cr_assert_eq(misuse, 0, "%s", misuse_why);
 }

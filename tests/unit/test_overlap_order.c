@@ -2,303 +2,626 @@
  * for every rank at once in a simulator: streams in order, events, flags,
  * barriers and NCCL collectives as the executor will have them, with the
  * interleaving of ranks and streams drawn at random.  Every schedule must
- * finish without a deadlock, move data only after it exists, and compute
- * each row block exactly once. */
+ * finish without a deadlock, move data only after it exists (piece by piece
+ * where a schedule splits the row blocks), overwrite it only after it was
+ * used, and compute each row block exactly once; for RS every rank's output
+ * must sum every rank's partial exactly once.  One test breaks the orders
+ * on purpose, to show that the checks catch what they claim to. */
 #include <criterion/criterion.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "fgrt_overlap.h"
 
 #define MAXW 8
-#define MAXOPS 256
-#define CALLS 2   /* two calls back to back: buffers and flags are reused */
+#define MAXP FGRT_MAX_CHUNKS   /* pieces of a row block */
+#define CALLS 2                /* two calls back to back: buffers and flags are reused */
+#define MAXCALL 256            /* ops of one rank's call */
+#define MAXOPS (CALLS * MAXCALL)
+#define MAXFLAGS (FGRT_FLAG_SENT + MAXW * (MAXW - 1) * MAXP)
+#define STREAMS 3
+#define SEEDS 40
+
+/* What one piece of a buffer holds. */
+typedef struct held {
+    int call;       /* the call whose data (-1: none yet) */
+    int read;       /* the last call whose data was used from it */
+    int block;      /* RS receive slots: the row block the data belongs to */
+    unsigned sum;   /* RS: the ranks whose partials the data sums (bit p: rank p) */
+} held;
 
 typedef struct rank_state {
     fgrt_op ops[MAXOPS];
     size_t n, per_call;
+    int need[MAXOPS][STREAMS];      /* per stream, the last earlier op an op follows (-1: none) */
+    size_t colls[MAXOPS], ncolls;   /* the barriers and NCCL collectives, in order */
+    size_t coll_no[MAXOPS];         /* one's place among them */
     bool done[MAXOPS], armed[MAXOPS];
-    bool flag[CALLS][FGRT_FLAG_SENT + MAXW];
+    unsigned priority[MAXOPS];      /* drawn per seed: which of the ready ops moves first */
+    size_t head[STREAMS];           /* per stream: no op before it is left to do */
+    bool flag[CALLS][MAXW][MAXFLAGS];   /* in this rank's memory: [call][setter][flag] */
     int entered;          /* the last call whose inputs the caller has written (-1: none) */
     int left;             /* the last call that returned */
-    /* the call whose data each buffer holds (-1: none yet) */
-    int have[MAXW];       /* AG: gathered A, row block b */
-    int gemmed[MAXW];     /* AG: the last call whose GEMM read block b; RS: wrote partial b */
-    int sent[MAXW];       /* RS: the last call whose push of partial b completed */
-    int recv[MAXW];       /* RS: the receive slot of rank p's partial of this rank's block */
-    int reduced;          /* RS: the last call whose reduction read the slots */
-    int gemm_count[CALLS][MAXW], reduce_count[CALLS];
+    held a[MAXW][MAXP];      /* AG: gathered A, per (row block, piece) */
+    held part[MAXW][MAXP];   /* RS: partials C (chunk_overlap: the running sums) */
+    held slot[MAXW][MAXP];   /* RS: receive slots */
+    held out[MAXP];          /* RS: this rank's row block of the sum */
+    int gemms[CALLS][MAXW][MAXP], outs[CALLS][MAXP];   /* writes per call */
 } rank_state;
 
 typedef struct sim {
     fgrt_collective c;
-    unsigned w;
+    fgrt_schedule s;
+    unsigned w, pieces;   /* pieces: chunks (1 but for chunk_overlap) */
     rank_state r[MAXW];
 } sim;
 
+/* A deliberate break of an order, for the tests of the checks themselves. */
+typedef enum {
+    DROP_OP,      /* leave op `op` out */
+    NO_AFTER,     /* op `op` without its event */
+    NO_SLOT,      /* GEMM `op` without the receive slot it adds */
+    OTHER_DEST    /* WAIT `op` for the flag of the same piece sent to another rank */
+} break_kind;
+
+typedef struct breakage {
+    break_kind kind;
+    int rank;    /* whose order; -1: every rank's */
+    size_t op;   /* the op's index in a call */
+} breakage;
+
+static jmp_buf caught;
+static char why[512];
+
+/* A broken rule: say which, and leave the simulation (simulate returns it). */
+static _Noreturn void fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    longjmp(caught, 1);
+}
+
+#define check(cond, ...) ((cond) ? (void)0 : fail(__VA_ARGS__))
+
+static const char *coll_name(fgrt_collective c)
+{
+    return c == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS";
+}
+
+static bool joins(const fgrt_op *op)
+{
+    return op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_NCCL;
+}
+
+/* Whether an op names a flag. */
+static bool flagged(const fgrt_op *op)
+{
+    return op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_SIGNAL || op->kind == FGRT_OP_WAIT;
+}
+
+/* Whether a piece's data was used (or there is none): it may be overwritten. */
+static bool used(const held *h) { return h->call < 0 || h->read == h->call; }
+
 static int call_of(const rank_state *r, size_t k) { return (int)(k / r->per_call); }
 
-/* Whether everything op k of rank q follows is done. */
-static bool prefix_done(const rank_state *r, size_t k)
+/* Whether everything op k follows is done: its call starts after the last
+ * returned (the executor's streams follow the caller's stream, which
+ * follows every stream of the last call), then streams and events. */
+static bool ready(const rank_state *r, size_t k)
 {
-    const fgrt_op *op = &r->ops[k];
-    for (size_t j = 0; j < k; j++) {
-        const fgrt_op *e = &r->ops[j];
-        /* a barrier or a collective joins every stream both ways */
-        const bool joins = op->kind == FGRT_OP_BARRIER || e->kind == FGRT_OP_BARRIER ||
-                           op->kind == FGRT_OP_NCCL || e->kind == FGRT_OP_NCCL;
-        if ((joins || e->stream == op->stream) && !r->done[j])
+    if (r->left < call_of(r, k) - 1)
+        return false;
+    for (int t = 0; t < STREAMS; t++)
+        if (r->need[k][t] >= 0 && !r->done[r->need[k][t]])
             return false;
-    }
-    const int base = call_of(r, k) * (int)r->per_call;
-    return op->after < 0 || r->done[base + op->after];
+    const int after = r->ops[k].after;
+    return after < 0 || r->done[(size_t)call_of(r, k) * r->per_call + (size_t)after];
 }
 
-/* The ordinal of op k among rank q's collectives (barriers and NCCL). */
-static int collective_ordinal(const rank_state *r, size_t k)
+/* Whether every rank has armed its collective number `no`. */
+static bool all_armed(const sim *m, size_t no)
 {
-    int n = 0;
-    for (size_t j = 0; j < k; j++)
-        n += r->ops[j].kind == FGRT_OP_BARRIER || r->ops[j].kind == FGRT_OP_NCCL;
-    return n;
-}
-
-/* Whether every rank has armed its collective of this ordinal. */
-static bool all_armed(const sim *m, int ordinal)
-{
-    for (unsigned p = 0; p < m->w; p++) {
-        bool armed = false;
-        for (size_t j = 0; j < m->r[p].n; j++)
-            if ((m->r[p].ops[j].kind == FGRT_OP_BARRIER || m->r[p].ops[j].kind == FGRT_OP_NCCL) &&
-                collective_ordinal(&m->r[p], j) == ordinal)
-                armed = m->r[p].armed[j];
-        if (!armed)
+    for (unsigned p = 0; p < m->w; p++)
+        if (no >= m->r[p].ncolls || !m->r[p].armed[m->r[p].colls[no]])
             return false;
-    }
     return true;
 }
 
+static void nccl(sim *m, unsigned q, int e)
+{
+    rank_state *r = &m->r[q];
+    for (unsigned j = 0; j < m->pieces; j++) {
+        if (m->c == FGRT_AG_GEMM) {
+            for (unsigned b = 0; b < m->w; b++) {
+                check(b == q || used(&r->a[b][j]), "rank %u: NCCL overwrites block %u before "
+                      "call %d's GEMM read it", q, b, r->a[b][j].call);
+                r->a[b][j].call = e;
+            }
+            continue;
+        }
+        /* (a rank past its own completion of the collective may have moved on) */
+        for (unsigned p = 0; p < m->w; p++)
+            check(m->r[p].part[q][j].call >= e, "rank %u reduces before rank %u's partial", q,
+                  p);
+        for (unsigned b = 0; b < m->w; b++) {   /* NCCL has read every partial */
+            check(r->part[b][j].call == e, "rank %u: NCCL sends partial %u of call %d in call "
+                  "%d", q, b, r->part[b][j].call, e);
+            r->part[b][j].read = e;
+        }
+        r->out[j] = (held){.call = e, .sum = (1u << m->w) - 1};
+        r->outs[e][j]++;
+    }
+}
+
+static void copy(sim *m, unsigned q, const fgrt_op *op, int e, unsigned j0, unsigned j1)
+{
+    rank_state *r = &m->r[q], *peer = &m->r[op->peer];
+    const int b = op->block;
+    for (unsigned j = j0; j < j1; j++) {
+        held *from = m->c == FGRT_AG_GEMM ? &r->a[b][j] : &r->part[b][j];
+        held *to = m->c == FGRT_AG_GEMM ? &peer->a[b][j] : &peer->slot[op->slot][j];
+        check(m->c != FGRT_AG_GEMM || b == (int)q, "rank %u pushes block %d, not its own shard",
+              q, b);
+        check(from->call == e, "rank %u sends block %d piece %u of call %d in call %d", q, b, j,
+              from->call, e);
+        check(used(to), "rank %u overwrites rank %d's %s %d piece %u before its call %d used "
+              "it", q, op->peer, m->c == FGRT_AG_GEMM ? "block" : "receive slot",
+              m->c == FGRT_AG_GEMM ? b : op->slot, j, to->call);
+        from->read = e;
+        to->call = e, to->block = b, to->sum = from->sum;
+    }
+}
+
+static void gemm(sim *m, unsigned q, const fgrt_op *op, int e, unsigned j0, unsigned j1)
+{
+    rank_state *r = &m->r[q];
+    for (unsigned b = 0; b < m->w; b++)
+        for (unsigned j = j0; j < j1; j++) {
+            if (op->block >= 0 && (unsigned)op->block != b)
+                continue;
+            r->gemms[e][b][j]++;
+            if (m->c == FGRT_AG_GEMM) {
+                check(r->a[b][j].call == e, "rank %u multiplies block %u piece %u before call "
+                      "%d's arrived", q, b, j, e);
+                r->a[b][j].read = e;
+                continue;
+            }
+            unsigned sum = 1u << q;
+            if (op->slot >= 0) {   /* plus the running sum in the slot, of the same rows */
+                held *in = &r->slot[op->slot][j];
+                check(in->call == e && in->block == (int)b, "rank %u adds slot %d piece %u "
+                      "(call %d's, block %d) to block %u of call %d", q, op->slot, j, in->call,
+                      in->block, b, e);
+                check(!(in->sum & sum), "rank %u adds its own partial twice", q);
+                in->read = e;
+                sum |= in->sum;
+            }
+            /* as the executor: the own block's sum, complete, into out */
+            const bool into_out = op->slot >= 0 && b == q;
+            held *to = into_out ? &r->out[j] : &r->part[b][j];
+            check(into_out || used(to), "rank %u overwrites partial %u piece %u before call "
+                  "%d used it", q, b, j, to->call);
+            to->call = e, to->sum = sum;
+            if (into_out)
+                r->outs[e][j]++;
+        }
+}
+
+static void reduce(sim *m, unsigned q, const fgrt_op *op, int e)
+{
+    rank_state *r = &m->r[q];
+    check(op->block == (int)q, "rank %u reduces block %d", q, op->block);
+    for (unsigned j = 0; j < m->pieces; j++) {
+        held *own = &r->part[q][j];
+        check(own->call == e, "rank %u reduces before its own partial", q);
+        own->read = e;
+        unsigned sum = own->sum;
+        for (unsigned p = 0; p < m->w; p++) {
+            held *in = &r->slot[p][j];
+            if (p == q)
+                continue;
+            check(in->call == e && in->block == (int)q, "rank %u reduces before rank %u's "
+                  "partial", q, p);
+            check(!(in->sum & sum), "rank %u sums a partial twice", q);
+            in->read = e;
+            sum |= in->sum;
+        }
+        r->out[j] = (held){.call = e, .sum = sum};
+        r->outs[e][j]++;
+    }
+}
+
 /* Tries to advance op k of rank q; true if anything changed.  Every use of
- * a buffer asserts it holds this call's data, and every overwrite that the
+ * a buffer checks it holds this call's data, and every overwrite that the
  * data it replaces has been used. */
 static bool step(sim *m, unsigned q, size_t k)
 {
     rank_state *r = &m->r[q];
     const fgrt_op *op = &r->ops[k];
-    if (r->done[k] || !prefix_done(r, k))
+    if (r->done[k] || !ready(r, k))
         return false;
     const unsigned w = m->w;
     const int e = call_of(r, k);
-    if (r->entered < e) {   /* the caller writes this call's inputs (after the last returned) */
-        cr_assert_eq(r->left, e - 1, "rank %u enters call %d before call %d returned", q, e,
-                     e - 1);
+    if (r->entered < e) {   /* the caller has written this call's inputs */
         r->entered = e;
+        if (m->c == FGRT_AG_GEMM)   /* its shard: its own block of the gathered A */
+            for (unsigned j = 0; j < m->pieces; j++)
+                r->a[q][j].call = e;
     }
+    /* the pieces an op covers: the whole block, or its piece `chunk` */
+    const unsigned j0 = op->chunk < 0 ? 0 : (unsigned)op->chunk;
+    const unsigned j1 = op->chunk < 0 ? m->pieces : j0 + 1;
     switch (op->kind) {
     case FGRT_OP_BARRIER:
     case FGRT_OP_NCCL:
         if (!r->armed[k]) {
             r->armed[k] = true;
-            if (op->kind == FGRT_OP_BARRIER)
-                r->flag[e][op->flag] = true;
             return true;
         }
-        if (!all_armed(m, collective_ordinal(r, k)))
+        if (!all_armed(m, r->coll_no[k]))
             return false;
-        if (op->kind == FGRT_OP_NCCL && m->c == FGRT_AG_GEMM)
-            for (unsigned b = 0; b < w; b++) {
-                cr_assert(b == q || r->gemmed[b] >= e - 1, "rank %u: NCCL overwrites block %u "
-                          "before call %d's GEMM read it", q, b, e - 1);
-                r->have[b] = e;
-            }
-        if (op->kind == FGRT_OP_NCCL && m->c == FGRT_GEMM_RS) {
-            /* (a rank past its own completion of the collective may have moved on) */
-            for (unsigned p = 0; p < w; p++)
-                cr_assert(m->r[p].gemmed[q] >= e, "rank %u reduces before rank %u's partial",
-                          q, p);
-            for (unsigned b = 0; b < w; b++)   /* NCCL has read every partial */
-                r->sent[b] = e;
-            r->reduced = e;
-            r->reduce_count[e]++;
-        }
+        if (op->kind == FGRT_OP_NCCL)
+            nccl(m, q, e);
         break;
-    case FGRT_OP_SIGNAL:
-        r->flag[e][op->flag] = true;
-        break;
-    case FGRT_OP_WAIT:
-        if (!m->r[op->peer].flag[e][op->flag])
-            return false;
-        break;
-    case FGRT_OP_COPY: {
-        rank_state *peer = &m->r[op->peer];
-        const int b = op->block;
-        if (m->c == FGRT_AG_GEMM) {
-            cr_assert(b == (int)q, "rank %u pushes block %d, not its own shard", q, b);
-            cr_assert(peer->gemmed[b] >= e - 1, "rank %u overwrites rank %d's block %d before "
-                      "its call %d GEMM read it", q, op->peer, b, e - 1);
-            peer->have[b] = e;
-        } else {
-            cr_assert(r->gemmed[b] == e, "rank %u sends block %d of call %d before computing "
-                      "it", q, b, e);
-            cr_assert(peer->reduced >= e - 1, "rank %u overwrites rank %d's slot before its "
-                      "call %d reduction read it", q, op->peer, e - 1);
-            peer->recv[q] = e;
-            r->sent[b] = e;
-        }
+    case FGRT_OP_SIGNAL: {
+        /* set in the memory of the rank it is for, so no other rank's wait sees it */
+        const unsigned d = (op->flag - FGRT_FLAG_SENT) % w;
+        check(op->flag >= FGRT_FLAG_SENT && d != q, "rank %u sets flag %u for itself", q,
+              op->flag);
+        m->r[d].flag[e][q][op->flag] = true;
         break;
     }
+    case FGRT_OP_WAIT:
+        if (!r->flag[e][op->peer][op->flag])
+            return false;
+        break;
+    case FGRT_OP_COPY:
+        copy(m, q, op, e, j0, j1);
+        break;
     case FGRT_OP_GEMM:
-        for (unsigned b = 0; b < w; b++) {
-            if (op->block >= 0 && (unsigned)op->block != b)
-                continue;
-            if (m->c == FGRT_AG_GEMM) {
-                cr_assert((b == q ? r->entered : r->have[b]) == e,
-                          "rank %u multiplies block %u before call %d's arrived", q, b, e);
-            } else {
-                cr_assert(b == q ? r->reduced >= e - 1 : r->sent[b] >= e - 1,
-                          "rank %u overwrites partial %u before call %d used it", q, b, e - 1);
-            }
-            r->gemmed[b] = e;
-            r->gemm_count[e][b]++;
-        }
+        gemm(m, q, op, e, j0, j1);
         break;
     case FGRT_OP_REDUCE:
-        cr_assert(r->gemmed[q] == e, "rank %u reduces before its own partial", q);
-        for (unsigned p = 0; p < w; p++)
-            cr_assert(p == q || r->recv[p] == e, "rank %u reduces before rank %u's partial", q,
-                      p);
-        r->reduced = e;
-        r->reduce_count[e]++;
+        reduce(m, q, op, e);
         break;
     }
     r->done[k] = true;
     bool all = true;   /* the call returned when its last op is done */
     for (size_t j = (size_t)e * r->per_call; j < (size_t)(e + 1) * r->per_call; j++)
         all &= r->done[j];
-    if (all)
+    if (all) {
         r->left = e;
+        for (unsigned j = 0; m->c == FGRT_GEMM_RS && j < m->pieces; j++)
+            check(r->out[j].call == e && r->out[j].sum == (1u << w) - 1u,
+                  "rank %u returns call %d with out piece %u of call %d summing ranks %#x, "
+                  "not %#x", q, e, j, r->out[j].call, r->out[j].sum, (1u << w) - 1u);
+    }
     return true;
 }
 
-static void simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned seed)
+/* Rank q's ops of one call into ops, broken where brk says; how many. */
+static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *ops)
+{
+    size_t n = fgrt_overlap_ops(m->c, m->s, m->w, m->pieces, q, ops, MAXCALL);
+    check(n > 0 && n <= MAXCALL, "rank %u has %zu ops", q, n);
+    if (!brk || (brk->rank >= 0 && (unsigned)brk->rank != q))
+        return n;
+    fgrt_op *op = &ops[brk->op];
+    switch (brk->kind) {
+    case DROP_OP:   /* the later ops' events shift with it (none follows a wait or barrier) */
+        memmove(op, op + 1, (n - brk->op - 1) * sizeof *op);
+        n--;
+        for (size_t k = 0; k < n; k++)
+            ops[k].after -= ops[k].after > (int)brk->op;
+        break;
+    case NO_AFTER:
+        op->after = -1;
+        break;
+    case NO_SLOT:
+        op->slot = -1;
+        break;
+    case OTHER_DEST: {   /* the first rank other than this one and the sender */
+        const unsigned piece = (op->flag - FGRT_FLAG_SENT) / m->w;
+        unsigned d = 0;
+        while (d == q || d == (unsigned)op->peer)
+            d++;
+        op->flag = FGRT_FLAG_SENT + piece * m->w + d;
+        break;
+    }
+    }
+    return n;
+}
+
+/* Runs CALLS calls of every rank in one random interleaving; NULL if every
+ * check held, else the first broken rule. */
+static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
+                            unsigned seed, const breakage *brk)
 {
     static sim m;
     memset(&m, 0, sizeof m);
-    m.c = c, m.w = w;
+    m.c = c, m.s = s, m.w = w, m.pieces = chunks;
+    if (setjmp(caught))
+        return why;
+    const unsigned nflags = fgrt_overlap_flags(c, s, w, chunks);
+    check(nflags > FGRT_FLAG_SENT && nflags <= MAXFLAGS, "%u flags", nflags);
     size_t total = 0;
     for (unsigned q = 0; q < w; q++) {
         rank_state *r = &m.r[q];
-        r->per_call = fgrt_overlap_ops(c, s, w, q, r->ops, MAXOPS / CALLS);
-        cr_assert(r->per_call > 0 && r->per_call <= MAXOPS / CALLS);
+        r->per_call = order_of(&m, q, brk, r->ops);
         for (int e = 1; e < CALLS; e++)
             memcpy(&r->ops[e * r->per_call], r->ops, r->per_call * sizeof *r->ops);
         r->n = CALLS * r->per_call;
-        r->entered = r->left = r->reduced = -1;
+        r->entered = r->left = -1;
         for (unsigned b = 0; b < MAXW; b++)
-            r->have[b] = r->gemmed[b] = r->sent[b] = r->recv[b] = -1;
+            for (unsigned j = 0; j < MAXP; j++) {
+                const held none = {.call = -1, .read = -1, .block = -1};
+                r->a[b][j] = r->part[b][j] = r->slot[b][j] = r->out[j] = none;
+            }
         total += r->n;
         for (size_t k = 0; k < r->per_call; k++) {
             const fgrt_op *op = &r->ops[k];
-            cr_assert(op->stream <= 2 && op->after < (int)k, "rank %u op %zu", q, k);
-            if (op->kind == FGRT_OP_COPY || op->kind == FGRT_OP_WAIT)
-                cr_assert(op->peer >= 0 && (unsigned)op->peer < w && (unsigned)op->peer != q);
+            check(op->stream < STREAMS && op->after < (int)k, "rank %u op %zu", q, k);
+            const bool has_peer = op->kind == FGRT_OP_COPY || op->kind == FGRT_OP_WAIT;
+            check(!has_peer || (op->peer >= 0 && (unsigned)op->peer < w && (unsigned)op->peer != q),
+                  "rank %u op %zu: peer %d", q, k, op->peer);
+            check(op->block >= -1 && op->block < (int)w &&
+                      (op->kind != FGRT_OP_COPY || op->block >= 0),
+                  "rank %u op %zu: block %d", q, k, op->block);
+            check(op->chunk >= -1 && op->chunk < (int)chunks, "rank %u op %zu: chunk %d", q, k,
+                  op->chunk);
+            /* slots are RS's: written by every COPY, added by chunk_overlap's GEMMs */
+            check(c == FGRT_GEMM_RS ? op->slot >= -1 && op->slot < (int)w &&
+                                          (op->kind != FGRT_OP_COPY || op->slot >= 0)
+                                    : op->slot == -1,
+                  "rank %u op %zu: slot %d", q, k, op->slot);
+            check(!flagged(op) || op->flag < nflags, "rank %u op %zu: flag %u of %u", q, k,
+                  op->flag, nflags);
         }
-    }
-    srand(seed);
-    for (size_t done = 0; done < total;) {
-        /* a random rank and op first, then the rest in order: any that moves */
-        const unsigned q0 = (unsigned)rand() % w;
-        bool moved = false;
-        for (unsigned i = 0; i < w && !moved; i++) {
-            const unsigned q = (q0 + i) % w;
-            const size_t k0 = (size_t)rand() % m.r[q].n;
-            for (size_t j = 0; j < m.r[q].n && !moved; j++) {
-                const size_t k = (k0 + j) % m.r[q].n;
-                const bool was = m.r[q].done[k];
-                moved = step(&m, q, k);
-                done += !was && m.r[q].done[k];
+        /* What each op waits for on each stream: streams run in order, and a
+         * barrier or a collective joins every stream both ways.  A stream's
+         * done ops are a prefix of it, so its last op before says for all. */
+        int last[STREAMS] = {-1, -1, -1}, last_join[STREAMS] = {-1, -1, -1};
+        for (size_t k = 0; k < r->n; k++) {
+            const fgrt_op *op = &r->ops[k];
+            for (unsigned t = 0; t < STREAMS; t++)
+                r->need[k][t] = joins(op) || t == op->stream ? last[t] : last_join[t];
+            last[op->stream] = (int)k;
+            if (joins(op)) {
+                last_join[op->stream] = (int)k;
+                r->coll_no[k] = r->ncolls;
+                r->colls[r->ncolls++] = k;
             }
         }
-        cr_assert(moved, "%s %s, %u ranks, seed %u: deadlock with %zu of %zu ops done",
-                  c == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", fgrt_schedule_name(s), w, seed,
-                  done, total);
+    }
+    /* Each op has a random priority, and of the ops that may move, the one
+     * of the highest does: an op of low priority lags behind all that can
+     * pass it, as a slow GEMM or a late copy would.  (Random priorities find
+     * a missing wait in far fewer runs than a fair random choice.) */
+    srand(seed);
+    for (unsigned q = 0; q < w; q++)
+        for (size_t k = 0; k < m.r[q].n; k++)
+            m.r[q].priority[k] = (unsigned)rand();
+    for (size_t done = 0; done < total;) {
+        /* the ops that may move: each rank's first op not done on each stream */
+        struct candidate { unsigned q; size_t k; unsigned priority; } next[MAXW * STREAMS], swap;
+        size_t count = 0;
+        for (unsigned q = 0; q < w; q++)
+            for (unsigned t = 0; t < STREAMS; t++) {
+                rank_state *r = &m.r[q];
+                size_t *h = &r->head[t];
+                while (*h < r->n && (r->ops[*h].stream != t || r->done[*h]))
+                    ++*h;
+                if (*h < r->n)
+                    next[count++] = (struct candidate){q, *h, r->priority[*h]};
+            }
+        for (size_t i = 1; i < count; i++)   /* the highest priority first */
+            for (size_t j = i; j > 0 && next[j].priority > next[j - 1].priority; j--)
+                swap = next[j], next[j] = next[j - 1], next[j - 1] = swap;
+        bool moved = false;
+        for (size_t i = 0; i < count && !moved; i++) {
+            moved = step(&m, next[i].q, next[i].k);
+            done += m.r[next[i].q].done[next[i].k];   /* (an armed barrier is not done yet) */
+        }
+        check(moved, "deadlock with %zu of %zu ops done", done, total);
     }
     for (unsigned q = 0; q < w; q++)
-        for (int e = 0; e < CALLS; e++) {
-            for (unsigned b = 0; b < w; b++)
-                cr_assert_eq(m.r[q].gemm_count[e][b], 1, "rank %u computed block %u %d times",
-                             q, b, m.r[q].gemm_count[e][b]);
-            if (c == FGRT_GEMM_RS)
-                cr_assert_eq(m.r[q].reduce_count[e], 1, "rank %u reduced %d times", q,
-                             m.r[q].reduce_count[e]);
-        }
+        for (int e = 0; e < CALLS; e++)
+            for (unsigned j = 0; j < chunks; j++) {
+                for (unsigned b = 0; b < w; b++)
+                    check(m.r[q].gemms[e][b][j] == 1, "rank %u computed block %u piece %u %d "
+                          "times in call %d", q, b, j, m.r[q].gemms[e][b][j], e);
+                check(c == FGRT_AG_GEMM || m.r[q].outs[e][j] == 1, "rank %u wrote out piece "
+                      "%u %d times in call %d", q, j, m.r[q].outs[e][j], e);
+            }
+    return NULL;
+}
+
+/* Every seed's interleaving passes every check. */
+static void expect_sound(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
+                         unsigned seeds)
+{
+    for (unsigned seed = 1; seed <= seeds; seed++) {
+        const char *err = simulate(c, s, w, chunks, seed, NULL);
+        cr_assert(!err, "%s %s, %u ranks, %u chunks, seed %u: %s", coll_name(c),
+                  fgrt_schedule_name(s), w, chunks, seed, err);
+    }
 }
 
 Test(overlap_order, every_schedule_completes_in_any_interleaving)
 {
-    const fgrt_collective cs[] = {FGRT_AG_GEMM, FGRT_GEMM_RS};
-    for (size_t ci = 0; ci < 2; ci++)
+    for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
         for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
             for (unsigned w = 2; w <= MAXW; w++)
-                for (unsigned seed = 1; seed <= 40; seed++)
-                    simulate(cs[ci], (fgrt_schedule)s, w, seed);
+                expect_sound((fgrt_collective)c, (fgrt_schedule)s, w, 1, SEEDS);
 }
 
-/* Every rank meets the barriers and NCCL collectives in the same order, and
- * at each step the ranks copy to distinct peers (no link carries two copies
- * at once). */
-Test(overlap_order, same_collective_order_and_distinct_peers)
+/* chunk_overlap by pieces: a piece is multiplied (AG) or added on (RS) only
+ * once that piece landed, whatever its neighbours did. */
+static void expect_chunks_sound(fgrt_collective c)
 {
-    for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
-        for (unsigned w = 2; w <= MAXW; w++)
-            for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
-                fgrt_op ops[MAXW][MAXOPS];
-                size_t n[MAXW];
-                for (unsigned q = 0; q < w; q++)
-                    n[q] = fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, w, q, ops[q],
-                                            MAXOPS);
-                char seq0[64] = "", seq[64];
-                for (unsigned q = 0; q < w; q++) {
-                    size_t len = 0, copies = 0;
-                    for (size_t k = 0; k < n[q]; k++) {
-                        const fgrt_op *op = &ops[q][k];
-                        if (op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_NCCL)
-                            seq[len++] = (char)('a' + op->kind + op->flag);
-                        if (op->kind != FGRT_OP_COPY)
-                            continue;
-                        /* the copy of step `copies` at every other rank has another peer */
-                        for (unsigned p = 0; p < q; p++) {
-                            size_t seen = 0;
-                            for (size_t j = 0; j < n[p]; j++)
-                                if (ops[p][j].kind == FGRT_OP_COPY && seen++ == copies)
-                                    cr_expect_neq(ops[p][j].peer, op->peer,
-                                                  "ranks %u and %u copy with rank %d at step %zu",
-                                                  p, q, op->peer, copies);
-                        }
-                        copies++;
+    for (unsigned w = 2; w <= MAXW; w++) {
+        for (unsigned chunks = 2; chunks <= 4; chunks++)
+            expect_sound(c, FGRT_CHUNK_OVERLAP, w, chunks, SEEDS);
+        expect_sound(c, FGRT_CHUNK_OVERLAP, w, FGRT_MAX_CHUNKS, SEEDS / 4);
+    }
+}
+
+Test(overlap_order, chunk_overlap_ag_by_pieces_in_any_interleaving)
+{
+    expect_chunks_sound(FGRT_AG_GEMM);
+}
+
+Test(overlap_order, chunk_overlap_rs_by_pieces_in_any_interleaving)
+{
+    expect_chunks_sound(FGRT_GEMM_RS);
+}
+
+/* Whether op k of a call follows op a (a < k) by streams and the other
+ * events alone: then k's own event on a is redundant, and dropping it
+ * breaks nothing. */
+static bool follows_anyway(const fgrt_op *ops, size_t a, size_t k)
+{
+    bool behind_a[MAXCALL] = {false};
+    behind_a[a] = true;
+    for (size_t j = a + 1; j <= k; j++)
+        for (size_t i = a; i < j && !behind_a[j]; i++)
+            behind_a[j] = behind_a[i] && (ops[i].stream == ops[j].stream || joins(&ops[i]) ||
+                                          joins(&ops[j]) || (j < k && ops[j].after == (int)i));
+    return behind_a[k];
+}
+
+/* The checks have teeth: rank 0's order without any one of its waits, with
+ * a wait for the flag of the same piece sent to another rank, without an
+ * event that nothing else implies, or with a GEMM that leaves out the
+ * running sum it adds, and the orders without their opening barrier, each
+ * fail in some interleaving (each within 30 seeds when this was written). */
+Test(overlap_order, every_broken_order_is_caught)
+{
+    static fgrt_op ops[MAXCALL];
+    for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
+        for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
+            for (unsigned w = 2; w <= MAXW; w++) {
+                const unsigned chunks = s == FGRT_CHUNK_OVERLAP ? 3 : 1;
+                const size_t n = fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, w,
+                                                  chunks, 0, ops, MAXCALL);
+                for (size_t k = 0; k < n; k++) {
+                    const fgrt_op *op = &ops[k];
+                    breakage brk[2];
+                    size_t nb = 0;
+                    if (op->kind == FGRT_OP_WAIT) {
+                        brk[nb++] = (breakage){DROP_OP, 0, k};
+                        if (w > 2)   /* a third rank to have been sent the flag */
+                            brk[nb++] = (breakage){OTHER_DEST, 0, k};
                     }
-                    seq[len] = '\0';
-                    if (q == 0)
-                        strcpy(seq0, seq);
-                    cr_expect_str_eq(seq, seq0, "rank %u", q);
+                    if (op->kind == FGRT_OP_BARRIER)
+                        brk[nb++] = (breakage){DROP_OP, -1, k};
+                    if (op->kind == FGRT_OP_GEMM && op->slot >= 0)
+                        brk[nb++] = (breakage){NO_SLOT, 0, k};
+                    if (op->after >= 0 && !follows_anyway(ops, (size_t)op->after, k))
+                        brk[nb++] = (breakage){NO_AFTER, 0, k};
+                    for (size_t i = 0; i < nb; i++) {
+                        bool noticed = false;
+                        for (unsigned seed = 1; seed <= 100 && !noticed; seed++)
+                            noticed = simulate((fgrt_collective)c, (fgrt_schedule)s, w, chunks,
+                                               seed, &brk[i]) != NULL;
+                        cr_expect(noticed, "%s %s, %u ranks: breaking op %zu (kind %d) of "
+                                  "rank %d (way %d) goes unnoticed",
+                                  coll_name((fgrt_collective)c),
+                                  fgrt_schedule_name((fgrt_schedule)s), w, k, (int)op->kind,
+                                  brk[i].rank, (int)brk[i].kind);
+                    }
                 }
             }
+}
+
+/* For every schedule, world and chunk count: every rank meets the barriers
+ * and NCCL collectives in the same order; at each step the ranks copy to
+ * distinct peers (no link carries two copies at once); every flag an op
+ * names is one of fgrt_overlap_flags'. */
+Test(overlap_order, same_collective_order_distinct_peers_and_flags_in_range)
+{
+    static fgrt_op ops[MAXW][MAXCALL];
+    for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
+        for (unsigned chunks = 1; chunks <= (s == FGRT_CHUNK_OVERLAP ? MAXP : 1); chunks++)
+            for (unsigned w = 2; w <= MAXW; w++)
+                for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
+                    const unsigned flags = fgrt_overlap_flags((fgrt_collective)c,
+                                                              (fgrt_schedule)s, w, chunks);
+                    int peers[MAXW][MAXCALL];   /* each rank's copies' peers, in order */
+                    size_t copies[MAXW];
+                    char seq0[64] = "", seq[64];
+                    for (unsigned q = 0; q < w; q++) {
+                        const size_t n = fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s,
+                                                          w, chunks, q, ops[q], MAXCALL);
+                        cr_assert(n > 0 && n <= MAXCALL, "%zu ops", n);
+                        size_t len = 0;
+                        copies[q] = 0;
+                        for (size_t k = 0; k < n; k++) {
+                            const fgrt_op *op = &ops[q][k];
+                            if (joins(op))
+                                seq[len++] = (char)('a' + op->kind + op->flag);
+                            if (op->kind == FGRT_OP_COPY)
+                                peers[q][copies[q]++] = op->peer;
+                            if (flagged(op))
+                                cr_expect_lt(op->flag, flags, "%s %s, %u ranks, %u chunks",
+                                             coll_name((fgrt_collective)c),
+                                             fgrt_schedule_name((fgrt_schedule)s), w, chunks);
+                        }
+                        seq[len] = '\0';
+                        if (q == 0)
+                            strcpy(seq0, seq);
+                        cr_expect_str_eq(seq, seq0, "rank %u", q);
+                        for (unsigned p = 0; p < q; p++)
+                            for (size_t i = 0; i < copies[p] && i < copies[q]; i++)
+                                cr_expect_neq(peers[p][i], peers[q][i],
+                                              "%s %s, %u chunks: ranks %u and %u copy with rank "
+                                              "%d at step %zu", coll_name((fgrt_collective)c),
+                                              fgrt_schedule_name((fgrt_schedule)s), chunks, p,
+                                              q, peers[q][i], i);
+                    }
+                }
 }
 
 Test(overlap_order, sizes_and_bad_arguments)
 {
     fgrt_op ops[4];
-    const size_t need = fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 3, NULL, 0);
+    const size_t need = fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 1, 3, NULL, 0);
     cr_assert_gt(need, 4);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 3, ops, 4), need,
+    cr_assert_eq(fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 1, 3, ops, 4), need,
                  "a short array still gets the size");
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 1, 0, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 4, 4, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 0, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops((fgrt_collective)7, FGRT_SERIAL_CE, 4, 0, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 1, 1, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 4, 1, 4, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 1, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops((fgrt_collective)7, FGRT_SERIAL_CE, 4, 1, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 1, 0, ops, 4), 0);
+    /* fgrt_overlap_flags refuses what fgrt_overlap_ops does */
+    cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SERIAL_CE, 1, 1), 0);
+    cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 1), 0);
+    cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 1), 0);
+    cr_assert_eq(fgrt_overlap_flags((fgrt_collective)7, FGRT_SERIAL_CE, 4, 1), 0);
+    /* chunks: 1 to FGRT_MAX_CHUNKS for chunk_overlap, 1 for every other schedule */
+    for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
+        for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
+            for (unsigned chunks = 0; chunks <= FGRT_MAX_CHUNKS + 1; chunks++) {
+                const bool valid = s == FGRT_CHUNK_OVERLAP
+                                       ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS
+                                       : chunks == 1;
+                const char *name = fgrt_schedule_name((fgrt_schedule)s);
+                cr_expect_eq(fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, 4, chunks, 1,
+                                              NULL, 0) > 0,
+                             valid, "%s, %u chunks", name, chunks);
+                cr_expect_eq(fgrt_overlap_flags((fgrt_collective)c, (fgrt_schedule)s, 4,
+                                                chunks) > 0,
+                             valid, "%s, %u chunks: flags", name, chunks);
+            }
     cr_assert_str_eq(fgrt_schedule_name(FGRT_SHARD_OVERLAP), "shard_overlap");
+    cr_assert_str_eq(fgrt_schedule_name(FGRT_CHUNK_OVERLAP), "chunk_overlap");
 }
 
 /* The plan table's lookup: every field must match; the target only when asked. */
