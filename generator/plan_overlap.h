@@ -33,7 +33,7 @@ typedef struct fg_overlap_prediction {
 } fg_overlap_prediction;
 
 /* The piece counts chunk_overlap is predicted for (those test_overlap times). */
-#define FG_OVERLAP_CHUNKS {2, 4}
+#define FG_OVERLAP_CHUNKS {2, 4, 8}
 
 /* Predicts shape s of gemm g on target t; NULL, or why it cannot (a target
  * without an interconnect profile or a matmul rate, a world size of 1). */

@@ -629,22 +629,22 @@ constexpr bool kHaveNccl = false;
 #endif
 
 // The timed parts of one shape, in the order each repeat runs them.
-enum { kGemm, kComm, kNccl, kCe, kShard, kChunk2, kChunk4, kParts };
+enum { kGemm, kComm, kNccl, kCe, kShard, kChunk2, kChunk4, kChunk8, kParts };
 const char *const kPartName[kParts] = {"gemm",          "comm",           "serial_nccl",
                                        "serial_ce",     "shard_overlap",  "chunk_overlap_c2",
-                                       "chunk_overlap_c4"};
+                                       "chunk_overlap_c4", "chunk_overlap_c8"};
 // the schedule a part runs (gemm and comm: parts of serial_ce's)
 const Sched kSched[kParts] = {{FGRT_SERIAL_CE, 1},     {FGRT_SERIAL_CE, 1},
                               {FGRT_SERIAL_NCCL, 1},   {FGRT_SERIAL_CE, 1},
                               {FGRT_SHARD_OVERLAP, 1}, {FGRT_CHUNK_OVERLAP, 2},
-                              {FGRT_CHUNK_OVERLAP, 4}};
+                              {FGRT_CHUNK_OVERLAP, 4}, {FGRT_CHUNK_OVERLAP, 8}};
 
 // NaN: not run (serial_nccl without NCCL) or failed.
 double run_part(Setup *s, int i, int calls)
 {
     static const Part part[kParts] = {Part::gemm,     Part::comm,     Part::schedule,
                                       Part::schedule, Part::schedule, Part::schedule,
-                                      Part::schedule};
+                                      Part::schedule, Part::schedule};
     if (i == kNccl && !kHaveNccl)
         return NAN;
     return time_once(s, part[i], kSched[i], calls);
