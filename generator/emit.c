@@ -350,6 +350,14 @@ static void emit_manifest(const fg_emit_ctx *c, const fg_plan_set *set, fg_strbu
                                    isnan(p->prediction.us[s])
                                        ? NULL
                                        : json_object_new_double(p->prediction.us[s]));
+        for (int c = 0; c < FG_OVERLAP_NCHUNKS; c++) {   /* each piece count's */
+            char key[32];
+            snprintf(key, sizeof key, "chunk_overlap_c%u", fg_overlap_chunks[c]);
+            json_object_object_add(us, key,
+                                   isnan(p->prediction.chunk_us[c])
+                                       ? NULL
+                                       : json_object_new_double(p->prediction.chunk_us[c]));
+        }
         json_object_object_add(o, "predicted_us", us);
         json_object_array_add(plans, o);
     }

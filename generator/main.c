@@ -386,9 +386,14 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
                 printf(" %s not predicted (%s)", fg_schedule_name((fg_schedule)k),
                        k == FG_SCHED_CHUNK_OVERLAP ? "no piece count divides a row block"
                                                    : "no NCCL fit in the profile");
-            else if (k == FG_SCHED_CHUNK_OVERLAP)
-                printf(" %s %.1f us (%u chunks)", fg_schedule_name((fg_schedule)k), p.us[k],
-                       p.chunks);
+            else if (k == FG_SCHED_CHUNK_OVERLAP) {
+                printf(" %s %.1f us (%u chunks; by pieces:", fg_schedule_name((fg_schedule)k),
+                       p.us[k], p.chunks);
+                for (int c = 0; c < FG_OVERLAP_NCHUNKS; c++)
+                    if (!isnan(p.chunk_us[c]))
+                        printf(" %u %.1f", fg_overlap_chunks[c], p.chunk_us[c]);
+                printf(")");
+            }
             else
                 printf(" %s %.1f us", fg_schedule_name((fg_schedule)k), p.us[k]);
             printf("%s", k + 1 < FG_SCHED_COUNT ? "," : "");

@@ -54,7 +54,7 @@ static double gemm_us(const fg_target *t, double rows, unsigned n, unsigned k, b
     return 2.0 * rows * n * k / (t->ceilings->matmul_bf16_tflops * 1e6);
 }
 
-static const unsigned chunk_counts[] = FG_OVERLAP_CHUNKS;
+const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
 enum { MAX_CHUNKS = 8 };   /* the runtime's FGRT_MAX_CHUNKS */
 
 /* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS); NaN
@@ -125,11 +125,13 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_SERIAL_NCCL] =
         nccl_gbps > 0 ? gemm_all + nccl_lat + (w - 1) * piece / (nccl_gbps * 1e3) : NAN;
     out->us[FG_SCHED_CHUNK_OVERLAP] = NAN;   /* no piece count divides the block */
-    for (size_t i = 0; i < sizeof chunk_counts / sizeof *chunk_counts; i++) {
-        const double us = chunk_overlap_us(s, t, w, chunk_counts[i], &out->gemms_measured);
-        if (!isnan(us) && !(us + fixed >= out->us[FG_SCHED_CHUNK_OVERLAP])) {
-            out->us[FG_SCHED_CHUNK_OVERLAP] = us + fixed;
-            out->chunks = chunk_counts[i];
+    for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
+        const double us =
+            chunk_overlap_us(s, t, w, fg_overlap_chunks[i], &out->gemms_measured) + fixed;
+        out->chunk_us[i] = us;
+        if (!isnan(us) && !(us >= out->us[FG_SCHED_CHUNK_OVERLAP])) {
+            out->us[FG_SCHED_CHUNK_OVERLAP] = us;
+            out->chunks = fg_overlap_chunks[i];
         }
     }
     out->chosen = FG_SCHED_SERIAL_CE;

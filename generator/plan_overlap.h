@@ -21,19 +21,21 @@ typedef enum {
 
 const char *fg_schedule_name(fg_schedule s);
 
+/* The piece counts chunk_overlap is predicted for (those test_overlap times). */
+enum { FG_OVERLAP_NCHUNKS = 3 };
+extern const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS];   /* 2, 4, 8 */
+
 typedef struct fg_overlap_prediction {
     double gemm_us;            /* the unsplit GEMM alone */
     double comm_us;            /* the schedule-free communication: every copy back to back */
     double us[FG_SCHED_COUNT]; /* each schedule; NaN: not predicted (serial NCCL without
                                   the profile's NCCL fit) */
-    unsigned chunks;           /* chunk_overlap's pieces per block: the fastest of
-                                  FG_OVERLAP_CHUNKS that divide the block */
+    double chunk_us[FG_OVERLAP_NCHUNKS]; /* chunk_overlap with fg_overlap_chunks[i] pieces
+                                            per block; NaN where they do not divide it */
+    unsigned chunks;           /* chunk_overlap's (us[FG_SCHED_CHUNK_OVERLAP]): the fastest */
     fg_schedule chosen;        /* the fastest; serial on a tie (never slower than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */
 } fg_overlap_prediction;
-
-/* The piece counts chunk_overlap is predicted for (those test_overlap times). */
-#define FG_OVERLAP_CHUNKS {2, 4, 8}
 
 /* Predicts shape s of gemm g on target t; NULL, or why it cannot (a target
  * without an interconnect profile or a matmul rate, a world size of 1). */

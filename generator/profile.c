@@ -105,10 +105,10 @@ static int collect_shapes(profile *p, fg_strbuf *list)
             add_shape(list, sh->m, sh->n, sh->k);
             if (g->world_size > 1 && sh->m % g->world_size == 0)
                 add_shape(list, sh->m / g->world_size, sh->n, sh->k);
-            static const unsigned chunks[] = FG_OVERLAP_CHUNKS;
-            for (size_t c = 0; c < sizeof chunks / sizeof *chunks; c++)
-                if (g->world_size > 1 && sh->m % (g->world_size * chunks[c]) == 0)
-                    add_shape(list, sh->m / (g->world_size * chunks[c]), sh->n, sh->k);
+            for (int c = 0; c < FG_OVERLAP_NCHUNKS; c++)
+                if (g->world_size > 1 && sh->m % (g->world_size * fg_overlap_chunks[c]) == 0)
+                    add_shape(list, sh->m / (g->world_size * fg_overlap_chunks[c]), sh->n,
+                              sh->k);
         }
         fg_spec_free(s);
     }
