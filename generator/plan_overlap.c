@@ -17,7 +17,9 @@
  *   reduce        (W + 1) chunks through the copy ceiling (W read, 1 written)
  * Chunk overlap, c pieces of a block (rows / c), each copy flagged on its own,
  * every rank in step (so one rank's timeline stands for all), the copy
- * engine serial:
+ * engine serial, the GEMMs issued in pairs on two streams (two that are
+ * ready at once share the GPU and end together: measured, a pair's first
+ * piece does not end early, so RS with 2 pieces exposed its copies):
  *   AG   gemm(m / W) (1 + slowdown), then the peers' pieces in their order,
  *        each multiplied once landed: piece j of the i-th peer lands after
  *        the (j (W - 1) + i)-th copy(piece)
@@ -59,6 +61,27 @@ enum { MAX_CHUNKS = 8 };   /* the runtime's FGRT_MAX_CHUNKS */
 
 /* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS); NaN
  * where c does not divide the block. */
+/* Two GEMM pieces issued back to back (on the executor's two alternating
+ * streams): when the second is ready before the first ends they run at once
+ * and share the GPU, so both end together; else one after the other.
+ * cost[i] and ready[i] of piece i; n is 1 for a lone last piece.  Advances
+ * *now (the GPU busy until) and writes each piece's end. */
+static void run_pair(double *now, const double cost[2], const double ready[2], int n,
+                     double end[2])
+{
+    const double start = fmax(*now, ready[0]);
+    if (n == 2 && ready[1] <= start + cost[0]) {
+        end[0] = end[1] = fmax(start + cost[0] + cost[1], ready[1] + cost[1]);
+    } else {
+        end[0] = start + cost[0];
+        if (n == 2)
+            end[1] = fmax(end[0], ready[1]) + cost[1];
+    }
+    *now = end[n - 1];
+}
+
+/* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS); NaN
+ * where c does not divide the block. */
 static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsigned w,
                                unsigned c, bool *measured)
 {
@@ -71,22 +94,31 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
     const double piece = rows / c * (ag ? s->k : s->n) * e;
     const double copy = ic->peer_copy_latency_us + piece / per_direction;
     const double g = gemm_us(t, rows / c, s->n, s->k, measured) * slow;
-    double now = 0, engine = 0;   /* this rank's GEMM stream and copy engine */
-    if (ag) {
-        now = gemm_us(t, rows, s->n, s->k, measured) * slow;
-        for (unsigned i = 1; i < w; i++)
-            for (unsigned j = 0; j < c; j++)
-                now = fmax(now, (j * (w - 1) + i) * copy) + g;
-        return now;
-    }
+    /* the GEMMs in issue order: AG the own block, then each peer's pieces;
+     * RS W steps of c pieces (step, piece) = (i / c, i % c) */
+    const unsigned count = ag ? 1 + (w - 1) * c : w * c;
     const double add = rows / c * s->n * e / (t->ceilings->copy_gbps * 1e3);
-    double landed[MAX_CHUNKS];   /* piece j of the previous step, here */
-    for (unsigned st = 0; st < w; st++)
-        for (unsigned j = 0; j < c; j++) {
-            now = (st ? fmax(now, landed[j]) : now) + g + (st ? add : 0);
-            if (st + 1 < w)
-                landed[j] = engine = fmax(engine, now) + copy;
+    double now = 0, engine = 0;   /* this rank's GPU and copy engine busy until */
+    double landed[MAX_CHUNKS];    /* RS: piece j of the previous step, here */
+    for (unsigned i = 0; i < count; i += 2) {
+        const int n = i + 1 < count ? 2 : 1;
+        double cost[2], ready[2], end[2];
+        for (int k = 0; k < n; k++) {
+            const unsigned at = i + (unsigned)k;
+            if (ag) {   /* piece j of the p-th peer lands with the (j (W - 1) + p)-th copy */
+                const unsigned p = at ? 1 + (at - 1) / c : 0, j = at ? (at - 1) % c : 0;
+                cost[k] = at ? g : gemm_us(t, rows, s->n, s->k, measured) * slow;
+                ready[k] = at ? (j * (w - 1) + p) * copy : 0;
+            } else {
+                cost[k] = g + (at >= c ? add : 0);
+                ready[k] = at >= c ? landed[at % c] : 0;
+            }
         }
+        run_pair(&now, cost, ready, n, end);
+        for (int k = 0; !ag && k < n; k++)   /* RS: each piece but the last step's goes on */
+            if (i + (unsigned)k + c < count)
+                landed[(i + (unsigned)k) % c] = engine = fmax(engine, end[k]) + copy;
+    }
     return now;
 }
 

@@ -66,12 +66,13 @@ static const char *short_name(const char *instance)
 }
 
 /* The overlap family's parts, as test_overlap --bench names them. */
-#define OVERLAP_PARTS 5
-static const char *const OVERLAP_PART[OVERLAP_PARTS] = {"gemm", "comm", "serial_nccl",
-                                                        "serial_ce", "shard_overlap"};
-static const char *const OVERLAP_TITLE[OVERLAP_PARTS] = {"T_gemm", "T_comm (copy engine)",
-                                                         "serial NCCL", "serial CE",
-                                                         "shard-overlap"};
+#define OVERLAP_PARTS 8
+static const char *const OVERLAP_PART[OVERLAP_PARTS] = {
+    "gemm",          "comm",             "serial_nccl",      "serial_ce",
+    "shard_overlap", "chunk_overlap_c2", "chunk_overlap_c4", "chunk_overlap_c8"};
+static const char *const OVERLAP_TITLE[OVERLAP_PARTS] = {
+    "T_gemm",        "T_comm (copy engine)", "serial NCCL",     "serial CE",
+    "shard-overlap", "chunk-overlap, 2",     "chunk-overlap, 4", "chunk-overlap, 8"};
 
 /* An overlap results document (test_overlap --bench): per shape, each part's
  * median with its spread and each schedule's time over max(T_gemm, T_comm);
@@ -150,8 +151,9 @@ static int render_overlap(json_object *doc, json_object *cases, const char *sour
                      "set yrange [0:*]\nset xtics rotate by -35 noenhanced\nset rmargin 10\n"
                      "set key below noenhanced\n$d << EOD\n%sEOD\n"
                      "plot $d using 2:xtic(1) title 'serial NCCL', '' using 3 title 'serial CE', "
-                     "'' using 4 title 'shard-overlap', 1 with lines lw 2 lc rgb 'black' "
-                     "title 'max(T_gemm, T_comm)'\n",
+                     "'' using 4 title 'shard-overlap', '' using 5 title 'chunk-overlap, 2', "
+                     "'' using 6 title 'chunk-overlap, 4', '' using 7 title 'chunk-overlap, 8', "
+                     "1 with lines lw 2 lc rgb 'black' title 'max(T_gemm, T_comm)'\n",
                  source, png_name, gpu ? gpu : "GPU", world, date ? date : "", commit ? commit : "",
                  fg_sb_str(&data));
     fg_sb_puts(md, fg_sb_str(&m));

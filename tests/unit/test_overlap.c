@@ -37,10 +37,13 @@ Test(overlap, small_copies_under_a_slowed_gemm_stay_serial)
     p = predict(FG_COLL_REDUCE_SCATTER, 2, &target_);
     NEAR(p.us[FG_SCHED_SERIAL_CE], 2000.0 + 20.0 + 30.0);
     NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1100.0 + 30.0);
-    /* chunk_overlap's ring, 2 pieces of 250 rows: gemm 500 us, 550 under copies, plus
-     * 5e5 B of running sum read at 1e5 B/us; copy 10 + 5e5 / 1e5 = 15 us lands long
-     * before the own block's pieces start at 1100 us: 1100 + 2 x 555 (4 pieces: the same) */
+    /* chunk_overlap's ring, pieces issued in pairs that share the GPU; 4 pieces of 125
+     * rows: gemm 250 us, 275 under copies, plus 2.5e5 B of running sum read at 1e5 B/us
+     * (2.5 us); the first step's pairs end at 550 and 1100 us, their copies (10 + 2.5 =
+     * 12.5 us each) land long before the own block's pairs need them: 1100 + 2 x 555.
+     * 2 pieces: the own pair waits for the second copy (1100 + 15 + 15), 2225 us */
     NEAR(p.us[FG_SCHED_CHUNK_OVERLAP], 2210.0);
+    cr_assert_eq(p.chunks, 4);
     cr_assert_eq(p.chosen, FG_SCHED_SERIAL_CE);
 }
 
@@ -54,15 +57,18 @@ Test(overlap, slow_links_overlap_shard_by_shard)
     fg_overlap_prediction p = predict(FG_COLL_ALL_GATHER, 2, &t);
     NEAR(p.us[FG_SCHED_SERIAL_CE], 1010.0 + 2000.0);
     NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1010.0);
-    /* pieces: the own shard's GEMM (1000 us), then the peer's pieces as they land;
-     * 2 pieces: copy 510 us each, landing at 510 and 1020, GEMMs of 500 us -> 2000;
-     * 4 pieces (260 us each, GEMMs of 250 us) -> 2000 too: the first count wins */
+    /* pieces: the own shard's GEMM (1000 us) paired with the peer's first piece, which
+     * lands while it runs, then the rest in pairs as they land; 2 pieces: copies of
+     * 510 us land at 510 and 1020, GEMMs of 500 us: 1500, then 2000; 4 pieces (260 us
+     * each, GEMMs of 250 us) end at 2000 too: the first count wins */
     NEAR(p.us[FG_SCHED_CHUNK_OVERLAP], 2000.0);
     cr_assert_eq(p.chosen, FG_SCHED_CHUNK_OVERLAP);
     cr_assert_eq(p.chunks, 2);
     /* RS: shard overlap 1000 + max(1000, 1010) + 30 us of reduction; the ring with 4
-     * pieces (GEMMs 250 us, copies 260 us landing at 510, 770, 1030, 1290) runs the
-     * own pieces from 1000 us on, each 250 + 2.5 us: 2010 us, where 2 pieces take 2025 */
+     * pieces (GEMMs 250 us in pairs ending at 500 and 1000; copies of 260 us landing
+     * at 760, 1020, 1280, 1540) runs the own pairs from 1000 us on, each 2 x 252.5 us:
+     * 2010 us, where 2 pieces take 2525 (the own pair waits for the copies, 1510 and
+     * 2020, and the second arrives too late to share) */
     p = predict(FG_COLL_REDUCE_SCATTER, 2, &t);
     NEAR(p.us[FG_SCHED_SHARD_OVERLAP], 1000.0 + 1010.0 + 30.0);
     NEAR(p.us[FG_SCHED_CHUNK_OVERLAP], 2010.0);
