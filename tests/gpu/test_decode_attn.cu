@@ -1121,13 +1121,19 @@ int main(int argc, char **argv)
         if (json)
             fclose(f);
     } else {
+        int tested = 0;
         for (int k = 0; k < g_ninst; k++) {
             if (!selected(only, g_inst[k].name))
                 continue;
+            tested++;
             test_instance(&g_inst[k], s);
             if (baseline && first_of_shape(k, only, false))
                 check_baseline(&g_inst[k], s);
         }
+        // a selection that runs nothing must not read as a pass (a sanitizer
+        // run given the wrong manifest once counted its folder check alone)
+        if (only)
+            CHECKF("decode_attn: --only", tested > 0, "no runnable instance matches '%s'", only);
     }
     cudaStreamDestroy(s);
     fg_shutdown(g_fg);
