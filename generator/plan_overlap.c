@@ -20,9 +20,9 @@
  * engine serial, the GEMMs issued in pairs on two streams (two that are
  * ready at once share the GPU and end together: measured, a pair's first
  * piece does not end early, so RS with 2 pieces exposed its copies):
- *   AG   gemm(m / W) (1 + slowdown), then the peers' pieces in their order,
- *        each multiplied once landed: piece j of the i-th peer lands after
- *        the (j (W - 1) + i)-th copy(piece)
+ *   AG   gemm(m / W) (1 + slowdown), then the peers' pieces in the order
+ *        they land, each multiplied once landed: piece j of the i-th peer
+ *        lands after the (j (W - 1) + i)-th copy(piece)
  *   RS   W steps of c pieces, piece j of step s > 0 starting once piece j of
  *        step s - 1 landed from the ring's previous rank; each GEMM piece
  *        gemm(rows / c) (1 + slowdown), plus reading the added running sum
@@ -105,8 +105,9 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
         double cost[2], ready[2], end[2];
         for (int k = 0; k < n; k++) {
             const unsigned at = i + (unsigned)k;
-            if (ag) {   /* piece j of the p-th peer lands with the (j (W - 1) + p)-th copy */
-                const unsigned p = at ? 1 + (at - 1) / c : 0, j = at ? (at - 1) % c : 0;
+            if (ag) {   /* piece j of the p-th peer lands with the (j (W - 1) + p)-th copy;
+                           they are multiplied in that order */
+                const unsigned p = at ? 1 + (at - 1) % (w - 1) : 0, j = at ? (at - 1) / (w - 1) : 0;
                 cost[k] = at ? g : gemm_us(t, rows, s->n, s->k, measured) * slow;
                 ready[k] = at ? (j * (w - 1) + p) * copy : 0;
             } else {

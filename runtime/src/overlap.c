@@ -73,15 +73,15 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
             piece(o, push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1), whole + (int)j, -1);
             push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, j, (unsigned)d), -1);
         }
-    for (unsigned i = 1; i < world; i++) {
-        const int p = (int)((rank + world - i) % world);
-        for (unsigned j = 0; j < chunks; j++) {
-            const unsigned st = overlap ? 1 + ((i - 1) * chunks + j + 1) % 2 : 1;
+    /* the peers' pieces in the order they land: piece j from every peer, then j + 1 */
+    for (unsigned j = 0; j < chunks; j++)
+        for (unsigned i = 1; i < world; i++) {
+            const int p = (int)((rank + world - i) % world);
+            const unsigned st = overlap ? 1 + (j * (world - 1) + i) % 2 : 1;
             push(o, FGRT_OP_WAIT, st, p, -1, sent(world, j, rank), -1);
             if (overlap)
                 piece(o, push(o, FGRT_OP_GEMM, st, -1, p, 0, -1), whole + (int)j, -1);
         }
-    }
     if (s == FGRT_SERIAL_CE)
         push(o, FGRT_OP_GEMM, 1, -1, -1, 0, -1);
 }
