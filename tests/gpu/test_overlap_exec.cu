@@ -346,6 +346,34 @@ fg_status call(fgrt_overlap *x, cudaStream_t s)
 
 // ---- checks ----
 
+// One executor of a check on this rank, with its buffers, callbacks' state
+// and caller stream; everything freed when it goes.
+struct Run {
+    Buffers d;
+    User u;
+    fgrt_overlap *x = nullptr;
+    cudaStream_t s = nullptr;
+    // Every rank's buffers, stream and connected executor; false (and a
+    // failed check named `what`) if any rank's failed.
+    bool open(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
+              double timeout_s, bool generated_reduce, const char *what)
+    {
+        u.g = g;
+        return CHECK(what, all_ok(P, d.alloc(cs, P.world) &&
+                                         fgh_ok(cudaStreamCreateWithFlags(
+                                             &s, cudaStreamNonBlocking)))) &&
+               CHECK(what, make_executor(ctx, cs, sched, P, d, &u, timeout_s, &x,
+                                         generated_reduce));
+    }
+    ~Run()
+    {
+        fgrt_overlap_destroy(x);
+        if (s)
+            cudaStreamDestroy(s);
+        d.free_all();
+    }
+};
+
 void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
                 uint64_t base, bool generated_reduce)
 {
@@ -353,21 +381,16 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched 
     snprintf(name, sizeof name, "executor %s %s%s, %d processes, M=%lld N=%lld K=%lld: rank %d",
              cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
              generated_reduce ? " (generated reduction)" : "", P.world, cs.m, cs.n, cs.k, P.rank);
-    Buffers d;
-    User u;
-    u.g = g;
-    fgrt_overlap *x = nullptr;
-    cudaStream_t s = nullptr;
-    if (CHECK(name, all_ok(P, d.alloc(cs, P.world) &&
-                                  fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))) &&
-        CHECK(name, make_executor(ctx, cs, sched, P, d, &u, 10.0, &x, generated_reduce))) {
+    Run r;
+    if (r.open(ctx, P, g, cs, sched, 10.0, generated_reduce, name)) {
+        const Buffers &d = r.d;
         const bool ag = cs.coll == FGRT_AG_GEMM;
         const long long out_rows = ag ? cs.m : cs.m / P.world;
         for (int c = 0; c < 3; c++) {
             Host h;
             h.make(cs, P.world, base, c);
             bool ok = write_inputs(cs, P, d, h);
-            ok = all_ok(P, ok) && call(x, s) == FG_OK;
+            ok = all_ok(P, ok) && call(r.x, r.s) == FG_OK;
             std::vector<uint16_t> got(out_rows * cs.n);
             std::vector<double> ref(got.size());
             ok = ok && fgh_ok(cudaMemcpy(got.data(), ag ? d.c : d.out, bytes(got.size()),
@@ -384,10 +407,6 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched 
                 break;
         }
     }
-    fgrt_overlap_destroy(x);
-    if (s)
-        cudaStreamDestroy(s);
-    d.free_all();
 }
 
 // Issue 12's determinism: 1000 calls with the same inputs, every output
@@ -402,15 +421,9 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &c
     snprintf(name, sizeof name, "executor %s %s%s, %d calls bitwise equal: rank %d",
              cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
              generated_reduce ? " (generated reduction)" : "", kCalls, P.rank);
-    Buffers d;
-    User u;
-    u.g = g;
-    fgrt_overlap *x = nullptr;
-    cudaStream_t s = nullptr;
-    if (CHECK(name, all_ok(P, d.alloc(cs, P.world) &&
-                                  fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)))) &&
-        CHECK(name, make_executor(ctx, cs, sched, P, d, &u, 10.0, &x,
-                                  generated_reduce))) {
+    Run r;
+    if (r.open(ctx, P, g, cs, sched, 10.0, generated_reduce, name)) {
+        const Buffers &d = r.d;
         const bool ag = cs.coll == FGRT_AG_GEMM;
         const long long out_rows = ag ? cs.m : cs.m / P.world;
         Host h;
@@ -421,7 +434,7 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &c
         for (int c = 0; c < kCalls && ok; c++) {
             // write_inputs poisons the outputs (and AG's peer blocks) first
             ok = all_ok(P, write_inputs(cs, P, d, h));
-            ok = all_ok(P, ok && call(x, s) == FG_OK);
+            ok = all_ok(P, ok && call(r.x, r.s) == FG_OK);
             ok = ok && fgh_ok(cudaMemcpy((c ? got : first).data(), ag ? d.c : d.out,
                                          bytes(first.size()), cudaMemcpyDeviceToHost));
             if (ok && c && memcmp(got.data(), first.data(), bytes(first.size())) != 0 &&
@@ -431,10 +444,6 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &c
         CHECKF(name, ok && same, "%s; call %d differs from the first",
                ok ? "ran" : "a call failed", differs_at);
     }
-    fgrt_overlap_destroy(x);
-    if (s)
-        cudaStreamDestroy(s);
-    d.free_all();
 }
 
 // Rank 0 runs a call that rank 1 never runs, on the legacy stream (which
@@ -445,19 +454,12 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
 {
     const Case cs{"timeout", FGRT_AG_GEMM, 256, 256, 256};
     const double limit_s = 0.5;
-    Buffers d;
-    User u;
-    u.g = g;
-    fgrt_overlap *x = nullptr;
-    cudaStream_t s = nullptr;
-    if (CHECK("executor timeout: setup", all_ok(P, d.alloc(cs, P.world) &&
-                                                     fgh_ok(cudaStreamCreateWithFlags(
-                                                         &s, cudaStreamNonBlocking)))) &&
-        CHECK("executor timeout: setup", make_executor(ctx, cs, {FGRT_SHARD_OVERLAP, 1}, P, d, &u,
-                                                       limit_s, &x))) {
+    Run r;
+    if (r.open(ctx, P, g, cs, {FGRT_SHARD_OVERLAP, 1}, limit_s, false, "executor timeout: setup")) {
+        fgrt_overlap *x = r.x;
         Host h;
         h.make(cs, P.world, base, 0);
-        const bool ok = all_ok(P, write_inputs(cs, P, d, h));
+        const bool ok = all_ok(P, write_inputs(cs, P, r.d, h));
         if (P.rank == 0 && ok) {
             const double t0 = now_us();
             fg_status st = fgrt_overlap_run(x, nullptr);
@@ -477,14 +479,10 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
                 idle = cudaStreamQuery(nullptr) == cudaSuccess;
             CHECK("executor timeout: its streams and the caller's drained", idle);
             CHECK("executor timeout: later calls are refused",
-                  fgrt_overlap_run(x, s) == FG_ERR_TIMEOUT);
+                  fgrt_overlap_run(x, r.s) == FG_ERR_TIMEOUT);
         }
         all_ok(P, true);
     }
-    fgrt_overlap_destroy(x);
-    if (s)
-        cudaStreamDestroy(s);
-    d.free_all();
 }
 
 // ---- --bench ----
