@@ -57,7 +57,9 @@ typedef enum {
                             own and its GEMM issued once it landed.  AG: shard_overlap's order
                             by pieces.  RS: a ring with no reduction pass: at step s rank r
                             multiplies block r - s - 1 adding the running sum rank r - 1 sent
-                            (cuBLASLt's C), and sends the result on to r + 1; the last step,
+                            into receive slot s - 1 (cuBLASLt's C; the sum is rounded to the
+                            dtype at each of the world - 1 hops, where the reduction of the
+                            other schedules rounds once), and sends it on to r + 1; the last step,
                             the own block, writes `out` */
     FGRT_SCHEDULE_COUNT
 } fgrt_schedule;
@@ -75,8 +77,8 @@ typedef enum {
                          `chunk` where chunk >= 0; with slot >= 0 (RS chunk_overlap) the
                          product plus receive slot `slot`'s same rows, into `out` when the
                          block is the rank's own, else into its partials */
-    FGRT_OP_SIGNAL,   /* set flag `flag` (FGRT_FLAG_SENT + i * world + d) in rank d's memory, after
-                         the ops before it on `stream` */
+    FGRT_OP_SIGNAL,   /* set flag `flag` (FGRT_FLAG_SENT + i * world + d) in rank d's
+                         memory, after the ops before it on `stream` */
     FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (time limit) */
     FGRT_OP_REDUCE,   /* this rank's block: its own partial plus the received ones */
     FGRT_OP_NCCL      /* the collective through NCCL (all blocks) */
@@ -174,7 +176,7 @@ typedef struct fgrt_overlap_args {
     fgrt_schedule schedule;    /* FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP or FGRT_CHUNK_OVERLAP
                                   (serial NCCL is NCCL's own call) */
     unsigned world, rank;      /* 2..FGRT_MAX_WORLD ranks; each rank's device differs */
-    unsigned chunks;           /* chunk_overlap: pieces per row block (2..FGRT_MAX_CHUNKS);
+    unsigned chunks;           /* chunk_overlap: pieces per row block (1..FGRT_MAX_CHUNKS);
                                   else 0 or 1 */
     long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world
                                   (of world x chunks for chunk_overlap) */
@@ -186,7 +188,8 @@ typedef struct fgrt_overlap_args {
     void *out;                 /* RS: this rank's row block of the sum [m / world, n];
                                   AG: NULL */
     fgrt_gemm_fn gemm;
-    fgrt_reduce_fn reduce;     /* RS only; NULL: the generated overlap_reduce kernel of the
+    fgrt_reduce_fn reduce;     /* RS but chunk_overlap (whose GEMMs add the partials: unused
+                                  there); NULL: the generated overlap_reduce kernel of the
                                   context's registry (fg_overlap_reduce_bind; a row block
                                   of m / world x n must be whole 16-byte vectors) */
     void *user;                /* passed to gemm and reduce */

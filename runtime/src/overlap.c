@@ -63,14 +63,13 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
         return;
     }
     barrier(o, FGRT_FLAG_START);
-    const bool overlap = s != FGRT_SERIAL_CE;
-    const int whole = s == FGRT_CHUNK_OVERLAP ? 0 : -1;   /* the piece of a whole block */
+    const bool overlap = s != FGRT_SERIAL_CE, pieces = s == FGRT_CHUNK_OVERLAP;
     if (overlap)   /* the own shard's rows first, under the first copy */
         push(o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
     for (unsigned j = 0; j < chunks; j++)   /* piece by piece, each to every peer */
         for (unsigned i = 1; i < world; i++) {
             const int d = (int)((rank + i) % world);
-            piece(o, push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1), whole + (int)j, -1);
+            piece(o, push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1), pieces ? (int)j : -1, -1);
             push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, j, (unsigned)d), -1);
         }
     /* the peers' pieces in the order they land: piece j from every peer, then j + 1 */
@@ -80,7 +79,7 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
             const unsigned st = overlap ? 1 + (j * (world - 1) + i) % 2 : 1;
             push(o, FGRT_OP_WAIT, st, p, -1, sent(world, j, rank), -1);
             if (overlap)
-                piece(o, push(o, FGRT_OP_GEMM, st, -1, p, 0, -1), whole + (int)j, -1);
+                piece(o, push(o, FGRT_OP_GEMM, st, -1, p, 0, -1), pieces ? (int)j : -1, -1);
         }
     if (s == FGRT_SERIAL_CE)
         push(o, FGRT_OP_GEMM, 1, -1, -1, 0, -1);
@@ -97,7 +96,7 @@ static void ring_reduce_scatter(order *o, unsigned world, unsigned chunks, unsig
     const int next = (int)((rank + 1) % world), prev = (int)((rank + world - 1) % world);
     barrier(o, FGRT_FLAG_START);
     for (unsigned s = 0; s < world; s++) {
-        const int d = (int)((rank + 2 * world - s - 1) % world);   /* d = r - s - 1 */
+        const int d = (int)((rank + world - s - 1) % world);   /* d = r - s - 1 */
         for (unsigned j = 0; j < chunks; j++) {
             const unsigned st = 1 + (s * chunks + j) % 2;
             if (s > 0)

@@ -73,6 +73,13 @@ static bool has_overlap_ops(const fg_driver_ops *o)
            o->enable_peer && o->read_async && o->sync;
 }
 
+/* Whether the order has the owner's reduction: RS but chunk_overlap, whose
+ * GEMMs add the partials. */
+static bool uses_reduction(const fgrt_overlap_args *a)
+{
+    return a->collective == FGRT_GEMM_RS && a->schedule != FGRT_CHUNK_OVERLAP;
+}
+
 static fg_status check_args(const fgrt_overlap_args *a)
 {
     if (a->collective != FGRT_AG_GEMM && a->collective != FGRT_GEMM_RS)
@@ -89,9 +96,9 @@ static fg_status check_args(const fgrt_overlap_args *a)
                        "fgrt_overlap_create: rank %u of world %u (2 to %d ranks)", a->rank,
                        a->world, MAX_WORLD);
     const bool chunked = a->schedule == FGRT_CHUNK_OVERLAP;
-    if (chunked ? a->chunks < 2 || a->chunks > FGRT_MAX_CHUNKS : a->chunks > 1)
+    if (chunked ? a->chunks < 1 || a->chunks > FGRT_MAX_CHUNKS : a->chunks > 1)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                       "fgrt_overlap_create: %u chunks (chunk_overlap: 2 to %d; else 0 or 1)",
+                       "fgrt_overlap_create: %u chunks (chunk_overlap: 1 to %d; else 0 or 1)",
                        a->chunks, FGRT_MAX_CHUNKS);
     const long long pieces = (long long)a->world * (chunked ? a->chunks : 1);
     if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->m % pieces)
@@ -111,7 +118,7 @@ static fg_status check_args(const fgrt_overlap_args *a)
     if (!a->gemm)
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: no gemm callback");
     const long long block_bytes = a->m / a->world * a->n * (long long)fg_reg_dtype_bytes(a->dtype);
-    if (rs && !a->reduce && !chunked && block_bytes % 16)   /* chunk_overlap reduces in its GEMMs */
+    if (uses_reduction(a) && !a->reduce && block_bytes % 16)
         return fg_fail(FG_ERR_BAD_SHAPE,
                        "fgrt_overlap_create: the generated reduction streams 16-byte vectors; a "
                        "row block of m / world x n is %lld bytes (give a reduce callback)",
@@ -232,8 +239,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     if (st == FG_OK && args->collective == FGRT_GEMM_RS) {
         st = OPS(x)->alloc(x->drv, (size_t)args->world * x->block_c, &x->recv);
     }
-    if (st == FG_OK && args->collective == FGRT_GEMM_RS && !args->reduce &&
-        args->schedule != FGRT_CHUNK_OVERLAP)   /* its GEMMs add the partials */
+    if (st == FG_OK && uses_reduction(args) && !args->reduce)
         st = bind_reduction(x);
     if (st != FG_OK) {
         fgrt_overlap_destroy(x);
@@ -254,7 +260,8 @@ typedef struct wire {
     uint32_t ipc_ok;              /* bit i: buffer i exported for other processes */
     uint64_t process;             /* this process's token: pids repeat across containers */
     int64_t m, n, k;
-    uint64_t ptr[3], offset[3];   /* flags, a, recv: raw (one process), offsets in their IPC allocations */
+    uint64_t ptr[3], offset[3];   /* flags, a, recv: raw (one process), offsets in their IPC
+                                     allocations */
     unsigned char ipc[3][FG_IPC_HANDLE_BYTES];
 } wire;
 _Static_assert(sizeof(wire) <= sizeof(fgrt_overlap_handle), "the handle holds the wire form");
@@ -609,7 +616,7 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
         char name[48];
         if (w->flag == FGRT_FLAG_START)
             snprintf(name, sizeof name, "start");
-        else if (x->chunks == 1 && w->flag - FGRT_FLAG_SENT < x->args.world)
+        else if (x->args.schedule != FGRT_CHUNK_OVERLAP)
             snprintf(name, sizeof name, "sent(%u)", w->flag - FGRT_FLAG_SENT);
         else   /* piece i of what was sent to d */
             snprintf(name, sizeof name, "sent(%u) piece %u",

@@ -1742,11 +1742,10 @@ Test(overlap_exec, create_checks_its_arguments)
     REFUSE(a_.timeout_s = -1, FG_ERR_INVALID_ARGUMENT, "timeout_s -1");
     REFUSE(a_.timeout_s = NAN, FG_ERR_INVALID_ARGUMENT, "timeout_s nan");
     REFUSE(a_.timeout_s = 4000, FG_ERR_INVALID_ARGUMENT, "timeout_s 4000");
-    /* chunk_overlap takes 2 to FGRT_MAX_CHUNKS pieces, the other schedules none */
+    /* chunk_overlap takes 1 to FGRT_MAX_CHUNKS pieces (fgrt_overlap_ops' rule), the
+     * other schedules none */
     REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 0), FG_ERR_INVALID_ARGUMENT,
            "0 chunks");
-    REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 1), FG_ERR_INVALID_ARGUMENT,
-           "1 chunks");
     REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = FGRT_MAX_CHUNKS + 1),
            FG_ERR_INVALID_ARGUMENT, "9 chunks");
     REFUSE(a_.chunks = 2, FG_ERR_INVALID_ARGUMENT, "2 chunks");   /* shard_overlap */
