@@ -370,6 +370,94 @@ Test(cli, tuning_spec_replaces_the_models_configuration)
     cr_expect_eq(system(cmd), 0, "two runs with the tuning spec differ");
 }
 
+
+/* An rmsnorm entry replaces the planner's block size (and x's path) for its
+ * family: the kernel, registry and manifest have the tuned configuration,
+ * explain says where it came from, other families and targets keep the
+ * model's, generating twice gives the same bytes, and an entry that no
+ * longer plans is an error with nothing written. */
+#define RMS_TUNING "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"                   \
+                   "    - family: rmsnorm_sm90a_f16_h4096\n      threads: %u\n"                 \
+                   "      cache_x: true\n      tuned_us: 20.25\n      model_us: 22.5\n"          \
+                   "      worst_us: 41\n      candidates: 32\n      measured: \"by hand\"\n"
+
+Test(cli, tuning_spec_replaces_the_rmsnorm_block_size)
+{
+    char tuning[128], specs[320], text[512];
+    snprintf(tuning, sizeof tuning, "%s/h200-rms.yaml", tmp);
+    snprintf(text, sizeof text, RMS_TUNING, 256u);
+    write_file(tuning, text);
+    snprintf(specs, sizeof specs, "specs/models/llama-2-7b.yaml specs/models/llama-2-13b.yaml "
+                                  "specs/targets/h200.yaml %s", tuning);
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/a --filter 'rmsnorm_*' %s", tmp, specs), 0, "%s",
+                 out);
+    free(out);
+    char path[192];
+    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t256c.cu", tmp);
+    char *cu = slurp(path);
+    cr_expect_not_null(strstr(cu, "__launch_bounds__(256)"), "%s", cu);
+    free(cu);
+    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t128.cu", tmp);
+    struct stat st;
+    cr_expect_neq(stat(path, &st), 0, "the model's block size is not emitted beside the tuned one");
+    snprintf(path, sizeof path, "%s/a/manifest.json", tmp);
+    char *man = slurp(path);
+    const char *at = strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h4096_t256c\"");
+    cr_assert_not_null(at, "%s", man);
+    cr_expect_not_null(strstr(at, "\"threads\": 256"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"cache_x\": 1"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"tuned\": true"), "%s", man);
+    /* llama-2-13b's hidden 5120 has no entry: the model's choice */
+    cr_expect_not_null(strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h5120_t160\""), "%s", man);
+    free(man);
+    snprintf(path, sizeof path, "%s/a/fg_registry.c", tmp);
+    char *reg = slurp(path);
+    at = strstr(reg, ".name = \"rmsnorm_sm90a_f16_h4096_t256c\"");
+    cr_assert_not_null(at, "%s", reg);
+    cr_expect_not_null(strstr(at, ".block = {256, 1, 1}"), "%s", reg);
+    free(reg);
+    /* explain: which configuration and why */
+    cr_assert_eq(run(&out, "explain --filter 'rmsnorm_*' %s", specs), 0, "%s", out);
+    at = strstr(out, "rmsnorm_sm90a_f16_h4096_t256c\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "h200-rms.yaml): 256 threads, x loaded through the caches: "
+                                  "20.25 us against the model's 22.50 (worst 41.00 of 32 "
+                                  "candidates; by hand)"),
+                       "%s", out);
+    at = strstr(out, "rmsnorm_sm90a_f16_h5120_t160\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "configuration: the model's (no entry for this family in "),
+                       "%s", out);
+    free(out);
+    /* another target of the arch without a tuning spec keeps the model's */
+    cr_assert_eq(run(&out, "list --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h100.yaml %s", tuning), 1, "%s", out);
+    cr_expect_not_null(strstr(out, "no target spec of that name is given"), "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "list --out %s/l --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h100.yaml specs/targets/h200.yaml %s", tmp, tuning),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "/rmsnorm_sm90a_f16_h4096_t128.cu\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "/rmsnorm_sm90a_f16_h4096_t256c.cu\n"), "%s", out);
+    free(out);
+    /* round trip: the same bytes twice */
+    cr_assert_eq(run(NULL, "generate --out %s/b --filter 'rmsnorm_*' %s", tmp, specs), 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "diff -r %s/a %s/b >/dev/null", tmp, tmp);
+    cr_expect_eq(system(cmd), 0, "two runs with the tuning spec differ");
+    /* an entry that no longer plans: an error, nothing written */
+    snprintf(text, sizeof text, RMS_TUNING, 1024u);
+    write_file(tuning, text);
+    cr_expect_eq(run(&out, "generate --out %s/c %s", tmp, specs), 1);
+    cr_expect_not_null(strstr(out, "the entry for rmsnorm_sm90a_f16_h4096 (1024 threads, x "
+                                   "cached) does not plan: 1024 threads is more than one per "
+                                   "16-byte vector (512 vectors a row); run fusegen tune again"),
+                       "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/c", tmp);
+    cr_expect_neq(stat(path, &st), 0, "nothing written");
+}
 /* A tuning spec must name a target given, one per target, and every entry
  * must still plan; otherwise nothing is written. */
 Test(cli, tuning_spec_errors)
