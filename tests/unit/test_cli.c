@@ -1056,6 +1056,26 @@ Test(cli, report_reads_the_rmsnorm_harness)
     free(gp);
 }
 
+/* The rmsnorm harness's cases as it writes them now (the timing under
+ * "time", as test_decode_attn's; a case without baselines, as
+ * --no-baseline leaves it) read the same way. */
+Test(cli, report_reads_the_rmsnorm_harness_time_key)
+{
+    char *out;
+    cr_assert_eq(run(&out, "report -o %s tests/data/bench/rmsnorm-time.json", tmp), 0, "%s", out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rmsnorm-time.md", tmp);
+    char *md = slurp(path);
+    cr_expect(strstr(md, "| rmsnorm_sm90a_f16_h4096_t128 | 4096 | - | 19.80 (19.70-19.90) | 3390 | "
+                         "75.2 | 25.20 | 1.27x |"),
+              "%s", md);
+    cr_expect(strstr(md, "| rmsnorm_sm90a_f16_h4096_t256c | 4096 | - | 18.90 (18.80-19.20) | 3551 | "
+                         "78.8 | - | - |"),
+              "%s", md);
+    free(md);
+}
+
 /* Overlap results: each part with its spread, each schedule over max(T_gemm,
  * T_comm) in the table and the chart, a part not run as "-", --filter on
  * shape names, and a case without its GEMM time refused. */
