@@ -580,7 +580,7 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     /* a harness that fails the timing run: an error, the spec left alone */
     snprintf(cmd, sizeof cmd, "tune --manifest %s --out %s --harness /bin/false", manifest, out);
     cr_expect_eq(run(&log, "%s", cmd), 1);
-    cr_expect_not_null(strstr(log, "the harness's timing run failed"), "%s", log);
+    cr_expect_not_null(strstr(log, "the decode_attn harness's timing run failed"), "%s", log);
     free(log);
     cr_assert_eq(stat(out, &b), 0);
     cr_expect_eq(a.st_ino, b.st_ino);
@@ -595,6 +595,135 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     cr_expect_not_null(strstr(spec, "  entries: []\n"), "%s", spec);
     free(spec);
     cr_expect_eq(run(&log, "tune --manifest %s --out %s --margin 60", manifest, out), 2);
+    free(log);
+}
+
+/* RMSNorm families are tuned in the same run as the ring's, each with its
+ * own harness: test_rmsnorm beside test_decode_attn unless
+ * --rmsnorm-harness names another.  It gets the same command line (whole
+ * names in --only), its cases name their point "rows", the cached-x
+ * candidate that fails its checks is passed over, and the entry it writes
+ * (threads, cache_x) is one generate uses. */
+
+#define RMS_FAMILY "rmsnorm_sm90a_f16_h4096"
+#define RMS_INST(variant, cand, threads, cached)                                                 \
+    "{\"name\": \"" RMS_FAMILY "_t" variant "\", \"template\": \"rmsnorm.in\", \"targets\": "     \
+    "[\"h200\"], \"tuning_family\": \"" RMS_FAMILY "\", " cand "\"params\": {\"hidden\": 4096, " \
+    "\"threads\": " #threads ", \"cache_x\": " #cached "}, \"resources\": {\"registers\": 40}}"
+
+/* test_rmsnorm's stand-in: t256c fastest but failing its checks, t256 next;
+ * every call's arguments appended to rms-args.log beside it */
+static const char rms_harness_text[] =
+    "#!/bin/sh\n"
+    "echo \"$*\" >> \"$(dirname \"$0\")/rms-args.log\"\n"
+    "only= json=\n"
+    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
+    "shift; done\n"
+    "if [ -z \"$json\" ]; then case \",$only,\" in *,rmsnorm_sm90a_f16_h4096_t256c,*) echo FAIL; "
+    "exit 1;; esac; exit 0; fi\n"
+    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
+    "for n in $(echo $only | tr , ' '); do case $n in *_t256c) a=2.0 b=18.0;; *_t256) a=2.1 "
+    "b=18.4;; *) a=2.5 b=20.0;; esac\n"
+    "for r in 1 4096; do if [ $r = 1 ]; then t=$a; else t=$b; fi\n"
+    "printf '%s{\"name\": \"%s/rows%s\", \"instance\": \"%s\", \"shape\": {\"rows\": %s, "
+    "\"hidden\": 4096}, \"time\": {\"median\": %s}}' \"$sep\" $n $r $n $r $t; sep=,; "
+    "echo \"$n rows=$r\" >&2; done; done\n"
+    "echo ']}'; } > $json\n";
+
+/* test_decode_attn's: the candidate 10% faster, everything passes */
+static const char ring_harness_text[] =
+    "#!/bin/sh\n"
+    "only= json=\n"
+    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
+    "shift; done\n"
+    "[ -z \"$json\" ] && exit 0\n"
+    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
+    "for n in $(echo $only | tr , ' '); do case $n in *k16n8f6*) t=45;; *) t=50;; esac\n"
+    "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", \"S\": %s, "
+    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done\n"
+    "echo ']}'; } > $json\n";
+
+Test(cli, tune_rmsnorm_families_with_their_harness)
+{
+    char manifest[128], dir[128], ring[160], rms[160], out[128], path[192];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", tmp);
+    snprintf(dir, sizeof dir, "%s/gpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
+    snprintf(rms, sizeof rms, "%s/test_rmsnorm", dir);
+    snprintf(out, sizeof out, "%s/h200.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8, 8) ", "
+                         TUNE_INST("_k16n8f6", "\"candidate\": true, ", 512, 16384, 8, 6, 6) ", "
+                         RMS_INST("128", "", 128, 0) ", "
+                         RMS_INST("256", "\"candidate\": true, ", 256, 0) ", "
+                         RMS_INST("256c", "\"candidate\": true, ", 256, 1) ", "
+                         RMS_INST("64c", "\"candidate\": true, \"discarded\": \"spills\", ", 64, 1)
+                         "]}");
+    write_file(ring, ring_harness_text);
+    write_file(rms, rms_harness_text);
+    chmod(ring, 0755);
+    chmod(rms, 0755);
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
+                 "%s", log);
+    cr_expect_not_null(strstr(log, "timing 2 decode_attn configurations (S = 1K and S_max;"),
+                       "%s", log);
+    cr_expect_not_null(strstr(log, "timing 3 rmsnorm configurations (rows = 1 and 4096;"), "%s",
+                       log);
+    cr_expect_not_null(strstr(log, "fusegen tune:   6 of 6 points timed\n"), "%s", log);
+    cr_expect_not_null(strstr(log, "checking " RMS_FAMILY "_t256c (20.00 us)\n"
+                                   "fusegen tune:   failed its checks: not chosen\n"),
+                       "%s", log);
+    free(log);
+    /* the harness's command lines: whole names, the bench run, then one check */
+    snprintf(path, sizeof path, "%s/rms-args.log", dir);
+    char *args = slurp(path);
+    cr_expect_not_null(strstr(args, "--only " RMS_FAMILY "_t128," RMS_FAMILY "_t256," RMS_FAMILY
+                                    "_t256c --bench --quick --no-baseline --json "),
+                       "%s", args);
+    cr_expect_not_null(strstr(args, "--manifest "), "%s", args);
+    cr_expect_not_null(strstr(args, "--only " RMS_FAMILY "_t256\n"), "%s", args);
+    cr_expect_null(strstr(args, "_t64c"), "a discarded candidate is not run: %s", args);
+    free(args);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "    - family: " TUNE_FAMILY "\n      threads: 512\n"
+                                    "      stage_bytes: 16384\n      stages: 8\n"
+                                    "      in_flight: 6\n      tuned_us: 90.00\n"),
+                       "%s", spec);
+    cr_expect_not_null(strstr(spec, "    - family: " RMS_FAMILY "\n      threads: 256\n"
+                                    "      cache_x: false\n      tuned_us: 20.50\n"
+                                    "      model_us: 22.50\n      worst_us: 22.50\n"
+                                    "      candidates: 3\n      measured: \"Stand-in, rows = "
+                                    "1 + 4096, commit abc1234, fusegen tune\"\n"),
+                       "%s", spec);
+    free(spec);
+    /* the entry is one generate takes */
+    cr_assert_eq(run(&log, "explain --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h200.yaml %s", out),
+                 0, "%s", log);
+    cr_expect_not_null(strstr(log, RMS_FAMILY "_t256\n"), "%s", log);
+    cr_expect_not_null(strstr(log, "h200.yaml): 256 threads, x streamed: 20.50 us against the "
+                                   "model's 22.50 (worst 22.50 of 3 candidates; Stand-in, rows = "
+                                   "1 + 4096, commit abc1234, fusegen tune)"),
+                       "%s", log);
+    free(log);
+    /* --rmsnorm-harness names another: a failing timing run is an error */
+    struct stat a, b;
+    cr_assert_eq(stat(out, &a), 0);
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --harness %s --rmsnorm-harness /bin/false",
+                     manifest, out, ring),
+                 1);
+    cr_expect_not_null(strstr(log, "the rmsnorm harness's timing run failed"), "%s", log);
+    free(log);
+    cr_assert_eq(stat(out, &b), 0);
+    cr_expect_eq(a.st_ino, b.st_ino, "the spec is left as it was");
+    /* candidates generated with a tuning spec: the planner's choice is not among them */
+    write_file(manifest, "{\"instances\": [" RMS_INST("256", "\"tuned\": true, ", 256, 0) ", "
+                         RMS_INST("128", "\"candidate\": true, ", 128, 0) "]}");
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 1);
+    cr_expect_not_null(strstr(log, RMS_FAMILY "_t256 is a tuned configuration; generate the "
+                                   "candidates without a tuning spec"),
+                       "%s", log);
     free(log);
 }
 
