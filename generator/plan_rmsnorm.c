@@ -153,7 +153,8 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_dtype dtype = s->model->dtype;
     const fg_target *t = ts->target;
     const unsigned warp = t->warp_size, vecs = hidden / (16 / fg_dtype_bytes(dtype));
-    char family[FG_NAME_MAX], dims[32], config[512], bad[128];
+    char family[FG_NAME_MAX], dims[32], bad[128];
+    fg_strbuf config = {0};
     snprintf(dims, sizeof dims, "h%u", hidden);
     fg_instance_name(family, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, "");
     /* the configuration: the tuning entry's where there is one, else the model's */
@@ -168,19 +169,21 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      bad);
             return -1;
         }
-        snprintf(config, sizeof config,
-                 "configuration: tuned (%s): %u threads, x %s: %.2f us against the model's "
-                 "%.2f (worst %.2f of %u candidates; %s)",
-                 set->tuning->path, e->threads,
-                 e->cache_x ? "loaded through the caches" : "streamed", e->tuned_us, e->model_us,
-                 e->worst_us, e->candidates, e->measured);
-        rc = plan_one(hidden, dtype, t, why, FROM_TUNING, e->threads, e->cache_x, config, &in, d);
+        fg_sb_printf(&config,
+                     "configuration: tuned (%s): %u threads, x %s: %.2f us against the model's "
+                     "%.2f (worst %.2f of %u candidates; %s)",
+                     set->tuning->path, e->threads,
+                     e->cache_x ? "loaded through the caches" : "streamed", e->tuned_us,
+                     e->model_us, e->worst_us, e->candidates, e->measured);
+        rc = plan_one(hidden, dtype, t, why, FROM_TUNING, e->threads, e->cache_x,
+                      fg_sb_str(&config), &in, d);
     } else {
-        snprintf(config, sizeof config, "configuration: the model's (%s%s)",
-                 set->tuning ? "no entry for this family in " : "no tuning file given",
-                 set->tuning ? set->tuning->path : "");
-        rc = plan_one(hidden, dtype, t, why, FROM_MODEL, 0, false, config, &in, d);
+        fg_sb_printf(&config, "configuration: the model's (%s%s)",
+                     set->tuning ? "no entry for this family in " : "no tuning file given",
+                     set->tuning ? set->tuning->path : "");
+        rc = plan_one(hidden, dtype, t, why, FROM_MODEL, 0, false, fg_sb_str(&config), &in, d);
     }
+    fg_sb_free(&config);
     if (rc) {
         fg_instance_free(&in);
         return -1;
