@@ -100,7 +100,7 @@ typedef struct kind_desc {
     void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
 } kind_desc;
 
-#define NKINDS 3
+#define NKINDS (FG_TUNE_RMSNORM + 1)
 static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render},
     [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
@@ -134,7 +134,7 @@ typedef struct tune {
     size_t nfam;
     char gpu[128];
     char commit[64];           /* the harness's, where it says (FG_COMMIT) */
-    fg_strbuf points[NKINDS];  /* "S = 1024 + 4096", "rows = 1 + 4096" */
+    fg_strbuf points[NKINDS];  /* those timed, by kind: "1024 + 4096", "1 + 4096" */
     fg_strbuf measured[NKINDS];   /* an entry's provenance: GPU, points, commit */
     fg_diag d;
 } tune;
