@@ -114,16 +114,19 @@ kernels-ci: $(FUSEGEN)
 	@$(KERNEL_MAKE) GEN_OUT=$(BUILD)/ci/generated KBUILD=$(BUILD)/ci/kernels \
 	    SPECS="$(SPECS) $(wildcard tests/gpu/specs/*.yaml)" LIST_OPTS=--one-per-path all
 
-# Tuning candidates: every ring configuration that plans, for the specs and
-# instance-name filter given (compiling all of them for every spec takes
+# Tuning candidates: every ring configuration and RMSNorm block size that
+# plans, for the specs and instance-name filters given (shell globs, any of
+# which keeps an instance; compiling every ring candidate of every spec takes
 # hours on 2 cores); the gate keeps the figures and marks the spills.
 CANDIDATE_SPECS  ?= specs/models/llama-2-7b.yaml specs/targets/h200.yaml
-CANDIDATE_FILTER ?= decode_attn_*_b1_*ring*
+CANDIDATE_FILTER ?= decode_attn_*_b1_*ring* rmsnorm_*
 candidates: $(FUSEGEN)
 	@$(KERNEL_MAKE) GEN_OUT=$(BUILD)/candidates/generated KBUILD=$(BUILD)/candidates/kernels \
-	    SPECS="$(CANDIDATE_SPECS)" LIST_OPTS="--candidates --filter '$(CANDIDATE_FILTER)'" all
+	    SPECS="$(CANDIDATE_SPECS)" \
+	    LIST_OPTS="--candidates $(foreach g,$(CANDIDATE_FILTER),--filter '$(g)')" all
 
-# Times the candidates on this machine's GPU, checks the fastest, and merges
+# Times the candidates on this machine's GPU (test_decode_attn the ring's,
+# test_rmsnorm, found beside it, RMSNorm's), checks the fastest, and merges
 # the winners into TUNE_OUT (the tuning spec of the candidates' target).
 TUNE_OUT ?= specs/tuning/h200.yaml
 tune: candidates
@@ -240,6 +243,13 @@ $(BUILD)/tests/test_ref_mla: tests/unit/test_ref_mla.c tests/gpu/ref_mla.c tests
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
 	    tests/unit/test_ref_mla.c tests/gpu/ref_mla.c tests/gpu/numerics.c -lm -lcriterion
+
+# Instance names as the GPU tests read them (no GPU needed).
+$(BUILD)/tests/test_harness_names: tests/unit/test_harness_names.c tests/gpu/names.c \
+        tests/gpu/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
+	    tests/unit/test_harness_names.c tests/gpu/names.c -lcriterion
 
 # The downstream example as CI builds it from a clean clone (fusegen.mk runs this
 # Makefile for build/fusegen and build/libfgrt.a).  Without a GPU the demo says so, exit 0.

@@ -271,6 +271,8 @@ static json_object *instance_json(const fg_instance *in)
     json_object_object_add(o, "priority", json_object_new_int64(in->priority));
     if (in->candidate)
         json_object_object_add(o, "candidate", json_object_new_boolean(true));
+    if (in->tuned)
+        json_object_object_add(o, "tuned", json_object_new_boolean(true));
     if (in->tuning_family[0])
         json_object_object_add(o, "tuning_family", json_object_new_string(in->tuning_family));
 

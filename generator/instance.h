@@ -69,6 +69,7 @@ typedef struct fg_instance {
     int priority;              /* higher: preferred by lookup among equal keys */
     bool candidate;            /* a tuning candidate (generate --candidates): the gate
                                   discards it when it spills instead of failing */
+    bool tuned;                /* its configuration is a tuning entry's, not the model's */
     char path_key[96];         /* instances with equal keys share one code path */
     char tuning_family[FG_NAME_MAX];   /* the family a tuning entry names; "": none */
     fg_strbuf reasons;         /* one line per decision, for `explain` */

@@ -179,3 +179,14 @@ void fg_plan_free(fg_plan_set *set)
     free(set->overlap);
     *set = (fg_plan_set){0};
 }
+
+const fg_tuning_entry *fg_plan_tuning_entry(const fg_plan_set *set, const char *family)
+{
+    if (!set->tuning)
+        return NULL;
+    const fg_tuning *tu = set->tuning->tuning;
+    for (unsigned i = 0; i < tu->entries_count; i++)
+        if (strcmp(tu->entries[i].family, family) == 0)
+            return &tu->entries[i];
+    return NULL;
+}

@@ -52,6 +52,10 @@ void fg_plan_free(fg_plan_set *set);
 int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *model, const fg_spec *target,
                 fg_diag *d);
 
+/* The entry of set->tuning for an instance family, or NULL (no tuning spec
+ * for this target, or no entry for the family). */
+const fg_tuning_entry *fg_plan_tuning_entry(const fg_plan_set *set, const char *family);
+
 /* Family planners (plan_<family>.c). */
 int fg_plan_decode(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
 /* Why the fused decode family emits nothing (or less) for this model and

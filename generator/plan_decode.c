@@ -428,6 +428,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
     in.candidate = ring && ring->candidate;
+    in.tuned = ring && ring->tuned;
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",
@@ -524,18 +525,6 @@ static bool same_ring(const ring_cfg *a, const ring_cfg *b)
 /* W_o stages in flight tried beside the rest's (0: the same). */
 static const unsigned CAND_INFLIGHT3[] = {0u, 4u, 2u};
 
-/* The tuning entry of an instance family, or NULL. */
-static const fg_tuning_entry *tuning_entry(const fg_plan_set *set, const char *family)
-{
-    if (!set->tuning)
-        return NULL;
-    const fg_tuning *tu = set->tuning->tuning;
-    for (unsigned i = 0; i < tu->entries_count; i++)
-        if (strcmp(tu->entries[i].family, family) == 0)
-            return &tu->entries[i];
-    return NULL;
-}
-
 /* The ring configuration of a head split in p clusters of 2: the tuning
  * entry of its instance family where there is one, else the model's (which
  * must plan: the caller asked ring_plan first).  Appends to `why` a line
@@ -554,7 +543,7 @@ static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_targe
         fg_error(d, "cannot name a decode_attn instance family");
         return -1;
     }
-    const fg_tuning_entry *e = tuning_entry(set, family);
+    const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     if (!e) {
         fg_sb_printf(why, "\nconfiguration: the model's (%s%s)",
                      set->tuning ? "no entry for this family in " : "no tuning file given",

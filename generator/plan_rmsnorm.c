@@ -1,6 +1,8 @@
 /* RMSNorm planner: one block per row, the row held in registers.  The choice
  * is the block size: enough threads that each keeps a few 16-byte loads in
- * flight (about 4) without a tail, in whole warps or waves. */
+ * flight (about 4) without a tail, in whole warps or waves.  A tuning entry
+ * for the instance family (fusegen tune) replaces that choice with the
+ * block size it measured fastest, and says whether x goes through the caches. */
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -32,11 +34,36 @@ static unsigned pick_threads(unsigned vecs, unsigned warp, bool *tail)
     return t > MAX_THREADS ? MAX_THREADS : t;
 }
 
-/* One instance: force_threads 0 is the planner's block size, else a tuning
- * candidate's; cache_x loads x through the caches (a candidate) instead of
- * streaming it. */
+/* Why a block size other than the planner's does not fit a row of `vecs`
+ * 16-byte vectors, or NULL: the sizes generate --candidates emits (whole
+ * warps up to one thread per vector, at most MAX_ITEMS vectors a thread). */
+static const char *misfit(unsigned threads, unsigned vecs, unsigned warp, char why[128])
+{
+    const unsigned most = (vecs + warp - 1) / warp * warp;
+    if (!threads || threads % warp || threads > MAX_THREADS)
+        snprintf(why, 128, "%u threads is not a whole number of %u-thread %s up to %u", threads,
+                 warp, warp == 64 ? "waves" : "warps", MAX_THREADS);
+    else if (threads > most)
+        snprintf(why, 128, "%u threads is more than one per 16-byte vector (%u vectors a row)",
+                 threads, vecs);
+    else if ((vecs + threads - 1) / threads > MAX_ITEMS)
+        snprintf(why, 128, "%u threads would keep %u vectors each; at most %u fit in registers",
+                 threads, (vecs + threads - 1) / threads, MAX_ITEMS);
+    else
+        return NULL;
+    return why;
+}
+
+/* Where an instance's configuration comes from. */
+typedef enum { FROM_MODEL, FROM_TUNING, CANDIDATE } origin;
+
+/* One instance: the planner's block size (FROM_MODEL), or `threads` with x
+ * cached or streamed (a tuning entry's, or a candidate's: threads must fit,
+ * misfit()).  `config` is the explain line that says where the configuration
+ * came from ("" for candidates). */
 static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
-                    unsigned force_threads, bool cache_x, fg_instance *in, fg_diag *d)
+                    origin from, unsigned threads, bool cache_x, const char *config,
+                    fg_instance *in, fg_diag *d)
 {
     const unsigned elems = 16 / fg_dtype_bytes(dtype);
     if (hidden % elems) {
@@ -45,16 +72,11 @@ static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
     }
     const unsigned vecs = hidden / elems;
     bool tail;
-    unsigned threads = pick_threads(vecs, t->warp_size, &tail);
-    if (force_threads) {   /* a tuning candidate's block size */
-        if (force_threads % t->warp_size || force_threads > MAX_THREADS) {
-            fg_error(d, "rmsnorm: %u threads is not a whole number of %u-thread warps up to %u",
-                     force_threads, t->warp_size, MAX_THREADS);
-            return -1;
-        }
-        threads = force_threads;
+    if (from == FROM_MODEL)
+        threads = pick_threads(vecs, t->warp_size, &tail);
+    else
         tail = vecs % threads != 0;
-    }
+    const bool forced = from != FROM_MODEL;
     const unsigned items = (vecs + threads - 1) / threads;
     if (items > MAX_ITEMS) {
         fg_error(d, "rmsnorm over %u elements needs %u vectors per thread; at most 32 fit in "
@@ -71,7 +93,8 @@ static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
     }
     /* the family a tuning entry names: the instance name less its block size */
     fg_instance_name(in->tuning_family, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, "");
-    in->candidate = force_threads != 0 || cache_x;
+    in->candidate = from == CANDIDATE;
+    in->tuned = from == FROM_TUNING;
     in->family = "rmsnorm";
     in->op = "rmsnorm";
     in->template_name = "rmsnorm.in";
@@ -94,16 +117,18 @@ static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
         fg_sb_printf(&in->reasons, "tuning candidate (generate --candidates): %u threads, x "
                                    "%s, not the planner's choice\n",
                      threads, cache_x ? "loaded through the caches" : "streamed");
+    else
+        fg_sb_printf(&in->reasons, "%s\n", config);
     fg_sb_printf(&in->reasons, "16-byte vectors: %u %s elements per load, %u vectors per row\n",
                  elems, fg_dtype_name(dtype), vecs);
-    if (tail && force_threads)
+    if (tail && forced)
         fg_sb_printf(&in->reasons, "%u threads do not divide %u vectors: a guarded tail\n",
                      threads, vecs);
     else if (tail)
         fg_sb_printf(&in->reasons,
                      "no whole-%s block divides %u vectors: %u threads with a guarded tail\n",
                      t->warp_size == 64 ? "wave" : "warp", vecs, threads);
-    else if (force_threads)
+    else if (forced)
         fg_sb_printf(&in->reasons, "%u threads (%u %s of %u) x %u vectors each, no tail\n",
                      threads, threads / t->warp_size, t->warp_size == 64 ? "waves" : "warps",
                      t->warp_size, items);
@@ -127,24 +152,54 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
 {
     const fg_dtype dtype = s->model->dtype;
     const fg_target *t = ts->target;
+    const unsigned warp = t->warp_size, vecs = hidden / (16 / fg_dtype_bytes(dtype));
+    char family[FG_NAME_MAX], dims[32], bad[128];
+    fg_strbuf config = {0};
+    snprintf(dims, sizeof dims, "h%u", hidden);
+    fg_instance_name(family, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, "");
+    /* the configuration: the tuning entry's where there is one, else the model's */
+    const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     fg_instance in = {0};
-    if (plan_one(hidden, dtype, t, why, 0, false, &in, d) != 0) {
+    int rc;
+    if (e) {
+        if (misfit(e->threads, vecs, warp, bad)) {
+            fg_error(d, "%s: the entry for %s (%u threads, x %s) does not plan: %s; run fusegen "
+                        "tune again",
+                     set->tuning->path, family, e->threads, e->cache_x ? "cached" : "streamed",
+                     bad);
+            return -1;
+        }
+        fg_sb_printf(&config,
+                     "configuration: tuned (%s): %u threads, x %s: %.2f us against the model's "
+                     "%.2f (worst %.2f of %u candidates; %s)",
+                     set->tuning->path, e->threads,
+                     e->cache_x ? "loaded through the caches" : "streamed", e->tuned_us,
+                     e->model_us, e->worst_us, e->candidates, e->measured);
+        rc = plan_one(hidden, dtype, t, why, FROM_TUNING, e->threads, e->cache_x,
+                      fg_sb_str(&config), &in, d);
+    } else {
+        fg_sb_printf(&config, "configuration: the model's (%s%s)",
+                     set->tuning ? "no entry for this family in " : "no tuning file given",
+                     set->tuning ? set->tuning->path : "");
+        rc = plan_one(hidden, dtype, t, why, FROM_MODEL, 0, false, fg_sb_str(&config), &in, d);
+    }
+    fg_sb_free(&config);
+    if (rc) {
         fg_instance_free(&in);
         return -1;
     }
     const long long chosen = fg_instance_param(&in, "THREADS");
-    int rc = fg_plan_add(set, &in, s, ts, d);
+    const bool chosen_cached = fg_instance_param(&in, "CACHE_X") == 1;
+    rc = fg_plan_add(set, &in, s, ts, d);
     /* tuning candidates: every whole-warp block size whose row fits the
-     * registers, up to one thread per vector, x streamed or cached */
-    const unsigned warp = t->warp_size, vecs = hidden / (16 / fg_dtype_bytes(dtype));
-    const unsigned most = (vecs + warp - 1) / warp * warp;
-    for (unsigned th = warp; set->candidates && rc == 0 && th <= MAX_THREADS && th <= most;
-         th += warp)
+     * registers, up to one thread per vector, x streamed or cached (the
+     * model's own among them when an entry replaced it) */
+    for (unsigned th = warp; set->candidates && rc == 0 && th <= MAX_THREADS; th += warp)
         for (int cached = 0; cached < 2 && rc == 0; cached++) {
-            if (((long long)th == chosen && !cached) || (vecs + th - 1) / th > MAX_ITEMS)
+            if (((long long)th == chosen && cached == chosen_cached) || misfit(th, vecs, warp, bad))
                 continue;
             fg_instance c = {0};
-            if (plan_one(hidden, dtype, t, why, th, cached, &c, d) != 0) {
+            if (plan_one(hidden, dtype, t, why, CANDIDATE, th, cached, "", &c, d) != 0) {
                 fg_instance_free(&c);
                 return -1;
             }

@@ -28,27 +28,40 @@ typedef struct report_row {
     double base_us;        /* 0: no baseline in this case */
 } report_row;
 
+void fg_bench_case_read(json_object *c, fg_bench_case *out)
+{
+    *out = (fg_bench_case){0};
+    out->instance = fg_json_str(c, "instance") ? fg_json_str(c, "instance") : fg_json_str(c, "name");
+    json_object *shape = fg_json_get(c, "shape");
+    out->point = shape ? fg_json_num(shape, "rows") : fg_json_num(c, "S");
+    out->time = fg_json_get(c, "time") ? fg_json_get(c, "time") : fg_json_get(c, "us");
+    out->median_us = fg_json_num(out->time, "median");
+    out->baseline = fg_json_get(c, "baseline_unfused_cublas");
+    json_object *list = fg_json_get(c, "baselines");
+    if (!out->baseline && list && json_object_is_type(list, json_type_array) &&
+        json_object_array_length(list) > 0) {
+        json_object *first = json_object_array_get_idx(list, 0);
+        out->baseline = fg_json_get(first, "time") ? fg_json_get(first, "time")
+                                                   : fg_json_get(first, "us");
+    }
+}
+
 /* One case as a row; NULL if it lacks what a row needs. */
 static const char *read_row(json_object *c, report_row *r)
 {
     *r = (report_row){0};
-    r->instance = fg_json_str(c, "instance") ? fg_json_str(c, "instance") : fg_json_str(c, "name");
-    json_object *time = fg_json_get(c, "time") ? fg_json_get(c, "time") : fg_json_get(c, "us");
-    json_object *shape = fg_json_get(c, "shape");
-    const double x = shape ? fg_json_num(shape, "rows") : fg_json_num(c, "S");
-    r->us = fg_json_num(time, "median"), r->us_min = fg_json_num(time, "min"), r->us_max = fg_json_num(time, "max");
+    fg_bench_case bc;
+    fg_bench_case_read(c, &bc);
+    r->instance = bc.instance;
+    r->us = bc.median_us, r->us_min = fg_json_num(bc.time, "min"),
+    r->us_max = fg_json_num(bc.time, "max");
     r->bytes = fg_json_num(c, "bytes");
-    if (!r->instance || isnan(x) || isnan(r->us) || isnan(r->bytes) || r->us <= 0)
+    if (!r->instance || isnan(bc.point) || isnan(r->us) || isnan(r->bytes) || r->us <= 0)
         return "a case without its instance, S or rows, median time or bytes";
-    r->x = (long long)x;
+    r->x = (long long)bc.point;
     r->batch = isnan(fg_json_num(c, "batch")) ? 0 : (long long)fg_json_num(c, "batch");
-    json_object *base = fg_json_get(c, "baseline_unfused_cublas");
-    json_object *list = fg_json_get(c, "baselines");
-    if (!base && list && json_object_is_type(list, json_type_array) &&
-        json_object_array_length(list) > 0)
-        base = fg_json_get(json_object_array_get_idx(list, 0), "us");
-    if (base && fg_json_num(base, "median") > 0)
-        r->base_us = fg_json_num(base, "median");
+    if (fg_json_num(bc.baseline, "median") > 0)
+        r->base_us = fg_json_num(bc.baseline, "median");
     return NULL;
 }
 

@@ -576,32 +576,83 @@ static void check_target(checker *c, const fg_target *t)
     }
 }
 
+fg_tuning_kind fg_tuning_kind_of(const char *family)
+{
+    if (strncmp(family, "decode_attn_", 12) == 0)
+        return FG_TUNE_RING;
+    if (strncmp(family, "rmsnorm_", 8) == 0)
+        return FG_TUNE_RMSNORM;
+    return FG_TUNE_NONE;
+}
+
+/* The fields that belong to one kind of entry: required (or optional) on
+ * it, an error on the other. */
+static const struct { const char *key; fg_tuning_kind kind; bool required; } TUNING_FIELDS[] = {
+    {"stage_bytes", FG_TUNE_RING, true},   {"stages", FG_TUNE_RING, true},
+    {"in_flight", FG_TUNE_RING, true},     {"in_flight_wo", FG_TUNE_RING, false},
+    {"cache_x", FG_TUNE_RMSNORM, false},
+};
+
 static void check_tuning(checker *c, const fg_tuning *t)
 {
+    static const char *const kind_name[] = {[FG_TUNE_RING] = "a decode_attn family",
+                                            [FG_TUNE_RMSNORM] = "an rmsnorm family"};
+    static const char *const kind_fields[] = {
+        [FG_TUNE_RING] = "threads, stage_bytes, stages, in_flight and in_flight_wo",
+        [FG_TUNE_RMSNORM] = "threads and cache_x"};
     check_name(c, "tuning.target", t->target);
     for (unsigned i = 0; i < t->entries_count; i++) {
         const fg_tuning_entry *e = &t->entries[i];
-        char p[PATH_MAX_LEN];
-#define AT(field) (snprintf(p, sizeof p, "tuning.entries[%u]." field, i), p)
+        char p[PATH_MAX_LEN], entry[32];
+        snprintf(entry, sizeof entry, "tuning.entries[%u]", i);
+#define AT(field) (snprintf(p, sizeof p, "%s." field, entry), p)
         /* an instance name's stem: it is matched against generated names */
         if (strspn(e->family, "abcdefghijklmnopqrstuvwxyz0123456789_") != strlen(e->family) ||
-            !(e->family[0] >= 'a' && e->family[0] <= 'z'))
+            !(e->family[0] >= 'a' && e->family[0] <= 'z')) {
             err_at(c, AT("family"), false,
                    "'%s' is '%s'; expected an instance name without its configuration part "
                    "(lowercase letters, digits and '_', starting with a letter)",
                    p, e->family);
+            continue;
+        }
+        const fg_tuning_kind kind = fg_tuning_kind_of(e->family);
+        if (kind == FG_TUNE_NONE) {
+            err_at(c, AT("family"), false,
+                   "'%s' is '%s'; expected a family fusegen tunes (decode_attn_... or "
+                   "rmsnorm_...)", p, e->family);
+            continue;
+        }
         for (unsigned j = 0; j < i; j++)
             if (strcmp(t->entries[j].family, e->family) == 0)
                 err_at(c, AT("family"), false, "family '%s' has a second entry (entries[%u] "
                        "is the first); expected one per family", e->family, j);
+        bool fields_ok = true;
+        for (size_t f = 0; f < sizeof TUNING_FIELDS / sizeof TUNING_FIELDS[0]; f++) {
+            char why[160];
+            snprintf(p, sizeof p, "%s.%s", entry, TUNING_FIELDS[f].key);
+            if (TUNING_FIELDS[f].kind != kind && has(c, p)) {
+                snprintf(why, sizeof why, "does not apply to %s; its configuration is %s",
+                         kind_name[kind], kind_fields[kind]);
+                forbid(c, p, why);
+                fields_ok = false;
+            } else if (TUNING_FIELDS[f].kind == kind && TUNING_FIELDS[f].required && !has(c, p)) {
+                snprintf(why, sizeof why, "%s needs it", kind_name[kind]);
+                require(c, p, entry, why);
+                fields_ok = false;
+            }
+        }
         if (in_range(c, AT("threads"), e->threads, 32, 1024))
             multiple_of(c, AT("threads"), e->threads, 32, "whole warps");
-        if (in_range(c, AT("stage_bytes"), e->stage_bytes, 1024, 1u << 20))
-            multiple_of(c, AT("stage_bytes"), e->stage_bytes, 128, "bulk copies stay aligned");
-        in_range(c, AT("stages"), e->stages, 1, 16);
-        in_range(c, AT("in_flight"), e->in_flight, 1, e->stages ? e->stages : 1);
-        if (e->in_flight_wo)
-            in_range(c, AT("in_flight_wo"), e->in_flight_wo, 1, e->in_flight ? e->in_flight : 1);
+        if (kind == FG_TUNE_RING && fields_ok) {
+            if (in_range(c, AT("stage_bytes"), e->stage_bytes, 1024, 1u << 20))
+                multiple_of(c, AT("stage_bytes"), e->stage_bytes, 128,
+                            "bulk copies stay aligned");
+            in_range(c, AT("stages"), e->stages, 1, 16);
+            in_range(c, AT("in_flight"), e->in_flight, 1, e->stages ? e->stages : 1);
+            if (e->in_flight_wo)
+                in_range(c, AT("in_flight_wo"), e->in_flight_wo, 1,
+                         e->in_flight ? e->in_flight : 1);
+        }
         float_range(c, AT("tuned_us"), e->tuned_us, 0, 1e9);
         float_range(c, AT("model_us"), e->model_us, 0, 1e9);
         float_range(c, AT("worst_us"), e->worst_us, 0, 1e9);

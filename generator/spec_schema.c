@@ -184,10 +184,13 @@ static const cyaml_schema_field_t target_fields[] = {
 static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_STRING_PTR("family", CYAML_FLAG_POINTER, fg_tuning_entry, family, 1, 160),
     CYAML_FIELD_UINT("threads", CYAML_FLAG_DEFAULT, fg_tuning_entry, threads),
-    CYAML_FIELD_UINT("stage_bytes", CYAML_FLAG_DEFAULT, fg_tuning_entry, stage_bytes),
-    CYAML_FIELD_UINT("stages", CYAML_FLAG_DEFAULT, fg_tuning_entry, stages),
-    CYAML_FIELD_UINT("in_flight", CYAML_FLAG_DEFAULT, fg_tuning_entry, in_flight),
-    CYAML_FIELD_UINT("in_flight_wo", CYAML_FLAG_OPTIONAL, fg_tuning_entry, in_flight_wo),
+    /* the ring form's (decode_attn families: required there, spec.c) */
+    CYAML_FIELD_UINT("stage_bytes", OPT, fg_tuning_entry, stage_bytes),
+    CYAML_FIELD_UINT("stages", OPT, fg_tuning_entry, stages),
+    CYAML_FIELD_UINT("in_flight", OPT, fg_tuning_entry, in_flight),
+    CYAML_FIELD_UINT("in_flight_wo", OPT, fg_tuning_entry, in_flight_wo),
+    /* RMSNorm's (rmsnorm families; absent: false) */
+    CYAML_FIELD_BOOL("cache_x", OPT, fg_tuning_entry, cache_x),
     CYAML_FIELD_FLOAT("tuned_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, tuned_us),
     CYAML_FIELD_FLOAT("model_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, model_us),
     CYAML_FIELD_FLOAT("worst_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, worst_us),

@@ -18,64 +18,128 @@
 #include "fsutil.h"
 #include "instance.h"
 #include "jsonget.h"
+#include "report.h"
 #include "spec.h"
 #include "strbuf.h"
 
 static const char usage[] =
     "usage: fusegen tune --manifest GATED.json --out TUNING.yaml [options]\n"
     "\n"
-    "Times the ring configurations of each instance family in GATED.json (the\n"
-    "gate's manifest of `make candidates`: the planner's choice and its tuning\n"
-    "candidates, less those discarded for spilling) with the GPU test harness,\n"
-    "showing the points timed as the harness logs them; checks the fastest\n"
-    "against the reference in order until one passes; and writes it into\n"
-    "TUNING.yaml (a tuning spec: specs/tuning/<target>.yaml),\n"
-    "keeping the entries of the families not tuned in this run.  A family whose\n"
-    "fastest passing configuration is the planner's own, or beats it by no more\n"
-    "than the margin (timing noise: the best of many single timings is biased\n"
-    "low), gets no entry.  The spec is rewritten only if its content changes;\n"
-    "on any error it is left as it was.  Needs a GPU.\n"
+    "Times the configurations of each instance family in GATED.json (the gate's\n"
+    "manifest of `make candidates`: the planner's choice and its tuning\n"
+    "candidates, less those discarded for spilling) with the GPU test harness of\n"
+    "its kind -- the fused decode ring's (stage size, stages, stages in flight,\n"
+    "threads) with test_decode_attn at S = 1K and S_max, RMSNorm's (block size,\n"
+    "x streamed or cached) with test_rmsnorm at 1 and 4096 rows -- showing the\n"
+    "points timed as the harness logs them; checks the fastest against the\n"
+    "reference in order until one passes; and writes it into TUNING.yaml (a\n"
+    "tuning spec: specs/tuning/<target>.yaml), keeping the entries of the\n"
+    "families not tuned in this run.  A family whose fastest passing\n"
+    "configuration is the planner's own, or beats it by no more than the margin\n"
+    "(timing noise: the best of many single timings is biased low), gets no\n"
+    "entry.  The spec is rewritten only if its content changes; on any error it\n"
+    "is left as it was.  Needs a GPU.\n"
     "\n"
     "options:\n"
     "  -m, --manifest FILE  the gate's manifest (build/candidates/kernels/manifest.json)\n"
     "  -o, --out FILE       the tuning spec to write (merged when it exists)\n"
     "  -k, --kernels DIR    the compiled kernels (default: the manifest's folder)\n"
     "      --harness PATH   test_decode_attn (default: build/gpu/test_decode_attn)\n"
+    "      --rmsnorm-harness PATH\n"
+    "                       test_rmsnorm (default: test_rmsnorm in --harness's folder)\n"
     "      --work DIR       timings and logs (default: the kernels folder)\n"
     "      --top N          configurations checked at most per family (default 3)\n"
     "      --margin PCT     how much faster than the planner's a configuration must\n"
     "                       be to replace it (default 1)\n"
     "  -h, --help           this text\n";
 
+/* ---- what differs between the kinds of family ---- */
+
+static void ring_config(json_object *params, fg_tuning_entry *e)
+{
+    e->threads = (uint32_t)fg_json_int(params, "threads");
+    e->stage_bytes = (uint32_t)fg_json_int(params, "stage_bytes");
+    e->stages = (uint32_t)fg_json_int(params, "stages");
+    e->in_flight = (uint32_t)fg_json_int(params, "inflight");
+    /* absent before the W_o limit existed: as in_flight (0) */
+    const long long w = fg_json_int(params, "inflight3");
+    e->in_flight_wo = w > 0 && (uint32_t)w != e->in_flight ? (uint32_t)w : 0;
+}
+
+static void ring_render(fg_strbuf *sb, const fg_tuning_entry *e)
+{
+    fg_sb_printf(sb, "      stage_bytes: %u\n      stages: %u\n      in_flight: %u\n",
+                 e->stage_bytes, e->stages, e->in_flight);
+    if (e->in_flight_wo)
+        fg_sb_printf(sb, "      in_flight_wo: %u\n", e->in_flight_wo);
+}
+
+static void rmsnorm_config(json_object *params, fg_tuning_entry *e)
+{
+    e->threads = (uint32_t)fg_json_int(params, "threads");
+    e->cache_x = fg_json_int(params, "cache_x") == 1;
+}
+
+static void rmsnorm_render(fg_strbuf *sb, const fg_tuning_entry *e)
+{
+    fg_sb_printf(sb, "      cache_x: %s\n", e->cache_x ? "true" : "false");
+}
+
+/* One row per kind of family (spec.h, fg_tuning_kind): its harness, the
+ * point its bench cases are timed at, how a configuration reads from the
+ * manifest's params and what it adds to a tuning entry after `threads`.
+ * The harnesses share a command line (--kernels, --manifest, --only; --bench
+ * --quick --no-baseline --json to time) and the cases' shape (report.h,
+ * fg_bench_case); each logs one line per point timed, with " POINT=" in it. */
+typedef struct kind_desc {
+    const char *what;         /* in messages and file names */
+    const char *point;        /* "S" or "rows" */
+    const char *points;       /* those of a --quick run, in words */
+    unsigned npoints;         /* per configuration in a --quick run (at most) */
+    void (*config)(json_object *params, fg_tuning_entry *e);
+    void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
+} kind_desc;
+
+#define NKINDS (FG_TUNE_RMSNORM + 1)
+static const kind_desc KINDS[NKINDS] = {
+    [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render},
+    [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
+                         rmsnorm_render},
+};
+
+/* ---- the run ---- */
+
 typedef struct cfg {
     const char *name;          /* borrowed from the manifest */
-    unsigned threads, stage_bytes, stages, inflight, inflight3;
+    fg_tuning_entry conf;      /* the configuration (threads and the kind's fields) */
     bool model;                /* the planner's own choice */
     double us;                 /* sum of the medians timed; 0: not timed */
 } cfg;
 
 typedef struct family {
     char key[FG_NAME_MAX];
+    fg_tuning_kind kind;
     cfg *cfgs;
     size_t n;
 } family;
 
 typedef struct tune {
-    const char *manifest_path, *out, *kernels, *harness, *work;
+    const char *manifest_path, *out, *kernels, *work;
+    const char *harness[NKINDS];
     unsigned top;
     double margin;             /* fraction */
-    unsigned points_expected;  /* of the timing run: two per configuration */
     json_object *manifest;
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
     size_t nfam;
     char gpu[128];
     char commit[64];           /* the harness's, where it says (FG_COMMIT) */
-    fg_strbuf points;          /* "S = 1024 + 4096" */
+    fg_strbuf points[NKINDS];  /* those timed, by kind: "1024 + 4096", "1 + 4096" */
+    fg_strbuf measured[NKINDS];   /* an entry's provenance: GPU, points, commit */
     fg_diag d;
 } tune;
 
-static family *family_of(tune *t, const char *key)
+static family *family_of(tune *t, const char *key, fg_tuning_kind kind)
 {
     for (size_t i = 0; i < t->nfam; i++)
         if (strcmp(t->fams[i].key, key) == 0)
@@ -84,13 +148,14 @@ static family *family_of(tune *t, const char *key)
     if (!t->fams)
         fg_out_of_memory();
     family *f = &t->fams[t->nfam++];
-    *f = (family){0};
+    *f = (family){.kind = kind};
     snprintf(f->key, sizeof f->key, "%s", key);
     return f;
 }
 
-/* The ring instances of the manifest, by family: every one compiled and
- * gated, not discarded, not a deterministic twin (the same code). */
+/* The tunable instances of the manifest, by family: every one of a kind
+ * tune knows (by its tuning family's name), compiled and gated, not
+ * discarded, not a deterministic twin (the same code). */
 static int collect(tune *t)
 {
     json_object *insts = fg_json_get(t->manifest, "instances");
@@ -100,10 +165,11 @@ static int collect(tune *t)
     }
     for (size_t i = 0; i < json_object_array_length(insts); i++) {
         json_object *in = json_object_array_get_idx(insts, i);
-        const char *name = fg_json_str(in, "name"), *tmpl = fg_json_str(in, "template");
+        const char *name = fg_json_str(in, "name"), *key = fg_json_str(in, "tuning_family");
         json_object *params = fg_json_get(in, "params"), *targets = fg_json_get(in, "targets");
-        if (!name || !tmpl || strcmp(tmpl, "decode_attn_ring.in") || !params ||
-            fg_json_int(params, "deterministic") != 0 || fg_json_get(in, "discarded"))
+        const fg_tuning_kind kind = key ? fg_tuning_kind_of(key) : FG_TUNE_NONE;
+        if (!name || kind == FG_TUNE_NONE || !params ||
+            fg_json_int(params, "deterministic") > 0 || fg_json_get(in, "discarded"))
             continue;
         if (!fg_json_get(in, "resources")) {
             fg_error_at(&t->d, t->manifest_path, 0, 0, "%s has no compiler figures; expected "
@@ -119,32 +185,20 @@ static int collect(tune *t)
             return -1;
         }
         snprintf(t->target, sizeof t->target, "%s", target);
-        const char *key = fg_json_str(in, "tuning_family");
         const bool candidate = fg_json_true(in, "candidate");
-        if (!key) {
-            fg_error_at(&t->d, t->manifest_path, 0, 0, "%s has no \"tuning_family\"; expected "
-                        "the manifest of this fusegen's generate", name);
-            return -1;
-        }
-        if (!candidate && strstr(name, "_ring_k")) {
+        if (!candidate && fg_json_true(in, "tuned")) {
             fg_error_at(&t->d, t->manifest_path, 0, 0, "%s is a tuned configuration; generate "
                         "the candidates without a tuning spec, so that the planner's own "
                         "choice is among them", name);
             return -1;
         }
-        family *f = family_of(t, key);
+        family *f = family_of(t, key, kind);
         f->cfgs = realloc(f->cfgs, (f->n + 1) * sizeof *f->cfgs);
         if (!f->cfgs)
             fg_out_of_memory();
-        const long long w = fg_json_int(params, "inflight3");
-        f->cfgs[f->n++] = (cfg){.name = name,
-                                .threads = (unsigned)fg_json_int(params, "threads"),
-                                .stage_bytes = (unsigned)fg_json_int(params, "stage_bytes"),
-                                .stages = (unsigned)fg_json_int(params, "stages"),
-                                .inflight = (unsigned)fg_json_int(params, "inflight"),
-                                /* absent before the W_o limit existed: as inflight */
-                                .inflight3 = (unsigned)(w > 0 ? w : 0),
-                                .model = !candidate};
+        cfg *c = &f->cfgs[f->n++];
+        *c = (cfg){.name = name, .model = !candidate};
+        KINDS[kind].config(params, &c->conf);
     }
     size_t tunable = 0;
     for (size_t i = 0; i < t->nfam; i++) {
@@ -167,9 +221,10 @@ static int collect(tune *t)
 }
 
 /* Progress of a timing run: the points the harness has logged so far (one
- * line with " S=" each), reported when the count moves. */
+ * line with " POINT=" each), reported when the count moves. */
 typedef struct progress {
     const char *log;
+    char marker[16];      /* " S=", " rows=" */
     long offset;          /* how far the log has been read (its size when the run began) */
     unsigned timed, reported, expected;
 } progress;
@@ -189,7 +244,7 @@ static void report_progress(void *ctx)
             if (line[len - 1] != '\n' && len + 1 < sizeof line)
                 break;   /* unfinished */
             p->offset += (long)len;
-            p->timed += strstr(line, " S=") != NULL;
+            p->timed += strstr(line, p->marker) != NULL;
         }
     fclose(f);
     if (p->timed != p->reported) {
@@ -198,13 +253,14 @@ static void report_progress(void *ctx)
     }
 }
 
-/* One harness run over the named instances (--bench ... when json is set,
- * with progress reported from the log). */
-static int harness(tune *t, const char *names, const char *json, const char *log)
+/* One run of a kind's harness over the named instances (--bench ... when
+ * json is set, with `expected` points reported from the log as they come). */
+static int harness(tune *t, fg_tuning_kind kind, const char *names, const char *json,
+                   const char *log, unsigned expected)
 {
     char *argv[16];
     int n = 0;
-    argv[n++] = (char *)t->harness;
+    argv[n++] = (char *)t->harness[kind];
     argv[n++] = "--kernels";
     argv[n++] = (char *)t->kernels;
     argv[n++] = "--manifest";
@@ -223,7 +279,8 @@ static int harness(tune *t, const char *names, const char *json, const char *log
         return fg_run_logged(argv, log);
     struct stat st;
     progress p = {.log = log, .offset = stat(log, &st) == 0 ? (long)st.st_size : 0,
-                  .expected = t->points_expected};
+                  .expected = expected};
+    snprintf(p.marker, sizeof p.marker, " %s=", KINDS[kind].point);
     return fg_run_logged_progress(argv, log, report_progress, &p);
 }
 
@@ -236,26 +293,34 @@ static cfg *find_cfg(tune *t, const char *name)
     return NULL;
 }
 
-/* Times every configuration of the families with candidates, one run. */
-static int time_all(tune *t)
+/* Times every configuration of the kind's families with candidates, one
+ * run of its harness (none when it has no such family). */
+static int time_kind(tune *t, fg_tuning_kind kind)
 {
+    const kind_desc *kd = &KINDS[kind];
     fg_strbuf names = {0}, json = {0}, log = {0};
     size_t count = 0;
     for (size_t i = 0; i < t->nfam; i++)
-        for (size_t k = 0; t->fams[i].n > 1 && k < t->fams[i].n; k++, count++)
+        for (size_t k = 0; t->fams[i].kind == kind && t->fams[i].n > 1 && k < t->fams[i].n;
+             k++, count++)
             fg_sb_printf(&names, "%s%s", names.len ? "," : "", t->fams[i].cfgs[k].name);
-    fg_sb_printf(&json, "%s/tune-bench.json", t->work);
+    if (!count) {
+        fg_sb_free(&names);
+        return 0;
+    }
+    fg_sb_printf(&json, "%s/tune-bench-%s.json", t->work, kd->what);
     fg_sb_printf(&log, "%s/tune.log", t->work);
-    fprintf(stderr, "fusegen tune: timing %zu configurations (S = 1K and S_max; log %s)\n",
-            count, fg_sb_str(&log));
-    t->points_expected = (unsigned)(2 * count);   /* (fewer where S_max is 1K) */
+    fprintf(stderr, "fusegen tune: timing %zu %s configurations (%s; log %s)\n", count, kd->what,
+            kd->points, fg_sb_str(&log));
     remove(fg_sb_str(&json));
-    int rc = harness(t, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log));
+    /* (fewer points where S_max is 1K) */
+    int rc = harness(t, kind, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log),
+                     (unsigned)(kd->npoints * count));
     json_object *doc = rc == 0 ? json_object_from_file(fg_sb_str(&json)) : NULL;
     json_object *cases = fg_json_get(doc, "cases");
     if (rc || !cases || !json_object_is_type(cases, json_type_array)) {
-        fg_error(&t->d, "the harness's timing run failed (exit %d; %s has the output)", rc,
-                 fg_sb_str(&log));
+        fg_error(&t->d, "the %s harness's timing run failed (exit %d; %s has the output)",
+                 kd->what, rc, fg_sb_str(&log));
         rc = -1;
     } else {
         rc = 0;
@@ -264,18 +329,25 @@ static int time_all(tune *t)
         const char *commit = fg_json_str(doc, "commit");
         if (commit && strcmp(commit, "unknown"))
             snprintf(t->commit, sizeof t->commit, "%s", commit);
-        const char *first = fg_json_str(json_object_array_get_idx(cases, 0), "name");
+        fg_bench_case first;
+        fg_bench_case_read(json_object_array_get_idx(cases, 0), &first);
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
-            json_object *c = json_object_array_get_idx(cases, i);
-            cfg *k = fg_json_str(c, "name") ? find_cfg(t, fg_json_str(c, "name")) : NULL;
-            json_object *med = fg_json_get(fg_json_get(c, "time"), "median");
-            if (!k || !med)
+            fg_bench_case c;
+            fg_bench_case_read(json_object_array_get_idx(cases, i), &c);
+            cfg *k = c.instance ? find_cfg(t, c.instance) : NULL;
+            if (!k || !(c.median_us > 0))
                 continue;
-            k->us += json_object_get_double(med);
-            if (first && strcmp(first, k->name) == 0)   /* the points, from one configuration */
-                fg_sb_printf(&t->points, "%s%lld", t->points.len ? " + " : "S = ",
-                             fg_json_int(c, "S"));
+            k->us += c.median_us;
+            if (first.instance && strcmp(first.instance, k->name) == 0)   /* the points, from one configuration */
+                fg_sb_printf(&t->points[kind], "%s%.0f",
+                             t->points[kind].len ? " + " : "", c.point);
         }
+        /* an entry's provenance (spec.h): GPU, points, commit */
+        fg_strbuf *m = &t->measured[kind];
+        fg_sb_printf(m, "%s, %s = %s, ", t->gpu, kd->point, fg_sb_str(&t->points[kind]));
+        if (*t->commit)
+            fg_sb_printf(m, "commit %s, ", t->commit);
+        fg_sb_puts(m, "fusegen tune");
     }
     json_object_put(doc);
     fg_sb_free(&names);
@@ -325,7 +397,7 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
             return 0;
         }
         fprintf(stderr, "fusegen tune: checking %s (%.2f us)\n", c->name, c->us);
-        if (harness(t, c->name, NULL, fg_sb_str(&log)) != 0) {
+        if (harness(t, f->kind, c->name, NULL, fg_sb_str(&log), 0) != 0) {
             fprintf(stderr, "fusegen tune:   failed its checks: not chosen\n");
             continue;
         }
@@ -337,11 +409,10 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
         if (c->model)
             return 0;
         *have = true;
-        *e = (fg_tuning_entry){.threads = c->threads, .stage_bytes = c->stage_bytes,
-                               .stages = c->stages, .in_flight = c->inflight,
-                               .in_flight_wo = c->inflight3 != c->inflight ? c->inflight3 : 0,
-                               .tuned_us = c->us, .model_us = model, .worst_us = worst,
-                               .candidates = timed};
+        *e = c->conf;
+        e->family = f->key;
+        e->measured = (char *)fg_sb_str(&t->measured[f->kind]);
+        e->tuned_us = c->us, e->model_us = model, e->worst_us = worst, e->candidates = timed;
         return 0;
     }
     fg_sb_free(&log);
@@ -363,8 +434,8 @@ static void render(fg_strbuf *sb, const char *target, fg_tuning_entry *es, size_
                  "# Measured configurations for target %s, written by `fusegen tune` (rerun it\n"
                  "# rather than editing).  `fusegen generate` uses an entry's configuration in\n"
                  "# place of the planner's for its instance family (an instance name up to its\n"
-                 "# head split); `fusegen explain` says which each instance got.  Times are sums\n"
-                 "# of the medians over the points measured, from one run per entry.\n"
+                 "# configuration part); `fusegen explain` says which each instance got.  Times\n"
+                 "# are sums of the medians over the points measured, from one run per entry.\n"
                  "schema_version: 1\n"
                  "tuning:\n"
                  "  target: %s\n"
@@ -372,15 +443,8 @@ static void render(fg_strbuf *sb, const char *target, fg_tuning_entry *es, size_
                  target, target, n ? "" : " []");
     for (size_t i = 0; i < n; i++) {
         const fg_tuning_entry *e = &es[i];
-        fg_sb_printf(sb,
-                     "    - family: %s\n"
-                     "      threads: %u\n"
-                     "      stage_bytes: %u\n"
-                     "      stages: %u\n"
-                     "      in_flight: %u\n",
-                     e->family, e->threads, e->stage_bytes, e->stages, e->in_flight);
-        if (e->in_flight_wo)
-            fg_sb_printf(sb, "      in_flight_wo: %u\n", e->in_flight_wo);
+        fg_sb_printf(sb, "    - family: %s\n      threads: %u\n", e->family, e->threads);
+        KINDS[fg_tuning_kind_of(e->family)].render(sb, e);
         fg_sb_printf(sb,
                      "      tuned_us: %.2f\n"
                      "      model_us: %.2f\n"
@@ -442,12 +506,13 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"out", required_argument, NULL, 'o'},
                                          {"kernels", required_argument, NULL, 'k'},
                                          {"harness", required_argument, NULL, 'H'},
+                                         {"rmsnorm-harness", required_argument, NULL, 'R'},
                                          {"work", required_argument, NULL, 'w'},
                                          {"top", required_argument, NULL, 'n'},
                                          {"margin", required_argument, NULL, 'M'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
-    t->harness = "build/gpu/test_decode_attn";
+    t->harness[FG_TUNE_RING] = "build/gpu/test_decode_attn";
     t->top = 3;
     t->margin = 0.01;
     int c;
@@ -457,7 +522,8 @@ static int parse_args(int argc, char **argv, tune *t)
         case 'm': t->manifest_path = optarg; break;
         case 'o': t->out = optarg; break;
         case 'k': t->kernels = optarg; break;
-        case 'H': t->harness = optarg; break;
+        case 'H': t->harness[FG_TUNE_RING] = optarg; break;
+        case 'R': t->harness[FG_TUNE_RMSNORM] = optarg; break;
         case 'w': t->work = optarg; break;
         case 'n': {
             uint64_t v;
@@ -490,14 +556,10 @@ static int parse_args(int argc, char **argv, tune *t)
     return 0;
 }
 
-int fg_cmd_tune(int argc, char **argv)
+/* The folder of `path` ("." for none), malloc'd. */
+static char *folder_of(const char *path)
 {
-    tune t = {0};
-    int rc = parse_args(argc, argv, &t);
-    if (rc)
-        return rc == 1 ? 0 : rc;
-    fg_diag_init(&t.d, stderr);
-    char *dir = strdup(t.manifest_path);
+    char *dir = strdup(path);
     if (!dir)
         fg_out_of_memory();
     char *slash = strrchr(dir, '/');
@@ -505,10 +567,31 @@ int fg_cmd_tune(int argc, char **argv)
         *slash = '\0';
     else
         strcpy(dir, ".");
+    return dir;
+}
+
+int fg_cmd_tune(int argc, char **argv)
+{
+    tune t = {0};
+    int rc = parse_args(argc, argv, &t);
+    if (rc)
+        return rc == 1 ? 0 : rc;
+    fg_diag_init(&t.d, stderr);
+    char *dir = folder_of(t.manifest_path), *rms_harness = NULL;
     if (!t.kernels)
         t.kernels = dir;
     if (!t.work)
         t.work = t.kernels;
+    if (!t.harness[FG_TUNE_RMSNORM]) {   /* beside test_decode_attn, as make builds them */
+        char *hdir = folder_of(t.harness[FG_TUNE_RING]);
+        const size_t n = strlen(hdir) + sizeof "/test_rmsnorm";
+        rms_harness = malloc(n);
+        if (!rms_harness)
+            fg_out_of_memory();
+        snprintf(rms_harness, n, "%s/test_rmsnorm", hdir);
+        free(hdir);
+        t.harness[FG_TUNE_RMSNORM] = rms_harness;
+    }
     /* the work folder is made here: the harness only opens files in it */
     const bool work_ok = fg_mkdirs(t.work, &t.d) == 0;
     t.manifest = json_object_from_file(t.manifest_path);
@@ -517,34 +600,32 @@ int fg_cmd_tune(int argc, char **argv)
                     json_util_get_last_err());
     fg_tuning_entry *fresh = NULL;
     size_t nfresh = 0;
-    if (work_ok && t.manifest && !collect(&t) && !time_all(&t)) {
-        fresh = calloc(t.nfam, sizeof *fresh);
+    if (work_ok && t.manifest && !collect(&t)) {
+        for (int k = 0; k < NKINDS && !t.d.errors; k++)
+            if (KINDS[k].what)
+                time_kind(&t, (fg_tuning_kind)k);
+        fresh = calloc(t.nfam + 1, sizeof *fresh);
         if (!fresh)
             fg_out_of_memory();
-        fg_strbuf measured = {0};
-        /* GPU, points, commit (spec.h): provenance for the next person */
-        fg_sb_printf(&measured, "%s, %s, ", t.gpu, fg_sb_str(&t.points));
-        if (*t.commit)
-            fg_sb_printf(&measured, "commit %s, ", t.commit);
-        fg_sb_puts(&measured, "fusegen tune");
         for (size_t i = 0; i < t.nfam && !t.d.errors; i++) {
             bool have;
-            if (t.fams[i].n > 1 && !choose(&t, &t.fams[i], &fresh[nfresh], &have) && have) {
-                fresh[nfresh].family = t.fams[i].key;
-                fresh[nfresh++].measured = (char *)fg_sb_str(&measured);
-            }
+            if (t.fams[i].n > 1 && !choose(&t, &t.fams[i], &fresh[nfresh], &have) && have)
+                nfresh++;
         }
         if (!t.d.errors)
             write_spec(&t, fresh, nfresh);
-        fg_sb_free(&measured);
     }
     rc = t.d.errors ? 1 : 0;
     for (size_t i = 0; i < t.nfam; i++)
         free(t.fams[i].cfgs);
     free(t.fams);
     free(fresh);
-    fg_sb_free(&t.points);
+    for (int k = 0; k < NKINDS; k++) {
+        fg_sb_free(&t.points[k]);
+        fg_sb_free(&t.measured[k]);
+    }
     json_object_put(t.manifest);
+    free(rms_harness);
     free(dir);
     return rc;
 }

@@ -117,6 +117,8 @@ typedef struct fg_rmsnorm_args {
     const void *weight;
     void *y;
     float eps;
+    const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning:
+                              the block sizes of one hidden size share its key) */
 } fg_rmsnorm_args;
 
 /* Checks the arguments, finds the instance, loads its module (once per

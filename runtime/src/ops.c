@@ -50,6 +50,7 @@ const fg_op_desc fg_op_rmsnorm = {
     .nkeys = 1,
     .key_offsets = {offsetof(fg_rmsnorm_args, hidden)},
     .rows_offset = offsetof(fg_rmsnorm_args, rows),
+    .instance_offset = offsetof(fg_rmsnorm_args, instance),
     .args = rmsnorm_args,
     .nargs = sizeof rmsnorm_args / sizeof rmsnorm_args[0],
     .check = rmsnorm_check,

@@ -8,6 +8,8 @@
  *                   driver (NVML by dlopen, nvidia-smi as fallback), JSON.
  *   harness_cuda.cu device side: input generation and poisoning on the GPU,
  *                   the copy and read-only ceilings, CUDA-graph timing.
+ *   numerics.c      storage conversions, inputs, error measures (no CUDA calls).
+ *   names.c         instance names as the tests read them (no CUDA calls).
  *
  * Conventions: every function that talks to the GPU returns 0 on success and
  * a negative value after printing what failed (file:line, the CUDA error);
@@ -198,6 +200,27 @@ void *fgh_read_file(const char *path, size_t *len);
  * scan: the harness has no JSON library; an array gives its first element,
  * true/false 1/0); -1 if absent. */
 long long fgh_manifest_value(const char *manifest, const char *name, const char *key);
+
+/* --------------------------------------------------------- instance names */
+
+/* names.c: plain C17, no CUDA calls (unit-tested on the CPU:
+ * tests/unit/test_harness_names.c). */
+
+/* Whether `name` is one of the whole names in `list` (comma-separated, as
+ * --only gives them; compared in place, so a list of hundreds is never cut). */
+bool fgh_name_listed(const char *list, const char *name);
+
+/* An RMSNorm kernel file, rmsnorm_<arch>_<dtype>_h<hidden>_t<threads>[c].cubin
+ * (c: x loaded through the caches, a tuning candidate or a tuned choice). */
+typedef struct fgh_rmsnorm_file {
+    char name[160];   /* the instance: the file name less .cubin */
+    char arch[32];
+    fgh_dtype dt;
+    int hidden, threads;
+    bool cache_x;
+} fgh_rmsnorm_file;
+/* Reads a file name (no folder) as one; false for any other file. */
+bool fgh_rmsnorm_parse(const char *file, fgh_rmsnorm_file *out);
 
 /* -------------------------------------------------------------------- JSON */
 

@@ -1012,6 +1012,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
             printf("\n");
             fgh_json_obj_begin(j, NULL);
             fgh_json_str(j, "name", in->name);
+            fgh_json_str(j, "instance", in->name);   // as test_rmsnorm's cases
             fgh_json_int(j, "S", S);
             fgh_json_int(j, "batch", in->bmax);
             fgh_json_int(j, "cluster", in->cluster);
@@ -1036,6 +1037,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
 
 int main(int argc, char **argv)
 {
+    // fusegen tune follows the log of a run as it grows: a line at a time
+    setvbuf(stdout, NULL, _IOLBF, 0);
     const char *kdir = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
     const char *json = NULL, *commit = getenv("FG_COMMIT");
     const char *only = NULL;

@@ -3,19 +3,39 @@
 // equal to a direct launch; with --bench, timings against a plain baseline
 // kernel and the copy/read ceilings measured in the same run.
 //
-//   test_rmsnorm [--kernels DIR] [--seed N] [--verbose]
-//   test_rmsnorm --bench --json FILE [--commit C] [--kernels DIR] [--quick]
+//   test_rmsnorm [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] [--verbose]
+//                [--quick] [--no-baseline]
+//   test_rmsnorm --bench [--json FILE] [--commit C] [--kernels DIR] [--manifest FILE]
+//                [--only A,B] [--quick] [--no-baseline]
 //
-// Kernels: DIR/rmsnorm_<arch>_<dtype>_h<HIDDEN>_t<THREADS>.cubin (what
-// `make kernels` writes to build/kernels/).  Two launch paths, each checked:
+// Kernels: DIR/rmsnorm_<arch>_<dtype>_h<HIDDEN>_t<THREADS>[c].cubin (what
+// `make kernels` writes to build/kernels/; `c`: x loaded through the caches,
+// a tuning candidate or a tuned choice).  Everything comes from the name;
+// with --manifest (the generator's or the gate's manifest.json) each instance
+// it lists is also checked to have the block size and x path its name says.
+// --only A,B,...: those instances alone, by whole name (block sizes are
+// prefixes of one another: t32 of t320 and t32c); a selection that runs
+// nothing fails.  fusegen tune runs this program as test_decode_attn: --only
+// with --bench --quick --no-baseline to time, --only alone to check.
+// --no-baseline: the instances alone (no baseline kernel checked or timed).
+// --quick: checks at hidden 4096 and 512 only, and the benchmark at 1 and 4096
+// rows (and, without --only, hidden 4096 only).
+// Two launch paths, each checked:
 //   drv   the CUDA driver API directly (libcuda.so.1 by dlopen, primary
 //         context): cuModuleLoadData + cuLaunchKernel;
 //   fgrt  libfgrt (runtime/include/fgrt.h), when built with -DFG_HAVE_FGRT: a
 //         registry made from the same images, fg_init, fg_context_lookup,
-//         fg_rmsnorm_bind, fg_launch.  The benchmark launches through fgrt
-//         when it is there.
+//         fg_rmsnorm_bind with the instance named (block sizes of one hidden
+//         size share the registry key), fg_launch.  The benchmark launches
+//         through fgrt when it is there.
 // Signature: extern "C" __global__ void NAME(const T* x, const T* w, T* y,
 // int rows, float eps); grid = rows, block = THREADS.
+//
+// --bench JSON (schema fusegen-bench/1), one case per instance and row count:
+// "name" (INSTANCE/rowsN), "instance", "shape" {rows, hidden}, "threads",
+// "cache_x", "time" (the timing: median, min, max, ... in us, as
+// test_decode_attn's cases), bytes, rates, rel_l2, and "baselines" unless
+// --no-baseline.  Each point timed is also logged as "INSTANCE rows=N ...".
 #include "device_convert.cuh"
 #include "harness.h"
 #include "ref.h"
@@ -81,6 +101,7 @@ typedef struct inst {
     char path[1024];
     fgh_dtype dt;
     int hidden, threads;
+    bool cache_x;           // x through the caches (name suffix c); the launch is the same
     CUfunction fn;
     char load_error[256];   // non-empty: could not be loaded here (skip)
     void *image;            // the cubin, kept for the fgrt registry
@@ -92,15 +113,20 @@ typedef struct inst {
 static inst g_inst[MAX_INSTS];
 static int g_ninst;
 
+// dtype, then hidden, then name: one order whatever the folder's
 static int cmp_inst(const void *a, const void *b)
 {
     const inst *x = (const inst *)a, *y = (const inst *)b;
     if (x->dt != y->dt)
         return (int)x->dt - (int)y->dt;
-    return x->hidden - y->hidden;
+    if (x->hidden != y->hidden)
+        return x->hidden - y->hidden;
+    return strcmp(x->name, y->name);
 }
 
-static int discover(const char *dir)
+// The rmsnorm cubins of `dir` (those --only names, when given), loaded.
+// Each name --only gives that is not there is reported as skipped.
+static int discover(const char *dir, const char *only)
 {
     DIR *d = opendir(dir);
     if (!d) {
@@ -110,36 +136,39 @@ static int discover(const char *dir)
     struct dirent *e;
     int overflow = 0;   /* instances past the table: a failure, never a silent skip */
     while ((e = readdir(d))) {
-        char arch[32], dt[16];
-        int h, t, used = 0;
-        const size_t len = strlen(e->d_name);
-        if (len < 7 || strcmp(e->d_name + len - 6, ".cubin"))
-            continue;
-        if (sscanf(e->d_name, "rmsnorm_%31[^_]_%15[^_]_h%d_t%d.cubin%n", arch, dt, &h, &t, &used) != 4 ||
-            used != (int)len)
+        fgh_rmsnorm_file f;
+        if (!fgh_rmsnorm_parse(e->d_name, &f) || (only && !fgh_name_listed(only, f.name)))
             continue;
         if (g_ninst == MAX_INSTS) {
             overflow++;
             continue;
         }
-        inst *in = &g_inst[g_ninst];
+        inst *in = &g_inst[g_ninst++];
         memset(in, 0, sizeof *in);
-        snprintf(in->name, sizeof in->name, "%.*s", (int)(len - 6), e->d_name);
+        snprintf(in->name, sizeof in->name, "%s", f.name);
         snprintf(in->path, sizeof in->path, "%s/%s", dir, e->d_name);
-        if (!strcmp(dt, "f16"))
-            in->dt = FGH_F16;
-        else if (!strcmp(dt, "bf16"))
-            in->dt = FGH_BF16;
-        else
-            continue;
-        in->hidden = h;
-        in->threads = t;
-        g_ninst++;
+        in->dt = f.dt;
+        in->hidden = f.hidden;
+        in->threads = f.threads;
+        in->cache_x = f.cache_x;
+        in->reg_index = -1;
     }
     closedir(d);
     CHECKF("rmsnorm: kernel folder", overflow == 0,
            "%d instances past the %d this program holds were not tested", overflow, MAX_INSTS);
     qsort(g_inst, (size_t)g_ninst, sizeof g_inst[0], cmp_inst);
+    for (const char *part = only; part && *part;) {
+        const size_t n = strcspn(part, ",");
+        bool found = n == 0;
+        for (int i = 0; i < g_ninst && !found; i++)
+            found = strlen(g_inst[i].name) == n && !strncmp(g_inst[i].name, part, n);
+        if (!found) {
+            char name[200];
+            snprintf(name, sizeof name, "%.*s", (int)(n < 160 ? n : 160), part);
+            fgh_skip(name, "--only names it, but the kernel folder has no such rmsnorm cubin");
+        }
+        part += n + (part[n] == ',');
+    }
     for (int i = 0; i < g_ninst; i++) {
         inst *in = &g_inst[i];
         size_t n = 0;
@@ -150,7 +179,6 @@ static int discover(const char *dir)
         }
         in->image = img;
         in->image_size = n;
-        in->reg_index = -1;
         CUmodule m;
         CUresult r = drv.load(&m, img);
         if (r == CUDA_SUCCESS)
@@ -161,7 +189,42 @@ static int discover(const char *dir)
     return 0;
 }
 
+// How many instances can run here (found, loaded).
+static int runnable(void)
+{
+    int n = 0;
+    for (int i = 0; i < g_ninst; i++)
+        n += !g_inst[i].load_error[0];
+    return n;
+}
+
+// With a manifest: each instance it lists has the block size and x path its
+// name says (the name is what this program reads them from).
+static void check_manifest(const char *manifest)
+{
+    int listed = 0, wrong = 0;
+    for (int i = 0; i < g_ninst; i++) {
+        const inst *in = &g_inst[i];
+        const long long threads = fgh_manifest_value(manifest, in->name, "threads");
+        const long long cached = fgh_manifest_value(manifest, in->name, "cache_x");
+        if (threads < 0)
+            continue;   // not in this manifest: the name says it all
+        listed++;
+        if (threads != in->threads || (cached >= 0 && cached != (long long)in->cache_x)) {
+            printf("manifest: %s has threads %lld, cache_x %lld; its name says %d, %d\n",
+                   in->name, threads, cached, in->threads, (int)in->cache_x);
+            wrong++;
+        }
+    }
+    CHECKF("rmsnorm: names agree with the manifest", wrong == 0, "%d of %d listed differ", wrong,
+           listed);
+}
+
 static const float kEps = 1e-6f;
+
+// --only (NULL: every instance found) and --no-baseline
+static const char *g_only;
+static bool g_baseline = true;
 
 enum { PATH_DRV, PATH_FGRT };
 static const char *path_name(int p) { return p == PATH_DRV ? "drv" : "fgrt"; }
@@ -210,10 +273,20 @@ static int rms_prepare(rms_call *c, int path, const inst *in, const void *x, con
     a.weight = w;
     a.y = y;
     a.eps = kEps;
+    a.instance = in->name;   // this block size, not the lookup's pick among its hidden size's
     const fg_status st = fg_rmsnorm_bind(g_fg, &a, &c->b);
-    if (st == FG_OK)
+    if (st != FG_OK) {
+        snprintf(err, errn, "fg_rmsnorm_bind: %s (%s)", fg_status_string(st), fg_last_error());
+        return -1;
+    }
+    fg_binding_info bi;
+    memset(&bi, 0, sizeof bi);
+    if (fg_binding_get_info(c->b, &bi) == FG_OK && bi.entry && !strcmp(bi.entry->name, in->name))
         return 0;
-    snprintf(err, errn, "fg_rmsnorm_bind: %s (%s)", fg_status_string(st), fg_last_error());
+    snprintf(err, errn, "fg_rmsnorm_bind bound %s, not %s", bi.entry ? bi.entry->name : "?",
+             in->name);
+    fg_binding_free(c->b);
+    c->b = NULL;
     return -1;
 #else
     snprintf(err, errn, "libfgrt not built in");
@@ -440,7 +513,7 @@ static void run_checks(cudaStream_t s, bool quick)
             fgh_skip(in->name, in->load_error);
             continue;
         }
-        if (quick && in->hidden != 4096 && in->hidden != 512)
+        if (quick && !g_only && in->hidden != 4096 && in->hidden != 512)
             continue;
         dev_bufs b = {NULL, NULL, NULL, (size_t)64 * in->hidden};
         const size_t es = fgh_dtype_size(in->dt);
@@ -460,7 +533,7 @@ static void run_checks(cudaStream_t s, bool quick)
         }
         char label[200];
         snprintf(label, sizeof label, "baseline %s h%d", fgh_dtype_name(in->dt), in->hidden);
-        for (int k = 0; k < 3; k++) {
+        for (int k = 0; g_baseline && k < 3; k++) {
             const double e = check_once(in, -1, &b, 16, scales[k], s, label);
             worst_base = e > worst_base || isnan(e) ? e : worst_base;
         }
@@ -468,7 +541,10 @@ static void run_checks(cudaStream_t s, bool quick)
             check_graph(in, g_paths[p], &b, 64, s);
             check_graph(in, g_paths[p], &b, 1, s);
         }
-        printf("%-34s %10.3g %10.3g %10.3g\n", in->name, worst, tolerance(in->dt), worst_base);
+        if (g_baseline)
+            printf("%-34s %10.3g %10.3g %10.3g\n", in->name, worst, tolerance(in->dt), worst_base);
+        else
+            printf("%-34s %10.3g %10.3g %10s\n", in->name, worst, tolerance(in->dt), "-");
         cudaFree(b.x);
         cudaFree(b.w);
         cudaFree(b.y);
@@ -560,8 +636,10 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
         printf("  copy %-40s %7.0f GB/s  %8.1f us\n", c.copy[i].name, c.copy[i].gbps, c.copy[i].t.med_us);
     for (int i = 0; i < c.nread; i++)
         printf("  read %-40s %7.0f GB/s  %8.1f us\n", c.read[i].name, c.read[i].gbps, c.read[i].t.med_us);
-    const int rows_list[] = {1, 16, 256, 4096};
-    const int nrows = 4;
+    // --quick: the ends (a decode step's row, a prefill's), as test_decode_attn's 1K and S_max
+    static const int all_rows[] = {1, 16, 256, 4096}, quick_rows[] = {1, 4096};
+    const int *rows_list = quick ? quick_rows : all_rows;
+    const int nrows = quick ? 2 : 4;
     bench_row *res = (bench_row *)calloc((size_t)g_ninst * nrows, sizeof *res);
     int nres = 0;
     for (int i = 0; i < g_ninst; i++) {
@@ -570,7 +648,7 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
             fgh_skip(in->name, in->load_error);
             continue;
         }
-        if (quick && in->hidden != 4096)
+        if (quick && !g_only && in->hidden != 4096)
             continue;
         for (int r = 0; r < nrows; r++) {
             bench_row *br = &res[nres++];
@@ -610,15 +688,26 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
             if (ok)
                 br->rel_k = verify_set0(in, &b, sx, sw);
             b.baseline = true;
-            ok = ok && fgh_poison_device(py, xs * br->nsets, s) == 0 &&
-                 fgh_bench(s, enqueue_bench, &b, br->nsets, 2.0, 7, &br->base) == 0 && !b.errors;
-            if (ok)
-                br->rel_base = verify_set0(in, &b, sx, sw);
+            if (g_baseline) {
+                ok = ok && fgh_poison_device(py, xs * br->nsets, s) == 0 &&
+                     fgh_bench(s, enqueue_bench, &b, br->nsets, 2.0, 7, &br->base) == 0 && !b.errors;
+                if (ok)
+                    br->rel_base = verify_set0(in, &b, sx, sw);
+            }
             br->ok = CHECKF(name, ok, "%s", b.err);
             if (ok) {
+                // one line per point as it is timed (fusegen tune counts the " rows=")
+                const double gbps = br->bytes / (br->k.med_us * 1e-6) / 1e9;
+                printf("%-34s rows=%5d  %8.2f us  %6.0f GB/s  %5.1f%% of read", in->name, br->rows,
+                       br->k.med_us, gbps, 100 * gbps / c.read_gbps);
+                if (g_baseline)
+                    printf("  | baseline %8.2f us", br->base.med_us);
+                printf("\n");
+                fflush(stdout);
                 snprintf(name, sizeof name, "bench %.160s rows=%d: output of the timed graph correct",
                          in->name, br->rows);
-                CHECKF(name, br->rel_k <= tolerance(in->dt) && br->rel_base <= tolerance(in->dt),
+                const double tol = tolerance(in->dt);
+                CHECKF(name, br->rel_k <= tol && (!g_baseline || br->rel_base <= tol),
                        "kernel %.3g baseline %.3g", br->rel_k, br->rel_base);
             }
             for (int k = 0; k < nprepared; k++)
@@ -638,9 +727,17 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
         if (!br->ok)
             continue;
         const double gbps = br->bytes / (br->k.med_us * 1e-6) / 1e9;
-        printf("%-34s %5d %6d %9.2f %9.2f %9.2f %8.0f %5.1f%% %5.1f%% %6.2fx\n", br->in->name, br->rows,
-               br->nsets, br->k.med_us, br->k.min_us, br->base.med_us, gbps, 100 * gbps / c.read_gbps,
-               100 * gbps / c.copy_gbps, br->base.med_us / br->k.med_us);
+        printf("%-34s %5d %6d %9.2f %9.2f ", br->in->name, br->rows, br->nsets, br->k.med_us,
+               br->k.min_us);
+        if (g_baseline)
+            printf("%9.2f", br->base.med_us);
+        else
+            printf("%9s", "-");
+        printf(" %8.0f %5.1f%% %5.1f%% ", gbps, 100 * gbps / c.read_gbps, 100 * gbps / c.copy_gbps);
+        if (g_baseline)
+            printf("%6.2fx\n", br->base.med_us / br->k.med_us);
+        else
+            printf("%7s\n", "-");
     }
     const fgh_clock_stats cs = fgh_clock_summary();
     printf("SM clock during the run: median %d MHz (min %d, max %d, %d samples, %s)\n", cs.median, cs.min,
@@ -669,8 +766,10 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
         fgh_json_str(&j, "flops", "4 per element (square, add, two multiplies)");
         fgh_json_str(&j, "fraction", "achieved bytes/s over the ceiling; fraction_of_ceiling uses the "
                                      "larger of copy and read-only");
-        fgh_json_str(&j, "baseline", "baseline_warp_per_row: one warp per row, two passes over x, "
-                                     "16-byte loads, fp32 sum (tests/gpu/test_rmsnorm.cu)");
+        fgh_json_str(&j, "baseline", g_baseline ? "baseline_warp_per_row: one warp per row, two passes "
+                                                 "over x, 16-byte loads, fp32 sum "
+                                                 "(tests/gpu/test_rmsnorm.cu)"
+                                               : "none (--no-baseline)");
         fgh_json_num(&j, "eps", kEps);
         fgh_json_str(&j, "launch_path", g_bench_path == PATH_FGRT
                                             ? "libfgrt: fg_rmsnorm_bind once per buffer set, fg_launch"
@@ -695,7 +794,8 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
             fgh_json_int(&j, "hidden", br->in->hidden);
             fgh_json_obj_end(&j);
             fgh_json_int(&j, "threads", br->in->threads);
-            fgh_json_timing(&j, "us", &br->k);
+            fgh_json_bool(&j, "cache_x", br->in->cache_x);
+            fgh_json_timing(&j, "time", &br->k);
             fgh_json_num(&j, "bytes", br->bytes);
             fgh_json_num(&j, "flops", br->flops);
             fgh_json_int(&j, "buffer_sets", br->nsets);
@@ -704,16 +804,18 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
             fgh_json_num(&j, "fraction_of_copy_ceiling", gbps / c.copy_gbps);
             fgh_json_num(&j, "fraction_of_ceiling", gbps / c.best_gbps);
             fgh_json_num(&j, "rel_l2", br->rel_k);
-            fgh_json_arr_begin(&j, "baselines");
-            fgh_json_obj_begin(&j, NULL);
-            fgh_json_str(&j, "name", "baseline_warp_per_row");
-            fgh_json_timing(&j, "us", &br->base);
-            fgh_json_num(&j, "gbps", bgbps);
-            fgh_json_num(&j, "fraction_of_ceiling", bgbps / c.best_gbps);
-            fgh_json_num(&j, "rel_l2", br->rel_base);
-            fgh_json_obj_end(&j);
-            fgh_json_arr_end(&j);
-            fgh_json_num(&j, "speedup_vs_baseline", br->base.med_us / br->k.med_us);
+            if (g_baseline) {
+                fgh_json_arr_begin(&j, "baselines");
+                fgh_json_obj_begin(&j, NULL);
+                fgh_json_str(&j, "name", "baseline_warp_per_row");
+                fgh_json_timing(&j, "time", &br->base);
+                fgh_json_num(&j, "gbps", bgbps);
+                fgh_json_num(&j, "fraction_of_ceiling", bgbps / c.best_gbps);
+                fgh_json_num(&j, "rel_l2", br->rel_base);
+                fgh_json_obj_end(&j);
+                fgh_json_arr_end(&j);
+                fgh_json_num(&j, "speedup_vs_baseline", br->base.med_us / br->k.med_us);
+            }
             fgh_json_obj_end(&j);
         }
         fgh_json_arr_end(&j);
@@ -792,14 +894,19 @@ static void setup_fgrt(void)
             continue;
         const long long dims[1] = {in->hidden};
         const fg_kernel_entry *e = NULL;
-        const fg_status ls = fg_context_lookup(g_fg, "rmsnorm", g_reg[in->reg_index].dtype, dims, 1, &e);
-        if (ls != FG_OK || e != &g_reg[in->reg_index]) {
+        const fg_kernel_entry *mine = &g_reg[in->reg_index];
+        const fg_status ls = fg_context_lookup(g_fg, "rmsnorm", mine->dtype, dims, 1, &e);
+        // several block sizes of one hidden size (tuning candidates) share the
+        // key: the lookup picks one of them, and binding names the one wanted
+        if (ls != FG_OK || !e || e < g_reg || e >= g_reg + g_nreg || e->dtype != mine->dtype ||
+            e->dims[0] != in->hidden) {
             printf("fgrt: lookup of %s gave %s (%s)\n", in->name, e ? e->name : "nothing",
                    fg_status_string(ls));
             bad++;
         }
     }
-    CHECKF("fgrt: lookup finds each instance by dtype and hidden", bad == 0, "%d wrong", bad);
+    CHECKF("fgrt: lookup serves each instance's dtype and hidden from the registry", bad == 0,
+           "%d wrong", bad);
     const long long odd[1] = {4097};
     const fg_kernel_entry *e = NULL;
     CHECK("fgrt: lookup of hidden 4097 is FG_ERR_NO_MATCHING_INSTANCE",
@@ -821,6 +928,7 @@ static void setup_fgrt(void)
     a.weight = buf + bytes;
     a.y = buf + 2 * bytes;
     a.eps = kEps;
+    a.instance = r0->name;   // one block size of its hidden size: this one
     fg_binding *b = NULL;
     fg_status bs = fg_rmsnorm_bind(g_fg, &a, &b);
     if (CHECKF("fgrt: bind with good arguments", bs == FG_OK, "%s (%s)", fg_status_string(bs),
@@ -850,8 +958,10 @@ static void setup_fgrt(void)
 
 int main(int argc, char **argv)
 {
+    // fusegen tune follows the log of a run as it grows: a line at a time
+    setvbuf(stdout, NULL, _IOLBF, 0);
     const char *kdir = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
-    const char *json = NULL, *commit = getenv("FG_COMMIT");
+    const char *json = NULL, *commit = getenv("FG_COMMIT"), *manifest_path = NULL;
     bool bench = false, quick = false;
 #ifdef FG_COMMIT
     if (!commit)
@@ -860,12 +970,18 @@ int main(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
             kdir = argv[++i];
+        else if (!strcmp(argv[i], "--manifest") && i + 1 < argc)
+            manifest_path = argv[++i];
+        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
+            g_only = argv[++i];
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             fgh_set_base_seed(strtoull(argv[++i], NULL, 0));
         else if (!strcmp(argv[i], "--bench"))
             bench = true;
         else if (!strcmp(argv[i], "--quick"))
             quick = true;
+        else if (!strcmp(argv[i], "--no-baseline"))
+            g_baseline = false;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--commit") && i + 1 < argc)
@@ -874,8 +990,10 @@ int main(int argc, char **argv)
             fgh_set_verbose(true);
         else {
             fprintf(stderr,
-                    "usage: %s [--kernels DIR] [--seed N] [--verbose] [--quick]\n"
-                    "       %s --bench [--json FILE] [--commit C] [--kernels DIR] [--quick]\n",
+                    "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] [--verbose]\n"
+                    "          [--quick] [--no-baseline]\n"
+                    "       %s --bench [--json FILE] [--commit C] [--kernels DIR] [--manifest FILE]\n"
+                    "          [--only A,B] [--quick] [--no-baseline]\n",
                     argv[0], argv[0]);
             return 2;
         }
@@ -886,14 +1004,35 @@ int main(int argc, char **argv)
         CHECK("driver API: libcuda.so.1 loaded", driver_open() == 0)) {
         printf("device: %s (sm_%d%d), %d SMs, L2 %zu bytes, driver %s, SM clock now %d MHz\n", d.name,
                d.cc_major, d.cc_minor, d.sms, d.l2_bytes, d.driver, fgh_clock_sm_mhz());
-        if (CHECK("kernels: folder readable", discover(kdir) == 0)) {
+        bool go = CHECK("kernels: folder readable", discover(kdir, g_only) == 0);
+        if (go) {
             int nf16 = 0, nbf16 = 0;
             for (int i = 0; i < g_ninst; i++) {
                 nf16 += g_inst[i].dt == FGH_F16;
                 nbf16 += g_inst[i].dt == FGH_BF16;
             }
-            printf("kernels: %d rmsnorm instances (%d f16, %d bf16)\n", g_ninst, nf16, nbf16);
-            CHECKF("kernels: f16 and bf16 rmsnorm instances found", nf16 > 0 && nbf16 > 0, "in %s", kdir);
+            printf("kernels: %d rmsnorm instances (%d f16, %d bf16)%s\n", g_ninst, nf16, nbf16,
+                   g_only ? " named by --only" : "");
+            // a selection that runs nothing must not read as a pass
+            if (g_only)
+                go = CHECKF("rmsnorm: --only", runnable() > 0, "no runnable instance matches '%s'",
+                            g_only);
+            else
+                CHECKF("kernels: f16 and bf16 rmsnorm instances found", nf16 > 0 && nbf16 > 0, "in %s",
+                       kdir);
+        }
+        if (go && manifest_path) {
+            size_t mlen = 0;
+            char *manifest = (char *)fgh_read_file(manifest_path, &mlen);
+            if (manifest) {
+                manifest = (char *)realloc(manifest, mlen + 1);
+                manifest[mlen] = '\0';
+            }
+            if (CHECKF("rmsnorm: manifest readable", manifest != NULL, "%s", manifest_path))
+                check_manifest(manifest);
+            free(manifest);
+        }
+        if (go) {
 #if defined(FG_HAVE_FGRT)
             setup_fgrt();
 #elif defined(FG_FGRT_BUILD_FAILED)

@@ -370,6 +370,94 @@ Test(cli, tuning_spec_replaces_the_models_configuration)
     cr_expect_eq(system(cmd), 0, "two runs with the tuning spec differ");
 }
 
+
+/* An rmsnorm entry replaces the planner's block size (and x's path) for its
+ * family: the kernel, registry and manifest have the tuned configuration,
+ * explain says where it came from, other families and targets keep the
+ * model's, generating twice gives the same bytes, and an entry that no
+ * longer plans is an error with nothing written. */
+#define RMS_TUNING "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"                   \
+                   "    - family: rmsnorm_sm90a_f16_h4096\n      threads: %u\n"                 \
+                   "      cache_x: true\n      tuned_us: 20.25\n      model_us: 22.5\n"          \
+                   "      worst_us: 41\n      candidates: 32\n      measured: \"by hand\"\n"
+
+Test(cli, tuning_spec_replaces_the_rmsnorm_block_size)
+{
+    char tuning[128], specs[320], text[512];
+    snprintf(tuning, sizeof tuning, "%s/h200-rms.yaml", tmp);
+    snprintf(text, sizeof text, RMS_TUNING, 256u);
+    write_file(tuning, text);
+    snprintf(specs, sizeof specs, "specs/models/llama-2-7b.yaml specs/models/llama-2-13b.yaml "
+                                  "specs/targets/h200.yaml %s", tuning);
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/a --filter 'rmsnorm_*' %s", tmp, specs), 0, "%s",
+                 out);
+    free(out);
+    char path[192];
+    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t256c.cu", tmp);
+    char *cu = slurp(path);
+    cr_expect_not_null(strstr(cu, "__launch_bounds__(256)"), "%s", cu);
+    free(cu);
+    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t128.cu", tmp);
+    struct stat st;
+    cr_expect_neq(stat(path, &st), 0, "the model's block size is not emitted beside the tuned one");
+    snprintf(path, sizeof path, "%s/a/manifest.json", tmp);
+    char *man = slurp(path);
+    const char *at = strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h4096_t256c\"");
+    cr_assert_not_null(at, "%s", man);
+    cr_expect_not_null(strstr(at, "\"threads\": 256"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"cache_x\": 1"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"tuned\": true"), "%s", man);
+    /* llama-2-13b's hidden 5120 has no entry: the model's choice */
+    cr_expect_not_null(strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h5120_t160\""), "%s", man);
+    free(man);
+    snprintf(path, sizeof path, "%s/a/fg_registry.c", tmp);
+    char *reg = slurp(path);
+    at = strstr(reg, ".name = \"rmsnorm_sm90a_f16_h4096_t256c\"");
+    cr_assert_not_null(at, "%s", reg);
+    cr_expect_not_null(strstr(at, ".block = {256, 1, 1}"), "%s", reg);
+    free(reg);
+    /* explain: which configuration and why */
+    cr_assert_eq(run(&out, "explain --filter 'rmsnorm_*' %s", specs), 0, "%s", out);
+    at = strstr(out, "rmsnorm_sm90a_f16_h4096_t256c\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "h200-rms.yaml): 256 threads, x loaded through the caches: "
+                                  "20.25 us against the model's 22.50 (worst 41.00 of 32 "
+                                  "candidates; by hand)"),
+                       "%s", out);
+    at = strstr(out, "rmsnorm_sm90a_f16_h5120_t160\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "configuration: the model's (no entry for this family in "),
+                       "%s", out);
+    free(out);
+    /* another target of the arch without a tuning spec keeps the model's */
+    cr_assert_eq(run(&out, "list --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h100.yaml %s", tuning), 1, "%s", out);
+    cr_expect_not_null(strstr(out, "no target spec of that name is given"), "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "list --out %s/l --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h100.yaml specs/targets/h200.yaml %s", tmp, tuning),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "/rmsnorm_sm90a_f16_h4096_t128.cu\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "/rmsnorm_sm90a_f16_h4096_t256c.cu\n"), "%s", out);
+    free(out);
+    /* round trip: the same bytes twice */
+    cr_assert_eq(run(NULL, "generate --out %s/b --filter 'rmsnorm_*' %s", tmp, specs), 0);
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "diff -r %s/a %s/b >/dev/null", tmp, tmp);
+    cr_expect_eq(system(cmd), 0, "two runs with the tuning spec differ");
+    /* an entry that no longer plans: an error, nothing written */
+    snprintf(text, sizeof text, RMS_TUNING, 1024u);
+    write_file(tuning, text);
+    cr_expect_eq(run(&out, "generate --out %s/c %s", tmp, specs), 1);
+    cr_expect_not_null(strstr(out, "the entry for rmsnorm_sm90a_f16_h4096 (1024 threads, x "
+                                   "cached) does not plan: 1024 threads is more than one per "
+                                   "16-byte vector (512 vectors a row); run fusegen tune again"),
+                       "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/c", tmp);
+    cr_expect_neq(stat(path, &st), 0, "nothing written");
+}
 /* A tuning spec must name a target given, one per target, and every entry
  * must still plan; otherwise nothing is written. */
 Test(cli, tuning_spec_errors)
@@ -492,7 +580,7 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     /* a harness that fails the timing run: an error, the spec left alone */
     snprintf(cmd, sizeof cmd, "tune --manifest %s --out %s --harness /bin/false", manifest, out);
     cr_expect_eq(run(&log, "%s", cmd), 1);
-    cr_expect_not_null(strstr(log, "the harness's timing run failed"), "%s", log);
+    cr_expect_not_null(strstr(log, "the decode_attn harness's timing run failed"), "%s", log);
     free(log);
     cr_assert_eq(stat(out, &b), 0);
     cr_expect_eq(a.st_ino, b.st_ino);
@@ -507,6 +595,135 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     cr_expect_not_null(strstr(spec, "  entries: []\n"), "%s", spec);
     free(spec);
     cr_expect_eq(run(&log, "tune --manifest %s --out %s --margin 60", manifest, out), 2);
+    free(log);
+}
+
+/* RMSNorm families are tuned in the same run as the ring's, each with its
+ * own harness: test_rmsnorm beside test_decode_attn unless
+ * --rmsnorm-harness names another.  It gets the same command line (whole
+ * names in --only), its cases name their point "rows", the cached-x
+ * candidate that fails its checks is passed over, and the entry it writes
+ * (threads, cache_x) is one generate uses. */
+
+#define RMS_FAMILY "rmsnorm_sm90a_f16_h4096"
+#define RMS_INST(variant, cand, threads, cached)                                                 \
+    "{\"name\": \"" RMS_FAMILY "_t" variant "\", \"template\": \"rmsnorm.in\", \"targets\": "     \
+    "[\"h200\"], \"tuning_family\": \"" RMS_FAMILY "\", " cand "\"params\": {\"hidden\": 4096, " \
+    "\"threads\": " #threads ", \"cache_x\": " #cached "}, \"resources\": {\"registers\": 40}}"
+
+/* test_rmsnorm's stand-in: t256c fastest but failing its checks, t256 next;
+ * every call's arguments appended to rms-args.log beside it */
+static const char rms_harness_text[] =
+    "#!/bin/sh\n"
+    "echo \"$*\" >> \"$(dirname \"$0\")/rms-args.log\"\n"
+    "only= json=\n"
+    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
+    "shift; done\n"
+    "if [ -z \"$json\" ]; then case \",$only,\" in *,rmsnorm_sm90a_f16_h4096_t256c,*) echo FAIL; "
+    "exit 1;; esac; exit 0; fi\n"
+    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
+    "for n in $(echo $only | tr , ' '); do case $n in *_t256c) a=2.0 b=18.0;; *_t256) a=2.1 "
+    "b=18.4;; *) a=2.5 b=20.0;; esac\n"
+    "for r in 1 4096; do if [ $r = 1 ]; then t=$a; else t=$b; fi\n"
+    "printf '%s{\"name\": \"%s/rows%s\", \"instance\": \"%s\", \"shape\": {\"rows\": %s, "
+    "\"hidden\": 4096}, \"time\": {\"median\": %s}}' \"$sep\" $n $r $n $r $t; sep=,; "
+    "echo \"$n rows=$r\" >&2; done; done\n"
+    "echo ']}'; } > $json\n";
+
+/* test_decode_attn's: the candidate 10% faster, everything passes */
+static const char ring_harness_text[] =
+    "#!/bin/sh\n"
+    "only= json=\n"
+    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
+    "shift; done\n"
+    "[ -z \"$json\" ] && exit 0\n"
+    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
+    "for n in $(echo $only | tr , ' '); do case $n in *k16n8f6*) t=45;; *) t=50;; esac\n"
+    "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", \"S\": %s, "
+    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done\n"
+    "echo ']}'; } > $json\n";
+
+Test(cli, tune_rmsnorm_families_with_their_harness)
+{
+    char manifest[128], dir[128], ring[160], rms[160], out[128], path[192];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", tmp);
+    snprintf(dir, sizeof dir, "%s/gpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
+    snprintf(rms, sizeof rms, "%s/test_rmsnorm", dir);
+    snprintf(out, sizeof out, "%s/h200.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8, 8) ", "
+                         TUNE_INST("_k16n8f6", "\"candidate\": true, ", 512, 16384, 8, 6, 6) ", "
+                         RMS_INST("128", "", 128, 0) ", "
+                         RMS_INST("256", "\"candidate\": true, ", 256, 0) ", "
+                         RMS_INST("256c", "\"candidate\": true, ", 256, 1) ", "
+                         RMS_INST("64c", "\"candidate\": true, \"discarded\": \"spills\", ", 64, 1)
+                         "]}");
+    write_file(ring, ring_harness_text);
+    write_file(rms, rms_harness_text);
+    chmod(ring, 0755);
+    chmod(rms, 0755);
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
+                 "%s", log);
+    cr_expect_not_null(strstr(log, "timing 2 decode_attn configurations (S = 1K and S_max;"),
+                       "%s", log);
+    cr_expect_not_null(strstr(log, "timing 3 rmsnorm configurations (rows = 1 and 4096;"), "%s",
+                       log);
+    cr_expect_not_null(strstr(log, "fusegen tune:   6 of 6 points timed\n"), "%s", log);
+    cr_expect_not_null(strstr(log, "checking " RMS_FAMILY "_t256c (20.00 us)\n"
+                                   "fusegen tune:   failed its checks: not chosen\n"),
+                       "%s", log);
+    free(log);
+    /* the harness's command lines: whole names, the bench run, then one check */
+    snprintf(path, sizeof path, "%s/rms-args.log", dir);
+    char *args = slurp(path);
+    cr_expect_not_null(strstr(args, "--only " RMS_FAMILY "_t128," RMS_FAMILY "_t256," RMS_FAMILY
+                                    "_t256c --bench --quick --no-baseline --json "),
+                       "%s", args);
+    cr_expect_not_null(strstr(args, "--manifest "), "%s", args);
+    cr_expect_not_null(strstr(args, "--only " RMS_FAMILY "_t256\n"), "%s", args);
+    cr_expect_null(strstr(args, "_t64c"), "a discarded candidate is not run: %s", args);
+    free(args);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "    - family: " TUNE_FAMILY "\n      threads: 512\n"
+                                    "      stage_bytes: 16384\n      stages: 8\n"
+                                    "      in_flight: 6\n      tuned_us: 90.00\n"),
+                       "%s", spec);
+    cr_expect_not_null(strstr(spec, "    - family: " RMS_FAMILY "\n      threads: 256\n"
+                                    "      cache_x: false\n      tuned_us: 20.50\n"
+                                    "      model_us: 22.50\n      worst_us: 22.50\n"
+                                    "      candidates: 3\n      measured: \"Stand-in, rows = "
+                                    "1 + 4096, commit abc1234, fusegen tune\"\n"),
+                       "%s", spec);
+    free(spec);
+    /* the entry is one generate takes */
+    cr_assert_eq(run(&log, "explain --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h200.yaml %s", out),
+                 0, "%s", log);
+    cr_expect_not_null(strstr(log, RMS_FAMILY "_t256\n"), "%s", log);
+    cr_expect_not_null(strstr(log, "h200.yaml): 256 threads, x streamed: 20.50 us against the "
+                                   "model's 22.50 (worst 22.50 of 3 candidates; Stand-in, rows = "
+                                   "1 + 4096, commit abc1234, fusegen tune)"),
+                       "%s", log);
+    free(log);
+    /* --rmsnorm-harness names another: a failing timing run is an error */
+    struct stat a, b;
+    cr_assert_eq(stat(out, &a), 0);
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --harness %s --rmsnorm-harness /bin/false",
+                     manifest, out, ring),
+                 1);
+    cr_expect_not_null(strstr(log, "the rmsnorm harness's timing run failed"), "%s", log);
+    free(log);
+    cr_assert_eq(stat(out, &b), 0);
+    cr_expect_eq(a.st_ino, b.st_ino, "the spec is left as it was");
+    /* candidates generated with a tuning spec: the planner's choice is not among them */
+    write_file(manifest, "{\"instances\": [" RMS_INST("256", "\"tuned\": true, ", 256, 0) ", "
+                         RMS_INST("128", "\"candidate\": true, ", 128, 0) "]}");
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 1);
+    cr_expect_not_null(strstr(log, RMS_FAMILY "_t256 is a tuned configuration; generate the "
+                                   "candidates without a tuning spec"),
+                       "%s", log);
     free(log);
 }
 
@@ -966,6 +1183,26 @@ Test(cli, report_reads_the_rmsnorm_harness)
     cr_assert(strstr(gp, "set xlabel 'rows'"), "%s", gp);
     cr_assert(strstr(gp, "title 'f16_h4096_t128'"), "%s", gp);
     free(gp);
+}
+
+/* The rmsnorm harness's cases as it writes them now (the timing under
+ * "time", as test_decode_attn's; a case without baselines, as
+ * --no-baseline leaves it) read the same way. */
+Test(cli, report_reads_the_rmsnorm_harness_time_key)
+{
+    char *out;
+    cr_assert_eq(run(&out, "report -o %s tests/data/bench/rmsnorm-time.json", tmp), 0, "%s", out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rmsnorm-time.md", tmp);
+    char *md = slurp(path);
+    cr_expect(strstr(md, "| rmsnorm_sm90a_f16_h4096_t128 | 4096 | - | 19.80 (19.70-19.90) | 3390 | "
+                         "75.2 | 25.20 | 1.27x |"),
+              "%s", md);
+    cr_expect(strstr(md, "| rmsnorm_sm90a_f16_h4096_t256c | 4096 | - | 18.90 (18.80-19.20) | 3551 | "
+                         "78.8 | - | - |"),
+              "%s", md);
+    free(md);
 }
 
 /* Overlap results: each part with its spread, each schedule over max(T_gemm,

@@ -543,6 +543,29 @@ Test(runtime_bind, argument_checks)
     fg_shutdown(ctx);
 }
 
+/* An instance named in the args is bound instead of the lookup's choice
+ * (tuning times each block size of one hidden size), but only one that
+ * serves the call. */
+Test(runtime_bind, a_named_instance_is_bound)
+{
+    fg_context *ctx = fake_ctx(SM90, reg, nreg);
+    fg_rmsnorm_args a = good_args();
+    a.hidden = 4096;
+    a.instance = "h4096_again";
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_rmsnorm_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    fg_binding_info info;
+    cr_assert_eq(fg_binding_get_info(b, &info), FG_OK);
+    cr_assert_str_eq(info.entry->name, "h4096_again", "the lookup alone takes h4096");
+    fg_binding_free(b);
+    a.instance = "h1024";   /* in the registry, but not for hidden 4096 */
+    expect_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
+    a.instance = "h8192";
+    expect_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE);
+    cr_assert(strstr(fg_last_error(), "no instance named h8192"), "%s", fg_last_error());
+    fg_shutdown(ctx);
+}
+
 Test(runtime_bind, dtype_and_shape_not_generated)
 {
     fg_context *ctx = fake_ctx(SM90, reg + 3, nreg - 3); /* no generic entries */

@@ -150,3 +150,43 @@ Test(spec, enum_names_round_trip)
     cr_assert_str_eq(fg_scaling_name(FG_SCALING_LLAMA3), "llama3");
     cr_assert_str_eq(fg_collective_name(FG_COLL_REDUCE_SCATTER), "reduce_scatter");
 }
+
+/* A tuning spec holds entries of both kinds: the ring form's (as before
+ * rmsnorm entries existed: no cache_x) and RMSNorm's (threads, and cache_x
+ * true or absent, which is false). */
+Test(spec, tuning_entries_of_both_kinds)
+{
+    static const char text[] =
+        "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+        "    - family: decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2\n"
+        "      threads: 512\n      stage_bytes: 20480\n      stages: 8\n      in_flight: 8\n"
+        "      in_flight_wo: 4\n      tuned_us: 90\n      model_us: 100\n      worst_us: 120\n"
+        "      candidates: 3\n      measured: \"x\"\n"
+        "    - family: rmsnorm_sm90a_f16_h4096\n      threads: 256\n      cache_x: true\n"
+        "      tuned_us: 20.5\n      model_us: 22\n      worst_us: 40\n      candidates: 32\n"
+        "      measured: \"y\"\n"
+        "    - family: rmsnorm_sm90a_bf16_h512\n      threads: 64\n"
+        "      tuned_us: 3\n      model_us: 4\n      worst_us: 5\n      candidates: 4\n"
+        "      measured: \"z\"\n";
+    fg_diag d;
+    fg_diag_init(&d, NULL);
+    fg_spec *s = fg_spec_load_text("t.yaml", text, sizeof text - 1, &d);
+    cr_assert_not_null(s, "%s", d.first);
+    cr_assert_eq(s->kind, FG_SPEC_TUNING);
+    cr_assert_eq(s->tuning->entries_count, 3);
+    const fg_tuning_entry *ring = &s->tuning->entries[0], *rms = &s->tuning->entries[1],
+                          *rms2 = &s->tuning->entries[2];
+    cr_expect_eq(fg_tuning_kind_of(ring->family), FG_TUNE_RING);
+    cr_expect_eq(ring->stage_bytes, 20480);
+    cr_expect_eq(ring->in_flight_wo, 4);
+    cr_expect_not(ring->cache_x);
+    cr_expect_eq(fg_tuning_kind_of(rms->family), FG_TUNE_RMSNORM);
+    cr_expect_eq(rms->threads, 256);
+    cr_expect(rms->cache_x);
+    cr_expect_eq(rms->stage_bytes, 0);
+    cr_expect_eq(rms->stages, 0);
+    cr_expect_eq(rms2->threads, 64);
+    cr_expect_not(rms2->cache_x, "absent: x streamed");
+    cr_expect_eq(fg_tuning_kind_of("mla_decode_sm90a_bf16"), FG_TUNE_NONE);
+    fg_spec_free(s);
+}

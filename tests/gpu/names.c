@@ -1,0 +1,48 @@
+/* Instance names as the GPU tests read them: --only lists and kernel file
+ * names.  Plain C17, no CUDA calls, so the unit tests check them on the CPU
+ * (tests/unit/test_harness_names.c). */
+#include "harness.h"
+
+#include <stdio.h>
+#include <string.h>
+
+bool fgh_name_listed(const char *list, const char *name)
+{
+    const size_t len = strlen(name);
+    for (const char *part = list; *part;) {
+        const size_t n = strcspn(part, ",");
+        if (n && n == len && strncmp(part, name, n) == 0)
+            return true;
+        part += n + (part[n] == ',');
+    }
+    return false;
+}
+
+bool fgh_rmsnorm_parse(const char *file, fgh_rmsnorm_file *out)
+{
+    static const char ext[] = ".cubin";
+    const size_t len = strlen(file), elen = sizeof ext - 1;
+    memset(out, 0, sizeof *out);
+    if (len <= elen || len - elen >= sizeof out->name || strcmp(file + len - elen, ext))
+        return false;
+    char dt[16];
+    int used = 0;
+    if (sscanf(file, "rmsnorm_%31[^_]_%15[^_]_h%d_t%d%n", out->arch, dt, &out->hidden,
+               &out->threads, &used) != 4)
+        return false;
+    /* what follows the block size: "c" (x cached) or nothing, then .cubin */
+    const char *rest = file + used;
+    out->cache_x = *rest == 'c';
+    if (strcmp(rest + out->cache_x, ext) != 0)
+        return false;
+    if (strcmp(dt, "f16") == 0)
+        out->dt = FGH_F16;
+    else if (strcmp(dt, "bf16") == 0)
+        out->dt = FGH_BF16;
+    else
+        return false;
+    if (out->hidden <= 0 || out->threads <= 0)
+        return false;
+    snprintf(out->name, sizeof out->name, "%.*s", (int)(len - elen), file);
+    return true;
+}

@@ -1,0 +1,48 @@
+/* Instance names as the GPU tests read them (tests/gpu/names.c), checked
+ * here because the tests themselves need a GPU: --only takes whole names
+ * (a block size is a prefix of others: t32 of t320 and t32c), and an
+ * RMSNorm kernel file is read with its cached-x suffix. */
+#include <criterion/criterion.h>
+
+#include "harness.h"
+
+Test(harness_names, only_lists_whole_names)
+{
+    const char *list = "rmsnorm_sm90a_f16_h4096_t32,rmsnorm_sm90a_f16_h4096_t256c";
+    cr_expect(fgh_name_listed(list, "rmsnorm_sm90a_f16_h4096_t32"));
+    cr_expect(fgh_name_listed(list, "rmsnorm_sm90a_f16_h4096_t256c"));
+    cr_expect_not(fgh_name_listed(list, "rmsnorm_sm90a_f16_h4096_t320"), "a longer name");
+    cr_expect_not(fgh_name_listed(list, "rmsnorm_sm90a_f16_h4096_t32c"), "the cached twin");
+    cr_expect_not(fgh_name_listed(list, "rmsnorm_sm90a_f16_h4096_t256"), "a prefix");
+    cr_expect_not(fgh_name_listed(list, "rmsnorm_sm90a_f16_h4096_t3"));
+    cr_expect_not(fgh_name_listed("", "rmsnorm_sm90a_f16_h4096_t32"));
+    cr_expect(fgh_name_listed("a,,b,", "b"), "empty parts are skipped");
+    cr_expect_not(fgh_name_listed("a,,b,", ""), "an empty name is never listed");
+}
+
+Test(harness_names, rmsnorm_files)
+{
+    fgh_rmsnorm_file f;
+    cr_assert(fgh_rmsnorm_parse("rmsnorm_sm90a_f16_h4096_t128.cubin", &f));
+    cr_expect_str_eq(f.name, "rmsnorm_sm90a_f16_h4096_t128");
+    cr_expect_str_eq(f.arch, "sm90a");
+    cr_expect_eq(f.dt, FGH_F16);
+    cr_expect_eq(f.hidden, 4096);
+    cr_expect_eq(f.threads, 128);
+    cr_expect_not(f.cache_x);
+    cr_assert(fgh_rmsnorm_parse("rmsnorm_sm90a_bf16_h7168_t256c.cubin", &f));
+    cr_expect_str_eq(f.name, "rmsnorm_sm90a_bf16_h7168_t256c");
+    cr_expect_eq(f.dt, FGH_BF16);
+    cr_expect_eq(f.hidden, 7168);
+    cr_expect_eq(f.threads, 256);
+    cr_expect(f.cache_x);
+    const char *other[] = {
+        "rmsnorm_sm90a_f16_h4096_t128.cubin.log", "rmsnorm_sm90a_f16_h4096_t128.cu",
+        "rmsnorm_sm90a_f16_h4096_t128x.cubin",    "rmsnorm_sm90a_f16_h4096_t128cc.cubin",
+        "rmsnorm_sm90a_f32_h4096_t128.cubin",     "rmsnorm_sm90a_f16_h4096.cubin",
+        "rmsnorm_sm90a_f16_h-4096_t128.cubin",    "decode_attn_sm90a_f16_h4096_nh32.cubin",
+        ".cubin",                                 "rmsnorm_gfx942_f16_h4096_t128.co",
+    };
+    for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
+        cr_expect_not(fgh_rmsnorm_parse(other[i], &f), "%s", other[i]);
+}
