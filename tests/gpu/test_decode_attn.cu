@@ -536,10 +536,12 @@ void test_instance(const Inst *in, cudaStream_t s)
             make_peaked(&p);
         char name[256];
         snprintf(name, sizeof name, "%s: bind", in->name);
-        fg_status st = FG_ERR_DRIVER;
-        if (CHECK(name, problem_device(&p)) &&
-            CHECKF(name, (st = problem_bind(&p)) == FG_OK, "%s (%s)", fg_status_string(st),
-                   fg_last_error())) {
+        // (bound before the check: its message reads st, and a function's
+        // arguments are evaluated in no set order)
+        const bool on_device = CHECK(name, problem_device(&p));
+        const fg_status st = on_device ? problem_bind(&p) : FG_ERR_DRIVER;
+        if (on_device &&
+            CHECKF(name, st == FG_OK, "%s (%s)", fg_status_string(st), fg_last_error())) {
             check_once(c.what, &p, s);
             if (&c == &cases[1])
                 check_repeat(&p, s, 1);
