@@ -36,7 +36,9 @@
 // batch below B_max; (g) 1000 graph replays of one binding bitwise equal to
 // its direct launch, outputs and workspace poisoned before each.  The plain
 // baseline (below) is checked against the reference on (b).
-// --quick: short lengths and 2 replays (compute-sanitizer runs); --smallest:
+// --quick: short lengths and 2 replays (compute-sanitizer runs); --repeats N:
+// replays of (g); --list: what the manifest says of each instance and its
+// registry row, checked with fg_lookup, without a GPU; --smallest:
 // one instance per code path (dtype, cache layout, heads per block, one split
 // or several), the one with the least B_max x heads x S_max; --only A,B: the
 // instances whose name contains A or B (nothing runnable selected: a
@@ -49,7 +51,8 @@
 // B_max - 1 checked against the reference; us per launch, bytes (cache rows
 // read for all requests + q + out + lse), GB/s, TFLOP/s (2 x heads x
 // (kv_lora + rope + kv_lora) x S per request), the fraction of the read-only
-// and copy ceilings measured in the same run, and the plain unfused baseline
+// ceiling and of the better of it and the copy ceiling, both measured in the
+// same run (harness fgh_measure_ceilings), and the plain unfused baseline
 // timed the same way; per instance a fit T(S) = T0 + bytes / BW_eff.
 #include <algorithm>
 #include <atomic>
