@@ -453,7 +453,7 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
             if (ts->kind != FG_SPEC_TARGET || !target_selected(o, ts))
                 continue;
             const char *why = s->model->family == FG_FAMILY_MLA
-                                  ? "the MLA family (issues 8-9) is not emitted yet"
+                                  ? fg_plan_mla_skipped(s, ts->target)
                                   : fg_plan_decode_skipped(s, ts->target);
             if (why)
                 printf("%s on %s: fused attention %s: %s\n", s->model->name, ts->target->name,

@@ -61,6 +61,10 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *model, const fg_spec *target
 /* Why the fused decode family emits nothing (or less) for this model and
  * target, or NULL. */
 const char *fg_plan_decode_skipped(const fg_spec *model, const fg_target *target);
+/* The MLA decode core (latent attention) of an MLA model, one instance per
+ * batch size; why it emits nothing for this model and target, or NULL. */
+int fg_plan_mla(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
+const char *fg_plan_mla_skipped(const fg_spec *model, const fg_target *target);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
 int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
                            fg_instance *in, fg_diag *d);

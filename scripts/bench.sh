@@ -46,8 +46,19 @@ report() {   # FAMILY RESULTS.json
         echo "bench: report SKIPPED for $1: no $BUILD/fusegen (run make first)"
     fi
 }
-# One results file per family: rmsnorm, then the fused decode attention.
-for fam in rmsnorm decode_attn; do
+# One results file per family: rmsnorm, the fused decode attention, the MLA
+# decode core.  A family whose kernels this build may lack (the MLA core: a
+# kernel folder from before it, or specs without it) is SKIPPED, and says so,
+# when the folder holds none of its cubins.
+optional="mla_decode"
+for fam in rmsnorm decode_attn mla_decode; do
+    case " $optional " in
+        *" $fam "*)
+            if ! ls "$FG_KERNELS_DIR/${fam}_"*.cubin >/dev/null 2>&1; then
+                echo "bench: $fam SKIPPED — no ${fam}_*.cubin in $FG_KERNELS_DIR"
+                continue
+            fi ;;
+    esac
     out="$stem-$fam.json"
     "$GPU_BUILD/test_$fam" --bench --kernels "$FG_KERNELS_DIR" --commit "$FG_COMMIT" \
         --json "$out" "$@" || rc=1

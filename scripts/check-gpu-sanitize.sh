@@ -1,7 +1,8 @@
 #!/bin/sh
 # compute-sanitizer over every kernel family at small dims (issue 12):
 # memcheck and synccheck on every family, racecheck on the families that
-# use shared memory (all but the overlap family's reduction).  Each tool runs the family's test program,
+# use shared memory (all but the overlap family's reduction): rmsnorm, the
+# fused decode attention, the MLA decode core, the overlap executor.  Each tool runs the family's test program,
 # which checks results as usual; a sanitizer error or a failed check fails.
 # Without a GPU or compute-sanitizer it says SKIPPED and exits 0 (never a pass).
 #   BUILD=build scripts/check-gpu-sanitize.sh
@@ -53,9 +54,15 @@ sanitize() {
     fi
 }
 for tool in memcheck synccheck racecheck; do
-    for t in rmsnorm decode_attn; do
+    for t in rmsnorm decode_attn mla_decode; do
         case $t/$tool in
             rmsnorm/*) args="--quick" ;;
+            # the MLA core: one instance per code path (dtype, cache layout,
+            # heads per block, one split or several), short lengths, 2 replays;
+            # racecheck without the plain baseline (not the kernel under test).
+            # Without mla_decode cubins the program says SKIP: "checked nothing"
+            mla_decode/racecheck) args="--smallest --quick --no-baseline" ;;
+            mla_decode/*) args="--smallest --quick" ;;
             decode_attn/racecheck) args="--no-baseline --only $race_only"
                 echo "check-gpu-sanitize: racecheck decode_attn ring form: SKIPPED (potential" \
                      "WAR reports on TMA ring handoffs, as on cuBLAS's TMA kernels)"

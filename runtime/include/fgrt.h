@@ -163,6 +163,39 @@ typedef struct fg_decode_attn_args {
 FG_API fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args,
                                      fg_binding **out);
 
+/* The latent attention core of MLA decode (DeepSeek, weight-absorbed; the MLA
+ * family).  For each active request b (lengths[b] > 0) and head h:
+ *   s[t]      = scale * dot(q[b, h, :], row t of request b's latent cache), t < lengths[b]
+ *   out[b, h] = sum_t softmax(s)[t] * row t's first kv_lora columns
+ *   lse[b, h] = ln(sum_t exp(s[t]))
+ * q [batch, heads, kv_lora + rope_dim] (the absorbed q_nope then q_pe); a
+ * latent cache row is [c_kv (kv_lora) | k_pe (rope_dim)] (README, "Tensor
+ * contracts"); out [batch, heads, kv_lora]; lse [batch, heads] fp32.  Key:
+ * heads (on this GPU), kv_lora, rope_dim, max_context, page_size (0: cache
+ * [batch, max_context, kv_lora + rope_dim]; P: cache is a page pool [pages,
+ * P, kv_lora + rope_dim] and block_table [batch, max_context / P] int32 on the
+ * device gives request b's page of tokens [j*P, (j+1)*P); NULL when
+ * contiguous) and batch (<= the instance's B_max).  lengths [batch] int32 on
+ * the device, 0..max_context; 0 is an inactive slot (out zero, lse -inf).
+ * scale: the softmax scale, YaRN's mscale^2 included (`fusegen explain` and
+ * the manifest's softmax_scale give the model's).  The binding owns an fp32
+ * workspace for the sequence splits' partial results and their arrival
+ * counters, zeroed at bind; the last split of a (request, head group) to
+ * finish combines them, in split order (deterministic). */
+typedef struct fg_mla_decode_args {
+    fg_reg_dtype dtype;
+    long long heads, kv_lora, rope_dim, max_context, page_size, batch;
+    const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning) */
+    const void *q, *cache;
+    const int *block_table;   /* paged caches only */
+    const int *lengths;
+    void *out;
+    float *lse;
+    float scale;
+} fg_mla_decode_args;
+FG_API fg_status fg_mla_decode_bind(fg_context *ctx, const fg_mla_decode_args *args,
+                                    fg_binding **out);
+
 /* The owner's reduction of a GEMM + reduce-scatter (overlap family): out =
  * the sum over the world ranks' partials of this rank's row block, `own`
  * for slot `rank` and recv's other slots, in fp32 in rank order, rounded

@@ -166,6 +166,7 @@ typedef struct fg_op_desc {
 
 extern const fg_op_desc fg_op_rmsnorm;
 extern const fg_op_desc fg_op_decode_attn;
+extern const fg_op_desc fg_op_mla_decode;
 extern const fg_op_desc fg_op_overlap_reduce;
 
 fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg_binding **out);

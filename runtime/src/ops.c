@@ -135,6 +135,67 @@ fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, 
     return fg_bind_op(ctx, &fg_op_decode_attn, args, out);
 }
 
+/* ---- mla_decode: kernel (q, cache, block_table, lengths, out, lse, workspace,
+ *      counters, int batch, float scale) ---- */
+
+#define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_mla_decode_args, field), .align = bytes}
+
+static const fg_arg_desc mla_decode_args[] = {
+    PTR(q, 16),
+    PTR(cache, 16),
+    {"block_table", FG_ARG_DEVPTR, offsetof(fg_mla_decode_args, block_table), .align = 4,
+     .nullable = true},
+    PTR(lengths, 4),
+    PTR(out, 16),
+    PTR(lse, 4),
+    {"workspace", FG_ARG_WORKSPACE, 0, .align = 0},
+    {"counters", FG_ARG_COUNTERS, 0, .align = 0},
+    {"batch", FG_ARG_I32, offsetof(fg_mla_decode_args, batch), .min = 1},
+    {"scale", FG_ARG_F32, offsetof(fg_mla_decode_args, scale), .align = 0},
+};
+#undef PTR
+
+/* A paged binding needs its block table, a contiguous one takes none. */
+static fg_status mla_decode_check(const void *p)
+{
+    const fg_mla_decode_args *a = p;
+    if (a->page_size && !a->block_table)
+        return fg_fail(FG_ERR_NULL_POINTER, "mla_decode: page_size %lld needs block_table",
+                       a->page_size);
+    if (!a->page_size && a->block_table)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "mla_decode: block_table given for a contiguous cache (page_size 0)");
+    if (a->page_size && a->max_context % a->page_size)
+        return fg_fail(FG_ERR_BAD_SHAPE,
+                       "mla_decode: max_context %lld is not a whole number of %lld-token pages",
+                       a->max_context, a->page_size);
+    if (!(a->scale > 0))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "mla_decode: scale %g; expected above 0",
+                       (double)a->scale);
+    return FG_OK;
+}
+
+const fg_op_desc fg_op_mla_decode = {
+    .op = "mla_decode",
+    .dtype_offset = offsetof(fg_mla_decode_args, dtype),
+    .nkeys = 6,
+    .optional_mask = 1u << 4,   /* page_size: 0 is contiguous */
+    .key_offsets = {offsetof(fg_mla_decode_args, heads), offsetof(fg_mla_decode_args, kv_lora),
+                    offsetof(fg_mla_decode_args, rope_dim),
+                    offsetof(fg_mla_decode_args, max_context),
+                    offsetof(fg_mla_decode_args, page_size),
+                    offsetof(fg_mla_decode_args, batch)},
+    .instance_offset = offsetof(fg_mla_decode_args, instance),
+    .args = mla_decode_args,
+    .nargs = sizeof mla_decode_args / sizeof mla_decode_args[0],
+    .check = mla_decode_check,
+};
+
+fg_status fg_mla_decode_bind(fg_context *ctx, const fg_mla_decode_args *args, fg_binding **out)
+{
+    return fg_bind_op(ctx, &fg_op_mla_decode, args, out);
+}
+
 /* ---- overlap_reduce: kernel (own, recv, out, int rank, int vecs) ---- */
 
 #define PTR(field) {#field, FG_ARG_DEVPTR, offsetof(fg_overlap_reduce_args, field), .align = 16}

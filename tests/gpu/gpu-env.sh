@@ -18,9 +18,11 @@
 #                   hashes to K mod N, so N runs split the suite (a lent GPU
 #                   machine gives each command 10 minutes); unset: all
 
-# Every tests/gpu/test_*.cu is a test program; every tests/gpu/*.c (harness,
-# references) is linked into each.  A new kernel family adds its files there
-# (and its name to the family lists of bench.sh and check-gpu-sanitize.sh).
+# Every tests/gpu/test_*.cu is a test program (check-gpu.sh runs them all:
+# test_rmsnorm, test_decode_attn, test_mla_decode, the overlap tests, the
+# harness self-test); every tests/gpu/*.c (harness, references) is linked into
+# each.  A new kernel family adds its files there (and its name to the family
+# lists of bench.sh and check-gpu-sanitize.sh).
 FG_GPU_TESTS=$(for f in tests/gpu/test_*.cu; do [ -e "$f" ] && basename "${f%.cu}"; done | tr '\n' ' ' | sed 's/ $//')
 BUILD=${BUILD:-build}
 GPU_BUILD=$BUILD/gpu

@@ -460,19 +460,46 @@ void *fgh_read_file(const char *path, size_t *len)
     return buf;
 }
 
-long long fgh_manifest_value(const char *manifest, const char *name, const char *key)
+char *fgh_read_text(const char *path)
+{
+    size_t len;
+    char *buf = fgh_read_file(path, &len);
+    char *text = buf ? realloc(buf, len + 1) : NULL;
+    if (!text) {
+        free(buf);
+        return NULL;
+    }
+    text[len] = '\0';
+    return text;
+}
+
+/* Where the value of `key` (dotted parts, each after the one before) starts
+ * in instance `name`'s entry, past its ": "; NULL if absent. */
+static const char *manifest_at(const char *manifest, const char *name, const char *key)
 {
     char pat[256];
     snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
     const char *at = manifest ? strstr(manifest, pat) : NULL;
     if (!at)
-        return -1;
+        return NULL;
     const char *end = strstr(at + strlen(pat), "\"name\": ");
-    snprintf(pat, sizeof pat, "\"%s\": ", key);
-    const char *k = strstr(at, pat);
-    if (!k || (end && k > end))
+    for (const char *part = key; *part;) {
+        const size_t n = strcspn(part, ".");
+        snprintf(pat, sizeof pat, "\"%.*s\": ", (int)n, part);
+        at = strstr(at, pat);
+        if (!at || (end && at > end))
+            return NULL;
+        at += strlen(pat);
+        part += n + (part[n] == '.');
+    }
+    return at;
+}
+
+long long fgh_manifest_value(const char *manifest, const char *name, const char *key)
+{
+    const char *k = manifest_at(manifest, name, key);
+    if (!k)
         return -1;
-    k += strlen(pat);
     while (*k == '[' || *k == ' ' || *k == '\n')   /* an array: its first element */
         k++;
     if (!strncmp(k, "true", 4))
@@ -480,4 +507,113 @@ long long fgh_manifest_value(const char *manifest, const char *name, const char 
     if (!strncmp(k, "false", 5))
         return 0;
     return strtoll(k, NULL, 10);
+}
+
+int fgh_manifest_ints(const char *manifest, const char *name, const char *key, long long *out,
+                      int n)
+{
+    const char *k = manifest_at(manifest, name, key);
+    if (!k)
+        return -1;
+    k += strspn(k, " \n");
+    const bool array = *k == '[';
+    if (array)
+        k++;
+    int got = 0;
+    while (got < n) {
+        k += strspn(k, " \n\t\r");
+        char *next;
+        const long long v = strtoll(k, &next, 10);
+        if (next == k)
+            break;
+        out[got++] = v;
+        if (!array)
+            break;
+        k = next + strspn(next, " \n\t\r");
+        if (*k != ',')
+            break;
+        k++;
+    }
+    return got;
+}
+
+int fgh_manifest_text(const char *manifest, const char *name, const char *key, char *out,
+                      size_t n)
+{
+    const char *k = manifest_at(manifest, name, key);
+    if (!k || *k != '"' || n == 0)
+        return -1;
+    size_t len = 0;
+    for (k++; *k && *k != '"'; k++) {
+        if (*k == '\\' && k[1])   /* \" and \\ (the generator writes no others here) */
+            k++;
+        if (len + 1 >= n)
+            return -1;
+        out[len++] = *k;
+    }
+    if (*k != '"')
+        return -1;
+    out[len] = '\0';
+    return (int)len;
+}
+
+bool fgh_manifest_floats(const char *manifest, const char *name, const char *key, float *out,
+                         int n)
+{
+    const char *k = manifest_at(manifest, name, key);
+    if (!k || *k != '"')
+        return false;
+    k++;
+    for (int i = 0; i < n; i++) {
+        char *next;
+        out[i] = strtof(k, &next);
+        if (next == k)
+            return false;
+        k = next + strspn(next, "f, ");
+    }
+    return true;
+}
+
+/* ------------------------------------------------------ instance selection */
+
+static unsigned g_shard = 0, g_shards = 1;
+
+bool fgh_set_shard(const char *spec)
+{
+    unsigned k, n;
+    char end;
+    if (!spec || !*spec)
+        return true;
+    if (sscanf(spec, "%u/%u%c", &k, &n, &end) != 2 || n == 0 || k >= n)
+        return false;
+    g_shard = k, g_shards = n;
+    return true;
+}
+
+unsigned fgh_shard(void) { return g_shard; }
+unsigned fgh_shards(void) { return g_shards; }
+
+bool fgh_in_shard(const char *name)
+{
+    uint32_t h = 2166136261u;   /* FNV-1a */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 16777619u;
+    return h % g_shards == g_shard;
+}
+
+bool fgh_selected(const char *only, const char *name)
+{
+    if (!fgh_in_shard(name))
+        return false;
+    if (!only)
+        return true;
+    /* each part in place: a list of hundreds of names (fusegen tune) must not be cut */
+    for (const char *part = only; *part;) {
+        const size_t n = strcspn(part, ",");
+        for (const char *at = name; n && *at; at++)
+            if (strncmp(at, part, n) == 0)
+                return true;
+        part += n + (part[n] == ',');
+    }
+    return false;
 }

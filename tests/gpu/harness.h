@@ -196,10 +196,49 @@ int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
 /* A whole file into malloc'd memory (cubins for test registries); NULL if
  * it cannot be read. */
 void *fgh_read_file(const char *path, size_t *len);
-/* The value of "key" in the manifest entry of instance `name` (a plain text
- * scan: the harness has no JSON library; an array gives its first element,
- * true/false 1/0); -1 if absent. */
+/* The same, NUL-terminated (a manifest to scan); NULL if it cannot be read. */
+char *fgh_read_text(const char *path);
+
+/* The generator's manifest.json, read by a plain text scan (the harness has
+ * no JSON library).  `key` is looked for inside instance `name`'s entry (from
+ * its "name" to the next instance's); a dotted key ("launch.grid") looks for
+ * each part after the one before, so "launch.cluster" is the launch's even
+ * where "params" has a "cluster" too. */
+/* The number of "key" (an array gives its first element, true/false 1/0);
+ * -1 if absent. */
 long long fgh_manifest_value(const char *manifest, const char *name, const char *key);
+/* Up to n numbers of "key" (an array's elements in order, or the one
+ * number) into out; how many were read, -1 if absent. */
+int fgh_manifest_ints(const char *manifest, const char *name, const char *key, long long *out,
+                      int n);
+/* The string value of "key" (e.g. "texts.softmax_scale", "dtype") into
+ * out[n]; its length, or -1 if absent, not a string or longer than n - 1. */
+int fgh_manifest_text(const char *manifest, const char *name, const char *key, char *out,
+                      size_t n);
+/* The n floats of a text value "key" written as a C list ("1.0e+00f,
+ * 5.0e-01f, ..."): a table the kernel was compiled with; false if absent or
+ * short. */
+bool fgh_manifest_floats(const char *manifest, const char *name, const char *key, float *out,
+                         int n);
+
+/* ------------------------------------------------------ instance selection */
+
+/* FG_SHARD=K/N (environment, so check-gpu.sh passes it to every program
+ * untouched): a run takes the instances whose name hashes (FNV-1a) to K mod
+ * N, so N runs of a suite split it without overlap whatever the kernel folder
+ * holds (a lent GPU machine gives each command 10 minutes).  NULL, "" or 0/1:
+ * all.  False (and no change) if spec is not K/N with K < N. */
+bool fgh_set_shard(const char *spec);
+unsigned fgh_shard(void);
+unsigned fgh_shards(void);
+bool fgh_in_shard(const char *name);
+/* --only A,B,...: true for a name in this run's shard that contains any of
+ * the comma-separated parts (only NULL: every name in the shard). */
+bool fgh_selected(const char *only, const char *name);
+
+/* A seeded permutation of 0..n-1 (Fisher-Yates over splitmix64(seed + i)):
+ * scattered page tables, shuffled orders. */
+void fgh_permutation(int *perm, int n, uint64_t seed);
 
 /* --------------------------------------------------------- instance names */
 

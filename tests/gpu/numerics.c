@@ -108,6 +108,17 @@ void fgh_fill_host(void *dst, fgh_dtype t, size_t n, uint64_t seed, float scale)
     }
 }
 
+void fgh_permutation(int *perm, int n, uint64_t seed)
+{
+    for (int i = 0; i < n; i++)
+        perm[i] = i;
+    for (int i = n - 1; i > 0; i--) {
+        const int j = (int)(fgh_splitmix64(seed + (uint64_t)i) % (uint64_t)(i + 1));
+        const int t = perm[i];
+        perm[i] = perm[j], perm[j] = t;
+    }
+}
+
 static uint64_t g_base_seed = 0x5EEDF00D2026ull, g_seed_counter;
 void fgh_set_base_seed(uint64_t seed) { g_base_seed = seed; g_seed_counter = 0; }
 uint64_t fgh_base_seed(void) { return g_base_seed; }

@@ -35,6 +35,12 @@ typedef struct fgh_mla_cfg {
 void fgh_ref_mla(const fgh_mla_cfg *c, const void *q_abs, const void *cache, const int *len,
                  double *o, double *lse);
 
+/* The same for request b's heads [h0, h1) alone (the same bits as the whole):
+ * o [h1 - h0, kv_lora] and lse [h1 - h0], so a test can spread a large
+ * reference over threads. */
+void fgh_ref_mla_heads(const fgh_mla_cfg *c, const void *q_abs, const void *cache, const int *len,
+                       int b, int h0, int h1, double *o, double *lse);
+
 /* Combines per-split results of one (request, head) as a split-KV kernel's
  * last step does: n partial (o_i, lse_i) over disjoint parts of the
  * sequence into o [kv_lora] and lse; a split with lse = -inf (no tokens)

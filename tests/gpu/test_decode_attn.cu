@@ -79,31 +79,6 @@ bool parse_name(const char *file, Inst *in)
     return true;
 }
 
-// The floats of text value "key" ("1.0e+00f, 5.0e-01f, ...") of instance
-// `name`'s manifest entry into out[n]; false if absent or short.
-bool manifest_floats(const char *manifest, const char *name, const char *key, float *out, int n)
-{
-    char pat[256];
-    snprintf(pat, sizeof pat, "\"name\": \"%s\"", name);
-    const char *at = manifest ? strstr(manifest, pat) : NULL;
-    if (!at)
-        return false;
-    const char *end = strstr(at + strlen(pat), "\"name\": ");
-    snprintf(pat, sizeof pat, "\"%s\": \"", key);
-    const char *k = strstr(at, pat);
-    if (!k || (end && k > end))
-        return false;
-    k += strlen(pat);
-    for (int i = 0; i < n; i++) {
-        char *next;
-        out[i] = strtof(k, &next);
-        if (next == k)
-            return false;
-        k = next + strspn(next, "f, ");
-    }
-    return true;
-}
-
 int discover(const char *dir, const char *manifest)
 {
     DIR *d = opendir(dir);
@@ -137,7 +112,7 @@ int discover(const char *dir, const char *manifest)
             *d.field = (int)v;
         }
         known &= in.hd / 2 <= 128 &&
-                 manifest_floats(manifest, in.name, "inv_freq", in.inv_freq, in.hd / 2);
+                 fgh_manifest_floats(manifest, in.name, "inv_freq", in.inv_freq, in.hd / 2);
         if (!known) {
             fgh_skip(in.name, "not in the manifest (shape, plan or RoPE table unknown)");
             continue;
@@ -198,51 +173,6 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
 
 size_t g_sizes[kMaxInsts];
 
-// FG_SHARD=K/N (environment, so check-gpu.sh passes it to every program
-// untouched): this run takes the instances whose name hashes to K mod N, so
-// N runs of the suite split it without overlap whatever the kernel folder
-// holds (the lent GPU machine gives each command 10 minutes).  0/1: all.
-unsigned g_shard = 0, g_shards = 1;
-
-bool parse_shard(const char *s)
-{
-    unsigned k, n;
-    char end;
-    if (!s || !*s)
-        return true;
-    if (sscanf(s, "%u/%u%c", &k, &n, &end) != 2 || n == 0 || k >= n)
-        return false;
-    g_shard = k, g_shards = n;
-    return true;
-}
-
-bool in_shard(const char *name)
-{
-    uint32_t h = 2166136261u;   // FNV-1a
-    for (const char *c = name; *c; c++)
-        h = (h ^ (unsigned char)*c) * 16777619u;
-    return h % g_shards == g_shard;
-}
-
-// --only A,B,...: instances whose name contains any of the parts (and in
-// this run's shard).
-bool selected(const char *only, const char *name)
-{
-    if (!in_shard(name))
-        return false;
-    if (!only)
-        return true;
-    // each part in place: a list of hundreds of names (fusegen tune) must not be cut
-    for (const char *part = only; *part;) {
-        const size_t n = strcspn(part, ",");
-        for (const char *at = name; n && *at; at++)
-            if (strncmp(at, part, n) == 0)
-                return true;
-        part += n + (part[n] == ',');
-    }
-    return false;
-}
-
 // ---- one problem: host inputs, device buffers, a binding ----
 
 struct Problem {
@@ -279,14 +209,7 @@ void make_block_table(Problem *p)
 {
     const int n = (int)p->ntable;
     p->bt = (int *)malloc(sizeof(int) * n);
-    for (int i = 0; i < n; i++)
-        p->bt[i] = i;
-    const uint64_t seed = fgh_next_seed();
-    for (int i = n - 1; i > 0; i--) {
-        const int j = (int)(fgh_splitmix64(seed + (uint64_t)i) % (uint64_t)(i + 1));
-        const int t = p->bt[i];
-        p->bt[i] = p->bt[j], p->bt[j] = t;
-    }
+    fgh_permutation(p->bt, n, fgh_next_seed());
 }
 
 // Between the host's contiguous caches [batch, kv, smax, hd] and the device's
@@ -613,10 +536,12 @@ void test_instance(const Inst *in, cudaStream_t s)
             make_peaked(&p);
         char name[256];
         snprintf(name, sizeof name, "%s: bind", in->name);
-        fg_status st = FG_ERR_DRIVER;
-        if (CHECK(name, problem_device(&p)) &&
-            CHECKF(name, (st = problem_bind(&p)) == FG_OK, "%s (%s)", fg_status_string(st),
-                   fg_last_error())) {
+        // (bound before the check: its message reads st, and a function's
+        // arguments are evaluated in no set order)
+        const bool on_device = CHECK(name, problem_device(&p));
+        const fg_status st = on_device ? problem_bind(&p) : FG_ERR_DRIVER;
+        if (on_device &&
+            CHECKF(name, st == FG_OK, "%s (%s)", fg_status_string(st), fg_last_error())) {
             check_once(c.what, &p, s);
             if (&c == &cases[1])
                 check_repeat(&p, s, 1);
@@ -945,7 +870,7 @@ bool first_of_shape(int k, const char *only, bool skip_det)
 {
     for (int q = 0; q < k; q++)
         if (same_shape(&g_inst[q], &g_inst[k]) && !(skip_det && g_inst[q].det) &&
-            selected(only, g_inst[q].name))
+            fgh_selected(only, g_inst[q].name))
             return false;
     return true;
 }
@@ -960,7 +885,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
     fgh_json_arr_begin(j, "cases");
     for (int k = 0; k < g_ninst; k++) {
         const Inst *in = &g_inst[k];
-        if (in->det || !selected(only, in->name))
+        if (in->det || !fgh_selected(only, in->name))
             continue;
         const int QD = in->heads * in->hd;
         for (int S = 1024; S <= in->smax; S *= 2) {
@@ -1072,13 +997,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (!parse_shard(getenv("FG_SHARD"))) {
+    if (!fgh_set_shard(getenv("FG_SHARD"))) {
         fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
         return 2;
     }
-    if (g_shards > 1)
-        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", g_shard,
-               g_shards);
+    if (fgh_shards() > 1)
+        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", fgh_shard(),
+               fgh_shards());
     fgh_device dev;
     if (fgh_device_open(0, &dev) != 0) {
         fgh_skip("decode_attn", "no usable GPU");
@@ -1090,12 +1015,7 @@ int main(int argc, char **argv)
         snprintf(mpath, sizeof mpath, "%s/manifest.json", gen && *gen ? gen : "generated");
         manifest_path = mpath;
     }
-    size_t mlen;
-    char *manifest = (char *)fgh_read_file(manifest_path, &mlen);
-    if (manifest) {
-        manifest = (char *)realloc(manifest, mlen + 1);
-        manifest[mlen] = '\0';
-    }
+    char *manifest = fgh_read_text(manifest_path);
     if (discover(kdir, manifest) <= 0) {
         fgh_skip("decode_attn", "no decode_attn cubins in the kernel folder");
         return fgh_summary() ? 1 : 0;
@@ -1126,7 +1046,7 @@ int main(int argc, char **argv)
     } else {
         int tested = 0;
         for (int k = 0; k < g_ninst; k++) {
-            if (!selected(only, g_inst[k].name))
+            if (!fgh_selected(only, g_inst[k].name))
                 continue;
             tested++;
             test_instance(&g_inst[k], s);

@@ -1,6 +1,8 @@
 /* The MLA attention-core reference (tests/gpu/ref_mla.c) against identities
- * that do not need it: one token, equal scores, a peaked query, pages,
- * splits combined, inactive slots among mixed lengths. */
+ * that do not need it: one token, two tokens worked by hand, equal scores, a
+ * peaked query (one-hot rope columns; a multiple of the newest or the first
+ * row), pages through a shuffled table, splits combined, inactive slots among
+ * mixed lengths, bf16 and f16 inputs read as stored, heads computed apart. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -190,5 +192,124 @@ Test(ref_mla, inactive_slots_among_mixed_lengths)
     double o_none[KVL], l_none;
     fgh_mla_combine(KVL, 0, NULL, NULL, o_none, &l_none);
     cr_assert(isinf(l_none) && l_none < 0 && o_none[0] == 0.0, "no splits: empty");
+    free(cache), free(q);
+}
+
+Test(ref_mla, two_keys_give_the_worked_softmax)
+{
+    /* value columns of row 0 all 1, of row 1 all -1, rope columns 0; head h's
+     * query is 8 (h + 1) in column 0: s = 0.125 x 8 (h + 1) x (+-1) = +-(h + 1),
+     * so p0 = e^(h+1) / (e^(h+1) + e^-(h+1)), o = p0 - p1 = tanh(h + 1) and
+     * lse = ln(e^(h+1) + e^-(h+1)) = ln(2 cosh(h + 1)); worked for h = 0:
+     * o = 0.7615941559557649, lse = 1.1269280110429727 */
+    uint16_t cache[2 * D], q[H * D];
+    for (int t = 0; t < 2; t++)
+        for (int i = 0; i < D; i++)
+            cache[t * D + i] = bf(i < KVL ? (t ? -1.f : 1.f) : 0.f);
+    fgh_fill_host(q, FGH_BF16, H * D, 21, 1.0f);   /* only column 0 and the rope ones read */
+    for (int h = 0; h < H; h++) {
+        q[h * D] = bf(8.f * (float)(h + 1));
+        for (int i = 1; i < KVL; i++)
+            q[h * D + i] = bf(0.f);
+    }
+    const int len = 2;
+    double o[H * KVL], lse[H];
+    fgh_mla_cfg c = cfg(1);
+    c.max_context = 2;
+    fgh_ref_mla(&c, q, cache, &len, o, lse);
+    cr_assert_float_eq(o[0], 0.7615941559557649, 1e-15);
+    cr_assert_float_eq(lse[0], 1.1269280110429727, 1e-15);
+    for (int h = 0; h < H; h++) {
+        const double x = h + 1;
+        cr_assert_float_eq(lse[h], log(exp(x) + exp(-x)), 1e-14, "head %d", h);
+        for (int i = 0; i < KVL; i++)
+            cr_assert_float_eq(o[h * KVL + i], tanh(x), 1e-15, "head %d value %d", h, i);
+    }
+}
+
+/* q = 16 x row j: s_j = 2 |c_j|^2, about 32 at D = 48, against scores of
+ * spread about 4.6 for the other rows: out is row j's values to ~1e-9. */
+static void peaked_on(int j, int len)
+{
+    uint16_t *cache, *q;
+    random_inputs(1, &cache, &q, 30 + (uint64_t)j);
+    for (int h = 0; h < H; h++)
+        for (int i = 0; i < D; i++)
+            q[h * D + i] = bf(16.f * (float)value(cache, 0, j, i));   /* exact: a power of 2 */
+    double o[H * KVL], lse[H];
+    fgh_mla_cfg c = cfg(1);
+    fgh_ref_mla(&c, q, cache, &len, o, lse);
+    double sj = 0;
+    for (int i = 0; i < D; i++)
+        sj += 16.0 * value(cache, 0, j, i) * value(cache, 0, j, i);
+    sj *= c.scale;
+    for (int h = 0; h < H; h++) {
+        cr_assert_float_eq(lse[h], sj, 1e-6, "row %d of %d: lse %g, s_j %g", j, len, lse[h], sj);
+        for (int i = 0; i < KVL; i++)
+            cr_assert_float_eq(o[h * KVL + i], value(cache, 0, j, i), 1e-6, "row %d value %d", j, i);
+    }
+    free(cache), free(q);
+}
+
+Test(ref_mla, a_query_along_the_newest_or_first_row_returns_it)
+{
+    peaked_on(S - 1, S);   /* the newest token */
+    peaked_on(0, S);       /* the first */
+    peaked_on(16, 17);     /* the newest of a shorter request */
+}
+
+/* The reference reads the stored bits: a value that bf16 or f16 cannot hold
+ * (1/3 + i/100) comes back as its rounding, and that is what it averages. */
+static void round_trip(fgh_dtype t)
+{
+    uint16_t row[D], q[H * D];
+    for (int i = 0; i < D; i++) {
+        const float v = 1.f / 3.f + (float)i / 100.f;
+        row[i] = t == FGH_F16 ? fgh_f32_to_f16(v) : fgh_f32_to_bf16(v);
+    }
+    fgh_fill_host(q, t, H * D, 40, 1.0f);
+    const int len = 1;
+    double o[H * KVL], lse[H];
+    fgh_mla_cfg c = cfg(1);
+    c.dtype = t;
+    c.max_context = 1;
+    fgh_ref_mla(&c, q, row, &len, o, lse);
+    for (int h = 0; h < H; h++) {
+        double s = 0;
+        for (int i = 0; i < D; i++)
+            s += (double)fgh_get(q, t, (size_t)h * D + i) * (double)fgh_get(row, t, (size_t)i);
+        cr_assert_float_eq(lse[h], 0.125 * s, 1e-12);
+        for (int i = 0; i < KVL; i++) {
+            const double stored = fgh_get(row, t, (size_t)i);
+            cr_assert_eq(o[h * KVL + i], stored, "%s value %d", fgh_dtype_name(t), i);
+            cr_assert_neq(o[h * KVL + i], (double)(1.f / 3.f + (float)i / 100.f));
+        }
+    }
+}
+
+Test(ref_mla, bf16_and_f16_inputs_are_read_as_stored)
+{
+    round_trip(FGH_BF16);
+    round_trip(FGH_F16);
+}
+
+Test(ref_mla, heads_apart_give_the_bits_of_the_whole)
+{
+    /* what a test spreading the reference over threads relies on */
+    const int batch = 2;
+    uint16_t *cache, *q;
+    random_inputs(batch, &cache, &q, 50);
+    const int len[2] = {S, 23};
+    double whole[2 * H * KVL], lw[2 * H], part[2 * H * KVL], lp[2 * H];
+    fgh_mla_cfg c = cfg(batch);
+    fgh_ref_mla(&c, q, cache, len, whole, lw);
+    for (int b = 0; b < batch; b++)
+        for (int h = 0; h < H; h += 2) {   /* heads in pieces of 2 and 1 */
+            const int h1 = h + 2 < H ? h + 2 : H;
+            fgh_ref_mla_heads(&c, q, cache, len, b, h, h1, part + ((size_t)b * H + h) * KVL,
+                              lp + b * H + h);
+        }
+    cr_assert_eq(memcmp(whole, part, sizeof whole), 0);
+    cr_assert_eq(memcmp(lw, lp, sizeof lw), 0);
     free(cache), free(q);
 }
