@@ -118,14 +118,15 @@ static void emit_overlap_table(const fg_plan_set *set, fg_strbuf *sb)
         fg_sb_printf(sb,
                      "    {.gemm = \"%s\", .shape = \"%s\", .target = \"%s\", .collective = %s,\n"
                      "     .m = %u, .n = %u, .k = %u, .world = %u, .dtype = %s,\n"
-                     "     .schedule = %s, .chunks = %u, .predicted_us = %.3f, .serial_us = %.3f},\n",
+                     "     .schedule = %s, .chunks = %u, .predicted_us = %.3f, "
+                     ".serial_us = %.3f},\n",
                      p->gemm->name, p->shape->name, p->target->name,
                      p->shape->collective == FG_COLL_ALL_GATHER ? "FG_REG_AG_GEMM"
                                                                 : "FG_REG_GEMM_RS",
                      p->shape->m, p->shape->n, p->shape->k, p->gemm->world_size,
                      p->gemm->dtype == FG_DT_F16 ? "FG_REG_F16" : "FG_REG_BF16",
                      registry_schedule(pr->chosen),
-                     pr->chosen == FG_SCHED_CHUNK_OVERLAP ? pr->chunks : 1, pr->us[pr->chosen],
+                     fg_overlap_chosen_chunks(pr), pr->us[pr->chosen],
                      pr->us[FG_SCHED_SERIAL_CE]);
     }
     if (set->noverlap == 0)
@@ -340,10 +341,8 @@ static void emit_manifest(const fg_emit_ctx *c, const fg_plan_set *set, fg_strbu
         json_object_object_add(o, "target", json_object_new_string(p->target->name));
         json_object_object_add(o, "schedule",
                                json_object_new_string(fg_schedule_name(p->prediction.chosen)));
-        json_object_object_add(o, "chunks",
-                               json_object_new_int(p->prediction.chosen == FG_SCHED_CHUNK_OVERLAP
-                                                       ? (int)p->prediction.chunks
-                                                       : 1));
+        json_object_object_add(
+            o, "chunks", json_object_new_int((int)fg_overlap_chosen_chunks(&p->prediction)));
         json_object *us = json_object_new_object();
         json_object_object_add(us, "gemm", json_object_new_double(p->prediction.gemm_us));
         json_object_object_add(us, "comm", json_object_new_double(p->prediction.comm_us));

@@ -474,8 +474,9 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
         }
         printf("  the plan table (fg_registry.c, the manifest) records each shape's chosen "
                "schedule, which the runtime's executor (fgrt_overlap.h) runs (serial_nccl: "
-               "the engine's own NCCL call); reduce-scatter shapes get the owner's reduction "
-               "kernel (overlap_reduce_*)\n");
+               "the engine's own NCCL call); a reduce-scatter under serial_ce or "
+               "shard_overlap uses the owner's reduction kernel (overlap_reduce_*), "
+               "chunk_overlap's ring adds in its GEMMs\n");
     }
 }
 

@@ -56,11 +56,16 @@ static double gemm_us(const fg_target *t, double rows, unsigned n, unsigned k, b
     return 2.0 * rows * n * k / (t->ceilings->matmul_bf16_tflops * 1e6);
 }
 
-const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
-enum { MAX_CHUNKS = 8 };   /* the runtime's FGRT_MAX_CHUNKS */
+/* us of one peer copy of `bytes`: every rank sends and receives at once,
+ * so each direction gets half the two-way rate. */
+static double copy_us(const fg_interconnect *ic, double bytes)
+{
+    return ic->peer_copy_latency_us + bytes / (ic->peer_copy_bidir_gbps / 2 * 1e3);
+}
 
-/* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS); NaN
- * where c does not divide the block. */
+const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
+enum { MAX_CHUNKS = 8 };   /* the largest of fg_overlap_chunks (the runtime allows 8) */
+
 /* Two GEMM pieces issued back to back (on the executor's two alternating
  * streams): when the second is ready before the first ends they run at once
  * and share the GPU, so both end together; else one after the other.
@@ -86,13 +91,11 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
                                unsigned c, bool *measured)
 {
     const fg_interconnect *ic = t->interconnect;
-    if (c > MAX_CHUNKS || s->m % (w * c))
+    if (c > MAX_CHUNKS || s->m % (w * c))   /* (landed[] holds MAX_CHUNKS pieces) */
         return NAN;
     const double e = 2.0, rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
-    const double per_direction = ic->peer_copy_bidir_gbps / 2 * 1e3;   /* bytes per us */
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
-    const double piece = rows / c * (ag ? s->k : s->n) * e;
-    const double copy = ic->peer_copy_latency_us + piece / per_direction;
+    const double copy = copy_us(ic, rows / c * (ag ? s->k : s->n) * e);
     const double g = gemm_us(t, rows / c, s->n, s->k, measured) * slow;
     /* the GEMMs in issue order: AG the own block, then each peer's pieces;
      * RS W steps of c pieces (step, piece) = (i / c, i % c) */
@@ -105,11 +108,10 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
         double cost[2], ready[2], end[2];
         for (int k = 0; k < n; k++) {
             const unsigned at = i + (unsigned)k;
-            if (ag) {   /* piece j of the p-th peer lands with the (j (W - 1) + p)-th copy;
-                           they are multiplied in that order */
-                const unsigned p = at ? 1 + (at - 1) % (w - 1) : 0, j = at ? (at - 1) / (w - 1) : 0;
+            if (ag) {   /* the at-th GEMM after the own block's lands with the at-th copy
+                           (piece j of the p-th peer: at = j (W - 1) + p) */
                 cost[k] = at ? g : gemm_us(t, rows, s->n, s->k, measured) * slow;
-                ready[k] = at ? (j * (w - 1) + p) * copy : 0;
+                ready[k] = at * copy;
             } else {
                 cost[k] = g + (at >= c ? add : 0);
                 ready[k] = at >= c ? landed[at % c] : 0;
@@ -121,6 +123,11 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
                 landed[(i + (unsigned)k) % c] = engine = fmax(engine, end[k]) + copy;
     }
     return now;
+}
+
+unsigned fg_overlap_chosen_chunks(const fg_overlap_prediction *p)
+{
+    return p->chosen == FG_SCHED_CHUNK_OVERLAP ? p->chunks : 1;
 }
 
 const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const fg_target *t,
@@ -136,13 +143,12 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     if (w < 2)
         return "a world size of 1 has nothing to overlap";
     const double e = 2.0, rows = (double)s->m / w;
-    const double per_direction = ic->peer_copy_bidir_gbps / 2 * 1e3;   /* bytes per us */
     bool measured = true;
     const double gemm_all = gemm_us(t, s->m, s->n, s->k, &measured);
     const double gemm_part = gemm_us(t, rows, s->n, s->k, &measured);
     const double under_copies = gemm_part * (1 + ic->gemm_slowdown);
     const double piece = rows * (s->collective == FG_COLL_ALL_GATHER ? s->k : s->n) * e;
-    const double copy = ic->peer_copy_latency_us + piece / per_direction;
+    const double copy = copy_us(ic, piece);
     const double reduce = s->collective == FG_COLL_REDUCE_SCATTER
                               ? (w + 1) * piece / (t->ceilings->copy_gbps * 1e3)
                               : 0;

@@ -1,8 +1,9 @@
 /* The overlap family's cost model (DESIGN.md, "Kernel family 3"): for one
- * tensor-parallel GEMM shape on one target, the time each schedule of part 1
- * would take, from the target's profile (peer-copy curve, GEMM times, GEMM
- * slowdown under copies), or its matmul ceiling for a GEMM not profiled.  `fusegen explain` prints the
- * predictions; the executor (to come) runs the chosen schedule. */
+ * tensor-parallel GEMM shape on one target, the time each schedule would
+ * take, from the target's profile (peer-copy curve, GEMM times, GEMM
+ * slowdown under copies), or its matmul ceiling for a GEMM not profiled.
+ * `fusegen explain` prints the predictions; the runtime's executor
+ * (fgrt_overlap.h) runs the chosen schedule. */
 #ifndef FG_PLAN_OVERLAP_H
 #define FG_PLAN_OVERLAP_H
 
@@ -29,13 +30,18 @@ typedef struct fg_overlap_prediction {
     double gemm_us;            /* the unsplit GEMM alone */
     double comm_us;            /* the schedule-free communication: every copy back to back */
     double us[FG_SCHED_COUNT]; /* each schedule; NaN: not predicted (serial NCCL without
-                                  the profile's NCCL fit) */
+                                  the profile's NCCL fit, chunk_overlap where no piece
+                                  count divides a block) */
     double chunk_us[FG_OVERLAP_NCHUNKS]; /* chunk_overlap with fg_overlap_chunks[i] pieces
                                             per block; NaN where they do not divide it */
     unsigned chunks;           /* chunk_overlap's (us[FG_SCHED_CHUNK_OVERLAP]): the fastest */
     fg_schedule chosen;        /* the fastest; serial on a tie (never slower than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */
 } fg_overlap_prediction;
+
+/* The chosen schedule's pieces per block: chunks for chunk_overlap, else 1
+ * (fgrt_overlap_args.chunks). */
+unsigned fg_overlap_chosen_chunks(const fg_overlap_prediction *p);
 
 /* Predicts shape s of gemm g on target t; NULL, or why it cannot (a target
  * without an interconnect profile or a matmul rate, a world size of 1). */

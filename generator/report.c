@@ -162,13 +162,13 @@ static int render_overlap(json_object *doc, json_object *cases, const char *sour
                      "set style data histograms\nset style histogram clustered gap 1\n"
                      "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset grid ytics\n"
                      "set yrange [0:*]\nset xtics rotate by -35 noenhanced\nset rmargin 10\n"
-                     "set key below noenhanced\n$d << EOD\n%sEOD\n"
-                     "plot $d using 2:xtic(1) title 'serial NCCL', '' using 3 title 'serial CE', "
-                     "'' using 4 title 'shard-overlap', '' using 5 title 'chunk-overlap, 2', "
-                     "'' using 6 title 'chunk-overlap, 4', '' using 7 title 'chunk-overlap, 8', "
-                     "1 with lines lw 2 lc rgb 'black' title 'max(T_gemm, T_comm)'\n",
+                     "set key below noenhanced\n$d << EOD\n%sEOD\nplot",
                  source, png_name, gpu ? gpu : "GPU", world, date ? date : "", commit ? commit : "",
                  fg_sb_str(&data));
+    for (int p = 2; p < OVERLAP_PARTS; p++)   /* every schedule, a column of the data */
+        fg_sb_printf(&g, " %s using %d%s title '%s',", p == 2 ? "$d" : "''", p,
+                     p == 2 ? ":xtic(1)" : "", OVERLAP_TITLE[p]);
+    fg_sb_puts(&g, " 1 with lines lw 2 lc rgb 'black' title 'max(T_gemm, T_comm)'\n");
     fg_sb_puts(md, fg_sb_str(&m));
     fg_sb_puts(gp, fg_sb_str(&g));
     fg_sb_free(&m), fg_sb_free(&g), fg_sb_free(&data);

@@ -6,15 +6,41 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <string>
 #include <vector>
 
 #include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include "fgrt_overlap.h"
 #include "harness.h"
 
 namespace overlap_gpu {
+
+// A schedule as the tests run it: chunk_overlap with its pieces per block.
+struct Sched {
+    fgrt_schedule s;
+    unsigned chunks;
+};
+
+// A results key: "shard_overlap", "chunk_overlap_c4"
+inline std::string part_key(Sched s)
+{
+    std::string key = fgrt_schedule_name(s.s);
+    if (s.s == FGRT_CHUNK_OVERLAP)
+        key += "_c" + std::to_string(s.chunks);
+    return key;
+}
+
+// "shard_overlap", "chunk_overlap (4 chunks)"
+inline std::string sched_name(Sched s)
+{
+    std::string name = fgrt_schedule_name(s.s);
+    if (s.s == FGRT_CHUNK_OVERLAP)
+        name += " (" + std::to_string(s.chunks) + " chunks)";
+    return name;
+}
 
 inline size_t bytes(long long elems) { return (size_t)elems * sizeof(__nv_bfloat16); }
 

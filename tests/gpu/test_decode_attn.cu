@@ -85,10 +85,12 @@ int discover(const char *dir, const char *manifest)
     if (!d)
         return -1;
     int overflow = 0;   // instances past the table: a failure, never a silent skip
+    int found = 0;      // decode_attn cubins in the folder
     for (struct dirent *e; (e = readdir(d));) {
         Inst in = {};
         if (!parse_name(e->d_name, &in))
             continue;
+        found++;
         if (g_ninst == kMaxInsts) {
             overflow++;
             continue;
@@ -132,8 +134,15 @@ int discover(const char *dir, const char *manifest)
             g_inst[g_ninst++] = in;
     }
     closedir(d);
-    CHECKF("decode_attn: kernel folder", overflow == 0,
-           "%d instances past the %d this program holds were not tested", overflow, kMaxInsts);
+    // failures only: finding the folder is not a check passed (a run whose
+    // every instance was skipped must not read as "1 passed")
+    if (overflow)
+        CHECKF("decode_attn: kernel folder", false,
+               "%d instances past the %d this program holds were not tested", overflow,
+               kMaxInsts);
+    if (found && !g_ninst)
+        CHECKF("decode_attn: kernel folder", false,
+               "%d decode_attn cubins, none described by the manifest (--manifest)", found);
     qsort(g_inst, g_ninst, sizeof(Inst), [](const void *a, const void *b) {
         return strcmp(((const Inst *)a)->name, ((const Inst *)b)->name);
     });

@@ -7,8 +7,8 @@
 //
 // Checks (bf16, rel L2 <= 1e-2, NaN never passes), on fresh random inputs
 // with every output poisoned before each call:
-//   - AG+GEMM and GEMM+RS, serial_ce, shard_overlap and chunk_overlap (2
-//     and 4 chunks; RS's ring adds the running sums in its GEMMs), 3 calls
+//   - AG+GEMM and GEMM+RS, serial_ce, shard_overlap and chunk_overlap (2,
+//     4 and 8 chunks; RS's ring adds the running sums in its GEMMs), 3 calls
 //     in a row with new inputs each, every output element against a double
 //     reference on the host (small shapes); GEMM+RS once with the reduce
 //     callback and once with the generated overlap_reduce kernel, found in
@@ -161,21 +161,6 @@ bool load_generated(const char *dir, const char *manifest_path, int world, Gener
 }
 
 // ---- one rank's GEMM and buffers ----
-
-// A schedule as the executor runs it: chunk_overlap with its pieces per block.
-struct Sched {
-    fgrt_schedule s;
-    unsigned chunks;
-};
-
-// "shard_overlap", "chunk_overlap (4 chunks)"
-std::string sched_name(Sched s)
-{
-    std::string name = fgrt_schedule_name(s.s);
-    if (s.s == FGRT_CHUNK_OVERLAP)
-        name += " (" + std::to_string(s.chunks) + " chunks)";
-    return name;
-}
 
 // A rank's cuBLASLt and the B its GEMMs multiply by.
 struct Gemm {
@@ -518,9 +503,10 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
         {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
     };
-    constexpr int kScheds = 4, kParts = 1 + kScheds;   // part 0: the unsplit GEMM alone
-    const Sched scheds[kScheds] = {{FGRT_SERIAL_CE, 1}, {FGRT_SHARD_OVERLAP, 1},
-                                   {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4}};
+    constexpr int kScheds = 5, kParts = 1 + kScheds;   // part 0: the unsplit GEMM alone
+    const Sched scheds[kScheds] = {{FGRT_SERIAL_CE, 1},     {FGRT_SHARD_OVERLAP, 1},
+                                   {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
+                                   {FGRT_CHUNK_OVERLAP, 8}};
     constexpr int kCalls = 5, kReps = 9;
     FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
@@ -585,8 +571,9 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         }
         CHECK(what, ok);
         if (ok && P.rank == 0) {
-            static const char *const names[kParts] = {"gemm", "serial_ce", "shard_overlap",
-                                                      "chunk_overlap_c2", "chunk_overlap_c4"};
+            std::string names[kParts] = {"gemm"};
+            for (int p = 1; p < kParts; p++)
+                names[p] = part_key(scheds[p - 1]);
             double med[kParts], lo[kParts], hi[kParts];
             for (int p = 0; p < kParts; p++) {
                 med[p] = fgh_median(t[p].data(), (int)t[p].size());   // sorts
@@ -595,7 +582,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
             printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f ", cs.name,
                    cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", cs.m, cs.n, cs.k, med[0]);
             for (int p = 1; p < kParts; p++)
-                printf(" %s %7.1f (%.2fx)", names[p], med[p], med[p] / med[0]);
+                printf(" %s %7.1f (%.2fx)", names[p].c_str(), med[p], med[p] / med[0]);
             printf("  us\n");
             if (jf) {
                 fgh_json_obj_begin(&j, nullptr);
@@ -605,7 +592,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                 fgh_json_int(&j, "m", cs.m), fgh_json_int(&j, "n", cs.n);
                 fgh_json_int(&j, "k", cs.k);
                 for (int p = 0; p < kParts; p++) {
-                    fgh_json_obj_begin(&j, names[p]);
+                    fgh_json_obj_begin(&j, names[p].c_str());
                     fgh_json_num(&j, "median_us", med[p]);
                     fgh_json_num(&j, "min_us", lo[p]);
                     fgh_json_num(&j, "max_us", hi[p]);
@@ -652,8 +639,9 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                 {"ag", FGRT_AG_GEMM, 512, 384, 320},
                 {"rs", FGRT_GEMM_RS, 512, 384, 320},
             };
-            static const Sched scheds[] = {{FGRT_SERIAL_CE, 1}, {FGRT_SHARD_OVERLAP, 1},
-                                           {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4}};
+            static const Sched scheds[] = {{FGRT_SERIAL_CE, 1},     {FGRT_SHARD_OVERLAP, 1},
+                                           {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
+                                           {FGRT_CHUNK_OVERLAP, 8}};
             int i = 0;
             for (const Case &cs : cases)
                 for (const Sched &sched : scheds) {

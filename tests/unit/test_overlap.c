@@ -41,7 +41,8 @@ Test(overlap, small_copies_under_a_slowed_gemm_stay_serial)
      * rows: gemm 250 us, 275 under copies, plus 2.5e5 B of running sum read at 1e5 B/us
      * (2.5 us); the first step's pairs end at 550 and 1100 us, their copies (10 + 2.5 =
      * 12.5 us each) land long before the own block's pairs need them: 1100 + 2 x 555.
-     * 2 pieces: the own pair waits for the second copy (1100 + 15 + 15), 2225 us */
+     * 2 pieces: the own pair starts when the first copy lands (1115) and shares the
+     * GPU: 1115 + 2 x 555 = 2225 us */
     NEAR(p.us[FG_SCHED_CHUNK_OVERLAP], 2210.0);
     cr_assert_eq(p.chunks, 4);
     cr_assert_eq(p.chosen, FG_SCHED_SERIAL_CE);
