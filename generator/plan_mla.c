@@ -15,8 +15,10 @@
 
 #define TILE 32        /* keys per tile: 4 warps x 8 (the template's layout) */
 #define STAGES 2
-#define MAX_SPLITS 32
+#define MAX_SPLITS 32     /* the combine keeps a weight per split in registers */
 #define MAX_BATCH 256
+#define MAX_KV_LORA 512   /* each thread holds kv_lora / 8 fp32 outputs in registers */
+#define REGS_PER_THREAD 168   /* what the template takes at sm_90a (140-152), with margin */
 
 /* The softmax scale of the model: 1 / sqrt(qk head dim), times YaRN's
  * mscale^2 where the RoPE scaling is YaRN (mscale = 0.1 mscale_all_dim
@@ -59,10 +61,11 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
         snprintf(buf, sizeof buf, "%u heads per GPU: the core takes heads in groups of 16", heads);
         return buf;
     }
-    if (a->kv_lora_rank % 64 || d % 16) {
+    if (a->kv_lora_rank % 64 || a->kv_lora_rank > MAX_KV_LORA || d % 16) {
         snprintf(buf, sizeof buf,
-                 "kv_lora %u and a row of %u: the core needs kv_lora a multiple of 64 and the "
-                 "row of 16", a->kv_lora_rank, d);
+                 "kv_lora %u and a row of %u: the core needs kv_lora a multiple of 64 up to %u "
+                 "(its output is held in registers) and the row a multiple of 16",
+                 a->kv_lora_rank, d, MAX_KV_LORA);
         return buf;
     }
     const unsigned page = page_size(m);
@@ -86,17 +89,27 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned elem = fg_dtype_bytes(m->dtype);
     const unsigned hpb = heads % 32 == 0 ? 32 : 16, groups = heads / hpb;
     const unsigned threads = hpb / 16 * 4 * 32;
-    unsigned splits = (t->compute_units + bmax * groups - 1) / (bmax * groups);
-    if (splits > MAX_SPLITS)
-        splits = MAX_SPLITS;
-    if (splits > smax / TILE)
-        splits = smax / TILE ? smax / TILE : 1;
     const unsigned smem = smem_bytes(hpb, width, elem);
     if (smem > t->shared_mem_per_block) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
         return -1;
     }
+    /* blocks resident per SM: shared memory (1 KB of it the system's per
+     * block) and registers decide */
+    unsigned per_sm = t->shared_mem_per_cu / (smem + 1024);
+    const unsigned by_regs = t->registers_per_cu / (threads * REGS_PER_THREAD);
+    per_sm = per_sm < by_regs ? per_sm : by_regs;
+    per_sm = per_sm ? per_sm : 1;
+    /* as many splits as fill the resident slots once, rounded down: a
+     * partial second wave would cost a whole one */
+    const unsigned slots = t->compute_units * per_sm;
+    unsigned splits = slots / (bmax * groups);
+    splits = splits ? splits : 1;
+    if (splits > MAX_SPLITS)
+        splits = MAX_SPLITS;
+    if (splits > smax / TILE)
+        splits = smax / TILE ? smax / TILE : 1;
 
     fg_instance in = {0};
     char dims[96], variant[32], paged[16] = "";
@@ -130,6 +143,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "STAGES", STAGES);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
+    fg_instance_add_param(&in, "BLOCKS_PER_SM", per_sm);
     const double scale = softmax_scale(m);   /* the model's, a launch argument */
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {splits, groups, bmax},
@@ -161,8 +175,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  TILE, width, groups, groups == 1 ? "" : "s (each reads the cache)");
     fg_sb_printf(&in.reasons,
                  "%u splits of each request's keys (cut by its length at run time): %u x %u "
-                 "x %u blocks for %u SMs%s\n",
-                 splits, splits, groups, bmax, t->compute_units,
+                 "x %u blocks for %u SMs at %u resident each (no partial second wave)%s\n",
+                 splits, splits, groups, bmax, t->compute_units, per_sm,
                  splits > 1 ? "; the last split to finish combines them in split order "
                               "(deterministic), one launch"
                             : "; one split, no combine");
