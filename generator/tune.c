@@ -316,9 +316,15 @@ static int time_kind(tune *t, fg_tuning_kind kind)
     /* (fewer points where S_max is 1K) */
     int rc = harness(t, kind, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log),
                      (unsigned)(kd->npoints * count));
-    json_object *doc = rc == 0 ? json_object_from_file(fg_sb_str(&json)) : NULL;
+    /* a harness exits non-zero when some case failed its checks: those are
+     * left out of (or fail) the check runs below, the rest still count */
+    json_object *doc = rc >= 0 ? json_object_from_file(fg_sb_str(&json)) : NULL;
     json_object *cases = fg_json_get(doc, "cases");
-    if (rc || !cases || !json_object_is_type(cases, json_type_array)) {
+    if (rc > 0 && cases)
+        fprintf(stderr, "fusegen tune: the %s harness reported failures (exit %d; %s has "
+                        "them); their configurations are not chosen\n",
+                kd->what, rc, fg_sb_str(&log));
+    if (rc < 0 || !cases || !json_object_is_type(cases, json_type_array)) {
         fg_error(&t->d, "the %s harness's timing run failed (exit %d; %s has the output)",
                  kd->what, rc, fg_sb_str(&log));
         rc = -1;

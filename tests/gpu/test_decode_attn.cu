@@ -21,8 +21,9 @@
 //     instances, to rounding for those that add in arrival order);
 //   - deterministic instances: 1000 launches, bitwise identical, the fp32
 //     workspace poisoned before each.
-// --no-baseline: the fused kernels' checks alone (racecheck runs: cuBLAS's own
-// TMA kernels in the baseline draw its potential-hazard reports).
+// --no-baseline: the fused kernels' checks and timings alone (racecheck runs:
+// cuBLAS's own TMA kernels in the baseline draw its potential-hazard reports;
+// fusegen tune's timing runs).
 // --bench: T(S) at S = 1K..16K (S_max permitting; --quick: 1K and S_max) per
 // instance, the unfused baseline (cuBLAS projections + plain kernels, split-KV
 // attention; GQA, windows, biases and paged caches as the instance has them)
@@ -854,6 +855,7 @@ struct BenchCtx {
     Problem *sets;
     int nsets;
     Baseline *bl;   // set: time the baseline on the sets instead
+    int failed = 0; // launches that returned an error (a short graph times fast)
 };
 
 void enqueue(void *ctx, int i, cudaStream_t s)
@@ -862,7 +864,7 @@ void enqueue(void *ctx, int i, cudaStream_t s)
     if (c->bl)
         baseline_step(c->bl, &c->sets[i % c->nsets], s);
     else
-        fg_launch(c->sets[i % c->nsets].b, s);
+        c->failed += fg_launch(c->sets[i % c->nsets].b, s) != FG_OK;
 }
 
 bool same_shape(const Inst *a, const Inst *b)
@@ -885,7 +887,8 @@ bool first_of_shape(int k, const char *only, bool skip_det)
 }
 
 // quick: S = 1K and S_max only.
-void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only, bool quick)
+void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only, bool quick,
+           bool baseline)
 {
     fgh_ceilings ceil = {};
     if (fgh_measure_ceilings(s, (size_t)1 << 30, &ceil) == 0)
@@ -919,11 +922,11 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
             fgh_timing t = {}, tb = {};
             BenchCtx c = {sets, nsets, nullptr};
             if (ok)
-                ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0;
+                ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0 && c.failed == 0;
             // the baseline, once per shape, on the same buffer sets
             Baseline bl;
             bool have_bl = false;
-            if (ok && first_of_shape(k, only, true) &&
+            if (ok && baseline && first_of_shape(k, only, true) &&
                 baseline_init(&bl, &sets[0])) {
                 BenchCtx cb = {sets, nsets, &bl};
                 // cuBLAS sets itself up on its first call: not inside the capture
@@ -1046,7 +1049,7 @@ int main(int argc, char **argv)
         fgh_json_init(&j, f);
         fgh_json_obj_begin(&j, NULL);
         fgh_json_header(&j, &dev, commit ? commit : "unknown", "test_decode_attn --bench");
-        bench(s, &dev, &j, only, quick);
+        bench(s, &dev, &j, only, quick, baseline);
         fgh_json_clocks(&j);
         fgh_json_obj_end(&j);
         fputc('\n', f);

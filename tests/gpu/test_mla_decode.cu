@@ -1240,16 +1240,17 @@ struct BenchCtx {
     BenchSet *sets;
     int nsets, S;
     const Baseline *bl;   // set: time the baseline on the sets instead
+    int failed = 0;       // launches that returned an error (a short graph times fast)
 };
 
 void enqueue(void *ctx, int i, cudaStream_t s)
 {
-    const BenchCtx *c = (const BenchCtx *)ctx;
+    BenchCtx *c = (BenchCtx *)ctx;
     const BenchSet &x = c->sets[i % c->nsets];
     if (c->bl)
         baseline_step(c->bl, x.dq, x.dcache, x.L, x.dlen, c->S, c->bl->in->scale, x.dout, x.dlse, s);
     else
-        fg_launch(x.b, s);
+        c->failed += fg_launch(x.b, s) != FG_OK;
 }
 
 // Least squares T = T0 + bytes / BW over an instance's points.
@@ -1330,7 +1331,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             fgh_timing t = {}, tb = {};
             BenchCtx c = {sets.data(), nsets, S, nullptr};
             if (ok && checked)
-                ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0;
+                ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0 && c.failed == 0;
             if (!CHECKF(what, ok && checked, "setup, bind, check or timing failed (%s)", fg_last_error())) {
                 for (auto &x : sets)
                     bench_set_free(&x);
