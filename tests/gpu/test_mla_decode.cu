@@ -908,7 +908,9 @@ void check_peaked_setup(Problem *p)
                              got = p->ref_o[((size_t)b * in->heads + h) * in->kvl + i];
                 num += (got - want) * (got - want), den += want * want;
             }
-            worst = std::max(worst, sqrt(num / std::max(den, 1e-300)));
+            const double e = sqrt(num / std::max(den, 1e-300));
+            if (!(e <= worst))   // a NaN is the worst (std::max would keep the old value)
+                worst = e;
         }
     char name[320];
     snprintf(name, sizeof name, "%s: peaked case: the reference follows the chosen rows", in->name);

@@ -1022,12 +1022,7 @@ int main(int argc, char **argv)
                        kdir);
         }
         if (go && manifest_path) {
-            size_t mlen = 0;
-            char *manifest = (char *)fgh_read_file(manifest_path, &mlen);
-            if (manifest) {
-                manifest = (char *)realloc(manifest, mlen + 1);
-                manifest[mlen] = '\0';
-            }
+            char *manifest = fgh_read_text(manifest_path);
             if (CHECKF("rmsnorm: manifest readable", manifest != NULL, "%s", manifest_path))
                 check_manifest(manifest);
             free(manifest);
