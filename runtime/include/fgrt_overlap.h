@@ -77,9 +77,11 @@ typedef enum {
                          `chunk` where chunk >= 0; with slot >= 0 (RS chunk_overlap) the
                          product plus receive slot `slot`'s same rows, into `out` when the
                          block is the rank's own, else into its partials */
-    FGRT_OP_SIGNAL,   /* set flag `flag` (FGRT_FLAG_SENT + i * world + d) in rank d's
-                         memory, after the ops before it on `stream` */
-    FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (time limit) */
+    FGRT_OP_SIGNAL,   /* set flag `flag` (FGRT_FLAG_SENT + i: piece i of what this rank
+                         pushes to `peer`) in this rank's row of `peer`'s memory, after the
+                         ops before it on `stream` */
+    FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (its row of this
+                         rank's memory; time limit) */
     FGRT_OP_REDUCE,   /* this rank's block: its own partial plus the received ones */
     FGRT_OP_NCCL      /* the collective through NCCL (all blocks) */
 } fgrt_op_kind;
@@ -87,7 +89,8 @@ typedef enum {
 typedef struct fgrt_op {
     fgrt_op_kind kind;
     unsigned stream;  /* 0, 1 or 2; a barrier joins them all */
-    int peer;         /* COPY, WAIT: the other rank; else -1 */
+    int peer;         /* COPY, SIGNAL: the rank written to; WAIT: the rank whose flag;
+                         else -1 */
     int block;        /* COPY, GEMM, REDUCE: a row block (rank-sized share of M); -1: all */
     int chunk;        /* COPY, GEMM: a piece of the block (chunk_overlap); -1: all of it */
     int slot;         /* RS COPY: the peer's receive slot written; RS GEMM: the slot added;
@@ -97,18 +100,22 @@ typedef struct fgrt_op {
                          another stream), or -1 */
 } fgrt_op;
 
-/* Flags of a rank: the opening barrier's, then "piece i of what I push to
- * rank d has landed there" (FGRT_FLAG_SENT + i * world + d: AG's shard or
- * its piece i; RS's partial of d's block, or chunk_overlap's running sum,
- * piece i = step * chunks + chunk). */
+/* Flags of a rank, one row per sender in the memory of the rank that waits
+ * on them (the row says who sent, the memory whom it was for): the opening
+ * barrier's, then "piece i of what the sender pushed here has landed"
+ * (FGRT_FLAG_SENT + i: AG's shard, or its piece i under chunk_overlap; RS's
+ * partial of this rank's block, i = 0; RS chunk_overlap's running sum sent
+ * at the sender's ring step s, piece j: i = s * chunks + j). */
 enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 
 #define FGRT_MAX_WORLD 64   /* ranks an order or an executor may have */
 #define FGRT_MAX_CHUNKS 8   /* pieces a row block may be split into */
 
-/* Flags a rank has for collective c under schedule s: FGRT_FLAG_SENT plus
- * world per piece a sender may flag (0 for arguments fgrt_overlap_ops
- * refuses). */
+/* Flags in one sender's row for collective c under schedule s:
+ * FGRT_FLAG_SENT plus the pieces a sender may flag to one rank (chunks; RS
+ * chunk_overlap's ring (world - 1) x chunks), so every flag an op names is
+ * below it (0 for arguments fgrt_overlap_ops refuses).  The executor keeps
+ * world rows of it, and one epoch word. */
 FGRT_OVERLAP_API unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world,
                                              unsigned chunks);
 

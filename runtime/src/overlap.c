@@ -43,10 +43,11 @@ static void barrier(order *o, unsigned flag)
     push(o, FGRT_OP_BARRIER, 0, -1, -1, flag, -1);
 }
 
-/* The flag of piece i of what is pushed to rank d (fgrt_overlap.h). */
-static unsigned sent(unsigned world, unsigned i, unsigned d)
+/* The flag of piece i of what a sender pushes to a rank (fgrt_overlap.h):
+ * the rank it is for is the one whose memory holds it, the sender its row. */
+static unsigned sent(unsigned i)
 {
-    return FGRT_FLAG_SENT + i * world + d;
+    return FGRT_FLAG_SENT + i;
 }
 
 /* AG: the own shard is pushed to r+1, r+2, ... (every rank writes a
@@ -70,14 +71,14 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
         for (unsigned i = 1; i < world; i++) {
             const int d = (int)((rank + i) % world);
             piece(o, push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1), pieces ? (int)j : -1, -1);
-            push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, j, (unsigned)d), -1);
+            push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(j), -1);
         }
     /* the peers' pieces in the order they land: piece j from every peer, then j + 1 */
     for (unsigned j = 0; j < chunks; j++)
         for (unsigned i = 1; i < world; i++) {
             const int p = (int)((rank + world - i) % world);
             const unsigned st = overlap ? 1 + (j * (world - 1) + i) % 2 : 1;
-            push(o, FGRT_OP_WAIT, st, p, -1, sent(world, j, rank), -1);
+            push(o, FGRT_OP_WAIT, st, p, -1, sent(j), -1);
             if (overlap)
                 piece(o, push(o, FGRT_OP_GEMM, st, -1, p, 0, -1), pieces ? (int)j : -1, -1);
         }
@@ -100,13 +101,13 @@ static void ring_reduce_scatter(order *o, unsigned world, unsigned chunks, unsig
         for (unsigned j = 0; j < chunks; j++) {
             const unsigned st = 1 + (s * chunks + j) % 2;
             if (s > 0)
-                push(o, FGRT_OP_WAIT, st, prev, -1, sent(world, (s - 1) * chunks + j, rank), -1);
+                push(o, FGRT_OP_WAIT, st, prev, -1, sent((s - 1) * chunks + j), -1);
             const int mm = push(o, FGRT_OP_GEMM, st, -1, d, 0, -1);
             piece(o, mm, (int)j, s > 0 ? (int)s - 1 : -1);
             if (s + 1 == world)
                 continue;   /* the own block: the sum is complete in out */
             piece(o, push(o, FGRT_OP_COPY, 0, next, d, 0, mm), (int)j, (int)s);
-            push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, s * chunks + j, (unsigned)next), -1);
+            push(o, FGRT_OP_SIGNAL, 0, next, -1, sent(s * chunks + j), -1);
         }
     }
 }
@@ -132,15 +133,14 @@ static void reduce_scatter(order *o, fgrt_schedule s, unsigned world, unsigned r
         const int mm = s == FGRT_SHARD_OVERLAP ? push(o, FGRT_OP_GEMM, 1 + i % 2, -1, d, 0, -1)
                                                : whole;
         piece(o, push(o, FGRT_OP_COPY, 0, d, d, 0, mm), -1, (int)rank);
-        push(o, FGRT_OP_SIGNAL, 0, -1, -1, sent(world, 0, (unsigned)d), -1);
+        push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(0), -1);
     }
     int own = whole;
     if (s == FGRT_SHARD_OVERLAP)
         own = push(o, FGRT_OP_GEMM, 1 + world % 2, -1, (int)rank, 0, -1);
     const unsigned rs = 1 + world % 2;   /* the stream of the own block's GEMM */
     for (unsigned i = 1; i < world; i++)
-        push(o, FGRT_OP_WAIT, rs, (int)((rank + world - i) % world), -1,
-             sent(world, 0, rank), -1);
+        push(o, FGRT_OP_WAIT, rs, (int)((rank + world - i) % world), -1, sent(0), -1);
     push(o, FGRT_OP_REDUCE, rs, -1, (int)rank, 0, own);
 }
 
@@ -155,10 +155,10 @@ unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world, 
 {
     if (!valid(c, s, world, chunks))
         return 0;
-    /* pieces a sender flags: RS chunk_overlap's (world - 1) steps x chunks, else chunks */
+    /* pieces a sender flags to one rank: RS chunk_overlap's (world - 1) steps x chunks, else chunks */
     const unsigned pieces = c == FGRT_GEMM_RS && s == FGRT_CHUNK_OVERLAP ? (world - 1) * chunks
                                                                           : chunks;
-    return FGRT_FLAG_SENT + world * pieces;
+    return FGRT_FLAG_SENT + pieces;
 }
 
 size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks,

@@ -251,7 +251,8 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
 
 /* ---- the handle ---- */
 
-enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 3 };
+/* 4: flags numbered by piece alone (a version 3 peer writes them at other offsets) */
+enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 4 };
 
 typedef struct wire {
     uint32_t magic, version;
@@ -478,8 +479,8 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
                                     : a->gemm(a->user, s, A + at_a, acc, c, rows);
         return r == 0 ? FG_OK : callback_failed("gemm", op);
     }
-    case FGRT_OP_SIGNAL:   /* "piece i of what I push to rank d has landed": in d's memory */
-        return send_flag(x, (op->flag - FGRT_FLAG_SENT) % a->world, op->flag, s);
+    case FGRT_OP_SIGNAL:   /* "piece i of what I pushed to you has landed": in the peer's memory */
+        return send_flag(x, (unsigned)op->peer, op->flag, s);
     case FGRT_OP_WAIT:
         return o->wait_flag(x->drv, s, flag_at(x, x->flags, (unsigned)op->peer, op->flag), epoch);
     case FGRT_OP_REDUCE: {
@@ -595,7 +596,10 @@ static fg_status drain(fgrt_overlap *x, double limit_s, bool *idle)
     }
 }
 
-/* "rank 1 flag sent(0)" for each awaited flag short of the call's epoch. */
+/* "rank 1's sent(0) at call 3 (has 2)" for each awaited flag short of the
+ * call's epoch: sent(D) names D, this rank, as the destination of rank 1's
+ * push; chunk_overlap adds the piece (RS's ring: the sender's step and the
+ * piece of it). */
 static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
 {
     const size_t n = (size_t)x->args.world * x->nflags;
@@ -617,11 +621,14 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
         if (w->flag == FGRT_FLAG_START)
             snprintf(name, sizeof name, "start");
         else if (x->args.schedule != FGRT_CHUNK_OVERLAP)
-            snprintf(name, sizeof name, "sent(%u)", w->flag - FGRT_FLAG_SENT);
-        else   /* piece i of what was sent to d */
-            snprintf(name, sizeof name, "sent(%u) piece %u",
-                     (w->flag - FGRT_FLAG_SENT) % x->args.world,
-                     (w->flag - FGRT_FLAG_SENT) / x->args.world);
+            snprintf(name, sizeof name, "sent(%u)", x->args.rank);
+        else if (x->args.collective == FGRT_AG_GEMM)   /* piece i of the sender's shard */
+            snprintf(name, sizeof name, "sent(%u) piece %u", x->args.rank,
+                     w->flag - FGRT_FLAG_SENT);
+        else   /* the ring: i = step x chunks + piece */
+            snprintf(name, sizeof name, "sent(%u) step %u piece %u", x->args.rank,
+                     (w->flag - FGRT_FLAG_SENT) / x->chunks,
+                     (w->flag - FGRT_FLAG_SENT) % x->chunks);
         used += (size_t)snprintf(buf + used, len - used, "%srank %u's %s at call %u (has %u)",
                                  used ? ", " : "", w->peer, name, x->epoch, got);
     }

@@ -74,7 +74,11 @@ struct Rank {
     __nv_bfloat16 *c = nullptr;     // AG: C [M, N]; RS: the partial [M, N]
     __nv_bfloat16 *recv = nullptr;  // RS: W slots of [M/W, N] from each rank
     __nv_bfloat16 *out = nullptr;   // RS: this rank's reduced block [M/W, N]
-    std::vector<cudaEvent_t> flag;  // fgrt_overlap_flags() of the schedule with the most
+    // [destination][flag]: fgrt_overlap_flags() of the schedule with the most per
+    // destination (a flag is the piece of what this rank pushed to one rank: AG
+    // pushes piece j to every peer, and a peer must not wait on another's later
+    // push); a barrier's in the rank's own row, which no push uses
+    std::vector<std::vector<cudaEvent_t>> flag;
     cudaEvent_t done[kMaxOps] = {};
     cudaEvent_t join[2] = {};       // a barrier joins streams 0 and 2 into 1
     int sms = 0;                    // the reduction's grid: 16 blocks per SM
@@ -125,10 +129,11 @@ bool setup(Setup *s)
         for (auto &st : r.st)
             if (!fgh_ok(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking)))
                 return false;
-        r.flag.assign(nflags, nullptr);
-        for (auto &e : r.flag)
-            if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
-                return false;
+        r.flag.assign(s->world, std::vector<cudaEvent_t>(nflags, nullptr));
+        for (auto &row : r.flag)
+            for (auto &e : row)
+                if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
+                    return false;
         for (auto &e : r.done)
             if (!fgh_ok(cudaEventCreateWithFlags(&e, cudaEventDisableTiming)))
                 return false;
@@ -179,9 +184,10 @@ void teardown(Setup *s)
         for (auto &st : r.st)
             if (st)
                 cudaStreamDestroy(st);
-        for (auto &e : r.flag)
-            if (e)
-                cudaEventDestroy(e);
+        for (auto &row : r.flag)
+            for (auto &e : row)
+                if (e)
+                    cudaEventDestroy(e);
         for (auto &e : r.done)
             if (e)
                 cudaEventDestroy(e);
@@ -247,11 +253,11 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
             ok = gemm_rows(r, op.stream, a + row0 * s->k, acc, c, rows, s->n, s->k);
         break;
     }
-    case FGRT_OP_SIGNAL:
-        ok = fgh_ok(cudaEventRecord(r.flag[op.flag], st));
+    case FGRT_OP_SIGNAL:   // piece op.flag of what this rank pushed to op.peer
+        ok = fgh_ok(cudaEventRecord(r.flag[op.peer][op.flag], st));
         break;
-    case FGRT_OP_WAIT:
-        ok = fgh_ok(cudaStreamWaitEvent(st, s->r[op.peer].flag[op.flag], 0));
+    case FGRT_OP_WAIT:   // op.peer's flag for this rank
+        ok = fgh_ok(cudaStreamWaitEvent(st, s->r[op.peer].flag[q][op.flag], 0));
         break;
     case FGRT_OP_REDUCE:
         // setup() makes rows * n a multiple of 8
@@ -268,16 +274,16 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
     return ok && fgh_ok(cudaEventRecord(r.done[k], st));
 }
 
-// A barrier's first half: every stream of the rank joined into stream 1, the
-// flag recorded there.
-bool arm_barrier(Rank &r, unsigned flag)
+// A barrier's first half: every stream of rank q joined into stream 1, the
+// flag recorded there (in its own row: it is for every rank).
+bool arm_barrier(Rank &r, int q, unsigned flag)
 {
     cudaSetDevice(r.dev);
     return fgh_ok(cudaEventRecord(r.join[0], r.st[0])) &&
            fgh_ok(cudaEventRecord(r.join[1], r.st[2])) &&
            fgh_ok(cudaStreamWaitEvent(r.st[1], r.join[0], 0)) &&
            fgh_ok(cudaStreamWaitEvent(r.st[1], r.join[1], 0)) &&
-           fgh_ok(cudaEventRecord(r.flag[flag], r.st[1]));
+           fgh_ok(cudaEventRecord(r.flag[q][flag], r.st[1]));
 }
 
 // Its second half: every stream waits for every rank's flag.
@@ -286,7 +292,7 @@ bool pass_barrier(Setup *s, Rank &r, unsigned flag)
     cudaSetDevice(r.dev);
     for (int p = 0; p < s->world; p++)
         for (auto st : r.st)
-            if (!fgh_ok(cudaStreamWaitEvent(st, s->r[p].flag[flag], 0)))
+            if (!fgh_ok(cudaStreamWaitEvent(st, s->r[p].flag[p][flag], 0)))
                 return false;
     return true;
 }
@@ -347,9 +353,11 @@ bool run_call(Setup *s, Sched sched)
     const size_t *n = s->nops;
     size_t next[kMaxWorld] = {};
     bool armed[kMaxWorld] = {}, at_nccl[kMaxWorld] = {};
-    const size_t nflags = s->r[0].flag.size();
-    std::vector<char> signalled_at(s->world * nflags, 0);   // [rank][flag]
-    auto signalled = [&](int rank) { return &signalled_at[rank * nflags]; };
+    const size_t nflags = s->r[0].flag[0].size(), w = (size_t)s->world;
+    std::vector<char> signalled_at(w * w * nflags, 0);   // [sender][destination][flag]
+    auto signalled = [&](int from, int to) {
+        return &signalled_at[((size_t)from * w + (size_t)to) * nflags];
+    };
     for (bool moved = true; moved;) {
         moved = false;
         for (int q = 0; q < s->world; q++) {
@@ -358,22 +366,22 @@ bool run_call(Setup *s, Sched sched)
             const fgrt_op &op = ops[q][next[q]];
             if (op.kind == FGRT_OP_BARRIER) {
                 if (!armed[q]) {
-                    if (!arm_barrier(s->r[q], op.flag))
+                    if (!arm_barrier(s->r[q], q, op.flag))
                         return false;
                     armed[q] = true;
-                    signalled(q)[op.flag] = true;
+                    signalled(q, q)[op.flag] = true;   // its own row: for every rank
                     moved = true;
                 }
                 bool all = true;
                 for (int p = 0; p < s->world; p++)
-                    all &= signalled(p)[op.flag];
+                    all &= signalled(p, p)[op.flag];
                 if (!all)
                     continue;
                 if (!pass_barrier(s, s->r[q], op.flag))
                     return false;
                 armed[q] = false;
             } else if (op.kind == FGRT_OP_WAIT) {
-                if (!signalled(op.peer)[op.flag])
+                if (!signalled(op.peer, q)[op.flag])
                     continue;
                 if (!enqueue_op(s, q, ops[q], (int)next[q]))
                     return false;
@@ -396,7 +404,7 @@ bool run_call(Setup *s, Sched sched)
                 if (!enqueue_op(s, q, ops[q], (int)next[q]))
                     return false;
                 if (op.kind == FGRT_OP_SIGNAL)
-                    signalled(q)[op.flag] = true;
+                    signalled(q, op.peer)[op.flag] = true;
             }
             next[q]++;
             moved = true;

@@ -1581,10 +1581,18 @@ Test(overlap_exec, a_failed_copy_fails_the_run_and_times_the_peer_out)
     }
 }
 
+/* How rank 1 names piece j of what rank 0 pushed to it under chunk_overlap
+ * at world 2: AG "sent(1) piece j"; RS's ring has one step there, step 0. */
+static const char *piece_name(fgrt_collective c, unsigned j, char *buf, size_t len)
+{
+    snprintf(buf, len, "sent(1) %spiece %u at", c == FGRT_GEMM_RS ? "step 0 " : "", j);
+    return buf;
+}
+
 /* chunk_overlap at world 2: rank 0's start flag, then per piece j its data
  * (AG the piece of its shard, RS the piece of its partial of rank 1's block)
- * and sent(1) piece j, so copies 2j + 1 and 2j + 2 belong to piece j; the
- * peer's timeout names the first piece that never came, and none that did. */
+ * and its flag, so copies 2j + 1 and 2j + 2 belong to piece j; the peer's
+ * timeout names the first piece that never came, and none that did. */
 Test(overlap_exec, chunk_overlap_a_failed_copy_names_the_missing_piece)
 {
     for (int c = 0; c < 2; c++)
@@ -1592,10 +1600,10 @@ Test(overlap_exec, chunk_overlap_a_failed_copy_names_the_missing_piece)
             const fgrt_collective coll = (fgrt_collective)c;
             copy_failure(coll, FGRT_CHUNK_OVERLAP, chunks, 0, "rank 0's start", NULL);
             for (unsigned j = 0; j < chunks; j++) {
-                char missing[64], absent[64];
-                snprintf(missing, sizeof missing, "rank 0's sent(1) piece %u at", j);
-                /* the piece before j did come */
-                snprintf(absent, sizeof absent, "sent(1) piece %u at", j - 1);
+                char name[48], missing[64], absent[48];
+                snprintf(missing, sizeof missing, "rank 0's %s",
+                         piece_name(coll, j, name, sizeof name));
+                piece_name(coll, j - 1, absent, sizeof absent);   /* it did come */
                 copy_failure(coll, FGRT_CHUNK_OVERLAP, chunks, (int)(2 * j + 1), missing,
                              j ? absent : "start");
                 copy_failure(coll, FGRT_CHUNK_OVERLAP, chunks, (int)(2 * j + 2), missing,
@@ -1605,10 +1613,10 @@ Test(overlap_exec, chunk_overlap_a_failed_copy_names_the_missing_piece)
 }
 
 /* RS chunk_overlap's ring at world 3 (chunks 2): rank 0 sends only to rank 1,
- * step 0 (block 2) as pieces 0 and 1, step 1 (block 0) as pieces 2 and 3.
- * Its copy 7 (sent(1) piece 2) fails: rank 1 times out on pieces 2 and 3
- * only, while block 2's sum, which passed rank 0 at step 0, still completes
- * at rank 2. */
+ * step 0 (block 2) and step 1 (block 0), each as pieces 0 and 1 (flags
+ * FGRT_FLAG_SENT + 0 to 3).  Its copy 7 (step 1 piece 0) fails: rank 1 times
+ * out on step 1's pieces only, while block 2's sum, which passed rank 0 at
+ * step 0, still completes at rank 2. */
 Test(overlap_exec, chunk_overlap_a_broken_ring_times_out_downstream_only)
 {
     world w;
@@ -1623,8 +1631,9 @@ Test(overlap_exec, chunk_overlap_a_broken_ring_times_out_downstream_only)
     start_call(&w, 0, 2, NULL, false);
     cr_assert_eq(fgrt_overlap_wait(w.r[2].x), FG_OK, "%s", fg_last_error());
     check_rank(&w, 0, 2, "rank 2 behind a broken ring");
-    expect_timeout_without(&w, 1, "rank 0's sent(1) piece 2 at", "piece 1 at");
-    cr_assert(strstr(fg_last_error(), "rank 0's sent(1) piece 3 at"), "%s", fg_last_error());
+    expect_timeout_without(&w, 1, "rank 0's sent(1) step 1 piece 0 at", "step 0");
+    cr_assert(strstr(fg_last_error(), "rank 0's sent(1) step 1 piece 1 at"), "%s",
+              fg_last_error());
     cr_assert_eq(fgrt_overlap_wait(r0->x), FG_ERR_DRIVER);
     world_close(&w);
 }
@@ -1674,9 +1683,10 @@ Test(overlap_exec, chunk_overlap_a_failed_gemm_callback_fails_the_run)
         gemm_failure(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, chunks, 1, NULL, NULL);
         /* RS: piece j's GEMM comes before piece j's push: pieces before j came */
         for (unsigned j = 0; j < chunks; j++) {
-            char missing[64], absent[64];
-            snprintf(missing, sizeof missing, "rank 0's sent(1) piece %u at", j);
-            snprintf(absent, sizeof absent, "sent(1) piece %u at", j - 1);
+            char name[48], missing[64], absent[48];
+            snprintf(missing, sizeof missing, "rank 0's %s",
+                     piece_name(FGRT_GEMM_RS, j, name, sizeof name));
+            piece_name(FGRT_GEMM_RS, j - 1, absent, sizeof absent);
             gemm_failure(FGRT_GEMM_RS, FGRT_CHUNK_OVERLAP, chunks, (int)j, missing,
                          j ? absent : "start");
         }
@@ -1920,8 +1930,8 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
 }
 
 /* Ranks that disagree on chunks lay their flags out differently (a rank's
- * row is FGRT_FLAG_SENT + world x pieces words, and a peer writes into it at
- * its own offsets): connect must refuse them, as it does m or the schedule. */
+ * row is FGRT_FLAG_SENT + pieces words, and a peer writes into it at its own
+ * offsets): connect must refuse them, as it does m or the schedule. */
 Test(overlap_exec, connect_refuses_ranks_that_disagree_on_chunks)
 {
     world w;

@@ -22,7 +22,7 @@
 #define CALLS 2                /* two calls back to back: buffers and flags are reused */
 #define MAXCALL 256            /* ops of one rank's call */
 #define MAXOPS (CALLS * MAXCALL)
-#define MAXFLAGS (FGRT_FLAG_SENT + MAXW * (MAXW - 1) * MAXP)
+#define MAXFLAGS (FGRT_FLAG_SENT + (MAXW - 1) * MAXP)   /* a sender's row: the ring's most */
 #define STREAMS 3
 #define SEEDS 40
 
@@ -65,7 +65,9 @@ typedef enum {
     DROP_OP,      /* leave op `op` out */
     NO_AFTER,     /* op `op` without its event */
     NO_SLOT,      /* GEMM `op` without the receive slot it adds */
-    OTHER_DEST    /* WAIT `op` for the flag of the same piece sent to another rank */
+    EARLIER_FLAG, /* WAIT `op` for its sender's flag before the one it names (start for
+                     the first piece): set, but before the data it should wait for */
+    OTHER_SENDER  /* WAIT `op` for the same flag from another rank than its sender */
 } break_kind;
 
 typedef struct breakage {
@@ -262,6 +264,9 @@ static bool step(sim *m, unsigned q, size_t k)
     case FGRT_OP_NCCL:
         if (!r->armed[k]) {
             r->armed[k] = true;
+            for (unsigned p = 0; op->kind == FGRT_OP_BARRIER && p < w; p++)
+                if (p != q)   /* its flag, set in every peer's memory (a wait could read it) */
+                    m->r[p].flag[e][q][op->flag] = true;
             return true;
         }
         if (!all_armed(m, r->coll_no[k]))
@@ -269,14 +274,9 @@ static bool step(sim *m, unsigned q, size_t k)
         if (op->kind == FGRT_OP_NCCL)
             nccl(m, q, e);
         break;
-    case FGRT_OP_SIGNAL: {
-        /* set in the memory of the rank it is for, so no other rank's wait sees it */
-        const unsigned d = (op->flag - FGRT_FLAG_SENT) % w;
-        check(op->flag >= FGRT_FLAG_SENT && d != q, "rank %u sets flag %u for itself", q,
-              op->flag);
-        m->r[d].flag[e][q][op->flag] = true;
+    case FGRT_OP_SIGNAL:   /* in this rank's row of the memory of the rank it is for */
+        m->r[op->peer].flag[e][q][op->flag] = true;
         break;
-    }
     case FGRT_OP_WAIT:
         if (!r->flag[e][op->peer][op->flag])
             return false;
@@ -326,12 +326,14 @@ static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *o
     case NO_SLOT:
         op->slot = -1;
         break;
-    case OTHER_DEST: {   /* the first rank other than this one and the sender */
-        const unsigned piece = (op->flag - FGRT_FLAG_SENT) / m->w;
-        unsigned d = 0;
-        while (d == q || d == (unsigned)op->peer)
-            d++;
-        op->flag = FGRT_FLAG_SENT + piece * m->w + d;
+    case EARLIER_FLAG:   /* the sender sets it in this rank's memory before the right one */
+        op->flag--;
+        break;
+    case OTHER_SENDER: {   /* the first rank other than this one and the sender */
+        int p = 0;
+        while (p == (int)q || p == op->peer)
+            p++;
+        op->peer = p;
         break;
     }
     }
@@ -367,7 +369,8 @@ static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsi
         for (size_t k = 0; k < r->per_call; k++) {
             const fgrt_op *op = &r->ops[k];
             check(op->stream < STREAMS && op->after < (int)k, "rank %u op %zu", q, k);
-            const bool has_peer = op->kind == FGRT_OP_COPY || op->kind == FGRT_OP_WAIT;
+            const bool has_peer = op->kind == FGRT_OP_COPY || op->kind == FGRT_OP_SIGNAL ||
+                                  op->kind == FGRT_OP_WAIT;
             check(!has_peer || (op->peer >= 0 && (unsigned)op->peer < w && (unsigned)op->peer != q),
                   "rank %u op %zu: peer %d", q, k, op->peer);
             check(op->block >= -1 && op->block < (int)w &&
@@ -382,6 +385,8 @@ static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsi
                   "rank %u op %zu: slot %d", q, k, op->slot);
             check(!flagged(op) || op->flag < nflags, "rank %u op %zu: flag %u of %u", q, k,
                   op->flag, nflags);
+            check(op->kind != FGRT_OP_SIGNAL || op->flag >= FGRT_FLAG_SENT,
+                  "rank %u op %zu: signals flag %u", q, k, op->flag);
         }
         /* What each op waits for on each stream: streams run in order, and a
          * barrier or a collective joins every stream both ways.  A stream's
@@ -497,10 +502,12 @@ static bool follows_anyway(const fgrt_op *ops, size_t a, size_t k)
 }
 
 /* The checks have teeth: rank 0's order without any one of its waits, with
- * a wait for the flag of the same piece sent to another rank, without an
- * event that nothing else implies, or with a GEMM that leaves out the
- * running sum it adds, and the orders without their opening barrier, each
- * fail in some interleaving (each within 30 seeds when this was written). */
+ * a wait for its sender's flag before the right one (always set, so this
+ * must fail a check of the data, not deadlock) or for the same flag of
+ * another sender, without an event that nothing else implies, or with a
+ * GEMM that leaves out the running sum it adds, and the orders without
+ * their opening barrier, each fail in some interleaving (each within 30
+ * seeds when this was written). */
 Test(overlap_order, every_broken_order_is_caught)
 {
     static fgrt_op ops[MAXCALL];
@@ -512,12 +519,13 @@ Test(overlap_order, every_broken_order_is_caught)
                                                   chunks, 0, ops, MAXCALL);
                 for (size_t k = 0; k < n; k++) {
                     const fgrt_op *op = &ops[k];
-                    breakage brk[2];
+                    breakage brk[4];
                     size_t nb = 0;
                     if (op->kind == FGRT_OP_WAIT) {
                         brk[nb++] = (breakage){DROP_OP, 0, k};
-                        if (w > 2)   /* a third rank to have been sent the flag */
-                            brk[nb++] = (breakage){OTHER_DEST, 0, k};
+                        brk[nb++] = (breakage){EARLIER_FLAG, 0, k};
+                        if (w > 2)   /* a third rank to have set a flag of that number */
+                            brk[nb++] = (breakage){OTHER_SENDER, 0, k};
                     }
                     if (op->kind == FGRT_OP_BARRIER)
                         brk[nb++] = (breakage){DROP_OP, -1, k};
@@ -527,9 +535,12 @@ Test(overlap_order, every_broken_order_is_caught)
                         brk[nb++] = (breakage){NO_AFTER, 0, k};
                     for (size_t i = 0; i < nb; i++) {
                         bool noticed = false;
-                        for (unsigned seed = 1; seed <= 100 && !noticed; seed++)
-                            noticed = simulate((fgrt_collective)c, (fgrt_schedule)s, w, chunks,
-                                               seed, &brk[i]) != NULL;
+                        for (unsigned seed = 1; seed <= 100 && !noticed; seed++) {
+                            const char *err = simulate((fgrt_collective)c, (fgrt_schedule)s,
+                                                       w, chunks, seed, &brk[i]);
+                            noticed = err && (brk[i].kind != EARLIER_FLAG ||
+                                              strncmp(err, "deadlock", 8) != 0);
+                        }
                         cr_expect(noticed, "%s %s, %u ranks: breaking op %zu (kind %d) of "
                                   "rank %d (way %d) goes unnoticed",
                                   coll_name((fgrt_collective)c),
@@ -585,6 +596,81 @@ Test(overlap_order, same_collective_order_distinct_peers_and_flags_in_range)
                                               fgrt_schedule_name((fgrt_schedule)s), chunks, p,
                                               q, peers[q][i], i);
                     }
+                }
+}
+
+/* A flag's number is the piece of what one sender pushed to one rank, not
+ * the rank it is for (the memory it is written in says that): a sender's
+ * row is FGRT_FLAG_SENT plus its pieces, not world times that.  Up to
+ * FGRT_MAX_WORLD ranks (past the simulator's MAXW): every flag an op names
+ * is below fgrt_overlap_flags, every SIGNAL names a peer, and each (sender,
+ * rank, flag) is signalled once and waited on once by that rank. */
+Test(overlap_order, flags_are_per_sender_and_small)
+{
+    cr_assert_eq(fgrt_overlap_flags(FGRT_GEMM_RS, FGRT_CHUNK_OVERLAP, 64, 8),
+                 FGRT_FLAG_SENT + 63 * 8, "the ring: (world - 1) x chunks pieces");
+    cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 64, 8), FGRT_FLAG_SENT + 8);
+    cr_assert_eq(fgrt_overlap_flags(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 64, 1), FGRT_FLAG_SENT + 1);
+    cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SERIAL_CE, 64, 1), FGRT_FLAG_SENT + 1);
+    enum { W = FGRT_MAX_WORLD, F = FGRT_FLAG_SENT + (W - 1) * FGRT_MAX_CHUNKS };
+    static signed char balance[W][W][F];   /* [sender][rank][flag]: signals less waits */
+    static bool signalled[W][W][F];
+    const unsigned worlds[] = {2, 3, 5, 8, 16, 33, 64}, some_chunks[] = {1, 3, 8};
+    for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
+        for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
+            for (size_t wi = 0; wi < sizeof worlds / sizeof *worlds; wi++)
+                for (size_t ci = 0; ci < (s == FGRT_CHUNK_OVERLAP ? 3u : 1u); ci++) {
+                    const fgrt_collective coll = (fgrt_collective)c;
+                    const fgrt_schedule sched = (fgrt_schedule)s;
+                    const unsigned w = worlds[wi], chunks = some_chunks[ci];
+                    const unsigned flags = fgrt_overlap_flags(coll, sched, w, chunks);
+                    const bool ring = coll == FGRT_GEMM_RS && sched == FGRT_CHUNK_OVERLAP;
+                    cr_assert_eq(flags, FGRT_FLAG_SENT + (ring ? (w - 1) * chunks : chunks),
+                                 "%s %s, %u ranks, %u chunks", coll_name(coll),
+                                 fgrt_schedule_name(sched), w, chunks);
+                    memset(balance, 0, sizeof balance);
+                    memset(signalled, 0, sizeof signalled);
+                    for (unsigned q = 0; q < w; q++) {
+                        const size_t n = fgrt_overlap_ops(coll, sched, w, chunks, q, NULL, 0);
+                        fgrt_op *ops = calloc(n, sizeof *ops);
+                        cr_assert(n > 0 && ops);
+                        cr_assert_eq(fgrt_overlap_ops(coll, sched, w, chunks, q, ops, n), n);
+                        for (size_t k = 0; k < n; k++) {
+                            const fgrt_op *op = &ops[k];
+                            if (!flagged(op))
+                                continue;
+                            cr_assert_lt(op->flag, flags, "%s %s, %u ranks, %u chunks: rank %u "
+                                         "op %zu", coll_name(coll), fgrt_schedule_name(sched),
+                                         w, chunks, q, k);
+                            if (op->kind == FGRT_OP_BARRIER)
+                                continue;
+                            cr_assert(op->peer >= 0 && (unsigned)op->peer < w &&
+                                          (unsigned)op->peer != q &&
+                                          op->flag >= FGRT_FLAG_SENT,
+                                      "%s %s, %u ranks, %u chunks: rank %u op %zu (kind %d): "
+                                      "peer %d, flag %u", coll_name(coll),
+                                      fgrt_schedule_name(sched), w, chunks, q, k,
+                                      (int)op->kind, op->peer, op->flag);
+                            if (op->kind == FGRT_OP_SIGNAL) {
+                                cr_assert_not(signalled[q][op->peer][op->flag],
+                                              "rank %u signals flag %u to rank %d twice", q,
+                                              op->flag, op->peer);
+                                signalled[q][op->peer][op->flag] = true;
+                                balance[q][op->peer][op->flag]++;
+                            } else {
+                                balance[op->peer][q][op->flag]--;
+                            }
+                        }
+                        free(ops);
+                    }
+                    for (unsigned p = 0; p < w; p++)
+                        for (unsigned q = 0; q < w; q++)
+                            for (unsigned f = 0; f < flags; f++)
+                                cr_assert_eq(balance[p][q][f], 0,
+                                             "%s %s, %u ranks, %u chunks: rank %u's flag %u "
+                                             "for rank %u: %d more signals than waits",
+                                             coll_name(coll), fgrt_schedule_name(sched), w,
+                                             chunks, p, f, q, balance[p][q][f]);
                 }
 }
 
