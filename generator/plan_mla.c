@@ -4,21 +4,25 @@
  * and reads each cache tile once for all of them: heads per block, a
  * multiple of 16 (an mma tile's rows), 32 where the heads allow (half the
  * cache re-reads of 16 at 128 heads, and the output held in registers still
- * fits), else 16.  The grid (splits, head groups, B_max) should cover the
- * SMs: the request's keys are cut into splits at run time, as many as it
- * takes to give every SM a block at B_max, at most MAX_SPLITS; the last
- * split to finish combines, so one launch does it all. */
+ * fits), else 16.  One block per SM, with as many bulk-copy stages as its
+ * shared memory holds (at most MAX_STAGES): the stages in flight are what
+ * reach the read ceiling.  The grid (splits, head groups, B_max) should
+ * cover the SMs: the request's keys are cut into splits at run time, as many
+ * as it takes to give every SM a block at B_max, as clusters of up to
+ * MAX_CLUSTER splits that merge on chip, and up to MAX_CLUSTERS of those
+ * whose slices the last cluster merges, so one launch does it all. */
 #include <math.h>
 #include <stdio.h>
 
 #include "plan.h"
 
-#define TILE 32        /* keys per tile: 4 warps x 8 (the template's layout) */
-#define STAGES 2
-#define MAX_SPLITS 32     /* the combine keeps a weight per split in registers */
+#define TILE 32        /* keys per tile: a row per lane of the loading warp */
+#define MAX_STAGES 6      /* 5 tiles in flight, 185 KB: past what an SM needs at the read
+                           * ceiling (4.5 TB/s x ~2 us of loaded latency / 132 SMs, ~68 KB) */
+#define MAX_CLUSTER 8     /* the portable cluster size */
+#define MAX_CLUSTERS 16   /* the last cluster's merge reads this many slices per column */
 #define MAX_BATCH 256
 #define MAX_KV_LORA 512   /* each thread holds kv_lora / 8 fp32 outputs in registers */
-#define REGS_PER_THREAD 168   /* what the template takes at sm_90a (140-152), with margin */
 
 /* The softmax scale of the model: 1 / sqrt(qk head dim), times YaRN's
  * mscale^2 where the RoPE scaling is YaRN (mscale = 0.1 mscale_all_dim
@@ -35,11 +39,12 @@ static double softmax_scale(const fg_model *m)
 }
 
 /* Bytes of the template's Smem struct (rounded up to 16). */
-static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem)
+static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem, unsigned stages)
 {
-    const unsigned stride = d + 8, pstride = TILE + 8;
-    const unsigned bytes = hpb * stride * elem + STAGES * TILE * stride * elem +
-                           hpb * pstride * elem + hpb * TILE * 4 + 3 * hpb * 4 + 4;
+    const unsigned stride = d + 8, pstride = TILE + 8, sstride = TILE + 8;
+    unsigned bytes = hpb * stride * elem + stages * TILE * stride * elem + hpb * pstride * elem +
+                     4 * hpb * sstride * 4 + 3 * hpb * 4;
+    bytes = (bytes + 7) / 8 * 8 + stages * 8 + 4;   /* the mbarriers, the ticket */
     return (bytes + 15) / 16 * 16;
 }
 
@@ -61,10 +66,11 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
         snprintf(buf, sizeof buf, "%u heads per GPU: the core takes heads in groups of 16", heads);
         return buf;
     }
-    if (a->kv_lora_rank % 64 || a->kv_lora_rank > MAX_KV_LORA || d % 16) {
+    if (a->kv_lora_rank % 64 || a->kv_lora_rank > MAX_KV_LORA || d % 64) {
         snprintf(buf, sizeof buf,
                  "kv_lora %u and a row of %u: the core needs kv_lora a multiple of 64 up to %u "
-                 "(its output is held in registers) and the row a multiple of 16",
+                 "(its output is held in registers) and the row a multiple of 64 (a warp's "
+                 "quarter of it in mma steps)",
                  a->kv_lora_rank, d, MAX_KV_LORA);
         return buf;
     }
@@ -89,34 +95,39 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned elem = fg_dtype_bytes(m->dtype);
     const unsigned hpb = heads % 32 == 0 ? 32 : 16, groups = heads / hpb;
     const unsigned threads = hpb / 16 * 4 * 32;
-    const unsigned smem = smem_bytes(hpb, width, elem);
-    if (smem > t->shared_mem_per_block) {
+    /* one block per SM: as many stages as fit, at most MAX_STAGES; 1 KB of
+     * an SM's shared memory is the system's per block */
+    unsigned stages = MAX_STAGES;
+    while (stages > 2 && smem_bytes(hpb, width, elem, stages) > t->shared_mem_per_block)
+        stages--;
+    const unsigned smem = smem_bytes(hpb, width, elem, stages);
+    if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
         return -1;
     }
-    /* blocks resident per SM: shared memory (1 KB of it the system's per
-     * block) and registers decide */
-    unsigned per_sm = t->shared_mem_per_cu / (smem + 1024);
-    const unsigned by_regs = t->registers_per_cu / (threads * REGS_PER_THREAD);
-    per_sm = per_sm < by_regs ? per_sm : by_regs;
-    per_sm = per_sm ? per_sm : 1;
-    /* as many splits as fill the resident slots once, rounded down: a
-     * partial second wave would cost a whole one */
-    const unsigned slots = t->compute_units * per_sm;
-    unsigned splits = slots / (bmax * groups);
-    splits = splits ? splits : 1;
-    if (splits > MAX_SPLITS)
-        splits = MAX_SPLITS;
+    const unsigned per_sm = 1;
+    /* as many splits as give every SM a block at B_max, rounded down (a
+     * partial second wave would cost a whole one), no more than the longest
+     * request has tiles; clusters of a power of two up to MAX_CLUSTER merge
+     * on chip, up to MAX_CLUSTERS of them per request */
+    unsigned splits = t->compute_units * per_sm / (bmax * groups);
     if (splits > smax / TILE)
-        splits = smax / TILE ? smax / TILE : 1;
+        splits = smax / TILE;
+    unsigned cluster = 1;
+    while (cluster * 2 <= splits && cluster * 2 <= MAX_CLUSTER && cluster * 2 <= t->max_cluster_size &&
+           kv % (cluster * 2 * 32) == 0)
+        cluster *= 2;
+    unsigned clusters = splits / cluster;
+    clusters = clusters < 1 ? 1 : clusters > MAX_CLUSTERS ? MAX_CLUSTERS : clusters;
+    splits = cluster * clusters;
 
     fg_instance in = {0};
     char dims[96], variant[32], paged[16] = "";
     if (page)
         snprintf(paged, sizeof paged, "_p%u", page);
     snprintf(dims, sizeof dims, "nh%u_kv%u_r%u_s%u%s_b%u", heads, kv, rope, smax, paged, bmax);
-    snprintf(variant, sizeof variant, "g%u_sp%u", hpb, splits);
+    snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
     if (!fg_instance_name(in.name, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims,
                           variant)) {
         fg_error(d, "cannot name an mla_decode instance");
@@ -139,8 +150,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);
     fg_instance_add_param(&in, "SPLITS", splits);
+    fg_instance_add_param(&in, "CLUSTER", cluster);
+    fg_instance_add_param(&in, "CLUSTERS", clusters);
     fg_instance_add_param(&in, "TILE", TILE);
-    fg_instance_add_param(&in, "STAGES", STAGES);
+    fg_instance_add_param(&in, "STAGES", stages);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
     fg_instance_add_param(&in, "BLOCKS_PER_SM", per_sm);
@@ -148,15 +161,15 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {splits, groups, bmax},
                             .block = {threads, 1, 1},
-                            .cluster = {1, 1, 1},
+                            .cluster = {cluster, 1, 1},
                             .dynamic_smem = smem};
-    if (splits > 1) {
-        in.workspace_bytes = bmax * groups * splits * hpb * (kv + 4) * 4;
-        in.counter_count = bmax * groups;
+    if (clusters > 1) {   /* the clusters' merged slices, each slice's (max, sum) */
+        in.workspace_bytes = bmax * groups * clusters * hpb * (kv * 4 + cluster * 8);
+        in.counter_count = bmax * groups * cluster;
     }
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/hpb%u/%s/%s",
              fg_arch_tag(t->arch), fg_dtype_name(m->dtype), hpb, page ? "paged" : "contiguous",
-             splits > 1 ? "splits" : "one-split");
+             clusters > 1 ? "clusters" : splits > 1 ? "cluster" : "one-split");
 
     fg_sb_printf(&in.reasons, "used for: the latent attention core of %s (%u heads per GPU at "
                               "tensor parallel %u), batch up to %u\n",
@@ -175,15 +188,20 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  TILE, width, groups, groups == 1 ? "" : "s (each reads the cache)");
     fg_sb_printf(&in.reasons,
                  "%u splits of each request's keys (cut by its length at run time): %u x %u "
-                 "x %u blocks for %u SMs at %u resident each (no partial second wave)%s\n",
-                 splits, splits, groups, bmax, t->compute_units, per_sm,
-                 splits > 1 ? "; the last split to finish combines them in split order "
-                              "(deterministic), one launch"
-                            : "; one split, no combine");
+                 "x %u blocks for %u SMs at one each (no partial second wave)\n",
+                 splits, splits, groups, bmax, t->compute_units);
+    if (splits > 1)
+        fg_sb_printf(&in.reasons,
+                     "clusters of %u splits merge their partial outputs in shared memory, rank j "
+                     "column slice j%s; deterministic (fixed merge orders), one launch\n",
+                     cluster, clusters > 1 ? ", then the last of the request's clusters to finish "
+                                              "a slice merges that slice of all of them"
+                                            : "");
     fg_sb_printf(&in.reasons,
-                 "%u threads (%u warps: %u head tile%s x 4 column groups), %u cp.async stages, "
-                 "%u bytes of shared memory\n",
-                 threads, threads / 32, hpb / 16, hpb == 16 ? "" : "s", STAGES, smem);
+                 "%u threads (%u warps: %u head tile%s x 4 column groups), %u bulk-copy stages "
+                 "of %u keys (%u in flight), %u bytes of shared memory\n",
+                 threads, threads / 32, hpb / 16, hpb == 16 ? "" : "s", stages, TILE, stages - 1,
+                 smem);
     if (page)
         fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, row "
                                   "by row\n", page);

@@ -8,7 +8,8 @@
 // manifest.json (--manifest; default $FG_GEN_DIR/manifest.json, else
 // generated/manifest.json): params heads, kv_lora, rope_dim, max_context,
 // page_size, bmax (the 6 key dims, "key_params": 6) and, printed and
-// recorded only, heads_per_block, head_groups, splits, tile, stages, threads;
+// recorded only, heads_per_block, head_groups, splits, clusters, tile, stages,
+// threads;
 // "dtype", "arch", "family"; launch.grid/block/dynamic_smem (and
 // launch.cluster, cooperative, nonportable_cluster, priority where present);
 // workspace_bytes, counters.  A cubin the manifest does not describe is
@@ -38,10 +39,11 @@
 // --quick: short lengths and 2 replays (compute-sanitizer runs); --repeats N:
 // replays of (g); --list: what the manifest says of each instance and its
 // registry row, checked with fg_lookup, without a GPU; --smallest:
-// one instance per code path (dtype, cache layout, heads per block, one split
-// or several), the one with the least B_max x heads x S_max; --only A,B: the
-// instances whose name contains A or B (nothing runnable selected: a
-// failure); FG_SHARD=K/N as the other GPU tests; --no-baseline.
+// one instance per code path (dtype, cache layout, heads per block; one split,
+// one cluster of splits or several clusters), the one with the least B_max x
+// heads x S_max; --only A,B: the instances whose name contains A or B
+// (nothing runnable selected: a failure); FG_SHARD=K/N as the other GPU
+// tests; --no-baseline.
 //
 // --bench [--json FILE] [--quick]: per instance at S = 1K, 4K, 16K (<= S_max;
 // --quick: the smallest and the largest) and B_max requests of length S:
@@ -278,7 +280,7 @@ struct Inst {
     char name[160], family[64], scale_text[64];
     fgh_dtype dt;
     int heads, kvl, rope, D, smax, page, bmax;
-    int hpb, groups, splits, tile, stages, threads;   // the plan; -1 where the manifest has none
+    int hpb, groups, splits, clusters, tile, stages, threads;   // the plan; -1 where the manifest has none
     float scale;                                      // kTestScale
     long long grid[3], block[3], cluster[3];
     long long cooperative, nonportable, dynamic_smem, workspace, counters, priority;
@@ -312,7 +314,8 @@ bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent
                 {&in->rope, "rope_dim", true},      {&in->smax, "max_context", true},
                 {&in->page, "page_size", true},     {&in->bmax, "bmax", true},
                 {&in->hpb, "heads_per_block", false}, {&in->groups, "head_groups", false},
-                {&in->splits, "splits", false},     {&in->tile, "tile", false},
+                {&in->splits, "splits", false},     {&in->clusters, "clusters", false},
+                {&in->tile, "tile", false},
                 {&in->stages, "stages", false},     {&in->threads, "threads", false}};
     for (const auto &f : ints) {
         const long long v = fgh_manifest_value(m, n, f.key);
@@ -455,11 +458,12 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
 }
 
 // --smallest: the code path an instance takes (dtype, cache layout, heads per
-// block, one split or several).
+// block; one split, one cluster of splits, or several clusters).
+int merge_path(const Inst &a) { return a.splits <= 1 ? 0 : a.clusters <= 1 ? 1 : 2; }
 bool same_path(const Inst &a, const Inst &b)
 {
     const int la = a.page == 0 ? 0 : a.page == 1 ? 1 : 2, lb = b.page == 0 ? 0 : b.page == 1 ? 1 : 2;
-    return a.dt == b.dt && la == lb && a.hpb == b.hpb && (a.splits > 1) == (b.splits > 1);
+    return a.dt == b.dt && la == lb && a.hpb == b.hpb && merge_path(a) == merge_path(b);
 }
 
 double work_of(const Inst &a) { return (double)a.bmax * a.heads * a.smax; }
@@ -1092,11 +1096,11 @@ void list_instances(const std::vector<int> &sel)
         const Inst *in = &g_inst[k];
         const fg_kernel_entry *e = &g_reg[k];
         printf("%s\n  %s, heads %d, kv_lora %d, rope %d (D %d), S_max %d, page %d, B_max %d; plan: "
-               "heads/block %d, head groups %d, splits %d, tile %d, stages %d, threads %d\n"
+               "heads/block %d, head groups %d, splits %d (clusters %d), tile %d, stages %d, threads %d\n"
                "  softmax scale \"%s\" = %.9g; grid [%u, %u, %u], block [%u, %u, %u], cluster [%u, %u, "
                "%u], dynamic smem %u, workspace %u B, counters %u, cooperative %d\n",
                in->name, fgh_dtype_name(in->dt), in->heads, in->kvl, in->rope, in->D, in->smax,
-               in->page, in->bmax, in->hpb, in->groups, in->splits, in->tile, in->stages,
+               in->page, in->bmax, in->hpb, in->groups, in->splits, in->clusters, in->tile, in->stages,
                in->threads, in->scale_text, (double)in->scale, e->grid[0], e->grid[1], e->grid[2],
                e->block[0], e->block[1], e->block[2], e->cluster[0], e->cluster[1], e->cluster[2],
                e->dynamic_smem, e->workspace_bytes, e->counter_count, e->cooperative);
@@ -1388,6 +1392,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             fgh_json_int(j, "heads_per_block", in->hpb);
             fgh_json_int(j, "head_groups", in->groups);
             fgh_json_int(j, "splits", in->splits);
+            fgh_json_int(j, "clusters", in->clusters);
             fgh_json_int(j, "tile", in->tile);
             fgh_json_int(j, "stages", in->stages);
             fgh_json_int(j, "threads", in->threads);
