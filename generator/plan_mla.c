@@ -21,6 +21,7 @@
                            * ceiling (4.5 TB/s x ~2 us of loaded latency / 132 SMs, ~68 KB) */
 #define MAX_CLUSTER 8     /* the portable cluster size */
 #define MAX_CLUSTERS 16   /* the last cluster's merge reads this many slices per column */
+#define MAX_TAIL_BYTES (128u << 10)   /* what the last cluster's block of a slice reads */
 #define MAX_BATCH 256
 #define MAX_KV_LORA 512   /* each thread holds kv_lora / 8 fp32 outputs in registers */
 
@@ -46,6 +47,18 @@ static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem, unsigned sta
                      4 * hpb * sstride * 4 + 3 * hpb * 4;
     bytes = (bytes + 7) / 8 * 8 + stages * 8 + 4;   /* the mbarriers, the ticket */
     return (bytes + 15) / 16 * 16;
+}
+
+/* Clusters of c blocks resident at once at one block per SM.  A GPC holds
+ * whole clusters, and the H200's GPCs (14 to 18 SMs) held 30 clusters of 4
+ * at one block per SM (132 SMs; docs/performance.md), which GPC sizes such
+ * as 4 x 18 + 2 x 16 + 2 x 14 give; those sizes give 14 clusters of 8.
+ * Other sm_90a parts are scaled by their SM count; 2 SMs share a TPC, so
+ * clusters of 2 reach every SM. */
+static unsigned clusters_resident(const fg_target *t, unsigned c)
+{
+    const unsigned sms = t->compute_units;
+    return c <= 2 ? sms / c : c == 4 ? sms * 30 / 132 : sms * 14 / 132 * 8 / c;
 }
 
 /* The cache's page size; 0: contiguous. */
@@ -107,20 +120,28 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         return -1;
     }
     const unsigned per_sm = 1;
-    /* as many splits as give every SM a block at B_max, rounded down (a
-     * partial second wave would cost a whole one), no more than the longest
-     * request has tiles; clusters of a power of two up to MAX_CLUSTER merge
-     * on chip, up to MAX_CLUSTERS of them per request */
-    unsigned splits = t->compute_units * per_sm / (bmax * groups);
-    if (splits > smax / TILE)
-        splits = smax / TILE;
-    unsigned cluster = 1;
-    while (cluster * 2 <= splits && cluster * 2 <= MAX_CLUSTER && cluster * 2 <= t->max_cluster_size &&
-           kv % (cluster * 2 * 32) == 0)
-        cluster *= 2;
-    unsigned clusters = splits / cluster;
-    clusters = clusters < 1 ? 1 : clusters > MAX_CLUSTERS ? MAX_CLUSTERS : clusters;
-    splits = cluster * clusters;
+    /* the splits: clusters of c (a power of two up to MAX_CLUSTER) times
+     * clusters per request p (up to MAX_CLUSTERS), chosen for the most blocks
+     * resident at once at B_max (a partial second wave would cost a whole
+     * one), no more splits than the longest request has tiles, and a last
+     * cluster's merge of at most MAX_TAIL_BYTES per block; ties to the larger
+     * cluster (more of the merge on chip) */
+    const unsigned pairs = bmax * groups, max_splits = smax / TILE ? smax / TILE : 1;
+    unsigned cluster = 1, clusters = 1, best = 0;
+    for (unsigned c = 1; c <= MAX_CLUSTER && c <= max_splits; c *= 2) {
+        if (c > 1 && (c > t->max_cluster_size || kv % (c * 32)))
+            break;
+        unsigned p = clusters_resident(t, c) / pairs;
+        p = p > MAX_CLUSTERS ? MAX_CLUSTERS : p;
+        p = p > max_splits / c ? max_splits / c : p;
+        while (p > 1 && (size_t)p * hpb * (kv / c) * 4 > MAX_TAIL_BYTES)
+            p--;
+        if (p >= 1 && c * p * pairs >= best) {
+            best = c * p * pairs;
+            cluster = c, clusters = p;
+        }
+    }
+    const unsigned splits = cluster * clusters;
 
     fg_instance in = {0};
     char dims[96], variant[32], paged[16] = "";
