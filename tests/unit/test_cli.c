@@ -1056,7 +1056,7 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2-lite.yaml "
                            "specs/targets/h200.yaml specs/targets/mi300x.yaml"),
                  0, "%s", out);
-    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b1_g16_c8x16\n"), "%s",
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b1_g16_c8x14\n"), "%s",
               out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
