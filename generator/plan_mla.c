@@ -40,11 +40,12 @@ static double softmax_scale(const fg_model *m)
 }
 
 /* Bytes of the template's Smem struct (rounded up to 16). */
-static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem, unsigned stages)
+static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem, unsigned stages,
+                           unsigned teams)
 {
     const unsigned stride = d + 8, pstride = TILE + 8, sstride = TILE + 8;
-    unsigned bytes = hpb * stride * elem + stages * TILE * stride * elem + hpb * pstride * elem +
-                     4 * hpb * sstride * 4 + 3 * hpb * 4;
+    const unsigned team = hpb * pstride * elem + 4 * hpb * sstride * 4 + 3 * hpb * 4;
+    unsigned bytes = hpb * stride * elem + stages * TILE * stride * elem + teams * team;
     bytes = (bytes + 7) / 8 * 8 + stages * 8 + 4;   /* the mbarriers, the ticket */
     return (bytes + 15) / 16 * 16;
 }
@@ -107,13 +108,16 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned page = page_size(m), smax = m->max_context;
     const unsigned elem = fg_dtype_bytes(m->dtype);
     const unsigned hpb = heads % 32 == 0 ? 32 : 16, groups = heads / hpb;
-    const unsigned threads = hpb / 16 * 4 * 32;
+    /* two teams of warps take tiles in turn where the registers allow (16
+     * heads: 2 x 4 warps), so one's softmax overlaps the other's mma */
+    const unsigned teams = hpb == 16 ? 2 : 1;
+    const unsigned threads = teams * hpb / 16 * 4 * 32;
     /* one block per SM: as many stages as fit, at most MAX_STAGES; 1 KB of
      * an SM's shared memory is the system's per block */
     unsigned stages = MAX_STAGES;
-    while (stages > 2 && smem_bytes(hpb, width, elem, stages) > t->shared_mem_per_block)
+    while (stages > teams + 1 && smem_bytes(hpb, width, elem, stages, teams) > t->shared_mem_per_block)
         stages--;
-    const unsigned smem = smem_bytes(hpb, width, elem, stages);
+    const unsigned smem = smem_bytes(hpb, width, elem, stages, teams);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
@@ -175,6 +179,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "CLUSTERS", clusters);
     fg_instance_add_param(&in, "TILE", TILE);
     fg_instance_add_param(&in, "STAGES", stages);
+    fg_instance_add_param(&in, "TEAMS", teams);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
     fg_instance_add_param(&in, "BLOCKS_PER_SM", per_sm);
@@ -219,10 +224,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                                               "a slice merges that slice of all of them"
                                             : "");
     fg_sb_printf(&in.reasons,
-                 "%u threads (%u warps: %u head tile%s x 4 column groups), %u bulk-copy stages "
-                 "of %u keys (%u in flight), %u bytes of shared memory\n",
-                 threads, threads / 32, hpb / 16, hpb == 16 ? "" : "s", stages, TILE, stages - 1,
-                 smem);
+                 "%u threads (%u warps: %u team%s taking tiles in turn, each %u head tile%s x 4 "
+                 "column groups), %u bulk-copy stages of %u keys, %u bytes of shared memory\n",
+                 threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
+                 hpb == 16 ? "" : "s", stages, TILE, smem);
     if (page)
         fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, row "
                                   "by row\n", page);
