@@ -115,7 +115,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     /* one block per SM: as many stages as fit, at most MAX_STAGES; 1 KB of
      * an SM's shared memory is the system's per block */
     unsigned stages = MAX_STAGES;
-    while (stages > teams + 1 && smem_bytes(hpb, width, elem, stages, teams) > t->shared_mem_per_block)
+    /* a multiple of the teams, so a team's tiles keep to its own stages (a
+     * stage's mbarrier phases then follow one team's waits in order) */
+    while (stages > teams + 1 &&
+           (stages % teams || smem_bytes(hpb, width, elem, stages, teams) > t->shared_mem_per_block))
         stages--;
     const unsigned smem = smem_bytes(hpb, width, elem, stages, teams);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
