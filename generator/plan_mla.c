@@ -45,7 +45,7 @@ static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem, unsigned sta
 {
     const unsigned stride = d + 8, pstride = TILE + 8, sstride = TILE + 8;
     const unsigned team = hpb * pstride * elem + 4 * hpb * sstride * 4 + 3 * hpb * 4;
-    unsigned bytes = stages * TILE * stride * elem + teams * team;
+    unsigned bytes = hpb * stride * elem + stages * TILE * stride * elem + teams * team;
     bytes = (bytes + 7) / 8 * 8 + stages * 8 + 4;   /* the mbarriers, the ticket */
     return (bytes + 15) / 16 * 16;
 }
