@@ -21,7 +21,7 @@
 // the host's cores):
 //   out: relative L2 per request <= 1e-2 (bf16) / 2e-3 (f16), every element
 //        written (NaN never passes);
-//   lse: |lse - ref| <= 1e-3 * max(1, |ref|) for every (request, head);
+//   lse: |lse - ref| <= 1e-4 * max(1, |ref|) for every (request, head);
 //   inactive slots (length 0): out exactly 0, lse exactly -inf;
 //   slots past the binding's batch (< B_max): out and lse untouched (poison);
 // on (a) every request at S_max (as many requests as the reference budget
@@ -494,15 +494,16 @@ void reference(const fgh_mla_cfg *c, const void *q, const void *cache, const int
 
 // ---- judging one launch's outputs ----
 
-constexpr double kLseTol = 1e-3;   // |lse - ref| <= kLseTol * max(1, |ref|)
+constexpr double kLseTol = 1e-4;   // |lse - ref| <= kLseTol * max(1, |ref|): a lost tile of
+                                   // 32 keys at S = 4K moves lse by ~1e-3 of it
 
 double out_tol(fgh_dtype t) { return t == FGH_F16 ? 2e-3 : 1e-2; }
 
-// ||b - a|| / ||a||
-double rel_l2(const std::vector<double> &a, const std::vector<double> &b)
+// ||b - a|| / ||a|| over n values
+double rel_l2(const double *a, const double *b, size_t n)
 {
     double num = 0, den = 0;
-    for (size_t i = 0; i < a.size(); i++)
+    for (size_t i = 0; i < n; i++)
         num += (b[i] - a[i]) * (b[i] - a[i]), den += a[i] * a[i];
     return sqrt(num / std::max(den, 1e-300));
 }
@@ -602,6 +603,21 @@ struct Problem {
     std::vector<double> ref_o, ref_l;   // the reference of the current inputs and scale
 };
 
+// Binds instance `in` (by name) to device buffers, the block table only for a
+// paged cache.
+fg_status bind_instance(const Inst *in, int batch, float scale, void *dq, void *dcache, int *dbt,
+                        int *dlen, void *dout, float *dlse, fg_binding **b)
+{
+    fg_mla_decode_args a = {};
+    a.dtype = in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
+    a.heads = in->heads, a.kv_lora = in->kvl, a.rope_dim = in->rope;
+    a.max_context = in->smax, a.page_size = in->page, a.batch = batch;
+    a.instance = in->name;
+    a.q = dq, a.cache = dcache, a.block_table = in->page ? dbt : nullptr;
+    a.lengths = dlen, a.out = dout, a.lse = dlse, a.scale = scale;
+    return fg_mla_decode_bind(g_fg, &a, b);
+}
+
 size_t nout(const Problem &p) { return (size_t)p.in->bmax * p.in->heads * p.in->kvl; }
 size_t nlse(const Problem &p) { return (size_t)p.in->bmax * p.in->heads; }
 Layout layout(const Problem &p) { return Layout{p.in->D, p.in->smax, p.in->page, p.dbt}; }
@@ -677,14 +693,8 @@ fg_status problem_bind(Problem *p, cudaStream_t s)
         return FG_ERR_DRIVER;
     fg_binding_free(p->b);
     p->b = nullptr;
-    fg_mla_decode_args a = {};
-    a.dtype = p->in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
-    a.heads = p->in->heads, a.kv_lora = p->in->kvl, a.rope_dim = p->in->rope;
-    a.max_context = p->in->smax, a.page_size = p->in->page, a.batch = p->batch;
-    a.instance = p->in->name;
-    a.q = p->dq, a.cache = p->dcache, a.block_table = p->in->page ? p->dbt : nullptr;
-    a.lengths = p->dlen, a.out = p->dout, a.lse = p->dlse, a.scale = p->scale;
-    return fg_mla_decode_bind(g_fg, &a, &p->b);
+    return bind_instance(p->in, p->batch, p->scale, p->dq, p->dcache, p->dbt, p->dlen, p->dout,
+                         p->dlse, &p->b);
 }
 
 void compute_reference(Problem *p)
@@ -1048,13 +1058,10 @@ void test_instance(const Inst *in, cudaStream_t s, bool baseline, int repeats)
             p.scale = scale;
             compute_reference(&p);
             const size_t per = (size_t)in->heads * in->kvl;
-            double apart = 0;
+            double apart = 0;   // a NaN stays 0 here, and 0 fails the check
             for (int b = 0; b < p.batch; b++)
                 if (p.len[b] > 1)
-                    apart = std::max(apart, rel_l2(std::vector<double>(alt_o.begin() + b * per,
-                                                                       alt_o.begin() + (b + 1) * per),
-                                                   std::vector<double>(p.ref_o.begin() + b * per,
-                                                                       p.ref_o.begin() + (b + 1) * per)));
+                    apart = std::max(apart, rel_l2(alt_o.data() + b * per, p.ref_o.data() + b * per, per));
             char name[320];
             snprintf(name, sizeof name, "%s: the runtime-scale case tells the scales apart", in->name);
             CHECKF(name, apart > 10 * out_tol(in->dt),
@@ -1189,14 +1196,8 @@ bool bench_set_init(BenchSet *x, const Inst *in, int S, cudaStream_t s)
     x->L = Layout{in->D, in->smax, in->page, x->dbt};
     if (!ok)
         return false;
-    fg_mla_decode_args a = {};
-    a.dtype = in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
-    a.heads = in->heads, a.kv_lora = in->kvl, a.rope_dim = in->rope;
-    a.max_context = in->smax, a.page_size = in->page, a.batch = in->bmax;
-    a.instance = in->name;
-    a.q = x->dq, a.cache = x->dcache, a.block_table = x->dbt;
-    a.lengths = x->dlen, a.out = x->dout, a.lse = x->dlse, a.scale = in->scale;
-    return fg_mla_decode_bind(g_fg, &a, &x->b) == FG_OK;
+    return bind_instance(in, in->bmax, in->scale, x->dq, x->dcache, x->dbt, x->dlen, x->dout,
+                         x->dlse, &x->b) == FG_OK;
 }
 
 // Requests 0 and B_max - 1 of what set x's out and lse hold, against the
@@ -1325,20 +1326,18 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                 ok = bench_set_init(&sets[m], in, S, s);
             char what[320];
             snprintf(what, sizeof what, "%s: bench at S=%d, B=%d", in->name, S, in->bmax);
-            // the output the timed launches make, checked on two requests
+            // the output the timed launches make (set 0 poisoned before them),
+            // checked on two requests
             Verdict v;
             bool checked = false;
-            if (ok) {
-                ok = poison_outputs_of(sets[0].b, sets[0].dout, sets[0].dlse, in, s) &&
-                     fg_launch(sets[0].b, s) == FG_OK && fgh_ok(cudaStreamSynchronize(s));
-                if (ok)
-                    v = bench_check(in, sets[0], S, s, &checked);
-            }
             fgh_timing t = {}, tb = {};
             BenchCtx c = {sets.data(), nsets, S, nullptr};
-            if (ok && checked)
-                ok = fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0 && c.failed == 0;
-            if (!CHECKF(what, ok && checked, "setup, bind, check or timing failed (%s)", fg_last_error())) {
+            ok = ok && poison_outputs_of(sets[0].b, sets[0].dout, sets[0].dlse, in, s) &&
+                 fgh_bench(s, enqueue, &c, nsets, 2.0, 7, &t) == 0 && c.failed == 0 &&
+                 fgh_ok(cudaStreamSynchronize(s));
+            if (ok)
+                v = bench_check(in, sets[0], S, s, &checked);
+            if (!CHECKF(what, ok && checked, "setup, bind, timing or check failed (%s)", fg_last_error())) {
                 for (auto &x : sets)
                     bench_set_free(&x);
                 continue;   // no case with a made-up time
@@ -1346,23 +1345,21 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             CHECKF(what, v.nonfinite == 0 && v.rel_bad == 0 && v.lse_bad == 0,
                    "the timed kernel's output is wrong: rel L2 %.3e, lse error %.2e", v.worst_rel,
                    v.worst_lse);
-            // the baseline on the same sets, checked the same way
+            // the baseline on the same sets, timed and checked the same way
             Baseline bl;
             Verdict vb;
             bool have_bl = false;
-            if (baseline && baseline_init(&bl, in, in->bmax, S)) {
+            if (baseline) {
                 bool bchecked = false;
-                have_bl = fgh_poison_device(sets[0].dout, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
-                          fgh_poison_device(sets[0].dlse, (size_t)in->bmax * in->heads * 4, s) == 0;
-                if (have_bl) {
-                    baseline_step(&bl, sets[0].dq, sets[0].dcache, sets[0].L, sets[0].dlen, S, in->scale,
-                                  sets[0].dout, sets[0].dlse, s);
-                    have_bl = fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s));
-                }
+                BenchCtx cb = {sets.data(), nsets, S, &bl};
+                have_bl = baseline_init(&bl, in, in->bmax, S) &&
+                          fgh_poison_device(sets[0].dout, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
+                          fgh_poison_device(sets[0].dlse, (size_t)in->bmax * in->heads * 4, s) == 0 &&
+                          fgh_bench(s, enqueue, &cb, nsets, 2.0, 7, &tb) == 0 &&
+                          fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s));
                 if (have_bl)
                     vb = bench_check(in, sets[0], S, s, &bchecked);
-                BenchCtx cb = {sets.data(), nsets, S, &bl};
-                have_bl = have_bl && bchecked && fgh_bench(s, enqueue, &cb, nsets, 2.0, 7, &tb) == 0;
+                have_bl = have_bl && bchecked;
                 char bname[360];
                 snprintf(bname, sizeof bname, "%s: plain baseline", what);
                 CHECKF(bname, have_bl && vb.nonfinite == 0 && vb.rel_bad == 0 && vb.lse_bad == 0,
@@ -1381,6 +1378,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                 bb.push_back(bytes), bu.push_back(tb.med_us);
             fgh_json_obj_begin(j, NULL);
             fgh_json_str(j, "name", in->name);
+            fgh_json_str(j, "instance", in->name);   // as the other harnesses' cases
             fgh_json_int(j, "S", S);
             fgh_json_int(j, "batch", in->bmax);
             fgh_json_int(j, "heads", in->heads);
@@ -1416,7 +1414,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                 fgh_json_str(j, "name", "unfused_plain");
                 fgh_json_str(j, "what", "scores, softmax, P.V over token splits, split sum: 4 plain "
                                         "CUDA kernels, fp32 scores and probabilities in global memory");
-                fgh_json_timing(j, "us", &tb);
+                fgh_json_timing(j, "time", &tb);   // as the other harnesses' baselines
                 fgh_json_num(j, "gbps", bg);
                 fgh_json_num(j, "tflops", flops / (tb.med_us * 1e6));
                 fgh_json_num(j, "fraction_of_ceiling", bg / ceil.best_gbps);
@@ -1537,6 +1535,11 @@ int main(int argc, char **argv)
     }
     if (!manifest)
         printf("test_mla_decode: no manifest at %s (--manifest)\n", manifest_path);
+    // cubins none of which the manifest describes: a wrong or stale manifest,
+    // which must fail rather than read as nothing to test
+    if (!g_ninst)
+        CHECKF("mla_decode: kernel folder", false,
+               "%d mla_decode cubins, none described by the manifest (--manifest)", g_ncubins);
     for (int k = 0; k < g_ninst; k++)
         make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
     // the selection: --only and the shard, then one per code path (--smallest)

@@ -10,7 +10,7 @@
 
 #include "ref_mla.h"
 
-enum { KVL = 32, ROPE = 16, D = KVL + ROPE, S = 40, H = 3 };
+enum { KVL = 32, ROPE = 16, D = KVL + ROPE, S = 40, H = 11 }; /* more than a pass of the reference (8 heads) and not a multiple of it */
 
 static uint16_t bf(float f) { return fgh_f32_to_bf16(f); }
 
