@@ -68,6 +68,24 @@ static unsigned page_size(const fg_model *m)
     return m->kv_cache && m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
 }
 
+/* A block's shape for `heads` heads per GPU: heads per block, a multiple of
+ * 16 (32 where the heads allow: half the cache re-reads of 16 at 128 heads);
+ * two teams of warps taking tiles in turn where the registers allow (16
+ * heads: 2 x 4 warps), so one's softmax overlaps the other's mma; the fewest
+ * stages the teams need (a multiple of them, one more than they read at once). */
+typedef struct {
+    unsigned hpb, teams, threads, min_stages;
+} block_shape;
+
+static block_shape shape_of(unsigned heads)
+{
+    block_shape b = {.hpb = heads % 32 == 0 ? 32 : 16};
+    b.teams = b.hpb == 16 ? 2 : 1;
+    b.threads = b.teams * b.hpb / 16 * 4 * 32;
+    b.min_stages = b.teams == 1 ? 2 : 2 * b.teams;
+    return b;
+}
+
 /* Why the core is not emitted for model m on target t, or NULL. */
 static const char *unsupported(const fg_model *m, const fg_target *t)
 {
@@ -86,6 +104,15 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
                  "(its output is held in registers) and the row a multiple of 64 (a warp's "
                  "quarter of it in mma steps)",
                  a->kv_lora_rank, d, MAX_KV_LORA);
+        return buf;
+    }
+    const block_shape b = shape_of(heads);
+    const unsigned least = smem_bytes(b.hpb, d, fg_dtype_bytes(m->dtype), b.min_stages, b.teams);
+    if (least > t->shared_mem_per_block) {
+        snprintf(buf, sizeof buf,
+                 "a row of %u: %u stages of %u keys and %u heads a block need %u bytes of shared "
+                 "memory; %s allows %u",
+                 d, b.min_stages, TILE, b.hpb, least, t->name, t->shared_mem_per_block);
         return buf;
     }
     const unsigned page = page_size(m);
@@ -107,19 +134,18 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned kv = a->kv_lora_rank, rope = a->qk_rope_head_dim, width = kv + rope;
     const unsigned page = page_size(m), smax = m->max_context;
     const unsigned elem = fg_dtype_bytes(m->dtype);
-    const unsigned hpb = heads % 32 == 0 ? 32 : 16, groups = heads / hpb;
-    /* two teams of warps take tiles in turn where the registers allow (16
-     * heads: 2 x 4 warps), so one's softmax overlaps the other's mma */
-    const unsigned teams = hpb == 16 ? 2 : 1;
-    const unsigned threads = teams * hpb / 16 * 4 * 32;
-    /* one block per SM: as many stages as fit, at most MAX_STAGES; 1 KB of
-     * an SM's shared memory is the system's per block */
-    unsigned stages = MAX_STAGES;
-    /* a multiple of the teams, so a team's tiles keep to its own stages (a
-     * stage's mbarrier phases then follow one team's waits in order) */
-    while (stages > teams + 1 &&
-           (stages % teams || smem_bytes(hpb, width, elem, stages, teams) > t->shared_mem_per_block))
-        stages--;
+    const block_shape shape = shape_of(heads);
+    const unsigned hpb = shape.hpb, teams = shape.teams, threads = shape.threads;
+    const unsigned groups = heads / hpb;
+    /* one block per SM: as many stages as fit, at most MAX_STAGES, a multiple
+     * of the teams, so a team's tiles keep to its own stages (a stage's
+     * mbarrier phases then follow one team's waits in order); unsupported()
+     * has checked that the fewest fit.  1 KB of an SM's shared memory is the
+     * system's per block */
+    unsigned stages = MAX_STAGES / teams * teams;
+    while (stages > shape.min_stages &&
+           smem_bytes(hpb, width, elem, stages, teams) > t->shared_mem_per_block)
+        stages -= teams;
     const unsigned smem = smem_bytes(hpb, width, elem, stages, teams);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
@@ -136,7 +162,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned pairs = bmax * groups, max_splits = smax / TILE ? smax / TILE : 1;
     unsigned cluster = 1, clusters = 1, best = 0;
     for (unsigned c = 1; c <= MAX_CLUSTER && c <= max_splits; c *= 2) {
-        if (c > 1 && (c > t->max_cluster_size || kv % (c * 32)))
+        /* rank j merges a slice of kv / c columns, a row's threads (threads /
+         * hpb of them) a float4 each per step */
+        if (c > 1 && (c > t->max_cluster_size || kv % (c * 4 * (threads / hpb))))
             break;
         unsigned p = clusters_resident(t, c) / pairs;
         p = p > MAX_CLUSTERS ? MAX_CLUSTERS : p;
@@ -215,10 +243,13 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  hpb, hpb == 32 ? "two mma row tiles, the output in registers still fits"
                                 : "one mma row tile",
                  TILE, width, groups, groups == 1 ? "" : "s (each reads the cache)");
+    const unsigned blocks = splits * groups * bmax;
     fg_sb_printf(&in.reasons,
                  "%u splits of each request's keys (cut by its length at run time): %u x %u "
-                 "x %u blocks for %u SMs at one each (no partial second wave)\n",
-                 splits, splits, groups, bmax, t->compute_units);
+                 "x %u blocks for %u SMs at one each (%s)\n",
+                 splits, splits, groups, bmax, t->compute_units,
+                 blocks <= t->compute_units ? "one wave, if the GPCs hold the clusters"
+                                            : "more blocks than SMs at B_max: waves of them");
     if (splits > 1)
         fg_sb_printf(&in.reasons,
                      "clusters of %u splits merge their partial outputs in shared memory, rank j "

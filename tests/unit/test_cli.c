@@ -1066,6 +1066,57 @@ Test(cli, explain_decode_plan_and_skips)
     free(out);
 }
 
+/* The MLA planner's choices at widths other than DeepSeek's: a cluster of c
+ * splits merges kv_lora / c columns a rank, a float4 a step for each of a
+ * row's 16 threads at 16 heads a block, so c divides kv_lora / 64 (384: c up
+ * to 2; 448: no cluster); a row whose fewest stages do not fit is not
+ * emitted, and explain says why. */
+Test(cli, mla_planner_fits_the_template_at_other_widths)
+{
+    char *lite = slurp("specs/models/deepseek-v2-lite.yaml");
+    const struct {
+        const char *kv, *rope, *want, *refuse;
+    } cases[] = {
+        {"384", "64", "_kv384_r64_", NULL},
+        {"448", "64", "_kv448_r64_", NULL},
+        {"512", "448", NULL, "a row of 960: 4 stages of 32 keys"},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[128], *text = strdup(lite), *p;
+        snprintf(path, sizeof path, "%s/mla-%u.yaml", tmp, i);
+        p = strstr(text, "kv_lora_rank: 512");
+        cr_assert_not_null(p);
+        memcpy(p + strlen("kv_lora_rank: "), cases[i].kv, 3);
+        p = strstr(text, "qk_rope_head_dim: 64");
+        cr_assert_not_null(p);
+        char *rest = strdup(p + strlen("qk_rope_head_dim: 64"));
+        sprintf(p, "qk_rope_head_dim: %s%s", cases[i].rope, rest);
+        free(rest);
+        write_file(path, text);
+        free(text);
+        char *out;
+        cr_assert_eq(run(&out, "explain --filter 'mla_decode*' %s specs/targets/h200.yaml", path),
+                     0, "%s", out);
+        if (cases[i].want) {
+            const unsigned kv = (unsigned)atoi(cases[i].kv);
+            unsigned n = 0;
+            for (const char *q = strstr(out, cases[i].want); q; q = strstr(q + 1, cases[i].want)) {
+                const char *c = strstr(q, "_c");
+                cr_assert_not_null(c, "%s", out);
+                const unsigned cl = (unsigned)atoi(c + 2);
+                cr_expect(cl >= 1 && kv % (cl * 64) == 0, "kv_lora %u with clusters of %u:\n%s",
+                          kv, cl, out);
+                n++;
+            }
+            cr_expect_geq(n, 3u, "an instance per batch size:\n%s", out);
+        } else {
+            cr_expect_not_null(strstr(out, cases[i].refuse), "%s", out);
+        }
+        free(out);
+    }
+    free(lite);
+}
+
 Test(cli, help_and_version)
 {
     char *out;
