@@ -114,6 +114,7 @@ typedef struct cfg {
     fg_tuning_entry conf;      /* the configuration (threads and the kind's fields) */
     bool model;                /* the planner's own choice */
     double us;                 /* sum of the medians timed; 0: not timed */
+    unsigned points;           /* how many points were timed (a failed one is left out) */
 } cfg;
 
 typedef struct family {
@@ -344,6 +345,7 @@ static int time_kind(tune *t, fg_tuning_kind kind)
             if (!k || !(c.median_us > 0))
                 continue;
             k->us += c.median_us;
+            k->points++;
             if (first.instance && strcmp(first.instance, k->name) == 0)   /* the points, from one configuration */
                 fg_sb_printf(&t->points[kind], "%s%.0f",
                              t->points[kind].len ? " + " : "", c.point);
@@ -377,7 +379,17 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
 {
     *have = false;
     double model = 0, worst = 0;
-    unsigned timed = 0;
+    unsigned timed = 0, full = 0;
+    /* a configuration with a point left out (it failed there) is not timed:
+     * its sum would be short and rank it first */
+    for (size_t k = 0; k < f->n; k++)
+        full = f->cfgs[k].points > full ? f->cfgs[k].points : full;
+    for (size_t k = 0; k < f->n; k++)
+        if (f->cfgs[k].us > 0 && f->cfgs[k].points < full) {
+            fprintf(stderr, "fusegen tune: %s: %u of %u points timed: not chosen\n",
+                    f->cfgs[k].name, f->cfgs[k].points, full);
+            f->cfgs[k].us = 0;
+        }
     for (size_t k = 0; k < f->n; k++) {
         if (f->cfgs[k].model)
             model = f->cfgs[k].us;

@@ -514,11 +514,13 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     snprintf(manifest, sizeof manifest, "%s/manifest.json", tmp);
     snprintf(harness, sizeof harness, "%s/harness.sh", tmp);
     snprintf(out, sizeof out, "%s/h200.yaml", tmp);
-    /* the planner's choice, two candidates (k16n8f6 fastest but failing its
-     * checks), one discarded for spilling */
+    /* the planner's choice, three candidates (k16n8f6 fast but failing its
+     * checks; k24n4f4 the fastest but timed at one point only, its other
+     * case failed), one discarded for spilling */
     write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8, 8) ", "
                          TUNE_INST("_k16n8f6", "\"candidate\": true, ", 512, 16384, 8, 6, 6) ", "
                          TUNE_INST("_k20n8f8w4", "\"candidate\": true, ", 512, 20480, 8, 8, 4) ", "
+                         TUNE_INST("_k24n4f4", "\"candidate\": true, ", 512, 24576, 4, 4, 4) ", "
                          TUNE_INST("_k8n16f16", "\"candidate\": true, \"discarded\": \"spills\", ",
                                    256, 8192, 16, 16, 16) "]}");
     write_file(harness,
@@ -532,8 +534,8 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", "
                "\"cases\": ['; sep=\n"
                "for n in $(echo $only | tr , ' '); do case $n in *k16n8f6*) t=40;; *k20n8f8*) "
-               "t=45;; *) t=50;; esac\n"
-               "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
+               "t=45;; *k24n4f4*) t=10;; *) t=50;; esac\n"
+               "for s in 1024 4096; do case $n$s in *k24n4f4*4096) continue;; esac; printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
                "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done; "
                "echo ']}'; } > $json\n");
     chmod(harness, 0755);
@@ -543,9 +545,10 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                      harness, tmp),
                  0, "%s", log);
     cr_expect_not_null(strstr(log, "failed its checks: not chosen"), "%s", log);
-    /* progress from the log: the harness's lines with " S=", three
-     * configurations at two points each */
-    cr_expect_not_null(strstr(log, "fusegen tune:   6 of 6 points timed\n"), "%s", log);
+    cr_expect_not_null(strstr(log, "_k24n4f4_norm: 1 of 2 points timed: not chosen"), "%s", log);
+    /* progress from the log: the harness's lines with " S=", four
+     * configurations at two points each, one point left out */
+    cr_expect_not_null(strstr(log, "fusegen tune:   7 of 8 points timed\n"), "%s", log);
     free(log);
     snprintf(cmd, sizeof cmd, "%s/w/x/tune.log", tmp);
     cr_expect_eq(access(cmd, R_OK), 0, "%s", cmd);
