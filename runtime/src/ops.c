@@ -85,6 +85,23 @@ static const fg_arg_desc decode_attn_args[] = {
 };
 #undef PTR
 
+/* A paged cache needs its block table and whole pages; a contiguous one
+ * (page_size 0) takes no table. */
+static fg_status check_pages(const char *op, long long page_size, const void *block_table,
+                             long long max_context)
+{
+    if (page_size && !block_table)
+        return fg_fail(FG_ERR_NULL_POINTER, "%s: page_size %lld needs block_table", op, page_size);
+    if (!page_size && block_table)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "%s: block_table given for a contiguous cache (page_size 0)", op);
+    if (page_size && max_context % page_size)
+        return fg_fail(FG_ERR_BAD_SHAPE,
+                       "%s: max_context %lld is not a whole number of %lld-token pages", op,
+                       max_context, page_size);
+    return FG_OK;
+}
+
 /* A paged binding needs its block table, a biased one its bias; neither is
  * taken where the key says there is none. */
 static fg_status decode_attn_check(const void *p)
@@ -94,17 +111,7 @@ static fg_status decode_attn_check(const void *p)
         return fg_fail(a->qkv_bias ? FG_ERR_NULL_POINTER : FG_ERR_INVALID_ARGUMENT,
                        "decode_attn: qkv_bias %lld with b_qkv %s", a->qkv_bias,
                        a->b_qkv ? "set" : "NULL");
-    if (a->page_size && !a->block_table)
-        return fg_fail(FG_ERR_NULL_POINTER, "decode_attn: page_size %lld needs block_table",
-                       a->page_size);
-    if (!a->page_size && a->block_table)
-        return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                       "decode_attn: block_table given for contiguous caches (page_size 0)");
-    if (a->page_size && a->max_context % a->page_size)
-        return fg_fail(FG_ERR_BAD_SHAPE,
-                       "decode_attn: max_context %lld is not a whole number of %lld-token pages",
-                       a->max_context, a->page_size);
-    return FG_OK;
+    return check_pages("decode_attn", a->page_size, a->block_table, a->max_context);
 }
 
 const fg_op_desc fg_op_decode_attn = {
@@ -159,16 +166,9 @@ static const fg_arg_desc mla_decode_args[] = {
 static fg_status mla_decode_check(const void *p)
 {
     const fg_mla_decode_args *a = p;
-    if (a->page_size && !a->block_table)
-        return fg_fail(FG_ERR_NULL_POINTER, "mla_decode: page_size %lld needs block_table",
-                       a->page_size);
-    if (!a->page_size && a->block_table)
-        return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                       "mla_decode: block_table given for a contiguous cache (page_size 0)");
-    if (a->page_size && a->max_context % a->page_size)
-        return fg_fail(FG_ERR_BAD_SHAPE,
-                       "mla_decode: max_context %lld is not a whole number of %lld-token pages",
-                       a->max_context, a->page_size);
+    const fg_status st = check_pages("mla_decode", a->page_size, a->block_table, a->max_context);
+    if (st != FG_OK)
+        return st;
     if (!(a->scale > 0))
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "mla_decode: scale %g; expected above 0",
                        (double)a->scale);

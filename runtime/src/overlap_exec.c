@@ -374,9 +374,14 @@ fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all)
     for (unsigned p = 0; p < a->world; p++) {
         wire w;
         memcpy(&w, all[p].bytes, sizeof w);
-        if (w.magic != WIRE_MAGIC || w.version != WIRE_VERSION)
+        if (w.magic != WIRE_MAGIC)
             return fg_fail(FG_ERR_INVALID_ARGUMENT,
                            "fgrt_overlap_connect: handle %u is not an exported executor", p);
+        if (w.version != WIRE_VERSION)
+            return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                           "fgrt_overlap_connect: handle %u is from an executor of version %u; "
+                           "this one is version %u (every rank must run the same libfgrt)",
+                           p, w.version, WIRE_VERSION);
         if (w.rank != p || w.world != a->world || w.collective != (uint32_t)a->collective ||
             w.schedule != (uint32_t)a->schedule || w.chunks != x->chunks ||
             w.dtype != (uint32_t)a->dtype || w.m != a->m || w.n != a->n || w.k != a->k)

@@ -891,6 +891,74 @@ Test(runtime_bind, decode_keys_kv_heads_and_window)
     cr_assert_eq(F.allocs, F.frees);
 }
 
+/* mla_decode: the six keys (heads, kv_lora, rope_dim, max_context,
+ * page_size, batch as a maximum), the block table with pages only, a
+ * positive scale, aligned pointers, and its workspace and counters. */
+Test(runtime_bind, mla_decode_arguments)
+{
+    const fg_kernel_entry e[] = {
+        ENTRY("mla", "mla_decode", SM90, FG_REG_BF16, .ndims = 6,
+              .dims = {16, 512, 64, 16384, 0, 16}, .match = {[5] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {8, 1, 16}, .workspace_bytes = 4096,
+              .counter_count = 32),
+        ENTRY("mla_p64", "mla_decode", SM90, FG_REG_BF16, .ndims = 6,
+              .dims = {16, 512, 64, 16384, 64, 16}, .match = {[5] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {8, 1, 16}),
+    };
+    fg_context *ctx = fake_ctx(SM90, e, 2);
+    fg_mla_decode_args a = {.dtype = FG_REG_BF16, .heads = 16, .kv_lora = 512, .rope_dim = 64,
+                            .max_context = 16384, .batch = 4, .q = DEV(0x1000000000),
+                            .cache = DEV(0x2000000000), .lengths = DEV(0x3000000000),
+                            .out = DEV(0x4000000000), .lse = DEV(0x5000000000), .scale = 0.1f};
+    fg_binding *b = NULL;
+    fg_binding_info info;
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    fg_binding_get_info(b, &info);
+    cr_assert_str_eq(info.entry->name, "mla");
+    cr_assert_eq(info.workspace_bytes, 4096 + 32 * 4, "the merge's workspace, then its tickets");
+    fg_binding_free(b);
+    a.batch = 17;   /* past B_max */
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    a.batch = 0;
+    cr_assert_neq(fg_mla_decode_bind(ctx, &a, &b), FG_OK);
+    a.batch = 4, a.kv_lora = 256;   /* another width is another kernel */
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    a.kv_lora = 512;
+    const float scales[] = {0.f, -0.1f};
+    for (size_t i = 0; i < sizeof scales / sizeof scales[0]; i++) {
+        a.scale = scales[i];
+        cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT, "scale %g",
+                     (double)scales[i]);
+        cr_assert(strstr(fg_last_error(), "expected above 0"), "%s", fg_last_error());
+    }
+    a.scale = NAN;
+    cr_assert_neq(fg_mla_decode_bind(ctx, &a, &b), FG_OK);
+    cr_assert(strstr(fg_last_error(), "scale is not finite"), "%s", fg_last_error());
+    a.scale = 0.1f;
+    a.out = DEV(0x4000000008);   /* 16-byte rows */
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_MISALIGNED);
+    a.out = NULL;
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
+    a.out = DEV(0x4000000000);
+    /* pages: the table comes with them, and only with them */
+    a.page_size = 64;
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
+    cr_assert(strstr(fg_last_error(), "mla_decode: page_size 64 needs block_table"), "%s",
+              fg_last_error());
+    a.block_table = DEV(0x6000000000);
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_OK, "paged: %s", fg_last_error());
+    fg_binding_get_info(b, &info);
+    cr_assert_str_eq(info.entry->name, "mla_p64");
+    fg_binding_free(b);
+    a.page_size = 48;   /* 16384 is not whole pages of 48 */
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_BAD_SHAPE);
+    a.page_size = 0;
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "contiguous cache"), "%s", fg_last_error());
+    fg_shutdown(ctx);
+    cr_assert_eq(F.allocs, F.frees);
+}
+
 Test(runtime_helpers, memory)
 {
     fg_context *ctx = fake_ctx(SM90, reg, nreg);
