@@ -284,6 +284,21 @@ static int check_tunings(const loaded *l, fg_diag *d)
     return d->errors ? -1 : 0;
 }
 
+/* An entry's family names its architecture (rmsnorm_sm90a_...): one for
+ * another architecture than its target's could never be applied. */
+static int check_tuning_arch(const fg_spec *tuning, const fg_target *t, fg_diag *d)
+{
+    char tag[32];
+    snprintf(tag, sizeof tag, "_%s_", fg_arch_tag(t->arch));
+    const fg_tuning *tu = tuning->tuning;
+    for (unsigned i = 0; i < tu->entries_count; i++)
+        if (!strstr(tu->entries[i].family, tag))
+            fg_error(d, "%s: tuning.entries[%u].family '%s' is not for %s, target %s's "
+                        "architecture; expected a family with '%s' in its name",
+                     tuning->path, i, tu->entries[i].family, fg_arch_tag(t->arch), t->name, tag);
+    return d->errors ? -1 : 0;
+}
+
 static int plan_all(const pipeline_opts *o, const loaded *l, fg_plan_set *set, fg_diag *d)
 {
     if (check_target_names(o, l, d) || check_tunings(l, d))
@@ -293,6 +308,8 @@ static int plan_all(const pipeline_opts *o, const loaded *l, fg_plan_set *set, f
         if (ts->kind != FG_SPEC_TARGET || !target_selected(o, ts))
             continue;
         set->tuning = tuning_for(l, ts);
+        if (set->tuning && check_tuning_arch(set->tuning, ts->target, d))
+            return -1;
         for (size_t i = 0; i < l->count; i++)
             if (fg_plan_spec(l->specs[i], ts, set, d))
                 return -1;

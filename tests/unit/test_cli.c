@@ -321,6 +321,29 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* A tuning entry whose family is for another architecture than its target's
+ * could never apply: generate refuses it and writes nothing. */
+Test(cli, tuning_entry_for_another_architecture_is_refused)
+{
+    char tuning[128];
+    snprintf(tuning, sizeof tuning, "%s/h200-gfx.yaml", tmp);
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: rmsnorm_gfx942_f16_h4096\n      threads: 256\n"
+                       "      tuned_us: 1\n      model_us: 2\n      worst_us: 3\n"
+                       "      candidates: 4\n      measured: \"by hand\"\n");
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/gfx specs/models/llama-2-7b.yaml "
+                           "specs/targets/h200.yaml %s", tmp, tuning),
+                 1, "%s", out);
+    cr_expect_not_null(strstr(out, "'rmsnorm_gfx942_f16_h4096' is not for sm90a, target h200's "
+                                   "architecture"),
+                       "%s", out);
+    char path[160];
+    snprintf(path, sizeof path, "%s/gfx", tmp);
+    cr_expect_neq(access(path, F_OK), 0, "nothing written");
+    free(out);
+}
+
 /* A tuning spec's entry replaces the model's configuration for its family
  * (the twin too), explain says so with the figures, other families keep the
  * model's, and generating twice with it writes the same bytes. */
