@@ -57,19 +57,16 @@ static const char *misfit(unsigned threads, unsigned vecs, unsigned warp, char w
 /* Where an instance's configuration comes from. */
 typedef enum { FROM_MODEL, FROM_TUNING, CANDIDATE } origin;
 
-/* One instance: the planner's block size (FROM_MODEL), or `threads` with x
+/* One instance of tuning family `family` (hidden a whole number of 16-byte
+ * vectors): the planner's block size (FROM_MODEL), or `threads` with x
  * cached or streamed (a tuning entry's, or a candidate's: threads must fit,
  * misfit()).  `config` is the explain line that says where the configuration
  * came from ("" for candidates). */
-static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *why,
-                    origin from, unsigned threads, bool cache_x, const char *config,
-                    fg_instance *in, fg_diag *d)
+static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *family,
+                    const char *why, origin from, unsigned threads, bool cache_x,
+                    const char *config, fg_instance *in, fg_diag *d)
 {
     const unsigned elems = 16 / fg_dtype_bytes(dtype);
-    if (hidden % elems) {
-        fg_error(d, "rmsnorm over %u elements: not a whole number of 16-byte vectors", hidden);
-        return -1;
-    }
     const unsigned vecs = hidden / elems;
     bool tail;
     if (from == FROM_MODEL)
@@ -91,8 +88,7 @@ static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
         fg_error(d, "cannot name an rmsnorm instance");
         return -1;
     }
-    /* the family a tuning entry names: the instance name less its block size */
-    fg_instance_name(in->tuning_family, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, "");
+    snprintf(in->tuning_family, sizeof in->tuning_family, "%s", family);
     in->candidate = from == CANDIDATE;
     in->tuned = from == FROM_TUNING;
     in->family = "rmsnorm";
@@ -152,10 +148,15 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
 {
     const fg_dtype dtype = s->model->dtype;
     const fg_target *t = ts->target;
-    const unsigned warp = t->warp_size, vecs = hidden / (16 / fg_dtype_bytes(dtype));
+    const unsigned warp = t->warp_size, elems = 16 / fg_dtype_bytes(dtype), vecs = hidden / elems;
+    if (hidden % elems) {
+        fg_error(d, "rmsnorm over %u elements: not a whole number of 16-byte vectors", hidden);
+        return -1;
+    }
     char family[FG_NAME_MAX], dims[32], bad[128];
     fg_strbuf config = {0};
     snprintf(dims, sizeof dims, "h%u", hidden);
+    /* the family a tuning entry names: the instance name less its block size */
     fg_instance_name(family, "rmsnorm", t->arch, fg_dtype_name(dtype), dims, "");
     /* the configuration: the tuning entry's where there is one, else the model's */
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
@@ -175,13 +176,14 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      set->tuning->path, e->threads,
                      e->cache_x ? "loaded through the caches" : "streamed", e->tuned_us,
                      e->model_us, e->worst_us, e->candidates, e->measured);
-        rc = plan_one(hidden, dtype, t, why, FROM_TUNING, e->threads, e->cache_x,
+        rc = plan_one(hidden, dtype, t, family, why, FROM_TUNING, e->threads, e->cache_x,
                       fg_sb_str(&config), &in, d);
     } else {
         fg_sb_printf(&config, "configuration: the model's (%s%s)",
                      set->tuning ? "no entry for this family in " : "no tuning file given",
                      set->tuning ? set->tuning->path : "");
-        rc = plan_one(hidden, dtype, t, why, FROM_MODEL, 0, false, fg_sb_str(&config), &in, d);
+        rc = plan_one(hidden, dtype, t, family, why, FROM_MODEL, 0, false, fg_sb_str(&config),
+                      &in, d);
     }
     fg_sb_free(&config);
     if (rc) {
@@ -199,7 +201,7 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
             if (((long long)th == chosen && cached == chosen_cached) || misfit(th, vecs, warp, bad))
                 continue;
             fg_instance c = {0};
-            if (plan_one(hidden, dtype, t, why, CANDIDATE, th, cached, "", &c, d) != 0) {
+            if (plan_one(hidden, dtype, t, family, why, CANDIDATE, th, cached, "", &c, d) != 0) {
                 fg_instance_free(&c);
                 return -1;
             }

@@ -133,8 +133,6 @@ typedef struct tune {
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
     size_t nfam;
-    char gpu[128];
-    char commit[64];           /* the harness's, where it says (FG_COMMIT) */
     fg_strbuf points[NKINDS];  /* those timed, by kind: "1024 + 4096", "1 + 4096" */
     fg_strbuf measured[NKINDS];   /* an entry's provenance: GPU, points, commit */
     fg_diag d;
@@ -331,11 +329,11 @@ static int time_kind(tune *t, fg_tuning_kind kind)
         rc = -1;
     } else {
         rc = 0;
-        json_object *gpu = fg_json_get(doc, "gpu");
-        snprintf(t->gpu, sizeof t->gpu, "%s", fg_json_str(gpu, "name") ? fg_json_str(gpu, "name") : "GPU");
+        /* this kind's run's GPU and commit (the harness's, where it says: FG_COMMIT) */
+        const char *gpu = fg_json_str(fg_json_get(doc, "gpu"), "name");
         const char *commit = fg_json_str(doc, "commit");
-        if (commit && strcmp(commit, "unknown"))
-            snprintf(t->commit, sizeof t->commit, "%s", commit);
+        if (commit && !strcmp(commit, "unknown"))
+            commit = NULL;
         fg_bench_case first;
         fg_bench_case_read(json_object_array_get_idx(cases, 0), &first);
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
@@ -352,9 +350,9 @@ static int time_kind(tune *t, fg_tuning_kind kind)
         }
         /* an entry's provenance (spec.h): GPU, points, commit */
         fg_strbuf *m = &t->measured[kind];
-        fg_sb_printf(m, "%s, %s = %s, ", t->gpu, kd->point, fg_sb_str(&t->points[kind]));
-        if (*t->commit)
-            fg_sb_printf(m, "commit %s, ", t->commit);
+        fg_sb_printf(m, "%s, %s = %s, ", gpu ? gpu : "GPU", kd->point, fg_sb_str(&t->points[kind]));
+        if (commit)
+            fg_sb_printf(m, "commit %s, ", commit);
         fg_sb_puts(m, "fusegen tune");
     }
     json_object_put(doc);
