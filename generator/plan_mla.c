@@ -46,7 +46,7 @@ static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem, unsigned sta
     const unsigned stride = d + 8, pstride = TILE + 8, sstride = TILE + 8;
     const unsigned team = hpb * pstride * elem + 4 * hpb * sstride * 4 + 3 * hpb * 4;
     unsigned bytes = hpb * stride * elem + stages * TILE * stride * elem + teams * team;
-    bytes = (bytes + 7) / 8 * 8 + stages * 8 + 4;   /* the mbarriers, the ticket */
+    bytes = (bytes + 7) / 8 * 8 + stages * teams * 8 + 4;   /* the mbarriers, the ticket */
     return (bytes + 15) / 16 * 16;
 }
 
@@ -72,7 +72,7 @@ static unsigned page_size(const fg_model *m)
  * 16 (32 where the heads allow: half the cache re-reads of 16 at 128 heads);
  * two teams of warps taking tiles in turn where the registers allow (16
  * heads: 2 x 4 warps), so one's softmax overlaps the other's mma; the fewest
- * stages the teams need (a multiple of them, one more than they read at once). */
+ * stages the teams need (one more than they read at once). */
 typedef struct {
     unsigned hpb, teams, threads, min_stages;
 } block_shape;
@@ -82,7 +82,7 @@ static block_shape shape_of(unsigned heads)
     block_shape b = {.hpb = heads % 32 == 0 ? 32 : 16};
     b.teams = b.hpb == 16 ? 2 : 1;
     b.threads = b.teams * b.hpb / 16 * 4 * 32;
-    b.min_stages = b.teams == 1 ? 2 : 2 * b.teams;
+    b.min_stages = b.teams + 1;
     return b;
 }
 
@@ -137,15 +137,14 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const block_shape shape = shape_of(heads);
     const unsigned hpb = shape.hpb, teams = shape.teams, threads = shape.threads;
     const unsigned groups = heads / hpb;
-    /* one block per SM: as many stages as fit, at most MAX_STAGES, a multiple
-     * of the teams, so a team's tiles keep to its own stages (a stage's
-     * mbarrier phases then follow one team's waits in order); unsupported()
-     * has checked that the fewest fit.  1 KB of an SM's shared memory is the
-     * system's per block */
-    unsigned stages = MAX_STAGES / teams * teams;
+    /* one block per SM: as many stages as fit, at most MAX_STAGES (each
+     * team's tiles have their own mbarriers, so any count above the teams
+     * will do); unsupported() has checked that the fewest fit.  1 KB of an
+     * SM's shared memory is the system's per block */
+    unsigned stages = MAX_STAGES;
     while (stages > shape.min_stages &&
            smem_bytes(hpb, width, elem, stages, teams) > t->shared_mem_per_block)
-        stages -= teams;
+        stages--;
     const unsigned smem = smem_bytes(hpb, width, elem, stages, teams);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",

@@ -34,8 +34,10 @@
 // runtime argument must be used); (e) paged instances: every case through a
 // shuffled block table over a pool whose rows past each length are NaN; (f)
 // batch below B_max; (g) 1000 graph replays of one binding bitwise equal to
-// its direct launch, outputs and workspace poisoned before each.  The plain
-// baseline (below) is checked against the reference on (b).
+// its direct launch, outputs and workspace poisoned before each; (h) a NaN
+// in one key's rope columns (the first key, the last of 65) makes every
+// output and lse of its request NaN.  The plain baseline (below) is checked
+// against the reference on (b).
 // --quick: short lengths and 2 replays (compute-sanitizer runs); --repeats N:
 // replays of (g); --list: what the manifest says of each instance and its
 // registry row, checked with fg_lookup, without a GPU; --smallest:
@@ -1092,6 +1094,35 @@ void test_instance(const Inst *in, cudaStream_t s, bool baseline, int repeats)
                p.bt.size());
     }
     problem_free(&p);
+
+    // (h) a NaN in one key's rope columns (the first key, then the last of
+    // a length past one tile): every output and lse of the request is NaN
+    // (a max that drops NaN would take its scores for masked ones)
+    const int L = std::min(in->smax, 65);
+    for (int t : {0, L - 1}) {
+        Problem q;
+        char name[320];
+        snprintf(name, sizeof name, "%s: (h) a NaN in key %d's rope columns, length %d", in->name,
+                 t, L);
+        bool ok = problem_init(&q, in, 1, &L, 1.0f, kTestScale, s);
+        const size_t row = in->page ? (size_t)q.bt[t / in->page] * in->page + t % in->page : t;
+        const uint16_t nan16 = 0xffff;   // a NaN in f16 and bf16
+        std::vector<uint16_t> out(nout(q));
+        std::vector<float> lse(nlse(q));
+        ok = ok &&
+             fgh_ok(cudaMemcpyAsync((uint16_t *)q.dcache + row * in->D + in->kvl + 1, &nan16, 2,
+                                    cudaMemcpyHostToDevice, s)) &&
+             problem_bind(&q, s) == FG_OK && poison_outputs(q, s) && fg_launch(q.b, s) == FG_OK &&
+             fetch(q, out.data(), lse.data(), s);
+        size_t finite = 0;
+        for (size_t i = 0; ok && i < (size_t)in->heads * in->kvl; i++)
+            finite += !std::isnan(fgh_get(out.data(), in->dt, i));
+        for (int h = 0; ok && h < in->heads; h++)
+            finite += !std::isnan(lse[h]);
+        CHECKF(name, ok && finite == 0, "%s%zu of the request's outputs and lse are not NaN",
+               ok ? "" : "setup or launch failed; ", finite);
+        problem_free(&q);
+    }
 }
 
 // --list: what the manifest says about each instance, its registry row and
