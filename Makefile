@@ -157,7 +157,6 @@ test: $(TEST_BINS) $(FUSEGEN)
 	@$(MAKE) --no-print-directory example
 	@tests/integration/downstream.sh
 	@FUSEGEN=$(FUSEGEN) tests/integration/killed-generate.sh
-	@tests/integration/gemm-shapes.sh
 	@scripts/run-tests.sh $(TEST_BINS)
 
 check-asan:

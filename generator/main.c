@@ -15,6 +15,7 @@
 #include "importhf.h"
 #include "plan_overlap.h"
 #include "report.h"
+#include "shapes.h"
 #include "profile.h"
 #include "tune.h"
 #include "resources.h"
@@ -39,6 +40,7 @@ static const char main_usage[] =
     "  profile    measure peer copies and GEMMs on 2 GPUs into a target spec\n"
     "  embed      turn a compiled kernel image into a C source\n"
     "  report     turn benchmark results into a markdown table and a gnuplot chart\n"
+    "  shapes     print the shapes of GEMM-overlap specs as test_overlap's --bench-shapes\n"
     "\n"
     "  fusegen COMMAND --help   options of one command\n"
     "  fusegen --version\n";
@@ -576,6 +578,8 @@ int main(int argc, char **argv)
         return fg_cmd_embed(argc - 1, argv + 1);
     if (!strcmp(cmd, "report"))
         return fg_cmd_report(argc - 1, argv + 1);
+    if (!strcmp(cmd, "shapes"))
+        return fg_cmd_shapes(argc - 1, argv + 1);
     fprintf(stderr, "fusegen: error: unknown command '%s'\n\n%s", cmd, main_usage);
     return 2;
 }

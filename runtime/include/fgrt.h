@@ -176,12 +176,13 @@ FG_API fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args 
  * P, kv_lora + rope_dim] and block_table [batch, max_context / P] int32 on the
  * device gives request b's page of tokens [j*P, (j+1)*P); NULL when
  * contiguous) and batch (<= the instance's B_max).  lengths [batch] int32 on
- * the device, 0..max_context; 0 is an inactive slot (out zero, lse -inf).
- * scale: the softmax scale, YaRN's mscale^2 included (`fusegen explain` and
- * the manifest's softmax_scale give the model's).  The binding owns an fp32
- * workspace for the sequence splits' partial results and their arrival
- * counters, zeroed at bind; the last split of a (request, head group) to
- * finish combines them, in split order (deterministic). */
+ * the device, 0..max_context; 0 is an inactive slot (out zero, lse -inf); the
+ * kernel cannot report a length out of range, and reads a negative one as 0
+ * and one past max_context as max_context.  scale: the softmax scale, YaRN's
+ * mscale^2 included (`fusegen explain` and the manifest's softmax_scale give
+ * the model's).  The binding owns an fp32 workspace for the clusters' merged
+ * partial results and their per-slice tickets, zeroed at bind; the splits
+ * merge in fixed orders (deterministic). */
 typedef struct fg_mla_decode_args {
     fg_reg_dtype dtype;
     long long heads, kv_lora, rope_dim, max_context, page_size, batch;

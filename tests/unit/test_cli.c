@@ -1108,7 +1108,9 @@ Test(cli, mla_planner_fits_the_template_at_other_widths)
         {"512", "448", NULL, "a row of 960: 3 stages of 32 keys"},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[128], *text = strdup(lite), *p;
+        char path[128], *text = malloc(strlen(lite) + 8), *p;   /* room for a longer rope */
+        cr_assert_not_null(text);
+        strcpy(text, lite);
         snprintf(path, sizeof path, "%s/mla-%u.yaml", tmp, i);
         p = strstr(text, "kv_lora_rank: 512");
         cr_assert_not_null(p);
@@ -1143,6 +1145,35 @@ Test(cli, mla_planner_fits_the_template_at_other_widths)
     free(lite);
 }
 
+/* fusegen shapes: the sweep specs' shapes as test_overlap's --bench-shapes
+ * list, in file order, through the spec parser; a bad spec or one that is
+ * not a GEMM spec prints nothing and fails. */
+Test(cli, shapes_lists_gemm_spec_shapes)
+{
+    char *out;
+    cr_assert_eq(run(&out, "shapes bench/sweeps/overlap-tp2-fit.yaml"), 0, "%s", out);
+    unsigned n = 1;
+    for (const char *c = strchr(out, ','); c; c = strchr(c + 1, ','))
+        n++;
+    cr_expect_eq(n, 56u, "%s", out);
+    cr_expect_eq(strncmp(out, "l3-8b-qkv-m512:all_gather:512x3072x4096,", 40), 0, "%s", out);
+    cr_expect_not_null(strstr(out, ",l2-70b-fc2-m32768:reduce_scatter:32768x8192x14336"), "%s",
+                       out);
+    free(out);
+    char bad[128];
+    snprintf(bad, sizeof bad, "%s/bad-shape.yaml", tmp);
+    write_file(bad, "schema_version: 1\ngemm:\n  name: x\n  dtype: bf16\n  world_size: 2\n"
+                    "  topology: nvlink\n  shapes:\n"
+                    "    - {name: x, collective: bogus, m: 1, n: 2, k: 3}\n");
+    cr_expect_eq(run(&out, "shapes bench/sweeps/overlap-tp2-fit.yaml %s", bad), 1, "%s", out);
+    cr_expect_not_null(strstr(out, "collective"), "%s", out);
+    cr_expect_null(strstr(out, "l3-8b"), "nothing printed: %s", out);
+    free(out);
+    cr_expect_eq(run(&out, "shapes specs/targets/h200.yaml"), 1, "%s", out);
+    cr_expect_not_null(strstr(out, "expected a GEMM-overlap spec"), "%s", out);
+    free(out);
+}
+
 Test(cli, help_and_version)
 {
     char *out;
@@ -1150,7 +1181,7 @@ Test(cli, help_and_version)
     cr_assert_str_eq(out, "fusegen 0.1.0\n");
     free(out);
     const char *cmds[] = {"generate", "list", "explain", "import-hf", "gate",
-                          "embed",    "report", "tune"};
+                          "embed",    "report", "tune",    "shapes"};
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cr_expect_eq(run(&out, "%s --help", cmds[i]), 0, "%s --help", cmds[i]);
         cr_expect(strstr(out, "usage: fusegen"), "%s --help: %s", cmds[i], out);
