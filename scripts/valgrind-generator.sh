@@ -2,7 +2,7 @@
 # The generator under valgrind (memcheck, leaks included) on what it is given
 # in practice and on what it must refuse: generate and explain over every
 # shipped spec and target, import-hf of every test config, every bad spec,
-# report over the test results, and profile and tune (ring and RMSNorm
+# report over the test results, shapes over the sweeps, and profile and tune (ring and RMSNorm
 # families, then generate with the result) against stand-in
 # harnesses (a GPU's part is not what is checked here).  Fails on the first
 # valgrind error.
@@ -34,6 +34,8 @@ vg explain specs/models/*.yaml specs/gemm/*.yaml specs/targets/*.yaml specs/tuni
 for f in tests/data/hf/*.json; do vg import-hf "$f"; done
 for f in tests/specs/bad/*.yaml; do vg list "$f" specs/targets/h200.yaml; done
 for f in tests/data/bench/*.json; do vg report -o "$out/report" "$f"; done
+vg shapes bench/sweeps/*.yaml specs/gemm/*.yaml
+vg shapes specs/targets/h200.yaml   # refused: not a GEMM spec
 # profile: a stand-in for test_overlap --profile writing a fixed measurement
 cat > "$out/prof.sh" <<'EOS'
 #!/bin/sh
