@@ -1399,8 +1399,14 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             }
             baseline_free(&bl);
             const double gbps = bytes / (t.med_us * 1e3), tflops = flops / (t.med_us * 1e6);
-            printf("%-64s S=%5d B=%2d %9.2f us %6.0f GB/s %6.1f TFLOP/s %5.1f%% of read (sets %d)",
-                   in->name, S, in->bmax, t.med_us, gbps, tflops, 100 * gbps / ceil.read_gbps, nsets);
+            // what the device holds at once (the driver's cluster occupancy): the
+            // planner assumes, not measures, the clusters a GPC holds
+            fg_binding_info info = {};
+            fg_binding_get_info(sets[0].b, &info);
+            printf("%-64s S=%5d B=%2d %9.2f us %6.0f GB/s %6.1f TFLOP/s %5.1f%% of read (sets %d, "
+                   "%lld resident, %lld wave%s)",
+                   in->name, S, in->bmax, t.med_us, gbps, tflops, 100 * gbps / ceil.read_gbps, nsets,
+                   info.resident_blocks, info.waves, info.waves == 1 ? "" : "s");
             if (have_bl)
                 printf(" | baseline %9.2f us (%.2fx)", tb.med_us, tb.med_us / t.med_us);
             printf("\n");
@@ -1425,6 +1431,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             fgh_json_int(j, "tile", in->tile);
             fgh_json_int(j, "stages", in->stages);
             fgh_json_int(j, "threads", in->threads);
+            fgh_json_int(j, "resident_blocks", info.resident_blocks);
+            fgh_json_int(j, "waves", info.waves);
             fgh_json_obj_end(j);
             fgh_json_str(j, "bytes_counted", "cache rows read for every request + q + out + lse");
             fgh_json_num(j, "bytes", bytes);
