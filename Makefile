@@ -243,6 +243,13 @@ $(BUILD)/tests/test_ref_mla: tests/unit/test_ref_mla.c tests/gpu/ref_mla.c tests
 	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
 	    tests/unit/test_ref_mla.c tests/gpu/ref_mla.c tests/gpu/numerics.c -lm -lcriterion
 
+# The MLA block reference against the absorbed computation (no GPU needed).
+$(BUILD)/tests/test_ref_mla_block: tests/unit/test_ref_mla_block.c tests/gpu/ref_mla_block.c \
+        tests/gpu/numerics.c tests/gpu/ref_mla_block.h tests/gpu/harness.h
+	@mkdir -p $(dir $@)
+	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
+	    tests/unit/test_ref_mla_block.c tests/gpu/ref_mla_block.c tests/gpu/numerics.c -lm -lcriterion
+
 # Instance names as the GPU tests read them (no GPU needed).
 $(BUILD)/tests/test_harness_names: tests/unit/test_harness_names.c tests/gpu/names.c \
         tests/gpu/harness.h

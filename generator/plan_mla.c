@@ -15,6 +15,7 @@
 #include <stdio.h>
 
 #include "plan.h"
+#include "rope.h"
 
 #define TILE 32        /* keys per tile: a row per lane of the loading warp */
 #define MAX_STAGES 6      /* 5 tiles in flight, 185 KB: past what an SM needs at the read
@@ -26,17 +27,11 @@
 #define MAX_KV_LORA 512   /* each thread holds kv_lora / 8 fp32 outputs in registers */
 
 /* The softmax scale of the model: 1 / sqrt(qk head dim), times YaRN's
- * mscale^2 where the RoPE scaling is YaRN (mscale = 0.1 mscale_all_dim
- * ln(factor) + 1 for factor > 1), as DeepSeek's attention applies it. */
+ * mscale^2 where the RoPE scaling is YaRN, as DeepSeek's attention applies it. */
 static double softmax_scale(const fg_model *m)
 {
-    double scale = 1.0 / sqrt((double)m->mla->qk_nope_head_dim + m->mla->qk_rope_head_dim);
-    const fg_rope_scaling_spec *y = m->rope ? m->rope->scaling : NULL;
-    if (y && y->type == FG_SCALING_YARN && y->factor > 1) {
-        const double ms = 0.1 * y->mscale_all_dim * log(y->factor) + 1.0;
-        scale *= ms * ms;
-    }
-    return scale;
+    const double scale = 1.0 / sqrt((double)m->mla->qk_nope_head_dim + m->mla->qk_rope_head_dim);
+    return m->rope ? scale * fg_rope_softmax_mscale2(m->rope) : scale;
 }
 
 /* Bytes of the template's Smem struct (rounded up to 16). */

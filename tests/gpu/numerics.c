@@ -68,6 +68,13 @@ uint16_t fgh_f32_to_bf16(float f)
     return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 
+uint16_t fgh_round_to(fgh_dtype t, double v)
+{
+    /* double -> float -> half can round twice; the gap matters only on ties
+     * of the float, far below the tolerances used with the references. */
+    return t == FGH_F16 ? fgh_f32_to_f16((float)v) : fgh_f32_to_bf16((float)v);
+}
+
 float fgh_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 float fgh_get(const void *buf, fgh_dtype t, size_t i)

@@ -9,13 +9,6 @@
 /* 2*pi as a double, as transformers' 2 * math.pi (M_PI is not in strict C17) */
 #define TWO_PI 6.283185307179586
 
-uint16_t fgh_round_to(fgh_dtype t, double v)
-{
-    /* double -> float -> half can round twice; the gap matters only on ties
-     * of the float, far below the tolerances used with this reference. */
-    return t == FGH_F16 ? fgh_f32_to_f16((float)v) : fgh_f32_to_bf16((float)v);
-}
-
 static double get(const void *buf, fgh_dtype t, size_t i) { return fgh_get(buf, t, i); }
 
 static double rounded(fgh_dtype t, double v)

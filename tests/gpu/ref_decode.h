@@ -79,9 +79,6 @@ void fgh_ref_decode_kv(const fgh_decode_cfg *c, const void *x, const void *norm_
 void fgh_rope_inv_freq(double theta, int head_dim, const fgh_rope_scaling *scaling,
                        float *inv_freq);
 
-/* The storage type's rounding of v (as bits). */
-uint16_t fgh_round_to(fgh_dtype t, double v);
-
 #ifdef __cplusplus
 }
 #endif

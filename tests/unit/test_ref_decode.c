@@ -438,12 +438,50 @@ Test(ref_decode, generator_inv_freq_matches_the_reference)
                     cr_assert_eq(gen[i], ref[i], "scaling %zu theta %g hd %u: inv_freq[%u]", k,
                                  thetas[t], hds[h], i);
             }
+    /* YaRN without the original context it scales from: refused, untouched */
     fg_rope_scaling_spec yarn = {.type = FG_SCALING_YARN, .factor = 40};
     const fg_rope rope = {.theta = 10000.0, .scaling = &yarn};
     float untouched[32] = {0};
     cr_assert(!fg_rope_inv_freq(&rope, 64, untouched));
     for (int i = 0; i < 32; i++)
         cr_assert_eq(untouched[i], 0.0f);
+}
+
+/* YaRN as DeepSeek-V2-Lite and V3 use it (rope dim 64, theta 10000, factor
+ * 40, original context 4096, beta_fast 32, beta_slow 1): the table against
+ * values computed apart from this code, with numpy from the formula of
+ * DeepSeek's modeling code (pairs 0-9 unscaled, 23-31 divided by 40, a
+ * ramp between), rounded to float; and the two attention scalings. */
+Test(ref_decode, yarn_matches_deepseeks_formula)
+{
+    fg_rope_scaling_spec yarn = {.type = FG_SCALING_YARN, .factor = 40,
+                                 .original_max_position = 4096, .beta_fast = 32, .beta_slow = 1,
+                                 .mscale = 0.707, .mscale_all_dim = 0.707};
+    const fg_rope rope = {.theta = 10000.0, .scaling = &yarn};
+    float inv[32];
+    cr_assert(fg_rope_inv_freq(&rope, 64, inv));
+    const struct { unsigned i; double want; } golden[] = {
+        {0, 1.0},
+        {9, 7.498942316e-02},
+        {10, 5.623413250e-02},
+        {12, 2.687936090e-02},
+        {16, 5.499999970e-03},
+        {22, 1.778279402e-04},
+        {23, 3.333803761e-05},
+        {31, 3.333803534e-06},
+    };
+    for (size_t k = 0; k < sizeof golden / sizeof golden[0]; k++)
+        cr_expect(fabs(inv[golden[k].i] - golden[k].want) <= 1e-9 * golden[k].want + 1e-12,
+                  "inv_freq[%u] %.9e, expected %.9e", golden[k].i, (double)inv[golden[k].i],
+                  golden[k].want);
+    /* mscale = mscale_all_dim: cos and sin unscaled; softmax scale x 1.5896 */
+    cr_expect_float_eq(fg_rope_cos_sin_scale(&rope), 1.0, 1e-15);
+    cr_expect_float_eq(fg_rope_softmax_mscale2(&rope), 1.5896261651208736, 1e-12);
+    yarn.mscale = 1.0;
+    cr_expect_float_eq(fg_rope_cos_sin_scale(&rope), (0.1 * log(40.0) + 1) / (0.0707 * log(40.0) + 1),
+                       1e-12);
+    yarn.factor = 1.0;   /* no scaling up: both 1 */
+    cr_expect_float_eq(fg_rope_softmax_mscale2(&rope), 1.0, 1e-15);
 }
 
 /* A pool [num_pages, NKV, P, HD] holding a contiguous cache's tokens under
