@@ -27,7 +27,7 @@ static double yarn_dim(double rotations, unsigned dim, double theta, double orig
     return dim * log(orig / (rotations * TWO_PI)) / (2 * log(theta));
 }
 
-/* YaRN: pairs below `low` (fast: beta_fast turns or more) keep their
+/* YaRN: pairs up to `low` (fast: beta_fast turns or more) keep their
  * frequency, those from `high` on (slow) are divided by the factor, and a
  * linear ramp over the pairs between blends the two. */
 static double yarn(double inv, unsigned i, unsigned dim, double theta,

@@ -1,7 +1,9 @@
 /* RoPE frequencies as the emitted kernels use them: inv_freq[i] for
  * i < head_dim / 2, computed in double (with the spec's scaling) and rounded
  * once to float.  The C reference of the GPU tests computes the same table
- * (tests/gpu/ref_decode.c); a unit test holds the two together. */
+ * for the decode family's scalings (tests/gpu/ref_decode.c), and a unit test
+ * holds the two together; YaRN's is checked against values computed apart
+ * (tests/unit/test_ref_decode.c). */
 #ifndef FG_ROPE_H
 #define FG_ROPE_H
 

@@ -387,6 +387,23 @@ static void check_scaling(checker *c, const fg_rope_scaling_spec *s)
     if (has(c, "model.rope.scaling.original_max_position"))
         in_range(c, "model.rope.scaling.original_max_position", s->original_max_position, 1,
                  1u << 24);
+    /* YaRN: rotation counts with beta_fast above beta_slow (the ramp runs
+     * from the first to the second), and mscales that keep 0.1 m ln(factor)
+     * + 1 positive */
+    if (s->type == FG_SCALING_YARN) {
+        if (has(c, "model.rope.scaling.beta_slow"))
+            float_range(c, "model.rope.scaling.beta_slow", s->beta_slow, 1e-3, 1e6);
+        if (has(c, "model.rope.scaling.beta_fast") && has(c, "model.rope.scaling.beta_slow") &&
+            !(s->beta_fast > s->beta_slow))
+            err_at(c, "model.rope.scaling.beta_fast", false,
+                   "'model.rope.scaling.beta_fast' is %g; expected more than beta_slow (%g)",
+                   s->beta_fast, s->beta_slow);
+        const char *ms[] = {"model.rope.scaling.mscale", "model.rope.scaling.mscale_all_dim"};
+        const double mv[] = {s->mscale, s->mscale_all_dim};
+        for (int i = 0; i < 2; i++)
+            if (has(c, ms[i]) && !(mv[i] >= 0 && mv[i] <= 100))
+                err_at(c, ms[i], false, "'%s' is %g; expected 0 to 100", ms[i], mv[i]);
+    }
 }
 
 static void check_attention(checker *c, const fg_attention *a, uint32_t max_context)

@@ -65,8 +65,9 @@ uint16_t fgh_f32_to_bf16(float f);
 float fgh_bf16_to_f32(uint16_t h);
 /* Element i of a host buffer of dtype t, as float. */
 float fgh_get(const void *buf, fgh_dtype t, size_t i);
-/* The storage type's rounding of v (as bits). */
+/* The storage type's rounding of v (f16 or bf16): as bits, and as its value. */
 uint16_t fgh_round_to(fgh_dtype t, double v);
+double fgh_rounded(fgh_dtype t, double v);
 
 /* ----------------------------------------------------------------- inputs */
 

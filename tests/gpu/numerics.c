@@ -75,6 +75,12 @@ uint16_t fgh_round_to(fgh_dtype t, double v)
     return t == FGH_F16 ? fgh_f32_to_f16((float)v) : fgh_f32_to_bf16((float)v);
 }
 
+double fgh_rounded(fgh_dtype t, double v)
+{
+    const uint16_t b = fgh_round_to(t, v);
+    return t == FGH_F16 ? fgh_f16_to_f32(b) : fgh_bf16_to_f32(b);
+}
+
 float fgh_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 float fgh_get(const void *buf, fgh_dtype t, size_t i)

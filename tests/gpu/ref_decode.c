@@ -11,11 +11,6 @@
 
 static double get(const void *buf, fgh_dtype t, size_t i) { return fgh_get(buf, t, i); }
 
-static double rounded(fgh_dtype t, double v)
-{
-    uint16_t b = fgh_round_to(t, v);
-    return t == FGH_F16 ? fgh_f16_to_f32(b) : fgh_bf16_to_f32(b);
-}
 
 /* Llama 3.1: high frequencies kept, low ones divided by factor, a linear
  * blend between them by how many wavelengths fit the original context.
@@ -149,7 +144,7 @@ static void attend(const decode_step *st, int h)
             acc[d] += p[i] * get(st->kv->v, t, row + d);
     }
     for (int d = 0; d < HD; d++)
-        st->o[(size_t)h * HD + d] = rounded(t, acc[d] / den);
+        st->o[(size_t)h * HD + d] = fgh_rounded(t, acc[d] / den);
     free(q), free(p), free(acc);
 }
 
@@ -201,7 +196,7 @@ static void normalize(const fgh_decode_cfg *c, const void *x, const void *norm_w
     const double r = 1.0 / sqrt(ss / H + c->eps);
     for (int i = 0; i < H; i++) {
         const double f = get(x, t, (size_t)b * H + i);
-        xn[i] = c->rmsnorm ? rounded(t, f * r * get(norm_w, t, i)) : f;
+        xn[i] = c->rmsnorm ? fgh_rounded(t, f * r * get(norm_w, t, i)) : f;
     }
 }
 

@@ -6,20 +6,14 @@
 
 static double get(const void *buf, fgh_dtype t, size_t i) { return fgh_get(buf, t, i); }
 
-static double rounded(fgh_dtype t, double v)
-{
-    const uint16_t b = fgh_round_to(t, v);
-    return t == FGH_F16 ? fgh_f16_to_f32(b) : fgh_bf16_to_f32(b);
-}
-
-/* out[r] = sum_k w[r, k] in[k] for r < rows; w row-major with row length ld. */
-static void matvec(const void *w, fgh_dtype t, int rows, int cols, size_t ld, const double *in,
-                   double *out)
+/* out[r] = sum_k w[off + r ld + k] in[k] for r < rows (w row-major). */
+static void matvec(const void *w, fgh_dtype t, size_t off, int rows, int cols, size_t ld,
+                   const double *in, double *out)
 {
     for (int r = 0; r < rows; r++) {
         double acc = 0;
         for (int k = 0; k < cols; k++)
-            acc += get(w, t, (size_t)r * ld + k) * in[k];
+            acc += get(w, t, off + (size_t)r * ld + k) * in[k];
         out[r] = acc;
     }
 }
@@ -70,22 +64,22 @@ void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *
             rmsnorm(xn, H, w->input_norm, t, c->eps);
         /* the query of every head, q_pe rotated */
         if (c->q_lora) {
-            matvec(w->w_q_a, t, c->q_lora, H, H, xn, qa);
+            matvec(w->w_q_a, t, 0, c->q_lora, H, H, xn, qa);
             rmsnorm(qa, c->q_lora, w->q_a_norm, t, c->eps);
-            matvec(w->w_q_b, t, NH * QD, c->q_lora, c->q_lora, qa, q);
+            matvec(w->w_q_b, t, 0, NH * QD, c->q_lora, c->q_lora, qa, q);
         } else {
-            matvec(w->w_q, t, NH * QD, H, H, xn, q);
+            matvec(w->w_q, t, 0, NH * QD, H, H, xn, q);
         }
         for (int h = 0; h < NH; h++)
             rotate(q + (size_t)h * QD + c->nope, R, p, c->inv_freq, c->cs_scale);
         /* the new latent row: normalized c, rotated k_pe */
-        matvec(w->w_kv_a, t, D, H, H, xn, row);
+        matvec(w->w_kv_a, t, 0, D, H, H, xn, row);
         rmsnorm(row, KV, w->kv_a_norm, t, c->eps);
         rotate(row + KV, R, p, c->inv_freq, c->cs_scale);
         memcpy(new_row + (size_t)b * D, row, sizeof(double) * D);
         if (c->round_new_row)
             for (int i = 0; i < D; i++)
-                row[i] = rounded(t, row[i]);
+                row[i] = fgh_rounded(t, row[i]);
         /* per head: explicit K and V from every latent row t <= p */
         for (int h = 0; h < NH; h++) {
             const double *qh = q + (size_t)h * QD;
@@ -95,7 +89,7 @@ void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *
                 for (int i = 0; i < D; i++)
                     lat[i] = tk < p ? get(cache, t, ((size_t)b * c->max_context + tk) * D + i)
                                     : row[i];
-                matvec((const char *)w->w_kv_b + 2 * uk, t, c->nope, KV, KV, lat, k);
+                matvec(w->w_kv_b, t, uk, c->nope, KV, KV, lat, k);
                 double dot = 0;
                 for (int i = 0; i < c->nope; i++)
                     dot += qh[i] * k[i];
@@ -113,7 +107,7 @@ void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *
                 for (int i = 0; i < KV; i++)
                     lat[i] = tk < p ? get(cache, t, ((size_t)b * c->max_context + tk) * D + i)
                                     : row[i];
-                matvec((const char *)w->w_kv_b + 2 * uv, t, c->v_dim, KV, KV, lat, v);
+                matvec(w->w_kv_b, t, uv, c->v_dim, KV, KV, lat, v);
                 for (int i = 0; i < c->v_dim; i++)
                     oh[i] += s[tk] / sum * v[i];
             }
@@ -129,7 +123,7 @@ void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *
                     qa_h[KV + i] = qh[c->nope + i];
             }
         }
-        matvec(w->w_o, t, H, NH * c->v_dim, ld_o, o, y + (size_t)b * H);
+        matvec(w->w_o, t, 0, H, NH * c->v_dim, ld_o, o, y + (size_t)b * H);
     }
     free(xn), free(qa), free(q), free(row), free(k), free(s), free(o), free(lat), free(v);
 }

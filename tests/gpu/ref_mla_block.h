@@ -15,8 +15,11 @@
  * W_kv_b holds, per head, W_uk's nope rows then W_uv's v_dim rows.  With a
  * shard of the heads (weights offset to its rows, w_o_ld the full W_o's row
  * length), y is that shard's partial sum.  Double throughout, over the stored
- * values; the new row is rounded to the cache's type before the attention
- * when round_new_row is set (as a kernel stores it and reads it back). */
+ * values (f16 or bf16); the new row is rounded to the cache's type before
+ * the attention when round_new_row is set (as a kernel stores it and reads it
+ * back).  k_pe is stored with its pairs interleaved, as rotated (the layout
+ * of vLLM's and FlashMLA's caches; Hugging Face's code reorders each rotated
+ * vector into halves, which leaves the scores the same). */
 #ifndef FG_GPU_REF_MLA_BLOCK_H
 #define FG_GPU_REF_MLA_BLOCK_H
 
@@ -38,7 +41,7 @@ typedef struct fgh_mla_block_cfg {
     double scale;                           /* softmax scale, YaRN's mscale^2 in it */
     double cs_scale;                        /* YaRN's factor on cos and sin (else 1) */
     const float *inv_freq;                  /* [rope / 2] */
-    fgh_dtype dtype;                        /* x, the weights, the cache */
+    fgh_dtype dtype;                        /* x, the weights, the cache: f16 or bf16 */
     bool round_new_row;
 } fgh_mla_block_cfg;
 

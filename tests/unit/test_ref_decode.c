@@ -450,8 +450,10 @@ Test(ref_decode, generator_inv_freq_matches_the_reference)
 /* YaRN as DeepSeek-V2-Lite and V3 use it (rope dim 64, theta 10000, factor
  * 40, original context 4096, beta_fast 32, beta_slow 1): the table against
  * values computed apart from this code, with numpy from the formula of
- * DeepSeek's modeling code (pairs 0-9 unscaled, 23-31 divided by 40, a
- * ramp between), rounded to float; and the two attention scalings. */
+ * DeepSeek's modeling code in double and rounded once to float (pairs 0-10
+ * unscaled, a ramp over 11-22, 23-31 divided by 40; DeepSeek itself computes
+ * in fp32, which can differ in the last bit); and the two attention
+ * scalings. */
 Test(ref_decode, yarn_matches_deepseeks_formula)
 {
     fg_rope_scaling_spec yarn = {.type = FG_SCALING_YARN, .factor = 40,

@@ -1,8 +1,10 @@
 /* The MLA block reference (tests/gpu/ref_mla_block.c, issue 9) against the
  * absorbed computation a fused kernel does, worked here in double: scores
  * over the latent rows with q_abs = W_uk^T q_nope | q_pe, the latent
- * output sum p c, then W_uv and W_o.  Plus head shards summing to the whole,
- * the q_lora path, and RoPE at position 0 leaving k_pe as projected. */
+ * output sum p c, then W_uv and W_o (the reference's q_abs, itself checked
+ * against a query computed here: projections, q_lora's RMSNorm, RoPE with
+ * cos/sin scaled).  Plus head shards summing to the whole and the new row
+ * at position 0. */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
@@ -127,6 +129,75 @@ Test(ref_mla_block, explicit_equals_absorbed)
             n += y[i] * y[i];
         cr_expect(n > 1e-6 && isfinite(n), "q_lora %d: |y|^2 %g", q_lora, n);
     }
+    free(in);
+}
+
+/* The query path on its own, at positions past 0: q (W_q x, or W_q_b
+ * rmsnorm(W_q_a x)) computed here, q_pe rotated here (pairs (2i, 2i+1), cos
+ * and sin times cs_scale), then W_uk^T q_nope: the reference's q_abs must be
+ * that, with and without q_lora, at cs_scale 1 and 1.3. */
+Test(ref_mla_block, absorbed_query_computed_apart)
+{
+    inputs *in = make_inputs();
+    const int pos[B] = {5, 9};
+    for (int q_lora = 0; q_lora <= QL; q_lora += QL)
+        for (int k = 0; k < 2; k++) {
+            fgh_mla_block_cfg c = cfg(in, q_lora);
+            c.cs_scale = k ? 1.3 : 1.0;
+            const fgh_mla_block_weights wt = weights(in);
+            double y[B * H], row[B * D], qa[B * NH * D];
+            fgh_ref_mla_block(&c, &wt, in->x, in->cache, pos, y, row, qa);
+            for (int b = 0; b < B; b++) {
+                double xn[H], ss = 0, q[NH * QD];
+                for (int i = 0; i < H; i++)
+                    ss += w(in->x, (size_t)b * H + i) * w(in->x, (size_t)b * H + i);
+                for (int i = 0; i < H; i++)
+                    xn[i] = w(in->x, (size_t)b * H + i) / sqrt(ss / H + 1e-6) * w(in->in_norm, i);
+                if (q_lora) {
+                    double a[QL], as = 0;
+                    for (int r = 0; r < QL; r++) {
+                        a[r] = 0;
+                        for (int i = 0; i < H; i++)
+                            a[r] += w(in->w_q_a, (size_t)r * H + i) * xn[i];
+                        as += a[r] * a[r];
+                    }
+                    for (int r = 0; r < QL; r++)
+                        a[r] = a[r] / sqrt(as / QL + 1e-6) * w(in->q_a_norm, r);
+                    for (int r = 0; r < NH * QD; r++) {
+                        q[r] = 0;
+                        for (int i = 0; i < QL; i++)
+                            q[r] += w(in->w_q_b, (size_t)r * QL + i) * a[i];
+                    }
+                } else {
+                    for (int r = 0; r < NH * QD; r++) {
+                        q[r] = 0;
+                        for (int i = 0; i < H; i++)
+                            q[r] += w(in->w_q, (size_t)r * H + i) * xn[i];
+                    }
+                }
+                for (int h = 0; h < NH; h++) {
+                    const double *qh = q + h * QD, *got = qa + ((size_t)b * NH + h) * D;
+                    for (int j = 0; j < KV; j++) {
+                        double want = 0;
+                        for (int i = 0; i < NOPE; i++)
+                            want += w(in->w_kv_b, ((size_t)h * KVB + i) * KV + j) * qh[i];
+                        cr_expect(fabs(got[j] - want) <= 1e-12 * (1 + fabs(want)),
+                                  "q_lora %d cs %g request %d head %d latent %d: %.17g, want %.17g",
+                                  q_lora, c.cs_scale, b, h, j, got[j], want);
+                    }
+                    for (int i = 0; i < R / 2; i++) {
+                        const double ang = (double)((float)pos[b] * in->inv_freq[i]);
+                        const double x0 = qh[NOPE + 2 * i], x1 = qh[NOPE + 2 * i + 1];
+                        const double r0 = (x0 * cos(ang) - x1 * sin(ang)) * c.cs_scale;
+                        const double r1 = (x0 * sin(ang) + x1 * cos(ang)) * c.cs_scale;
+                        cr_expect(fabs(got[KV + 2 * i] - r0) <= 1e-12 * (1 + fabs(r0)) &&
+                                      fabs(got[KV + 2 * i + 1] - r1) <= 1e-12 * (1 + fabs(r1)),
+                                  "q_lora %d cs %g request %d head %d rope pair %d", q_lora,
+                                  c.cs_scale, b, h, i);
+                    }
+                }
+            }
+        }
     free(in);
 }
 
