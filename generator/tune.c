@@ -109,6 +109,8 @@ static const kind_desc KINDS[NKINDS] = {
 
 /* ---- the run ---- */
 
+#define MAX_POINTS 16   /* distinct points a kind's run names in its provenance */
+
 typedef struct cfg {
     const char *name;          /* borrowed from the manifest */
     fg_tuning_entry conf;      /* the configuration (threads and the kind's fields) */
@@ -334,8 +336,10 @@ static int time_kind(tune *t, fg_tuning_kind kind)
         const char *commit = fg_json_str(doc, "commit");
         if (commit && !strcmp(commit, "unknown"))
             commit = NULL;
-        fg_bench_case first;
-        fg_bench_case_read(json_object_array_get_idx(cases, 0), &first);
+        /* the points timed, each once, in the order they first appear (a
+         * configuration with a failed case has fewer) */
+        double seen[MAX_POINTS];
+        unsigned nseen = 0;
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
             fg_bench_case c;
             fg_bench_case_read(json_object_array_get_idx(cases, i), &c);
@@ -344,9 +348,14 @@ static int time_kind(tune *t, fg_tuning_kind kind)
                 continue;
             k->us += c.median_us;
             k->points++;
-            if (first.instance && strcmp(first.instance, k->name) == 0)   /* the points, from one configuration */
-                fg_sb_printf(&t->points[kind], "%s%.0f",
-                             t->points[kind].len ? " + " : "", c.point);
+            unsigned j = 0;
+            while (j < nseen && seen[j] != c.point)
+                j++;
+            if (j == nseen && nseen < MAX_POINTS) {
+                seen[nseen++] = c.point;
+                fg_sb_printf(&t->points[kind], "%s%.0f", t->points[kind].len ? " + " : "",
+                             c.point);
+            }
         }
         /* an entry's provenance (spec.h): GPU, points, commit */
         fg_strbuf *m = &t->measured[kind];
