@@ -290,6 +290,13 @@ void fgh_json_timing(fgh_json *j, const char *key, const fgh_timing *t);
 void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const char *tool);
 void fgh_json_ceilings(fgh_json *j, const fgh_ceilings *c);
 void fgh_json_clocks(fgh_json *j);
+/* A bench results file: opened at path (stdout when NULL), the outer object
+ * begun and the header written (fgh_json_header), *f its stream; -1 (and
+ * why, on stderr) when it cannot be opened.  fgh_bench_doc_end writes the
+ * clocks, ends the object and closes what begin opened. */
+int fgh_bench_doc_begin(fgh_json *j, FILE **f, const char *path, const fgh_device *d,
+                        const char *commit, const char *tool);
+void fgh_bench_doc_end(fgh_json *j, FILE *f, const char *path);
 void fgh_utc_now(char *buf, size_t n);   /* 2026-11-20T12:34:56Z */
 
 #ifdef __cplusplus

@@ -58,7 +58,6 @@
 #include <algorithm>
 #include <atomic>
 #include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1579,21 +1578,12 @@ int main(int argc, char **argv)
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (do_bench) {
-        FILE *f = json ? fopen(json, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "test_mla_decode: cannot write %s: %s\n", json, strerror(errno));
-            return 2;
-        }
+        FILE *f;
         fgh_json j;
-        fgh_json_init(&j, f);
-        fgh_json_obj_begin(&j, NULL);
-        fgh_json_header(&j, &dev, commit ? commit : "unknown", "test_mla_decode --bench");
+        if (fgh_bench_doc_begin(&j, &f, json, &dev, commit, "test_mla_decode --bench") != 0)
+            return 2;
         bench(s, &dev, &j, sel, quick, baseline);
-        fgh_json_clocks(&j);
-        fgh_json_obj_end(&j);
-        fputc('\n', f);
-        if (json)
-            fclose(f);
+        fgh_bench_doc_end(&j, f, json);
     } else {
         for (int k : sel)
             test_instance(&g_inst[k], s, baseline, repeats);
