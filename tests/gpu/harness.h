@@ -68,6 +68,11 @@ float fgh_get(const void *buf, fgh_dtype t, size_t i);
 /* The storage type's rounding of v (f16 or bf16): as bits, and as its value. */
 uint16_t fgh_round_to(fgh_dtype t, double v);
 double fgh_rounded(fgh_dtype t, double v);
+/* RoPE on v [dim] at position pos: pair p is (p, p + dim/2) with neox, else
+ * (2p, 2p+1), rotated by the fp32 angle (float)pos * inv_freq[p] (as the
+ * kernels form it), cos and sin times cs_scale (YaRN's; else 1). */
+void fgh_rope_rotate(double *v, int dim, int pos, const float *inv_freq, bool neox,
+                     double cs_scale);
 
 /* ----------------------------------------------------------------- inputs */
 
