@@ -65,6 +65,7 @@
 #include <string.h>
 #include <string>
 #include <thread>
+#include <initializer_list>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -621,12 +622,17 @@ size_t nout(const Problem &p) { return (size_t)p.in->bmax * p.in->heads * p.in->
 size_t nlse(const Problem &p) { return (size_t)p.in->bmax * p.in->heads; }
 Layout layout(const Problem &p) { return Layout{p.in->D, p.in->smax, p.in->page, p.dbt}; }
 
-void problem_free(Problem *p)
+// A binding and the device buffers bound to it, released.
+void free_bound(fg_binding *b, std::initializer_list<void *> dev)
 {
-    fg_binding_free(p->b);
-    void *dev[] = {p->dq, p->dcache, p->dout, p->dlse, p->dlen, p->dbt};
+    fg_binding_free(b);
     for (void *d : dev)
         cudaFree(d);
+}
+
+void problem_free(Problem *p)
+{
+    free_bound(p->b, {p->dq, p->dcache, p->dout, p->dlse, p->dlen, p->dbt});
     *p = Problem{};
 }
 
@@ -1142,10 +1148,7 @@ struct BenchSet {
 
 void bench_set_free(BenchSet *x)
 {
-    fg_binding_free(x->b);
-    void *dev[] = {x->dq, x->dcache, x->dout, x->dlse, x->dlen, x->dbt};
-    for (void *d : dev)
-        cudaFree(d);
+    free_bound(x->b, {x->dq, x->dcache, x->dout, x->dlse, x->dlen, x->dbt});
     *x = BenchSet{};
 }
 
