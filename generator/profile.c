@@ -92,14 +92,9 @@ static void add_shape(fg_strbuf *list, unsigned m, unsigned n, unsigned k)
 static int collect_shapes(profile *p, fg_strbuf *list)
 {
     for (int i = 0; i < p->ngemm; i++) {
-        fg_spec *s = fg_spec_load(p->gemm_paths[i], &p->d);
+        fg_spec *s = fg_spec_load_gemm(p->gemm_paths[i], &p->d);
         if (!s)
             return -1;
-        if (s->kind != FG_SPEC_GEMM) {
-            fg_error_at(&p->d, p->gemm_paths[i], 0, 0, "expected a GEMM-overlap spec (gemm:)");
-            fg_spec_free(s);
-            return -1;
-        }
         const fg_gemm *g = s->gemm;
         for (unsigned k = 0; k < g->shapes_count; k++) {
             const fg_gemm_shape *sh = &g->shapes[k];

@@ -38,10 +38,8 @@ int fg_cmd_shapes(int argc, char **argv)
     fg_diag_init(&d, stderr);
     fg_strbuf list = {0};
     for (int i = 1; i < argc && !d.errors; i++) {
-        fg_spec *s = fg_spec_load(argv[i], &d);
-        if (s && s->kind != FG_SPEC_GEMM)
-            fg_error_at(&d, argv[i], 0, 0, "expected a GEMM-overlap spec (gemm:)");
-        for (unsigned k = 0; s && !d.errors && k < s->gemm->shapes_count; k++) {
+        fg_spec *s = fg_spec_load_gemm(argv[i], &d);
+        for (unsigned k = 0; s && k < s->gemm->shapes_count; k++) {
             const fg_gemm_shape *sh = &s->gemm->shapes[k];
             fg_sb_printf(&list, "%s%s:%s:%ux%ux%u", list.len ? "," : "", sh->name,
                          fg_collective_name(sh->collective), sh->m, sh->n, sh->k);

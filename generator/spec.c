@@ -727,6 +727,17 @@ fg_spec *fg_spec_load(const char *path, fg_diag *d)
     return spec;
 }
 
+fg_spec *fg_spec_load_gemm(const char *path, fg_diag *d)
+{
+    fg_spec *s = fg_spec_load(path, d);
+    if (s && s->kind != FG_SPEC_GEMM) {
+        fg_error_at(d, path, 0, 0, "expected a GEMM-overlap spec (gemm:)");
+        fg_spec_free(s);
+        return NULL;
+    }
+    return s;
+}
+
 fg_spec *fg_spec_load_text(const char *path, const char *text, size_t len, fg_diag *d)
 {
     int errors_before = d->errors;

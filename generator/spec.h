@@ -199,6 +199,9 @@ typedef struct fg_spec {
 bool fg_spec_name_ok(const char *name);
 
 fg_spec *fg_spec_load(const char *path, fg_diag *d);
+/* A GEMM-overlap spec at path, or NULL (reported: another kind of spec is
+ * an error too). */
+fg_spec *fg_spec_load_gemm(const char *path, fg_diag *d);
 /* The same for a spec already in memory (len bytes; no terminator needed);
  * `path` names it in messages. */
 fg_spec *fg_spec_load_text(const char *path, const char *text, size_t len, fg_diag *d);

@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -440,6 +441,30 @@ void fgh_json_clocks(fgh_json *j)
         fgh_json_int(j, "max", s.max);
     }
     fgh_json_obj_end(j);
+}
+
+int fgh_bench_doc_begin(fgh_json *j, FILE **f, const char *path, const fgh_device *d,
+                        const char *commit, const char *tool)
+{
+    *f = path ? fopen(path, "w") : stdout;
+    if (!*f) {
+        fprintf(stderr, "%.*s: cannot write %s: %s\n", (int)strcspn(tool, " "), tool, path,
+                strerror(errno));
+        return -1;
+    }
+    fgh_json_init(j, *f);
+    fgh_json_obj_begin(j, NULL);
+    fgh_json_header(j, d, commit ? commit : "unknown", tool);
+    return 0;
+}
+
+void fgh_bench_doc_end(fgh_json *j, FILE *f, const char *path)
+{
+    fgh_json_clocks(j);
+    fgh_json_obj_end(j);
+    fputc('\n', f);
+    if (path)
+        fclose(f);
 }
 
 void *fgh_read_file(const char *path, size_t *len)

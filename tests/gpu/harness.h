@@ -68,6 +68,11 @@ float fgh_get(const void *buf, fgh_dtype t, size_t i);
 /* The storage type's rounding of v (f16 or bf16): as bits, and as its value. */
 uint16_t fgh_round_to(fgh_dtype t, double v);
 double fgh_rounded(fgh_dtype t, double v);
+/* RoPE on v [dim] at position pos: pair p is (p, p + dim/2) with neox, else
+ * (2p, 2p+1), rotated by the fp32 angle (float)pos * inv_freq[p] (as the
+ * kernels form it), cos and sin times cs_scale (YaRN's; else 1). */
+void fgh_rope_rotate(double *v, int dim, int pos, const float *inv_freq, bool neox,
+                     double cs_scale);
 
 /* ----------------------------------------------------------------- inputs */
 
@@ -290,6 +295,13 @@ void fgh_json_timing(fgh_json *j, const char *key, const fgh_timing *t);
 void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const char *tool);
 void fgh_json_ceilings(fgh_json *j, const fgh_ceilings *c);
 void fgh_json_clocks(fgh_json *j);
+/* A bench results file: opened at path (stdout when NULL), the outer object
+ * begun and the header written (fgh_json_header), *f its stream; -1 (and
+ * why, on stderr) when it cannot be opened.  fgh_bench_doc_end writes the
+ * clocks, ends the object and closes what begin opened. */
+int fgh_bench_doc_begin(fgh_json *j, FILE **f, const char *path, const fgh_device *d,
+                        const char *commit, const char *tool);
+void fgh_bench_doc_end(fgh_json *j, FILE *f, const char *path);
 void fgh_utc_now(char *buf, size_t n);   /* 2026-11-20T12:34:56Z */
 
 #ifdef __cplusplus

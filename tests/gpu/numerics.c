@@ -81,6 +81,19 @@ double fgh_rounded(fgh_dtype t, double v)
     return t == FGH_F16 ? fgh_f16_to_f32(b) : fgh_bf16_to_f32(b);
 }
 
+void fgh_rope_rotate(double *v, int dim, int pos, const float *inv_freq, bool neox,
+                     double cs_scale)
+{
+    for (int p = 0; p < dim / 2; p++) {
+        const float ang = (float)pos * inv_freq[p];
+        const double cs = cos((double)ang) * cs_scale, sn = sin((double)ang) * cs_scale;
+        const int i0 = neox ? p : 2 * p, i1 = neox ? p + dim / 2 : 2 * p + 1;
+        const double a = v[i0], b = v[i1];
+        v[i0] = a * cs - b * sn;
+        v[i1] = b * cs + a * sn;
+    }
+}
+
 float fgh_bf16_to_f32(uint16_t h) { return u2f((uint32_t)h << 16); }
 
 float fgh_get(const void *buf, fgh_dtype t, size_t i)

@@ -59,16 +59,7 @@ typedef struct decode_step {
 
 static void rope(const decode_step *st, double *v)
 {
-    const int hd = st->c->head_dim;
-    const bool neox = st->c->neox;
-    for (int p = 0; p < hd / 2; p++) {
-        const float ang = (float)st->pos * st->inv_freq[p];
-        const double cs = cos((double)ang), sn = sin((double)ang);
-        const int i0 = neox ? p : 2 * p, i1 = neox ? p + hd / 2 : 2 * p + 1;
-        const double a = v[i0], b = v[i1];
-        v[i0] = a * cs - b * sn;
-        v[i1] = b * cs + a * sn;
-    }
+    fgh_rope_rotate(v, st->c->head_dim, st->pos, st->inv_freq, st->c->neox, 1.0);
 }
 
 /* Row r of W_qkv times xn, then the bias: the order a kernel that adds the

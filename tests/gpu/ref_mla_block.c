@@ -29,19 +29,6 @@ static void rmsnorm(double *v, int n, const void *weight, fgh_dtype t, double ep
         v[i] = v[i] * inv * get(weight, t, i);
 }
 
-/* Pairs (2i, 2i+1) rotated by pos * inv_freq[i] (the fp32 angle, as the
- * kernels form it), cos and sin times cs. */
-static void rotate(double *v, int rope, int pos, const float *inv_freq, double cs)
-{
-    for (int i = 0; i < rope / 2; i++) {
-        const double a = (double)((float)pos * inv_freq[i]);
-        const double co = cos(a) * cs, si = sin(a) * cs;
-        const double x0 = v[2 * i], x1 = v[2 * i + 1];
-        v[2 * i] = x0 * co - x1 * si;
-        v[2 * i + 1] = x0 * si + x1 * co;
-    }
-}
-
 void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *w,
                        const void *x, const void *cache, const int *pos, double *y,
                        double *new_row, double *q_abs)
@@ -71,11 +58,12 @@ void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *
             matvec(w->w_q, t, 0, NH * QD, H, H, xn, q);
         }
         for (int h = 0; h < NH; h++)
-            rotate(q + (size_t)h * QD + c->nope, R, p, c->inv_freq, c->cs_scale);
+            fgh_rope_rotate(q + (size_t)h * QD + c->nope, R, p, c->inv_freq, false,
+                            c->cs_scale);
         /* the new latent row: normalized c, rotated k_pe */
         matvec(w->w_kv_a, t, 0, D, H, H, xn, row);
         rmsnorm(row, KV, w->kv_a_norm, t, c->eps);
-        rotate(row + KV, R, p, c->inv_freq, c->cs_scale);
+        fgh_rope_rotate(row + KV, R, p, c->inv_freq, false, c->cs_scale);
         memcpy(new_row + (size_t)b * D, row, sizeof(double) * D);
         if (c->round_new_row)
             for (int i = 0; i < D; i++)

@@ -30,7 +30,6 @@
 // on the same shapes, and the copy and read-only ceilings, all in the same run.
 #include <algorithm>
 #include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1040,21 +1039,12 @@ int main(int argc, char **argv)
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (do_bench) {
-        FILE *f = json ? fopen(json, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "test_decode_attn: cannot write %s: %s\n", json, strerror(errno));
-            return 2;
-        }
+        FILE *f;
         fgh_json j;
-        fgh_json_init(&j, f);
-        fgh_json_obj_begin(&j, NULL);
-        fgh_json_header(&j, &dev, commit ? commit : "unknown", "test_decode_attn --bench");
+        if (fgh_bench_doc_begin(&j, &f, json, &dev, commit, "test_decode_attn --bench") != 0)
+            return 2;
         bench(s, &dev, &j, only, quick, baseline);
-        fgh_json_clocks(&j);
-        fgh_json_obj_end(&j);
-        fputc('\n', f);
-        if (json)
-            fclose(f);
+        fgh_bench_doc_end(&j, f, json);
     } else {
         int tested = 0;
         for (int k = 0; k < g_ninst; k++) {

@@ -60,7 +60,6 @@
 #include <algorithm>
 #include <atomic>
 #include <dirent.h>
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +67,7 @@
 #include <string.h>
 #include <string>
 #include <thread>
+#include <initializer_list>
 #include <vector>
 
 #include <cuda_bf16.h>
@@ -624,12 +624,17 @@ size_t nout(const Problem &p) { return (size_t)p.in->bmax * p.in->heads * p.in->
 size_t nlse(const Problem &p) { return (size_t)p.in->bmax * p.in->heads; }
 Layout layout(const Problem &p) { return Layout{p.in->D, p.in->smax, p.in->page, p.dbt}; }
 
-void problem_free(Problem *p)
+// A binding and the device buffers bound to it, released.
+void free_bound(fg_binding *b, std::initializer_list<void *> dev)
 {
-    fg_binding_free(p->b);
-    void *dev[] = {p->dq, p->dcache, p->dout, p->dlse, p->dlen, p->dbt};
+    fg_binding_free(b);
     for (void *d : dev)
         cudaFree(d);
+}
+
+void problem_free(Problem *p)
+{
+    free_bound(p->b, {p->dq, p->dcache, p->dout, p->dlse, p->dlen, p->dbt});
     *p = Problem{};
 }
 
@@ -1174,10 +1179,7 @@ struct BenchSet {
 
 void bench_set_free(BenchSet *x)
 {
-    fg_binding_free(x->b);
-    void *dev[] = {x->dq, x->dcache, x->dout, x->dlse, x->dlen, x->dbt};
-    for (void *d : dev)
-        cudaFree(d);
+    free_bound(x->b, {x->dq, x->dcache, x->dout, x->dlse, x->dlen, x->dbt});
     *x = BenchSet{};
 }
 
@@ -1618,21 +1620,12 @@ int main(int argc, char **argv)
     cudaStream_t s;
     cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
     if (do_bench) {
-        FILE *f = json ? fopen(json, "w") : stdout;
-        if (!f) {
-            fprintf(stderr, "test_mla_decode: cannot write %s: %s\n", json, strerror(errno));
-            return 2;
-        }
+        FILE *f;
         fgh_json j;
-        fgh_json_init(&j, f);
-        fgh_json_obj_begin(&j, NULL);
-        fgh_json_header(&j, &dev, commit ? commit : "unknown", "test_mla_decode --bench");
+        if (fgh_bench_doc_begin(&j, &f, json, &dev, commit, "test_mla_decode --bench") != 0)
+            return 2;
         bench(s, &dev, &j, sel, quick, baseline);
-        fgh_json_clocks(&j);
-        fgh_json_obj_end(&j);
-        fputc('\n', f);
-        if (json)
-            fclose(f);
+        fgh_bench_doc_end(&j, f, json);
     } else {
         for (int k : sel)
             test_instance(&g_inst[k], s, baseline, repeats);
