@@ -1,9 +1,10 @@
 /* MLA decode planner, the latent attention core (templates/mla_decode.in).
  *
  * Every head reads the same latent cache, so a block takes a group of heads
- * and reads each cache tile once for all of them: heads per block, a
- * multiple of 16 (an mma tile's rows), 32 where the heads allow (half the
- * cache re-reads of 16 at 128 heads, and the output held in registers still
+ * and reads each cache tile once for all of them: 64 heads per block on
+ * wgmma where the heads and a kv_lora of 512 allow (the wgmma form), else a
+ * multiple of 16 on mma.sync (an mma tile's rows), 32 where the heads allow
+ * (half the cache re-reads of 16, and the output held in registers still
  * fits), else 16.  One block per SM, with as many bulk-copy stages as its
  * shared memory holds (at most MAX_STAGES): the stages in flight are what
  * reach the read ceiling.  The grid (splits, head groups, B_max) should
@@ -17,12 +18,14 @@
 #include "plan.h"
 #include "rope.h"
 
-#define TILE 32        /* keys per tile: a row per lane of the loading warp */
+#define TILE 32        /* keys per tile: a row per lane of the loading warp (mma form) */
+#define WG_HEADS 64    /* the wgmma form: heads per block (wgmma's 64 rows), keys per tile */
+#define WG_KV_LORA 512 /* its accumulators: 2 warpgroups x 2 x n128 columns */
 #define MAX_STAGES 6      /* 5 tiles in flight, 185 KB: past what an SM needs at the read
                            * ceiling (4.5 TB/s x ~2 us of loaded latency / 132 SMs, ~68 KB) */
 #define MAX_CLUSTER 8     /* the portable cluster size */
 #define MAX_CLUSTERS 16   /* the last cluster's merge reads this many slices per column */
-#define MAX_TAIL_BYTES (128u << 10)   /* what the last cluster's block of a slice reads */
+#define MAX_TAIL_ROW_BYTES 4096u   /* what the last cluster's merge reads per head row */
 #define MAX_BATCH 256
 #define MAX_KV_LORA 512   /* each thread holds kv_lora / 8 fp32 outputs in registers */
 
@@ -34,7 +37,17 @@ static double softmax_scale(const fg_model *m)
     return m->rope ? scale * fg_rope_softmax_mscale2(m->rope) : scale;
 }
 
-/* Bytes of the template's Smem struct (rounded up to 16). */
+/* Bytes of the wgmma form's SmemWg (Q and two stages of 64 swizzled rows,
+ * P, three row arrays and the ticket, rounded up to its 1024-byte
+ * alignment) and 1024 for aligning the dynamic shared memory to it. */
+static unsigned smem_bytes_wgmma(unsigned d, unsigned elem)
+{
+    const unsigned region = WG_HEADS * d * elem;
+    const unsigned bytes = 3 * region + WG_HEADS * 64 * elem + 3 * WG_HEADS * 4 + 4;
+    return (bytes + 1023) / 1024 * 1024 + 1024;
+}
+
+/* Bytes of the mma form's Smem struct (rounded up to 16). */
 static unsigned smem_bytes(unsigned hpb, unsigned d, unsigned elem, unsigned stages,
                            unsigned teams)
 {
@@ -69,16 +82,26 @@ static unsigned page_size(const fg_model *m)
  * heads: 2 x 4 warps), so one's softmax overlaps the other's mma; the fewest
  * stages the teams need (one more than they read at once). */
 typedef struct {
-    unsigned hpb, teams, threads, min_stages;
+    unsigned hpb, teams, threads, min_stages, tile;
+    int wgmma;
 } block_shape;
 
-static block_shape shape_of(unsigned heads)
+static block_shape shape_of(unsigned heads, unsigned kv_lora)
 {
-    block_shape b = {.hpb = heads % 32 == 0 ? 32 : 16};
+    if (heads % WG_HEADS == 0 && kv_lora == WG_KV_LORA)
+        return (block_shape){.hpb = WG_HEADS, .teams = 1, .threads = 256, .min_stages = 2,
+                             .tile = WG_HEADS, .wgmma = 1};
+    block_shape b = {.hpb = heads % 32 == 0 ? 32 : 16, .tile = TILE};
     b.teams = b.hpb == 16 ? 2 : 1;
     b.threads = b.teams * b.hpb / 16 * 4 * 32;
     b.min_stages = b.teams + 1;
     return b;
+}
+
+/* The shared memory of a block of shape b with `stages` stages. */
+static unsigned shape_smem(block_shape b, unsigned d, unsigned elem, unsigned stages)
+{
+    return b.wgmma ? smem_bytes_wgmma(d, elem) : smem_bytes(b.hpb, d, elem, stages, b.teams);
 }
 
 /* Why the core is not emitted for model m on target t, or NULL. */
@@ -101,13 +124,13 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
                  a->kv_lora_rank, d, MAX_KV_LORA);
         return buf;
     }
-    const block_shape b = shape_of(heads);
-    const unsigned least = smem_bytes(b.hpb, d, fg_dtype_bytes(m->dtype), b.min_stages, b.teams);
+    const block_shape b = shape_of(heads, a->kv_lora_rank);
+    const unsigned least = shape_smem(b, d, fg_dtype_bytes(m->dtype), b.min_stages);
     if (least > t->shared_mem_per_block) {
         snprintf(buf, sizeof buf,
                  "a row of %u: %u stages of %u keys and %u heads a block need %u bytes of shared "
                  "memory; %s allows %u",
-                 d, b.min_stages, TILE, b.hpb, least, t->name, t->shared_mem_per_block);
+                 d, b.min_stages, b.tile, b.hpb, least, t->name, t->shared_mem_per_block);
         return buf;
     }
     const unsigned page = page_size(m);
@@ -129,18 +152,19 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned kv = a->kv_lora_rank, rope = a->qk_rope_head_dim, width = kv + rope;
     const unsigned page = page_size(m), smax = m->max_context;
     const unsigned elem = fg_dtype_bytes(m->dtype);
-    const block_shape shape = shape_of(heads);
+    const block_shape shape = shape_of(heads, kv);
     const unsigned hpb = shape.hpb, teams = shape.teams, threads = shape.threads;
-    const unsigned groups = heads / hpb;
+    const unsigned groups = heads / hpb, tile = shape.tile;
     /* one block per SM: as many stages as fit, at most MAX_STAGES (each
      * team's tiles have their own mbarriers, so any count above the teams
-     * will do); unsupported() has checked that the fewest fit.  1 KB of an
-     * SM's shared memory is the system's per block */
-    unsigned stages = MAX_STAGES;
+     * will do; the wgmma form has room for 2); unsupported() has checked
+     * that the fewest fit.  1 KB of an SM's shared memory is the system's
+     * per block */
+    unsigned stages = shape.wgmma ? shape.min_stages : MAX_STAGES;
     while (stages > shape.min_stages &&
-           smem_bytes(hpb, width, elem, stages, teams) > t->shared_mem_per_block)
+           shape_smem(shape, width, elem, stages) > t->shared_mem_per_block)
         stages--;
-    const unsigned smem = smem_bytes(hpb, width, elem, stages, teams);
+    const unsigned smem = shape_smem(shape, width, elem, stages);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
@@ -151,9 +175,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
      * clusters per request p (up to MAX_CLUSTERS), chosen for the most blocks
      * resident at once at B_max (a partial second wave would cost a whole
      * one), no more splits than the longest request has tiles, and a last
-     * cluster's merge of at most MAX_TAIL_BYTES per block; ties to the larger
-     * cluster (more of the merge on chip) */
-    const unsigned pairs = bmax * groups, max_splits = smax / TILE ? smax / TILE : 1;
+     * cluster's merge of at most MAX_TAIL_ROW_BYTES per head row; ties to the
+     * larger cluster (more of the merge on chip) */
+    const unsigned pairs = bmax * groups, max_splits = smax / tile ? smax / tile : 1;
     unsigned cluster = 1, clusters = 1, best = 0;
     for (unsigned c = 1; c <= MAX_CLUSTER && c <= max_splits; c *= 2) {
         /* rank j merges a slice of kv / c columns, a row's threads (threads /
@@ -163,7 +187,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         unsigned p = clusters_resident(t, c) / pairs;
         p = p > MAX_CLUSTERS ? MAX_CLUSTERS : p;
         p = p > max_splits / c ? max_splits / c : p;
-        while (p > 1 && (size_t)p * hpb * (kv / c) * 4 > MAX_TAIL_BYTES)
+        while (p > 1 && (size_t)p * (kv / c) * 4 > MAX_TAIL_ROW_BYTES)
             p--;
         if (p >= 1 && c * p * pairs >= best) {
             best = c * p * pairs;
@@ -202,7 +226,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "SPLITS", splits);
     fg_instance_add_param(&in, "CLUSTER", cluster);
     fg_instance_add_param(&in, "CLUSTERS", clusters);
-    fg_instance_add_param(&in, "TILE", TILE);
+    fg_instance_add_param(&in, "TILE", tile);
+    fg_instance_add_param(&in, "WGMMA", (unsigned)shape.wgmma);
     fg_instance_add_param(&in, "STAGES", stages);
     fg_instance_add_param(&in, "TEAMS", teams);
     fg_instance_add_param(&in, "THREADS", threads);
@@ -234,9 +259,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_sb_printf(&in.reasons,
                  "%u heads per block (%s): each %u-key tile of the %u-wide latent rows is read "
                  "once for them all, %u head group%s\n",
-                 hpb, hpb == 32 ? "two mma row tiles, the output in registers still fits"
-                                : "one mma row tile",
-                 TILE, width, groups, groups == 1 ? "" : "s (each reads the cache)");
+                 hpb, shape.wgmma ? "wgmma's 64 rows: the scores and P.V on warpgroup tensor-core instructions"
+                      : hpb == 32 ? "two mma row tiles, the output in registers still fits"
+                                  : "one mma row tile",
+                 tile, width, groups, groups == 1 ? "" : "s (each reads the cache)");
     const unsigned blocks = splits * groups * bmax;
     fg_sb_printf(&in.reasons,
                  "%u splits of each request's keys (cut by its length at run time): %u x %u "
@@ -251,11 +277,19 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      cluster, clusters > 1 ? ", then the last of the request's clusters to finish "
                                               "a slice merges that slice of all of them"
                                             : "");
-    fg_sb_printf(&in.reasons,
-                 "%u threads (%u warps: %u team%s taking tiles in turn, each %u head tile%s x 4 "
-                 "column groups), %u bulk-copy stages of %u keys, %u bytes of shared memory\n",
-                 threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
-                 hpb == 16 ? "" : "s", stages, TILE, smem);
+    if (shape.wgmma)
+        fg_sb_printf(&in.reasons,
+                     "%u threads (2 warpgroups: the first computes the scores and the softmax, "
+                     "each adds P.V for half of the %u output columns), %u cp.async stages of %u "
+                     "keys in wgmma's 128-byte swizzle, %u bytes of shared memory\n",
+                     threads, kv, stages, tile, smem);
+    else
+        fg_sb_printf(&in.reasons,
+                     "%u threads (%u warps: %u team%s taking tiles in turn, each %u head tile%s x "
+                     "4 column groups), %u bulk-copy stages of %u keys, %u bytes of shared "
+                     "memory\n",
+                     threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
+                     hpb == 16 ? "" : "s", stages, tile, smem);
     if (page)
         fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, row "
                                   "by row\n", page);
