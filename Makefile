@@ -177,7 +177,7 @@ check-gpu-sanitize:
 
 # Rewrites tests/golden/ from the current generator (after an intended change).
 update-golden: $(FUSEGEN) $(BUILD)/tests/test_ref_decode
-	$(FUSEGEN) generate --out tests/golden --filter rmsnorm_sm90a_f16_h4096_t128 \
+	$(FUSEGEN) generate --out tests/golden --filter rmsnorm_sm90a_f16_h4096_t256c \
 	    specs/models/llama-2-7b.yaml specs/targets/h200.yaml
 	FG_UPDATE_GOLDEN=1 $(BUILD)/tests/test_ref_decode --jobs 1 || true
 

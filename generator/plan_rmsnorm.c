@@ -1,14 +1,20 @@
 /* RMSNorm planner: one block per row, the row held in registers.  The choice
- * is the block size: enough threads that each keeps a few 16-byte loads in
- * flight (about 4) without a tail, in whole warps or waves.  A tuning entry
- * for the instance family (fusegen tune) replaces that choice with the
- * block size it measured fastest, and says whether x goes through the caches. */
+ * is the block size: enough threads that each keeps about 2 16-byte loads in
+ * flight without a tail, in whole warps or waves, with x loaded through the
+ * caches.  That rule is the H200's measured one: `fusegen tune` at hidden
+ * 4096 put 256 threads x 2, x cached, first of 32 candidates (the rule was 4
+ * per thread, streamed, 13% slower there), and on hidden sizes not tuned
+ * (2048, 5120, 7168) the rule's pick was the fastest or within 3% of it
+ * (docs/performance.md).  A tuning entry for the instance family replaces
+ * the choice with the block size it measured fastest, and says whether x
+ * goes through the caches. */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "plan.h"
 
-#define TARGET_ITEMS 4
+#define TARGET_ITEMS 2
+#define MODEL_CACHES_X true
 #define MAX_ITEMS 32      /* 16-byte vectors a thread keeps in registers */
 #define MAX_THREADS 1024
 
@@ -182,8 +188,8 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_sb_printf(&config, "configuration: the model's (%s%s)",
                      set->tuning ? "no entry for this family in " : "no tuning file given",
                      set->tuning ? set->tuning->path : "");
-        rc = plan_one(hidden, dtype, t, family, why, FROM_MODEL, 0, false, fg_sb_str(&config),
-                      &in, d);
+        rc = plan_one(hidden, dtype, t, family, why, FROM_MODEL, 0, MODEL_CACHES_X,
+                      fg_sb_str(&config), &in, d);
     }
     fg_sb_free(&config);
     if (rc) {

@@ -3,12 +3,12 @@
  * compiled kernels, embedded by `fusegen embed`. */
 #include "fg_registry.h"
 
-extern const unsigned char fg_image_rmsnorm_sm90a_f16_h4096_t128[];
-extern const size_t fg_image_rmsnorm_sm90a_f16_h4096_t128_size;
+extern const unsigned char fg_image_rmsnorm_sm90a_f16_h4096_t256c[];
+extern const size_t fg_image_rmsnorm_sm90a_f16_h4096_t256c_size;
 
 const fg_kernel_entry fg_registry[] = {
     {
-        .name = "rmsnorm_sm90a_f16_h4096_t128",
+        .name = "rmsnorm_sm90a_f16_h4096_t256c",
         .family = "rmsnorm",
         .op = "rmsnorm",
         .arch = FG_REG_ARCH_SM90A,
@@ -16,13 +16,13 @@ const fg_kernel_entry fg_registry[] = {
         .ndims = 1,
         .dims = {4096},
         .grid_rule = FG_REG_GRID_ROWS,
-        .block = {128, 1, 1},
+        .block = {256, 1, 1},
         .cluster = {1, 1, 1},
         .nonportable_cluster = 0,
         .cooperative = 0,
         .dynamic_smem = 0,
-        .image = fg_image_rmsnorm_sm90a_f16_h4096_t128,
-        .image_size = &fg_image_rmsnorm_sm90a_f16_h4096_t128_size,
+        .image = fg_image_rmsnorm_sm90a_f16_h4096_t256c,
+        .image_size = &fg_image_rmsnorm_sm90a_f16_h4096_t256c_size,
     },
 };
 

@@ -196,7 +196,7 @@ Test(cli, filter_and_target_selection)
 {
     char *out;
     cr_assert_eq(run(&out, "list --out o --target mi300x --filter '*_h4096_*' " ALL_SPECS), 0);
-    cr_assert(strstr(out, "o/rmsnorm_gfx942_f16_h4096_t128.hip"), "%s", out);
+    cr_assert(strstr(out, "o/rmsnorm_gfx942_f16_h4096_t256c.hip"), "%s", out);
     cr_assert_null(strstr(out, "sm90a"), "%s", out);
     cr_assert_null(strstr(out, "h2048"), "%s", out);
     free(out);
@@ -239,7 +239,7 @@ Test(cli, candidates_enumerate_rmsnorm_block_sizes)
                  0);
     cr_assert_eq(run(&cand, "list --candidates --out %s/g --filter 'rmsnorm_sm90a_f16_h4096*' %s",
                      tmp, specs), 0, "%s", cand);
-    cr_assert(strstr(plain, "rmsnorm_sm90a_f16_h4096_t128.cu"), "%s", plain);
+    cr_assert(strstr(plain, "rmsnorm_sm90a_f16_h4096_t256c.cu"), "%s", plain);
     unsigned n = 0, model = 0, cached = 0;
     for (char *line = cand, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
         *nl = '\0';
@@ -251,7 +251,7 @@ Test(cli, candidates_enumerate_rmsnorm_block_sizes)
         cr_assert_geq(sscanf(at, "rmsnorm_sm90a_f16_h4096_t%u%c", &t, &c), 1, "%s", line);
         cr_expect_eq(t % 32, 0u, "%s", line);
         cr_expect_leq(t, 512u, "no thread without a vector: %s", line);
-        model += t == 128 && c != 'c';
+        model += t == 256 && c == 'c';
         cached += c == 'c';
         n++;
     }
@@ -408,7 +408,7 @@ Test(cli, tuning_spec_replaces_the_rmsnorm_block_size)
 {
     char tuning[128], specs[320], text[512];
     snprintf(tuning, sizeof tuning, "%s/h200-rms.yaml", tmp);
-    snprintf(text, sizeof text, RMS_TUNING, 256u);
+    snprintf(text, sizeof text, RMS_TUNING, 128u);
     write_file(tuning, text);
     snprintf(specs, sizeof specs, "specs/models/llama-2-7b.yaml specs/models/llama-2-13b.yaml "
                                   "specs/targets/h200.yaml %s", tuning);
@@ -417,38 +417,38 @@ Test(cli, tuning_spec_replaces_the_rmsnorm_block_size)
                  out);
     free(out);
     char path[192];
-    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t256c.cu", tmp);
+    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t128c.cu", tmp);
     char *cu = slurp(path);
-    cr_expect_not_null(strstr(cu, "__launch_bounds__(256)"), "%s", cu);
+    cr_expect_not_null(strstr(cu, "__launch_bounds__(128)"), "%s", cu);
     free(cu);
-    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t128.cu", tmp);
+    snprintf(path, sizeof path, "%s/a/rmsnorm_sm90a_f16_h4096_t256c.cu", tmp);
     struct stat st;
     cr_expect_neq(stat(path, &st), 0, "the model's block size is not emitted beside the tuned one");
     snprintf(path, sizeof path, "%s/a/manifest.json", tmp);
     char *man = slurp(path);
-    const char *at = strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h4096_t256c\"");
+    const char *at = strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h4096_t128c\"");
     cr_assert_not_null(at, "%s", man);
-    cr_expect_not_null(strstr(at, "\"threads\": 256"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"threads\": 128"), "%s", man);
     cr_expect_not_null(strstr(at, "\"cache_x\": 1"), "%s", man);
     cr_expect_not_null(strstr(at, "\"tuned\": true"), "%s", man);
     /* llama-2-13b's hidden 5120 has no entry: the model's choice */
-    cr_expect_not_null(strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h5120_t160\""), "%s", man);
+    cr_expect_not_null(strstr(man, "\"name\": \"rmsnorm_sm90a_f16_h5120_t320c\""), "%s", man);
     free(man);
     snprintf(path, sizeof path, "%s/a/fg_registry.c", tmp);
     char *reg = slurp(path);
-    at = strstr(reg, ".name = \"rmsnorm_sm90a_f16_h4096_t256c\"");
+    at = strstr(reg, ".name = \"rmsnorm_sm90a_f16_h4096_t128c\"");
     cr_assert_not_null(at, "%s", reg);
-    cr_expect_not_null(strstr(at, ".block = {256, 1, 1}"), "%s", reg);
+    cr_expect_not_null(strstr(at, ".block = {128, 1, 1}"), "%s", reg);
     free(reg);
     /* explain: which configuration and why */
     cr_assert_eq(run(&out, "explain --filter 'rmsnorm_*' %s", specs), 0, "%s", out);
-    at = strstr(out, "rmsnorm_sm90a_f16_h4096_t256c\n");
+    at = strstr(out, "rmsnorm_sm90a_f16_h4096_t128c\n");
     cr_assert_not_null(at, "%s", out);
-    cr_expect_not_null(strstr(at, "h200-rms.yaml): 256 threads, x loaded through the caches: "
+    cr_expect_not_null(strstr(at, "h200-rms.yaml): 128 threads, x loaded through the caches: "
                                   "20.25 us against the model's 22.50 (worst 41.00 of 32 "
                                   "candidates; by hand)"),
                        "%s", out);
-    at = strstr(out, "rmsnorm_sm90a_f16_h5120_t160\n");
+    at = strstr(out, "rmsnorm_sm90a_f16_h5120_t320c\n");
     cr_assert_not_null(at, "%s", out);
     cr_expect_not_null(strstr(at, "configuration: the model's (no entry for this family in "),
                        "%s", out);
@@ -461,8 +461,8 @@ Test(cli, tuning_spec_replaces_the_rmsnorm_block_size)
     cr_assert_eq(run(&out, "list --out %s/l --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml "
                            "specs/targets/h100.yaml specs/targets/h200.yaml %s", tmp, tuning),
                  0, "%s", out);
-    cr_expect_not_null(strstr(out, "/rmsnorm_sm90a_f16_h4096_t128.cu\n"), "%s", out);
     cr_expect_not_null(strstr(out, "/rmsnorm_sm90a_f16_h4096_t256c.cu\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "/rmsnorm_sm90a_f16_h4096_t128c.cu\n"), "%s", out);
     free(out);
     /* round trip: the same bytes twice */
     cr_assert_eq(run(NULL, "generate --out %s/b --filter 'rmsnorm_*' %s", tmp, specs), 0);
@@ -788,11 +788,11 @@ Test(cli, overlap_plan_table)
 Test(cli, golden_generated_text)
 {
     char *out;
-    cr_assert_eq(run(&out, "generate --out %s/g --filter rmsnorm_sm90a_f16_h4096_t128 "
+    cr_assert_eq(run(&out, "generate --out %s/g --filter rmsnorm_sm90a_f16_h4096_t256c "
                            "specs/models/llama-2-7b.yaml specs/targets/h200.yaml", tmp),
                  0, "%s", out);
     free(out);
-    const char *files[] = {"rmsnorm_sm90a_f16_h4096_t128.cu", "fg_registry.c", "manifest.json"};
+    const char *files[] = {"rmsnorm_sm90a_f16_h4096_t256c.cu", "fg_registry.c", "manifest.json"};
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char got_path[256], want_path[256];
         snprintf(got_path, sizeof got_path, "%s/g/%s", tmp, files[i]);
@@ -1033,9 +1033,9 @@ Test(cli, explain_gives_reasons)
 {
     char *out;
     cr_assert_eq(run(&out, "explain --filter 'rmsnorm_sm90a_bf16_h7168*' " ALL_SPECS), 0);
-    cr_assert(strstr(out, "rmsnorm_sm90a_bf16_h7168_t224\n"), "%s", out);
+    cr_assert(strstr(out, "rmsnorm_sm90a_bf16_h7168_t448c\n"), "%s", out);
     cr_assert(strstr(out, "shared by h100 h200"), "%s", out);
-    cr_assert(strstr(out, "224 threads (7 warps of 32) x 4 vectors each"), "%s", out);
+    cr_assert(strstr(out, "448 threads (14 warps of 32) x 2 vectors each"), "%s", out);
     cr_assert(strstr(out, "used for: input RMSNorm of deepseek-v3"), "%s", out);
     /* GEMM shapes: the cost model where the target has an interconnect profile */
     cr_assert(strstr(out, "which the runtime's executor (fgrt_overlap.h) runs"), "%s", out);
