@@ -9,8 +9,8 @@
 //   mode 1  warpgroup 1 arrives on 3 before its reads (a real WAR race)
 //   mode 2  barrier 3 synced by both warpgroups (correct)
 // With compute-sanitizer 2025.3.1 on an H200 racecheck reports hazards in
-// all three (8, 7, 6 over 2 blocks), and none on a one-phase arrive/sync
-// handoff in either direction.
+// all three (8, 7 or 8, 6 over 2 blocks, in two runs), and none on a
+// one-phase arrive/sync handoff in either direction.
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
 //   for m in 0 1 2; do compute-sanitizer --tool racecheck ./probe $m; done
