@@ -1,13 +1,10 @@
 /* RMSNorm planner: one block per row, the row held in registers.  The choice
  * is the block size: enough threads that each keeps about 2 16-byte loads in
  * flight without a tail, in whole warps or waves, with x loaded through the
- * caches.  That rule is the H200's measured one: `fusegen tune` at hidden
- * 4096 put 256 threads x 2, x cached, first of 32 candidates (the rule was 4
- * per thread, streamed, 13% slower there), and on hidden sizes not tuned
- * (2048, 5120, 7168) the rule's pick was the fastest or within 3% of it
- * (docs/performance.md).  A tuning entry for the instance family replaces
- * the choice with the block size it measured fastest, and says whether x
- * goes through the caches. */
+ * caches, the rule the H200's tuning runs measured fastest (docs/performance.md;
+ * the AMD targets are unmeasured and get the same).  A tuning entry for the
+ * instance family replaces the choice with the block size it measured
+ * fastest, and says whether x goes through the caches. */
 #include <stdio.h>
 #include <stdlib.h>
 

@@ -229,7 +229,7 @@ Test(cli, one_per_path_keeps_every_code_path_once)
 }
 
 /* --candidates adds RMSNorm's other block sizes, x streamed or cached: at
- * least 20 for hidden 4096, none of them the planner's t128 again, each of
+ * least 20 for hidden 4096, none of them the planner's t256c again, each of
  * the family rmsnorm_<arch>_<dtype>_h<hidden> and marked as a candidate. */
 Test(cli, candidates_enumerate_rmsnorm_block_sizes)
 {
