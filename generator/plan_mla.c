@@ -86,16 +86,32 @@ typedef struct {
     int wgmma;
 } block_shape;
 
+/* The block of `hpb` heads, if `heads` heads per GPU and kv_lora allow it:
+ * 64 only on wgmma (its rows; kv_lora 512 fills its accumulators), 32 and 16
+ * on mma.sync. */
+static bool shape_for(unsigned heads, unsigned kv_lora, unsigned hpb, block_shape *b)
+{
+    if (hpb == WG_HEADS) {
+        *b = (block_shape){.hpb = WG_HEADS, .teams = 1, .threads = 256, .min_stages = 2,
+                           .tile = WG_HEADS, .wgmma = 1};
+        return heads % WG_HEADS == 0 && kv_lora == WG_KV_LORA;
+    }
+    *b = (block_shape){.hpb = hpb, .tile = TILE};
+    b->teams = hpb == 16 ? 2 : 1;
+    b->threads = b->teams * hpb / 16 * 4 * 32;
+    b->min_stages = b->teams + 1;
+    return (hpb == 16 || hpb == 32) && heads % hpb == 0;
+}
+
+/* The planner's shape: the most heads per block the heads allow. */
 static block_shape shape_of(unsigned heads, unsigned kv_lora)
 {
-    if (heads % WG_HEADS == 0 && kv_lora == WG_KV_LORA)
-        return (block_shape){.hpb = WG_HEADS, .teams = 1, .threads = 256, .min_stages = 2,
-                             .tile = WG_HEADS, .wgmma = 1};
-    block_shape b = {.hpb = heads % 32 == 0 ? 32 : 16, .tile = TILE};
-    b.teams = b.hpb == 16 ? 2 : 1;
-    b.threads = b.teams * b.hpb / 16 * 4 * 32;
-    b.min_stages = b.teams + 1;
-    return b;
+    static const unsigned order[] = {WG_HEADS, 32, 16};
+    block_shape b;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
+        if (shape_for(heads, kv_lora, order[i], &b))
+            return b;
+    return b;   /* 16: unsupported() has checked that the heads are whole groups of 16 */
 }
 
 /* The shared memory of a block of shape b with `stages` stages. */
@@ -142,8 +158,125 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     return NULL;
 }
 
-static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
-                    fg_diag *d)
+/* One configuration of the core for a model and B_max: the block's shape,
+ * its stages, and the splits (clusters of `cluster` blocks, `clusters` of
+ * them per request and head group). */
+typedef struct {
+    block_shape shape;
+    unsigned stages, cluster, clusters;
+} mla_cfg;
+
+/* Where a configuration comes from. */
+typedef enum { FROM_MODEL, FROM_TUNING, CANDIDATE } origin;
+
+/* The most stages (at most MAX_STAGES) of shape b whose shared memory fits
+ * a block, at least the shape's fewest (the wgmma form has room for 2). */
+static unsigned most_stages(block_shape b, unsigned width, unsigned elem, const fg_target *t)
+{
+    unsigned stages = b.wgmma ? b.min_stages : MAX_STAGES;
+    while (stages > b.min_stages && shape_smem(b, width, elem, stages) > t->shared_mem_per_block)
+        stages--;
+    return stages;
+}
+
+/* Why splits in clusters of c blocks do not fit a block of shape b, or
+ * NULL: c a power of two up to MAX_CLUSTER and the target's, no more splits
+ * than the longest request has tiles, and (c > 1) rank j merges a slice of
+ * kv / c columns, a row's threads (threads / hpb of them) a float4 each per
+ * step. */
+static const char *cluster_misfit(const fg_model *m, const fg_target *t, block_shape b,
+                                  unsigned c, char why[200])
+{
+    const unsigned kv = m->mla->kv_lora_rank, max_splits = m->max_context / b.tile;
+    if (!c || c & (c - 1) || c > MAX_CLUSTER || c > (max_splits ? max_splits : 1))
+        snprintf(why, 200, "a cluster of %u is not a power of two up to %u and the %u tiles of "
+                           "S_max", c, MAX_CLUSTER, max_splits);
+    else if (c > 1 && c > t->max_cluster_size)
+        snprintf(why, 200, "a cluster of %u is more than %s's %u", c, t->name,
+                 t->max_cluster_size);
+    else if (c > 1 && kv % (c * 4 * (b.threads / b.hpb)))
+        snprintf(why, 200, "kv_lora %u does not split into %u slices of whole float4 steps for "
+                           "%u threads a head row", kv, c, b.threads / b.hpb);
+    else
+        return NULL;
+    return why;
+}
+
+/* Why `p` clusters of c per request and head group do not fit B_max, or
+ * NULL: no more splits than the longest request has tiles, a last
+ * cluster's merge of at most MAX_TAIL_ROW_BYTES per head row, and, where
+ * the keys are split, every block resident at once at B_max (past a wave
+ * the SMs are full, and more splits only add merges). */
+static const char *clusters_misfit(const fg_model *m, const fg_target *t, block_shape b,
+                                   unsigned bmax, unsigned c, unsigned p, char why[200])
+{
+    const unsigned kv = m->mla->kv_lora_rank, max_splits = m->max_context / b.tile;
+    const unsigned pairs = bmax * (m->mla->heads / m->mla->tensor_parallel / b.hpb);
+    if (!p || p > MAX_CLUSTERS || c * p > (max_splits ? max_splits : 1))
+        snprintf(why, 200, "%u clusters of %u: expected 1 to %u, at most the %u tiles of S_max "
+                           "in all", p, c, MAX_CLUSTERS, max_splits);
+    else if (c * p > 1 && (size_t)p * pairs > clusters_resident(t, c))
+        snprintf(why, 200, "%u x %u clusters of %u at B_max %u: more than the %u %s holds at "
+                           "once", p, pairs, c, bmax, clusters_resident(t, c), t->name);
+    else if (p > 1 && (size_t)p * (kv / c) * 4 > MAX_TAIL_ROW_BYTES)
+        snprintf(why, 200, "the last cluster's merge would read %zu bytes a head row; at most "
+                           "%u", (size_t)p * (kv / c) * 4, MAX_TAIL_ROW_BYTES);
+    else
+        return NULL;
+    return why;
+}
+
+/* The planner's configuration: the shape of shape_of(), as many stages as
+ * fit, and the splits that put the most blocks on the SMs at once at B_max
+ * (a partial second wave would cost a whole one; ties to the larger
+ * cluster: more of the merge on chip). */
+static mla_cfg model_cfg(const fg_model *m, const fg_target *t, unsigned bmax)
+{
+    const fg_mla *a = m->mla;
+    const unsigned width = a->kv_lora_rank + a->qk_rope_head_dim;
+    mla_cfg cf = {.shape = shape_of(a->heads / a->tensor_parallel, a->kv_lora_rank)};
+    cf.stages = most_stages(cf.shape, width, fg_dtype_bytes(m->dtype), t);
+    const unsigned pairs = bmax * (a->heads / a->tensor_parallel / cf.shape.hpb);
+    unsigned best = 0;
+    char why[200];
+    cf.cluster = cf.clusters = 1;
+    for (unsigned c = 1; c <= MAX_CLUSTER; c *= 2) {
+        if (cluster_misfit(m, t, cf.shape, c, why))
+            break;
+        unsigned p = MAX_CLUSTERS;
+        while (p > 1 && clusters_misfit(m, t, cf.shape, bmax, c, p, why))
+            p--;
+        if (!clusters_misfit(m, t, cf.shape, bmax, c, p, why) && c * p * pairs >= best) {
+            best = c * p * pairs;
+            cf.cluster = c, cf.clusters = p;
+        }
+    }
+    return cf;
+}
+
+/* Why configuration cf does not plan for the model at B_max, or NULL. */
+static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bmax,
+                              const mla_cfg *cf, char why[200])
+{
+    const fg_mla *a = m->mla;
+    const unsigned width = a->kv_lora_rank + a->qk_rope_head_dim;
+    const unsigned most = most_stages(cf->shape, width, fg_dtype_bytes(m->dtype), t);
+    if (cf->stages < cf->shape.min_stages || cf->stages > most) {
+        snprintf(why, 200, "%u stages: %u heads a block take %u to %u (shared memory)",
+                 cf->stages, cf->shape.hpb, cf->shape.min_stages, most);
+        return why;
+    }
+    if (cluster_misfit(m, t, cf->shape, cf->cluster, why))
+        return why;
+    return clusters_misfit(m, t, cf->shape, bmax, cf->cluster, cf->clusters, why);
+}
+
+/* The instance of configuration cf: named by its heads per block and
+ * splits (a candidate also by its stages), with `config` its explain line
+ * of where the configuration came from. */
+static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                const mla_cfg *cf, origin from, const char *family, const char *dims,
+                const char *config, fg_diag *d)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
@@ -152,18 +285,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned kv = a->kv_lora_rank, rope = a->qk_rope_head_dim, width = kv + rope;
     const unsigned page = page_size(m), smax = m->max_context;
     const unsigned elem = fg_dtype_bytes(m->dtype);
-    const block_shape shape = shape_of(heads, kv);
+    const block_shape shape = cf->shape;
     const unsigned hpb = shape.hpb, teams = shape.teams, threads = shape.threads;
-    const unsigned groups = heads / hpb, tile = shape.tile;
-    /* one block per SM: as many stages as fit, at most MAX_STAGES (each
-     * team's tiles have their own mbarriers, so any count above the teams
-     * will do; the wgmma form has room for 2); unsupported() has checked
-     * that the fewest fit.  1 KB of an SM's shared memory is the system's
-     * per block */
-    unsigned stages = shape.wgmma ? shape.min_stages : MAX_STAGES;
-    while (stages > shape.min_stages &&
-           shape_smem(shape, width, elem, stages) > t->shared_mem_per_block)
-        stages--;
+    const unsigned groups = heads / hpb, tile = shape.tile, stages = cf->stages;
+    const unsigned cluster = cf->cluster, clusters = cf->clusters;
     const unsigned smem = shape_smem(shape, width, elem, stages);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
@@ -171,42 +296,22 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         return -1;
     }
     const unsigned per_sm = 1;
-    /* the splits: clusters of c (a power of two up to MAX_CLUSTER) times
-     * clusters per request p (up to MAX_CLUSTERS), chosen for the most blocks
-     * resident at once at B_max (a partial second wave would cost a whole
-     * one), no more splits than the longest request has tiles, and a last
-     * cluster's merge of at most MAX_TAIL_ROW_BYTES per head row; ties to the
-     * larger cluster (more of the merge on chip) */
-    const unsigned pairs = bmax * groups, max_splits = smax / tile ? smax / tile : 1;
-    unsigned cluster = 1, clusters = 1, best = 0;
-    for (unsigned c = 1; c <= MAX_CLUSTER && c <= max_splits; c *= 2) {
-        /* rank j merges a slice of kv / c columns, a row's threads (threads /
-         * hpb of them) a float4 each per step */
-        if (c > 1 && (c > t->max_cluster_size || kv % (c * 4 * (threads / hpb))))
-            break;
-        unsigned p = clusters_resident(t, c) / pairs;
-        p = p > MAX_CLUSTERS ? MAX_CLUSTERS : p;
-        p = p > max_splits / c ? max_splits / c : p;
-        while (p > 1 && (size_t)p * (kv / c) * 4 > MAX_TAIL_ROW_BYTES)
-            p--;
-        if (p >= 1 && c * p * pairs >= best) {
-            best = c * p * pairs;
-            cluster = c, clusters = p;
-        }
-    }
     const unsigned splits = cluster * clusters;
 
     fg_instance in = {0};
-    char dims[96], variant[32], paged[16] = "";
-    if (page)
-        snprintf(paged, sizeof paged, "_p%u", page);
-    snprintf(dims, sizeof dims, "nh%u_kv%u_r%u_s%u%s_b%u", heads, kv, rope, smax, paged, bmax);
-    snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
+    char variant[32];
+    if (from == CANDIDATE)
+        snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
+    else
+        snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
     if (!fg_instance_name(in.name, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims,
                           variant)) {
         fg_error(d, "cannot name an mla_decode instance");
         return -1;
     }
+    snprintf(in.tuning_family, sizeof in.tuning_family, "%s", family);
+    in.candidate = from == CANDIDATE;
+    in.tuned = from == FROM_TUNING;
     in.family = "mla_decode";
     in.op = "mla_decode";
     in.template_name = "mla_decode.in";
@@ -250,6 +355,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_sb_printf(&in.reasons, "used for: the latent attention core of %s (%u heads per GPU at "
                               "tensor parallel %u), batch up to %u\n",
                  m->name, heads, a->tensor_parallel, bmax);
+    if (from == CANDIDATE)
+        fg_sb_printf(&in.reasons, "tuning candidate (generate --candidates): %u heads a block, "
+                                  "%u stages, %u cluster%s of %u, not the planner's choice\n",
+                     hpb, stages, clusters, clusters == 1 ? "" : "s", cluster);
+    else
+        fg_sb_printf(&in.reasons, "%s\n", config);
     fg_sb_printf(&in.reasons, "%s's softmax scale (the launch's `scale`) %.9g: 1/sqrt(%u + %u)%s\n",
                  m->name, scale,
                  a->qk_nope_head_dim, rope,
@@ -294,6 +405,86 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, row "
                                   "by row\n", page);
     return fg_plan_add(set, &in, s, ts, d);
+}
+
+
+static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                    fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    const fg_mla *a = m->mla;
+    const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
+    char family[FG_NAME_MAX], dims[96], paged[16] = "", why[200];
+    if (page_size(m))
+        snprintf(paged, sizeof paged, "_p%u", page_size(m));
+    snprintf(dims, sizeof dims, "nh%u_kv%u_r%u_s%u%s_b%u", heads, kv, a->qk_rope_head_dim,
+             m->max_context, paged, bmax);
+    /* the family a tuning entry names: the instance name less its configuration */
+    if (!fg_instance_name(family, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims, "")) {
+        fg_error(d, "cannot name an mla_decode instance");
+        return -1;
+    }
+    const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
+    mla_cfg cf;
+    fg_strbuf config = {0};
+    int rc;
+    if (e) {
+        cf = (mla_cfg){.stages = e->stages, .cluster = e->cluster, .clusters = e->clusters};
+        const char *bad = NULL;
+        if (!shape_for(heads, kv, e->heads_per_block, &cf.shape)) {
+            snprintf(why, sizeof why, "%u heads a block: %u heads per GPU and kv_lora %u take "
+                                      "16%s%s", e->heads_per_block, heads, kv,
+                     heads % 32 ? "" : ", 32",
+                     heads % WG_HEADS || kv != WG_KV_LORA ? "" : " or 64");
+            bad = why;
+        } else if (e->threads != cf.shape.threads) {
+            snprintf(why, sizeof why, "%u threads: %u heads a block run %u", e->threads,
+                     cf.shape.hpb, cf.shape.threads);
+            bad = why;
+        } else {
+            bad = cfg_misfit(m, t, bmax, &cf, why);
+        }
+        if (bad) {
+            fg_error(d, "%s: the entry for %s (%u heads a block, %u stages, %u clusters of "
+                        "%u) does not plan: %s; run fusegen tune again",
+                     set->tuning->path, family, e->heads_per_block, e->stages, e->clusters,
+                     e->cluster, bad);
+            return -1;
+        }
+        fg_sb_printf(&config,
+                     "configuration: tuned (%s): %u heads a block, %u stages, %u cluster%s of "
+                     "%u: %.2f us against the model's %.2f (worst %.2f of %u candidates; %s)",
+                     set->tuning->path, cf.shape.hpb, cf.stages, cf.clusters,
+                     cf.clusters == 1 ? "" : "s", cf.cluster, e->tuned_us, e->model_us,
+                     e->worst_us, e->candidates, e->measured);
+        rc = emit(set, s, ts, bmax, &cf, FROM_TUNING, family, dims, fg_sb_str(&config), d);
+    } else {
+        cf = model_cfg(m, t, bmax);
+        fg_sb_printf(&config, "configuration: the model's (%s%s)",
+                     set->tuning ? "no entry for this family in " : "no tuning file given",
+                     set->tuning ? set->tuning->path : "");
+        rc = emit(set, s, ts, bmax, &cf, FROM_MODEL, family, dims, fg_sb_str(&config), d);
+    }
+    fg_sb_free(&config);
+    /* tuning candidates: every shape the heads allow, every stage count
+     * that fits, every cluster size and count that plans (the model's own
+     * among them when an entry replaced it) */
+    static const unsigned hpbs[] = {WG_HEADS, 32, 16};
+    for (size_t h = 0; set->candidates && rc == 0 && h < sizeof hpbs / sizeof hpbs[0]; h++) {
+        mla_cfg c = {0};
+        if (!shape_for(heads, kv, hpbs[h], &c.shape))
+            continue;
+        for (c.stages = c.shape.min_stages; rc == 0 && c.stages <= MAX_STAGES; c.stages++)
+            for (c.cluster = 1; rc == 0 && c.cluster <= MAX_CLUSTER; c.cluster *= 2)
+                for (c.clusters = 1; rc == 0 && c.clusters <= MAX_CLUSTERS; c.clusters++) {
+                    const bool chosen = c.shape.hpb == cf.shape.hpb && c.stages == cf.stages &&
+                                        c.cluster == cf.cluster && c.clusters == cf.clusters;
+                    if (!chosen && !cfg_misfit(m, t, bmax, &c, why))
+                        rc = emit(set, s, ts, bmax, &c, CANDIDATE, family, dims, "", d);
+                }
+    }
+    return rc;
 }
 
 int fg_plan_mla(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)

@@ -599,24 +599,34 @@ fg_tuning_kind fg_tuning_kind_of(const char *family)
         return FG_TUNE_RING;
     if (strncmp(family, "rmsnorm_", 8) == 0)
         return FG_TUNE_RMSNORM;
+    if (strncmp(family, "mla_decode_", 11) == 0)
+        return FG_TUNE_MLA;
     return FG_TUNE_NONE;
 }
 
-/* The fields that belong to one kind of entry: required (or optional) on
- * it, an error on the other. */
-static const struct { const char *key; fg_tuning_kind kind; bool required; } TUNING_FIELDS[] = {
-    {"stage_bytes", FG_TUNE_RING, true},   {"stages", FG_TUNE_RING, true},
-    {"in_flight", FG_TUNE_RING, true},     {"in_flight_wo", FG_TUNE_RING, false},
-    {"cache_x", FG_TUNE_RMSNORM, false},
+/* The fields that belong to some kinds of entry (a mask of 1 << kind):
+ * required (or optional) on them, an error on the others. */
+#define KIND(k) (1u << (k))
+static const struct { const char *key; unsigned kinds; bool required; } TUNING_FIELDS[] = {
+    {"stage_bytes", KIND(FG_TUNE_RING), true},
+    {"stages", KIND(FG_TUNE_RING) | KIND(FG_TUNE_MLA), true},
+    {"in_flight", KIND(FG_TUNE_RING), true},
+    {"in_flight_wo", KIND(FG_TUNE_RING), false},
+    {"cache_x", KIND(FG_TUNE_RMSNORM), false},
+    {"heads_per_block", KIND(FG_TUNE_MLA), true},
+    {"cluster", KIND(FG_TUNE_MLA), true},
+    {"clusters", KIND(FG_TUNE_MLA), true},
 };
 
 static void check_tuning(checker *c, const fg_tuning *t)
 {
     static const char *const kind_name[] = {[FG_TUNE_RING] = "a decode_attn family",
-                                            [FG_TUNE_RMSNORM] = "an rmsnorm family"};
+                                            [FG_TUNE_RMSNORM] = "an rmsnorm family",
+                                            [FG_TUNE_MLA] = "an mla_decode family"};
     static const char *const kind_fields[] = {
         [FG_TUNE_RING] = "threads, stage_bytes, stages, in_flight and in_flight_wo",
-        [FG_TUNE_RMSNORM] = "threads and cache_x"};
+        [FG_TUNE_RMSNORM] = "threads and cache_x",
+        [FG_TUNE_MLA] = "threads, heads_per_block, stages, cluster and clusters"};
     check_name(c, "tuning.target", t->target);
     for (unsigned i = 0; i < t->entries_count; i++) {
         const fg_tuning_entry *e = &t->entries[i];
@@ -635,8 +645,8 @@ static void check_tuning(checker *c, const fg_tuning *t)
         const fg_tuning_kind kind = fg_tuning_kind_of(e->family);
         if (kind == FG_TUNE_NONE) {
             err_at(c, AT("family"), false,
-                   "'%s' is '%s'; expected a family fusegen tunes (decode_attn_... or "
-                   "rmsnorm_...)", p, e->family);
+                   "'%s' is '%s'; expected a family fusegen tunes (decode_attn_..., "
+                   "rmsnorm_... or mla_decode_...)", p, e->family);
             continue;
         }
         for (unsigned j = 0; j < i; j++)
@@ -647,12 +657,13 @@ static void check_tuning(checker *c, const fg_tuning *t)
         for (size_t f = 0; f < sizeof TUNING_FIELDS / sizeof TUNING_FIELDS[0]; f++) {
             char why[160];
             snprintf(p, sizeof p, "%s.%s", entry, TUNING_FIELDS[f].key);
-            if (TUNING_FIELDS[f].kind != kind && has(c, p)) {
+            const bool mine = TUNING_FIELDS[f].kinds & KIND(kind);
+            if (!mine && has(c, p)) {
                 snprintf(why, sizeof why, "does not apply to %s; its configuration is %s",
                          kind_name[kind], kind_fields[kind]);
                 forbid(c, p, why);
                 fields_ok = false;
-            } else if (TUNING_FIELDS[f].kind == kind && TUNING_FIELDS[f].required && !has(c, p)) {
+            } else if (mine && TUNING_FIELDS[f].required && !has(c, p)) {
                 snprintf(why, sizeof why, "%s needs it", kind_name[kind]);
                 require(c, p, entry, why);
                 fields_ok = false;
@@ -670,11 +681,18 @@ static void check_tuning(checker *c, const fg_tuning *t)
                 in_range(c, AT("in_flight_wo"), e->in_flight_wo, 1,
                          e->in_flight ? e->in_flight : 1);
         }
+        if (kind == FG_TUNE_MLA && fields_ok) {   /* the planner checks the rest */
+            in_range(c, AT("heads_per_block"), e->heads_per_block, 16, 64);
+            in_range(c, AT("stages"), e->stages, 1, 16);
+            in_range(c, AT("cluster"), e->cluster, 1, 16);
+            in_range(c, AT("clusters"), e->clusters, 1, 64);
+        }
         float_range(c, AT("tuned_us"), e->tuned_us, 0, 1e9);
         float_range(c, AT("model_us"), e->model_us, 0, 1e9);
         float_range(c, AT("worst_us"), e->worst_us, 0, 1e9);
         in_range(c, AT("candidates"), e->candidates, 1, 1u << 20);
 #undef AT
+#undef KIND
     }
 }
 

@@ -145,27 +145,31 @@ typedef struct fg_target {
 /* One measured choice, written by `fusegen tune`: the configuration that ran
  * fastest for an instance family (an instance name without its
  * configuration part), with the figures that chose it (times summed over
- * the points measured).  Two kinds of family, told apart by the name:
+ * the points measured).  Three kinds of family, told apart by the name:
  *   decode_attn_... (e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2):
  *     the ring form's threads, stage_bytes, stages, in_flight [, in_flight_wo];
- *   rmsnorm_... (e.g. rmsnorm_sm90a_f16_h4096): threads [, cache_x].
- * A field of the other kind is an error. */
+ *   rmsnorm_... (e.g. rmsnorm_sm90a_f16_h4096): threads [, cache_x];
+ *   mla_decode_... (e.g. mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16):
+ *     threads, heads_per_block, stages, cluster, clusters.
+ * A field of another kind is an error. */
 typedef struct fg_tuning_entry {
     char *family;
     uint32_t threads;
-    uint32_t stage_bytes, stages, in_flight;   /* decode_attn (ring) */
+    uint32_t stage_bytes, stages, in_flight;   /* decode_attn (ring); stages also mla_decode */
     uint32_t in_flight_wo;     /* stages in flight while W_o streams; 0: as in_flight */
     bool cache_x;              /* rmsnorm: x loaded through the caches, not streamed */
+    uint32_t heads_per_block, cluster, clusters;   /* mla_decode: block shape, splits */
     double tuned_us, model_us, worst_us;
     uint32_t candidates;
     char *measured;            /* GPU, points, commit */
 } fg_tuning_entry;
 
 /* The kinds of instance family a tuning entry can name. */
-typedef enum { FG_TUNE_NONE, FG_TUNE_RING, FG_TUNE_RMSNORM } fg_tuning_kind;
+typedef enum { FG_TUNE_NONE, FG_TUNE_RING, FG_TUNE_RMSNORM, FG_TUNE_MLA } fg_tuning_kind;
 
 /* The kind of a family by its name (decode_attn_... is the ring form's,
- * rmsnorm_... RMSNorm's); FG_TUNE_NONE for any other. */
+ * rmsnorm_... RMSNorm's, mla_decode_... the MLA core's); FG_TUNE_NONE for
+ * any other. */
 fg_tuning_kind fg_tuning_kind_of(const char *family);
 
 /* A tuning file (specs/tuning/<target>.yaml): `generate` uses an entry's

@@ -191,6 +191,10 @@ static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_UINT("in_flight_wo", OPT, fg_tuning_entry, in_flight_wo),
     /* RMSNorm's (rmsnorm families; absent: false) */
     CYAML_FIELD_BOOL("cache_x", OPT, fg_tuning_entry, cache_x),
+    /* the MLA core's (mla_decode families, with stages: required there) */
+    CYAML_FIELD_UINT("heads_per_block", OPT, fg_tuning_entry, heads_per_block),
+    CYAML_FIELD_UINT("cluster", OPT, fg_tuning_entry, cluster),
+    CYAML_FIELD_UINT("clusters", OPT, fg_tuning_entry, clusters),
     CYAML_FIELD_FLOAT("tuned_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, tuned_us),
     CYAML_FIELD_FLOAT("model_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, model_us),
     CYAML_FIELD_FLOAT("worst_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, worst_us),

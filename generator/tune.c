@@ -30,7 +30,9 @@ static const char usage[] =
     "candidates, less those discarded for spilling) with the GPU test harness of\n"
     "its kind -- the fused decode ring's (stage size, stages, stages in flight,\n"
     "threads) with test_decode_attn at S = 1K and S_max, RMSNorm's (block size,\n"
-    "x streamed or cached) with test_rmsnorm at 1 and 4096 rows -- showing the\n"
+    "x streamed or cached) with test_rmsnorm at 1 and 4096 rows, the MLA core's\n"
+    "(heads a block, stages, cluster size and count) with test_mla_decode at\n"
+    "S = 1K and S_max -- showing the\n"
     "points timed as the harness logs them; checks the fastest against the\n"
     "reference in order until one passes; and writes it into TUNING.yaml (a\n"
     "tuning spec: specs/tuning/<target>.yaml), keeping the entries of the\n"
@@ -47,6 +49,8 @@ static const char usage[] =
     "      --harness PATH   test_decode_attn (default: build/gpu/test_decode_attn)\n"
     "      --rmsnorm-harness PATH\n"
     "                       test_rmsnorm (default: test_rmsnorm in --harness's folder)\n"
+    "      --mla-harness PATH\n"
+    "                       test_mla_decode (default: test_mla_decode in --harness's folder)\n"
     "      --work DIR       timings and logs (default: the kernels folder)\n"
     "      --top N          configurations checked at most per family (default 3)\n"
     "      --margin PCT     how much faster than the planner's a configuration must\n"
@@ -85,6 +89,22 @@ static void rmsnorm_render(fg_strbuf *sb, const fg_tuning_entry *e)
     fg_sb_printf(sb, "      cache_x: %s\n", e->cache_x ? "true" : "false");
 }
 
+static void mla_config(json_object *params, fg_tuning_entry *e)
+{
+    e->threads = (uint32_t)fg_json_int(params, "threads");
+    e->heads_per_block = (uint32_t)fg_json_int(params, "heads_per_block");
+    e->stages = (uint32_t)fg_json_int(params, "stages");
+    e->cluster = (uint32_t)fg_json_int(params, "cluster");
+    e->clusters = (uint32_t)fg_json_int(params, "clusters");
+}
+
+static void mla_render(fg_strbuf *sb, const fg_tuning_entry *e)
+{
+    fg_sb_printf(sb, "      heads_per_block: %u\n      stages: %u\n      cluster: %u\n"
+                     "      clusters: %u\n",
+                 e->heads_per_block, e->stages, e->cluster, e->clusters);
+}
+
 /* One row per kind of family (spec.h, fg_tuning_kind): its harness, the
  * point its bench cases are timed at, how a configuration reads from the
  * manifest's params and what it adds to a tuning entry after `threads`.
@@ -100,11 +120,12 @@ typedef struct kind_desc {
     void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
 } kind_desc;
 
-#define NKINDS (FG_TUNE_RMSNORM + 1)
+#define NKINDS (FG_TUNE_MLA + 1)
 static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render},
     [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
                          rmsnorm_render},
+    [FG_TUNE_MLA] = {"mla_decode", "S", "S = 1K and S_max", 2, mla_config, mla_render},
 };
 
 /* ---- the run ---- */
@@ -532,6 +553,7 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"kernels", required_argument, NULL, 'k'},
                                          {"harness", required_argument, NULL, 'H'},
                                          {"rmsnorm-harness", required_argument, NULL, 'R'},
+                                         {"mla-harness", required_argument, NULL, 'L'},
                                          {"work", required_argument, NULL, 'w'},
                                          {"top", required_argument, NULL, 'n'},
                                          {"margin", required_argument, NULL, 'M'},
@@ -549,6 +571,7 @@ static int parse_args(int argc, char **argv, tune *t)
         case 'k': t->kernels = optarg; break;
         case 'H': t->harness[FG_TUNE_RING] = optarg; break;
         case 'R': t->harness[FG_TUNE_RMSNORM] = optarg; break;
+        case 'L': t->harness[FG_TUNE_MLA] = optarg; break;
         case 'w': t->work = optarg; break;
         case 'n': {
             uint64_t v;
@@ -602,21 +625,25 @@ int fg_cmd_tune(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     fg_diag_init(&t.d, stderr);
-    char *dir = folder_of(t.manifest_path), *rms_harness = NULL;
+    char *dir = folder_of(t.manifest_path), *beside[NKINDS] = {0};
     if (!t.kernels)
         t.kernels = dir;
     if (!t.work)
         t.work = t.kernels;
-    if (!t.harness[FG_TUNE_RMSNORM]) {   /* beside test_decode_attn, as make builds them */
-        char *hdir = folder_of(t.harness[FG_TUNE_RING]);
-        const size_t n = strlen(hdir) + sizeof "/test_rmsnorm";
-        rms_harness = malloc(n);
-        if (!rms_harness)
-            fg_out_of_memory();
-        snprintf(rms_harness, n, "%s/test_rmsnorm", hdir);
-        free(hdir);
-        t.harness[FG_TUNE_RMSNORM] = rms_harness;
-    }
+    /* the other harnesses: beside test_decode_attn, as make builds them */
+    static const char *const program[NKINDS] = {[FG_TUNE_RMSNORM] = "test_rmsnorm",
+                                                [FG_TUNE_MLA] = "test_mla_decode"};
+    for (int k = 0; k < NKINDS; k++)
+        if (program[k] && !t.harness[k]) {
+            char *hdir = folder_of(t.harness[FG_TUNE_RING]);
+            const size_t n = strlen(hdir) + strlen(program[k]) + 2;
+            beside[k] = malloc(n);
+            if (!beside[k])
+                fg_out_of_memory();
+            snprintf(beside[k], n, "%s/%s", hdir, program[k]);
+            free(hdir);
+            t.harness[k] = beside[k];
+        }
     /* the work folder is made here: the harness only opens files in it */
     const bool work_ok = fg_mkdirs(t.work, &t.d) == 0;
     t.manifest = json_object_from_file(t.manifest_path);
@@ -650,7 +677,8 @@ int fg_cmd_tune(int argc, char **argv)
         fg_sb_free(&t.measured[k]);
     }
     json_object_put(t.manifest);
-    free(rms_harness);
+    for (int k = 0; k < NKINDS; k++)
+        free(beside[k]);
     free(dir);
     return rc;
 }

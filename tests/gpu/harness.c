@@ -635,9 +635,8 @@ bool fgh_selected(const char *only, const char *name)
     /* each part in place: a list of hundreds of names (fusegen tune) must not be cut */
     for (const char *part = only; *part;) {
         const size_t n = strcspn(part, ",");
-        for (const char *at = name; n && *at; at++)
-            if (strncmp(at, part, n) == 0)
-                return true;
+        if (n && fgh_contains(name, part, n))
+            return true;
         part += n + (part[n] == ',');
     }
     return false;

@@ -257,6 +257,15 @@ void fgh_permutation(int *perm, int n, uint64_t seed);
  * --only gives them; compared in place, so a list of hundreds is never cut). */
 bool fgh_name_listed(const char *list, const char *name);
 
+/* --only A,B,... among instances `names` (all of them): true where a part
+ * is `name` itself, or, for a part that is no instance's whole name, where
+ * `name` contains it (so a tuning run's list of whole names selects those
+ * alone, though one may begin another, and "_g64_" still selects a form). */
+bool fgh_name_chosen(const char *list, const char *name, const char *const *names, size_t count);
+
+/* Whether `name` contains the n characters at `part`. */
+bool fgh_contains(const char *name, const char *part, size_t n);
+
 /* An RMSNorm kernel file, rmsnorm_<arch>_<dtype>_h<hidden>_t<threads>[c].cubin
  * (c: x loaded through the caches, a tuning candidate or a tuned choice). */
 typedef struct fgh_rmsnorm_file {

@@ -18,6 +18,29 @@ bool fgh_name_listed(const char *list, const char *name)
     return false;
 }
 
+bool fgh_contains(const char *name, const char *part, size_t n)
+{
+    for (const char *at = name; *at; at++)
+        if (strncmp(at, part, n) == 0)
+            return true;
+    return false;
+}
+
+bool fgh_name_chosen(const char *list, const char *name, const char *const *names, size_t count)
+{
+    for (const char *part = list; *part;) {
+        const size_t n = strcspn(part, ",");
+        bool whole = false;   /* the part is some instance's whole name */
+        for (size_t k = 0; n && k < count && !whole; k++)
+            whole = strlen(names[k]) == n && strncmp(part, names[k], n) == 0;
+        if (whole ? strlen(name) == n && strncmp(part, name, n) == 0
+                  : n && fgh_contains(name, part, n))
+            return true;
+        part += n + (part[n] == ',');
+    }
+    return false;
+}
+
 bool fgh_rmsnorm_parse(const char *file, fgh_rmsnorm_file *out)
 {
     static const char ext[] = ".cubin";

@@ -43,8 +43,9 @@
 // registry row, checked with fg_lookup, without a GPU; --smallest:
 // one instance per code path (dtype, cache layout, heads per block; one split,
 // one cluster of splits or several clusters), the one with the least B_max x
-// heads x S_max; --only A,B: the instances whose name contains A or B
-// (nothing runnable selected: a failure); FG_SHARD=K/N as the other GPU
+// heads x S_max; --only A,B: the instances named A or B, or, for a part that
+// is no instance's whole name, whose name contains it (nothing runnable
+// selected: a failure); FG_SHARD=K/N as the other GPU
 // tests; --no-baseline.
 //
 // --bench [--json FILE] [--quick]: per instance at S = 1K, 4K, 16K (<= S_max;
@@ -1583,14 +1584,22 @@ int main(int argc, char **argv)
                "%d mla_decode cubins, none described by the manifest (--manifest)", g_ncubins);
     for (int k = 0; k < g_ninst; k++)
         make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
-    // the selection: --only and the shard, then one per code path (--smallest)
+    // the selection: --only (whole names alone, other parts what contains
+    // them) and the shard, then one per code path (--smallest)
+    std::vector<const char *> names;
+    for (int k = 0; k < g_ninst; k++)
+        names.push_back(g_inst[k].name);
+    auto selected = [&](const char *name) {
+        return fgh_in_shard(name) &&
+               (!only || fgh_name_chosen(only, name, names.data(), names.size()));
+    };
     std::vector<int> sel;
     for (int k = 0; k < g_ninst; k++) {
-        if (!fgh_selected(only, g_inst[k].name))
+        if (!selected(g_inst[k].name))
             continue;
         bool keep = true;
         for (int o = 0; smallest && o < g_ninst; o++)
-            if (o != k && fgh_selected(only, g_inst[o].name) && same_path(g_inst[o], g_inst[k]) &&
+            if (o != k && selected(g_inst[o].name) && same_path(g_inst[o], g_inst[k]) &&
                 (work_of(g_inst[o]) < work_of(g_inst[k]) ||
                  (work_of(g_inst[o]) == work_of(g_inst[k]) && o < k)))
                 keep = false;

@@ -753,6 +753,170 @@ Test(cli, tune_rmsnorm_families_with_their_harness)
     free(log);
 }
 
+/* --candidates adds the MLA core's other configurations (heads a block,
+ * stages, cluster size and count): at least 20 for DeepSeek-V2-Lite at
+ * batch 16, all distinct, none the planner's own, all of its tuning family;
+ * the planner's instances are the same bytes as without candidates. */
+#define MLA_FAMILY "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16"
+Test(cli, candidates_enumerate_mla_configurations)
+{
+    const char *specs = "specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml";
+    char *cand;
+    cr_assert_eq(run(&cand, "list --candidates --out %s/m --filter '" MLA_FAMILY "_*' %s", tmp,
+                     specs), 0, "%s", cand);
+    unsigned n = 0, model = 0;
+    char seen[64][160];
+    for (char *line = cand, *nl; (nl = strchr(line, '\n')); line = nl + 1) {
+        *nl = '\0';
+        const char *at = strstr(line, MLA_FAMILY "_g");
+        if (!at || !strstr(line, ".cu"))
+            continue;
+        unsigned g, c, p, st = 0;
+        cr_assert_geq(sscanf(at, MLA_FAMILY "_g%u_c%ux%u_n%u", &g, &c, &p, &st), 3, "%s", line);
+        cr_expect_eq(g, 16u, "16 heads allow 16 a block only: %s", line);
+        cr_expect(c == 1 || c == 2 || c == 4 || c == 8, "%s", line);
+        model += st == 0;
+        for (unsigned k = 0; k < n && k < 64; k++)
+            cr_expect_str_neq(seen[k], at, "twice: %s", at);
+        if (n < 64)
+            snprintf(seen[n], sizeof seen[n], "%s", at);
+        n++;
+    }
+    cr_expect_eq(model, 1u, "the planner's choice once (its name has no stage count)");
+    cr_expect_geq(n - 1, 20u, "%u candidates", n - 1);
+    free(cand);
+    cr_assert_eq(run(NULL, "generate --candidates --out %s/mc --filter '" MLA_FAMILY "_*' %s",
+                     tmp, specs), 0);
+    cr_assert_eq(run(NULL, "generate --out %s/mp --filter '" MLA_FAMILY "_*' %s", tmp, specs),
+                 0);
+    char path[192];
+    snprintf(path, sizeof path, "%s/mc/manifest.json", tmp);
+    char *man = slurp(path);
+    cr_expect_not_null(strstr(man, "\"candidate\": true"), "%s", man);
+    cr_expect_not_null(strstr(man, "\"tuning_family\": \"" MLA_FAMILY "\""), "%s", man);
+    free(man);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cmp -s %s/mc/" MLA_FAMILY "_g16_c2x4.cu %s/mp/" MLA_FAMILY
+             "_g16_c2x4.cu", tmp, tmp);
+    cr_expect_eq(system(cmd), 0, "the planner's instance differs with --candidates");
+}
+
+/* An mla_decode entry replaces the planner's configuration for its family
+ * (the name, the parameters, explain's reason); one that does not plan, or
+ * that names another kind's field, is an error with nothing written. */
+#define MLA_TUNING "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"                   \
+                   "    - family: " MLA_FAMILY "\n      threads: %u\n      heads_per_block: %u\n" \
+                   "      stages: %u\n      cluster: %u\n      clusters: %u\n%s"                 \
+                   "      tuned_us: 80\n      model_us: 86.4\n      worst_us: 120\n"          \
+                   "      candidates: 21\n      measured: \"by hand\"\n"
+
+Test(cli, tuning_spec_replaces_the_mla_configuration)
+{
+    char tuning[128], specs[256], text[640], path[192];
+    snprintf(tuning, sizeof tuning, "%s/h200-mla.yaml", tmp);
+    snprintf(text, sizeof text, MLA_TUNING, 256u, 16u, 4u, 2u, 2u, "");
+    write_file(tuning, text);
+    snprintf(specs, sizeof specs, "specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml %s",
+             tuning);
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/t --filter 'mla_*_b16_*' %s", tmp, specs), 0, "%s",
+                 out);
+    free(out);
+    snprintf(path, sizeof path, "%s/t/manifest.json", tmp);
+    char *man = slurp(path);
+    const char *at = strstr(man, "\"name\": \"" MLA_FAMILY "_g16_c2x2\"");
+    cr_assert_not_null(at, "%s", man);
+    cr_expect_not_null(strstr(at, "\"stages\": 4"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"splits\": 4"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"tuned\": true"), "%s", man);
+    free(man);
+    cr_assert_eq(run(&out, "explain --filter 'mla_*_b16_*' %s", specs), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "h200-mla.yaml): 16 heads a block, 4 stages, 2 clusters of "
+                                   "2: 80.00 us against the model's 86.40 (worst 120.00 of 21 "
+                                   "candidates; by hand)"),
+                       "%s", out);
+    free(out);
+    /* entries that do not plan */
+    const struct { unsigned threads, hpb, stages, c, p; const char *extra, *why; } bad[] = {
+        {256, 64, 2, 1, 1, "", "64 heads a block: 16 heads per GPU and kv_lora 512 take 16"},
+        {128, 16, 4, 2, 2, "", "128 threads: 16 heads a block run 256"},
+        {256, 16, 9, 2, 2, "", "9 stages: 16 heads a block take 3 to 5 (shared memory)"},
+        {256, 16, 4, 3, 1, "", "a cluster of 3 is not a power of two"},
+        {256, 16, 4, 1, 3, "", "the last cluster's merge would read 6144 bytes a head row"},
+        {256, 16, 4, 2, 16, "", "16 x 16 clusters of 2 at B_max 16: more than the 66 h200 "
+                                "holds at once"},
+        {256, 16, 4, 2, 2, "      cache_x: true\n", "does not apply to an mla_decode family"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, MLA_TUNING, bad[i].threads, bad[i].hpb, bad[i].stages,
+                 bad[i].c, bad[i].p, bad[i].extra);
+        write_file(tuning, text);
+        snprintf(path, sizeof path, "%s/bad%zu", tmp, i);
+        cr_expect_eq(run(&out, "generate --out %s %s", path, specs), 1, "entry %zu", i);
+        cr_expect_not_null(strstr(out, bad[i].why), "entry %zu: %s", i, out);
+        free(out);
+        struct stat st;
+        cr_expect_neq(stat(path, &st), 0, "entry %zu: nothing written", i);
+    }
+}
+
+/* test_mla_decode's stand-in: the g16 c2x2 candidate at 4 stages fastest */
+static const char mla_harness_text[] =
+    "#!/bin/sh\n"
+    "only= json=\n"
+    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
+    "shift; done\n"
+    "[ -z \"$json\" ] && exit 0\n"
+    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
+    "for n in $(echo $only | tr , ' '); do case $n in *_c2x2_n4) t=40;; *) t=43;; esac\n"
+    "for s in 1024 16384; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", \"S\": %s, "
+    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; "
+    "done\n"
+    "echo ']}'; } > $json\n";
+
+#define MLA_INST(variant, cand, stages, c, p)                                                   \
+    "{\"name\": \"" MLA_FAMILY "_" variant "\", \"template\": \"mla_decode.in\", \"targets\": " \
+    "[\"h200\"], \"tuning_family\": \"" MLA_FAMILY "\", " cand "\"params\": {\"threads\": "   \
+    "256, \"heads_per_block\": 16, \"stages\": " #stages ", \"cluster\": " #c ", "              \
+    "\"clusters\": " #p "}, \"resources\": {\"registers\": 160}}"
+
+Test(cli, tune_mla_families_with_their_harness)
+{
+    char manifest[128], dir[128], ring[160], mla[160], out[128];
+    snprintf(manifest, sizeof manifest, "%s/mla-manifest.json", tmp);
+    snprintf(dir, sizeof dir, "%s/mgpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
+    snprintf(mla, sizeof mla, "%s/test_mla_decode", dir);
+    snprintf(out, sizeof out, "%s/h200-tuned-mla.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" MLA_INST("g16_c2x4", "", 5, 2, 4) ", "
+                         MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) ", "
+                         MLA_INST("g16_c1x8_n5", "\"candidate\": true, ", 5, 1, 8) "]}");
+    write_file(ring, "#!/bin/sh\nexit 1\n");
+    write_file(mla, mla_harness_text);
+    chmod(ring, 0755);
+    chmod(mla, 0755);
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
+                 "%s", log);
+    cr_expect_not_null(strstr(log, "timing 3 mla_decode configurations (S = 1K and S_max;"),
+                       "%s", log);
+    free(log);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "    - family: " MLA_FAMILY "\n      threads: 256\n"
+                                    "      heads_per_block: 16\n      stages: 4\n"
+                                    "      cluster: 2\n      clusters: 2\n      tuned_us: 80.00\n"
+                                    "      model_us: 86.00\n"),
+                       "%s", spec);
+    free(spec);
+    /* the entry is one generate takes */
+    cr_assert_eq(run(&log, "list --filter 'mla_*_b16_*' specs/models/deepseek-v2-lite.yaml "
+                           "specs/targets/h200.yaml %s", out),
+                 0, "%s", log);
+    cr_expect_not_null(strstr(log, MLA_FAMILY "_g16_c2x2.cu"), "%s", log);
+    free(log);
+}
+
 /* GEMM-overlap specs give the plan table: a registry row and a manifest entry
  * per shape on every target with an interconnect profile, the cost model's
  * choice in each, kept whatever --filter selects among the kernels. */

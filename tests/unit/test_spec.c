@@ -151,10 +151,10 @@ Test(spec, enum_names_round_trip)
     cr_assert_str_eq(fg_collective_name(FG_COLL_REDUCE_SCATTER), "reduce_scatter");
 }
 
-/* A tuning spec holds entries of both kinds: the ring form's (as before
- * rmsnorm entries existed: no cache_x) and RMSNorm's (threads, and cache_x
- * true or absent, which is false). */
-Test(spec, tuning_entries_of_both_kinds)
+/* A tuning spec holds entries of every kind: the ring form's (as before
+ * rmsnorm entries existed: no cache_x), RMSNorm's (threads, and cache_x
+ * true or absent, which is false) and the MLA core's. */
+Test(spec, tuning_entries_of_every_kind)
 {
     static const char text[] =
         "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
@@ -167,15 +167,19 @@ Test(spec, tuning_entries_of_both_kinds)
         "      measured: \"y\"\n"
         "    - family: rmsnorm_sm90a_bf16_h512\n      threads: 64\n"
         "      tuned_us: 3\n      model_us: 4\n      worst_us: 5\n      candidates: 4\n"
-        "      measured: \"z\"\n";
+        "      measured: \"z\"\n"
+        "    - family: mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16\n      threads: 256\n"
+        "      heads_per_block: 16\n      stages: 4\n      cluster: 2\n      clusters: 2\n"
+        "      tuned_us: 80\n      model_us: 86\n      worst_us: 120\n      candidates: 21\n"
+        "      measured: \"w\"\n";
     fg_diag d;
     fg_diag_init(&d, NULL);
     fg_spec *s = fg_spec_load_text("t.yaml", text, sizeof text - 1, &d);
     cr_assert_not_null(s, "%s", d.first);
     cr_assert_eq(s->kind, FG_SPEC_TUNING);
-    cr_assert_eq(s->tuning->entries_count, 3);
+    cr_assert_eq(s->tuning->entries_count, 4);
     const fg_tuning_entry *ring = &s->tuning->entries[0], *rms = &s->tuning->entries[1],
-                          *rms2 = &s->tuning->entries[2];
+                          *rms2 = &s->tuning->entries[2], *mla = &s->tuning->entries[3];
     cr_expect_eq(fg_tuning_kind_of(ring->family), FG_TUNE_RING);
     cr_expect_eq(ring->stage_bytes, 20480);
     cr_expect_eq(ring->in_flight_wo, 4);
@@ -187,6 +191,11 @@ Test(spec, tuning_entries_of_both_kinds)
     cr_expect_eq(rms->stages, 0);
     cr_expect_eq(rms2->threads, 64);
     cr_expect_not(rms2->cache_x, "absent: x streamed");
-    cr_expect_eq(fg_tuning_kind_of("mla_decode_sm90a_bf16"), FG_TUNE_NONE);
+    cr_expect_eq(fg_tuning_kind_of(mla->family), FG_TUNE_MLA);
+    cr_expect_eq(mla->heads_per_block, 16);
+    cr_expect_eq(mla->stages, 4);
+    cr_expect_eq(mla->cluster, 2);
+    cr_expect_eq(mla->clusters, 2);
+    cr_expect_eq(fg_tuning_kind_of("overlap_reduce_sm90a_bf16_w2"), FG_TUNE_NONE);
     fg_spec_free(s);
 }
