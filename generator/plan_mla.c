@@ -243,10 +243,10 @@ static mla_cfg model_cfg(const fg_model *m, const fg_target *t, unsigned bmax)
     for (unsigned c = 1; c <= MAX_CLUSTER; c *= 2) {
         if (cluster_misfit(m, t, cf.shape, c, why))
             break;
-        unsigned p = MAX_CLUSTERS;
-        while (p > 1 && clusters_misfit(m, t, cf.shape, bmax, c, p, why))
+        unsigned p = MAX_CLUSTERS;   /* the most that fit (every limit tightens with p) */
+        while (p >= 1 && clusters_misfit(m, t, cf.shape, bmax, c, p, why))
             p--;
-        if (!clusters_misfit(m, t, cf.shape, bmax, c, p, why) && c * p * pairs >= best) {
+        if (p >= 1 && c * p * pairs >= best) {
             best = c * p * pairs;
             cf.cluster = c, cf.clusters = p;
         }
@@ -260,10 +260,18 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
 {
     const fg_mla *a = m->mla;
     const unsigned width = a->kv_lora_rank + a->qk_rope_head_dim;
-    const unsigned most = most_stages(cf->shape, width, fg_dtype_bytes(m->dtype), t);
+    const unsigned elem = fg_dtype_bytes(m->dtype);
+    const unsigned most = most_stages(cf->shape, width, elem, t);
+    const unsigned smem = shape_smem(cf->shape, width, elem, cf->stages);
     if (cf->stages < cf->shape.min_stages || cf->stages > most) {
         snprintf(why, 200, "%u stages: %u heads a block take %u to %u (shared memory)",
                  cf->stages, cf->shape.hpb, cf->shape.min_stages, most);
+        return why;
+    }
+    if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
+        snprintf(why, 200, "%u heads a block at %u stages need %u bytes of shared memory; %s "
+                           "allows %u", cf->shape.hpb, cf->stages, smem, t->name,
+                 t->shared_mem_per_block);
         return why;
     }
     if (cluster_misfit(m, t, cf->shape, cf->cluster, why))
@@ -272,8 +280,9 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
 }
 
 /* The instance of configuration cf: named by its heads per block and
- * splits (a candidate also by its stages), with `config` its explain line
- * of where the configuration came from. */
+ * splits (a candidate or a tuned one also by its stages: the tuned instance
+ * is the candidate that won), with `config` its explain line of where the
+ * configuration came from. */
 static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                 const mla_cfg *cf, origin from, const char *family, const char *dims,
                 const char *config, fg_diag *d)
@@ -300,7 +309,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
 
     fg_instance in = {0};
     char variant[32];
-    if (from == CANDIDATE)
+    if (from != FROM_MODEL)   /* a measured configuration names its stages too */
         snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
     else
         snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);

@@ -291,7 +291,7 @@ struct Inst {
     size_t image_size;
 };
 
-constexpr int kMaxInsts = 256;
+constexpr int kMaxInsts = 1024;   // a tuning run's candidates of several families
 Inst g_inst[kMaxInsts];
 int g_ninst, g_ncubins;
 fg_kernel_entry g_reg[kMaxInsts];

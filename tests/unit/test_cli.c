@@ -799,6 +799,17 @@ Test(cli, candidates_enumerate_mla_configurations)
     snprintf(cmd, sizeof cmd, "cmp -s %s/mc/" MLA_FAMILY "_g16_c2x4.cu %s/mp/" MLA_FAMILY
              "_g16_c2x4.cu", tmp, tmp);
     cr_expect_eq(system(cmd), 0, "the planner's instance differs with --candidates");
+    /* a shape the planner's fits and a smaller one does not (16 heads a
+     * block, two teams, at a 960-wide row): candidates leave it out */
+    snprintf(cmd, sizeof cmd, "sed 's/    heads: 16/    heads: 32/; s/qk_rope_head_dim: 64/"
+             "qk_rope_head_dim: 448/' specs/models/deepseek-v2-lite.yaml > %s/wide.yaml", tmp);
+    cr_assert_eq(system(cmd), 0);
+    cr_assert_eq(run(&cand, "list --candidates --out %s/w --filter 'mla_*' %s/wide.yaml "
+                            "specs/targets/h200.yaml", tmp, tmp),
+                 0, "%s", cand);
+    cr_expect_not_null(strstr(cand, "_g32_c"), "%s", cand);
+    cr_expect_null(strstr(cand, "_g16_c"), "%s", cand);
+    free(cand);
 }
 
 /* An mla_decode entry replaces the planner's configuration for its family
@@ -824,7 +835,7 @@ Test(cli, tuning_spec_replaces_the_mla_configuration)
     free(out);
     snprintf(path, sizeof path, "%s/t/manifest.json", tmp);
     char *man = slurp(path);
-    const char *at = strstr(man, "\"name\": \"" MLA_FAMILY "_g16_c2x2\"");
+    const char *at = strstr(man, "\"name\": \"" MLA_FAMILY "_g16_c2x2_n4\"");
     cr_assert_not_null(at, "%s", man);
     cr_expect_not_null(strstr(at, "\"stages\": 4"), "%s", man);
     cr_expect_not_null(strstr(at, "\"splits\": 4"), "%s", man);
@@ -913,7 +924,7 @@ Test(cli, tune_mla_families_with_their_harness)
     cr_assert_eq(run(&log, "list --filter 'mla_*_b16_*' specs/models/deepseek-v2-lite.yaml "
                            "specs/targets/h200.yaml %s", out),
                  0, "%s", log);
-    cr_expect_not_null(strstr(log, MLA_FAMILY "_g16_c2x2.cu"), "%s", log);
+    cr_expect_not_null(strstr(log, MLA_FAMILY "_g16_c2x2_n4.cu"), "%s", log);
     free(log);
 }
 
