@@ -321,6 +321,13 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
+/* A shell script standing in for a GPU harness: written and made runnable. */
+static void write_program(const char *path, const char *text)
+{
+    write_file(path, text);
+    cr_assert_eq(chmod(path, 0755), 0, "%s", path);
+}
+
 /* A tuning entry whose family is for another architecture than its target's
  * could never apply: generate refuses it and writes nothing. */
 Test(cli, tuning_entry_for_another_architecture_is_refused)
@@ -546,7 +553,7 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                          TUNE_INST("_k24n4f4", "\"candidate\": true, ", 512, 24576, 4, 4, 4) ", "
                          TUNE_INST("_k8n16f16", "\"candidate\": true, \"discarded\": \"spills\", ",
                                    256, 8192, 16, 16, 16) "]}");
-    write_file(harness,
+    write_program(harness,
                "#!/bin/sh\n"
                "only= json=\n"
                "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; "
@@ -561,7 +568,6 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                "for s in 1024 4096; do case $n$s in *k24n4f4*4096) continue;; esac; printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
                "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done; "
                "echo ']}'; } > $json\n");
-    chmod(harness, 0755);
     char *log;
     /* a work folder that does not exist yet is made */
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s --work %s/w/x", manifest, out,
@@ -685,10 +691,8 @@ Test(cli, tune_rmsnorm_families_with_their_harness)
                          RMS_INST("256c", "\"candidate\": true, ", 256, 1) ", "
                          RMS_INST("64c", "\"candidate\": true, \"discarded\": \"spills\", ", 64, 1)
                          "]}");
-    write_file(ring, ring_harness_text);
-    write_file(rms, rms_harness_text);
-    chmod(ring, 0755);
-    chmod(rms, 0755);
+    write_program(ring, ring_harness_text);
+    write_program(rms, rms_harness_text);
     char *log;
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
                  "%s", log);
@@ -903,10 +907,8 @@ Test(cli, tune_mla_families_with_their_harness)
     write_file(manifest, "{\"instances\": [" MLA_INST("g16_c2x4", "", 5, 2, 4) ", "
                          MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) ", "
                          MLA_INST("g16_c1x8_n5", "\"candidate\": true, ", 5, 1, 8) "]}");
-    write_file(ring, "#!/bin/sh\nexit 1\n");
-    write_file(mla, mla_harness_text);
-    chmod(ring, 0755);
-    chmod(mla, 0755);
+    write_program(ring, "#!/bin/sh\nexit 1\n");
+    write_program(mla, mla_harness_text);
     char *log;
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
                  "%s", log);
@@ -1597,7 +1599,7 @@ Test(cli, profile_writes_the_interconnect_block)
     snprintf(work, sizeof work, "%s/prof", tmp);
     char *orig = slurp("specs/targets/h200.yaml");
     write_file(target, orig);
-    write_file(harness,
+    write_program(harness,
                "#!/bin/sh\n"
                "json= shapes=\n"
                "while [ $# -gt 0 ]; do case $1 in --json) json=$2; shift;; --gemm-shapes) "
@@ -1611,7 +1613,6 @@ Test(cli, profile_writes_the_interconnect_block)
                "for s in $(echo $shapes | tr , ' '); do m=${s%%x*}; r=${s#*x}; n=${r%%x*}; "
                "k=${r#*x}; printf '%s{\"m\": %s, \"n\": %s, \"k\": %s, \"us\": %s}' \"$sep\" $m $n "
                "$k $((m / 8)); sep=,; done; echo ']}'; } > $json\n");
-    chmod(harness, 0755);
     char *log;
     cr_assert_eq(run(&log, "profile --target %s --harness %s --work %s "
                            "specs/gemm/llama-2-70b-tp2.yaml", target, harness, work),
@@ -1662,12 +1663,11 @@ Test(cli, profile_writes_the_interconnect_block)
      * one alone): the validation's error, the spec left alone */
     char odd[128];
     snprintf(odd, sizeof odd, "%s/odd.sh", tmp);
-    write_file(odd, "#!/bin/sh\n"
+    write_program(odd, "#!/bin/sh\n"
                     "while [ $# -gt 0 ]; do case $1 in --json) json=$2; shift;; esac; shift; done\n"
                     "echo '{\"fit\": {\"both_ways_latency_us\": 9, \"one_way_gbps\": 380, "
                     "\"both_ways_gbps_each\": 100}, \"gemm_slowdown\": {\"fraction\": 0}, "
                     "\"call_overhead\": {\"us\": 1}, \"gemms\": []}' > $json\n");
-    chmod(odd, 0755);
     cr_expect_eq(run(&log, "profile --target %s --harness %s --work %s "
                            "specs/gemm/llama-2-70b-tp2.yaml", target, odd, work),
                  1);
