@@ -626,18 +626,13 @@ bool fgh_in_shard(const char *name)
     return h % g_shards == g_shard;
 }
 
+bool fgh_selected_among(const char *only, const char *name, const char *const *names,
+                        size_t count)
+{
+    return fgh_in_shard(name) && (!only || fgh_name_chosen(only, name, names, count));
+}
+
 bool fgh_selected(const char *only, const char *name)
 {
-    if (!fgh_in_shard(name))
-        return false;
-    if (!only)
-        return true;
-    /* each part in place: a list of hundreds of names (fusegen tune) must not be cut */
-    for (const char *part = only; *part;) {
-        const size_t n = strcspn(part, ",");
-        if (n && fgh_contains(name, part, n))
-            return true;
-        part += n + (part[n] == ',');
-    }
-    return false;
+    return fgh_selected_among(only, name, NULL, 0);
 }

@@ -243,6 +243,10 @@ bool fgh_in_shard(const char *name);
 /* --only A,B,...: true for a name in this run's shard that contains any of
  * the comma-separated parts (only NULL: every name in the shard). */
 bool fgh_selected(const char *only, const char *name);
+/* The same, but a part that is one of `names` (every instance's) selects
+ * that instance alone (fgh_name_chosen). */
+bool fgh_selected_among(const char *only, const char *name, const char *const *names,
+                        size_t count);
 
 /* A seeded permutation of 0..n-1 (Fisher-Yates over splitmix64(seed + i)):
  * scattered page tables, shuffled orders. */
@@ -262,9 +266,6 @@ bool fgh_name_listed(const char *list, const char *name);
  * `name` contains it (so a tuning run's list of whole names selects those
  * alone, though one may begin another, and "_g64_" still selects a form). */
 bool fgh_name_chosen(const char *list, const char *name, const char *const *names, size_t count);
-
-/* Whether `name` contains the n characters at `part`. */
-bool fgh_contains(const char *name, const char *part, size_t n);
 
 /* An RMSNorm kernel file, rmsnorm_<arch>_<dtype>_h<hidden>_t<threads>[c].cubin
  * (c: x loaded through the caches, a tuning candidate or a tuned choice). */

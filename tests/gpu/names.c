@@ -18,7 +18,8 @@ bool fgh_name_listed(const char *list, const char *name)
     return false;
 }
 
-bool fgh_contains(const char *name, const char *part, size_t n)
+/* Whether `name` contains the n characters at `part`. */
+static bool contains(const char *name, const char *part, size_t n)
 {
     for (const char *at = name; *at; at++)
         if (strncmp(at, part, n) == 0)
@@ -34,7 +35,7 @@ bool fgh_name_chosen(const char *list, const char *name, const char *const *name
         for (size_t k = 0; n && k < count && !whole; k++)
             whole = strlen(names[k]) == n && strncmp(part, names[k], n) == 0;
         if (whole ? strlen(name) == n && strncmp(part, name, n) == 0
-                  : n && fgh_contains(name, part, n))
+                  : n && contains(name, part, n))
             return true;
         part += n + (part[n] == ',');
     }

@@ -1596,17 +1596,16 @@ int main(int argc, char **argv)
     std::vector<const char *> names;
     for (int k = 0; k < g_ninst; k++)
         names.push_back(g_inst[k].name);
-    auto selected = [&](const char *name) {
-        return fgh_in_shard(name) &&
-               (!only || fgh_name_chosen(only, name, names.data(), names.size()));
-    };
+    std::vector<char> selected(g_ninst);
+    for (int k = 0; k < g_ninst; k++)
+        selected[k] = fgh_selected_among(only, g_inst[k].name, names.data(), names.size());
     std::vector<int> sel;
     for (int k = 0; k < g_ninst; k++) {
-        if (!selected(g_inst[k].name))
+        if (!selected[k])
             continue;
         bool keep = true;
         for (int o = 0; smallest && o < g_ninst; o++)
-            if (o != k && selected(g_inst[o].name) && same_path(g_inst[o], g_inst[k]) &&
+            if (o != k && selected[o] && same_path(g_inst[o], g_inst[k]) &&
                 (work_of(g_inst[o]) < work_of(g_inst[k]) ||
                  (work_of(g_inst[o]) == work_of(g_inst[k]) && o < k)))
                 keep = false;
