@@ -191,3 +191,25 @@ const fg_tuning_entry *fg_plan_tuning_entry(const fg_plan_set *set, const char *
             return &tu->entries[i];
     return NULL;
 }
+
+void fg_plan_mark(fg_instance *in, const char *family, fg_origin from)
+{
+    snprintf(in->tuning_family, sizeof in->tuning_family, "%s", family);
+    in->candidate = from == FG_CANDIDATE;
+    in->tuned = from == FG_FROM_TUNING;
+}
+
+void fg_plan_config_line(fg_strbuf *sb, const fg_plan_set *set, const fg_tuning_entry *e,
+                         const char *what, int decimals)
+{
+    if (!e)
+        fg_sb_printf(sb, "configuration: the model's (%s%s)",
+                     set->tuning ? "no entry for this family in " : "no tuning file given",
+                     set->tuning ? set->tuning->path : "");
+    else
+        fg_sb_printf(sb,
+                     "configuration: tuned (%s): %s: %.*f us against the model's %.*f (worst "
+                     "%.*f of %u candidates; %s)",
+                     set->tuning->path, what, decimals, e->tuned_us, decimals, e->model_us,
+                     decimals, e->worst_us, e->candidates, e->measured);
+}

@@ -56,6 +56,20 @@ int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *model, const f
  * for this target, or no entry for the family). */
 const fg_tuning_entry *fg_plan_tuning_entry(const fg_plan_set *set, const char *family);
 
+/* Where an instance's configuration comes from: the planner's model, a
+ * tuning entry, or a tuning candidate (generate --candidates). */
+typedef enum { FG_FROM_MODEL, FG_FROM_TUNING, FG_CANDIDATE } fg_origin;
+
+/* Marks `in` as of tuning family `family`, its configuration from `from`. */
+void fg_plan_mark(fg_instance *in, const char *family, fg_origin from);
+
+/* Appends explain's line of where a configuration came from: with no entry
+ * e, the model's (and why: no entry in the tuning spec, or none given); else
+ * the tuned one, `what` (the configuration in words) and e's figures with
+ * `decimals` digits after the point. */
+void fg_plan_config_line(fg_strbuf *sb, const fg_plan_set *set, const fg_tuning_entry *e,
+                         const char *what, int decimals);
+
 /* Family planners (plan_<family>.c). */
 int fg_plan_decode(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
 /* Why the fused decode family emits nothing (or less) for this model and

@@ -545,9 +545,8 @@ static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_targe
     }
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     if (!e) {
-        fg_sb_printf(why, "\nconfiguration: the model's (%s%s)",
-                     set->tuning ? "no entry for this family in " : "no tuning file given",
-                     set->tuning ? set->tuning->path : "");
+        fg_sb_puts(why, "\n");
+        fg_plan_config_line(why, set, NULL, NULL, 1);
         return 0;
     }
     ring_cfg tr;
@@ -562,13 +561,12 @@ static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_targe
     *r = tr;
     r->tuned = true;
     r->inflight3 = e->in_flight_wo == r->inflight ? 0 : e->in_flight_wo;
-    fg_sb_printf(why,
-                 "\nconfiguration: tuned (%s): %u threads, %u stages of %u B, %u in flight "
-                 "(%u while W_o streams): %.1f us against the model's %.1f (worst %.1f of %u "
-                 "candidates; %s)",
-                 set->tuning->path, e->threads, e->stages, e->stage_bytes, e->in_flight,
-                 r->inflight3 ? r->inflight3 : r->inflight, e->tuned_us, e->model_us,
-                 e->worst_us, e->candidates, e->measured);
+    char what[128];
+    snprintf(what, sizeof what, "%u threads, %u stages of %u B, %u in flight (%u while W_o "
+             "streams)", e->threads, e->stages, e->stage_bytes, e->in_flight,
+             r->inflight3 ? r->inflight3 : r->inflight);
+    fg_sb_puts(why, "\n");
+    fg_plan_config_line(why, set, e, what, 1);
     return 0;
 }
 

@@ -166,9 +166,6 @@ typedef struct {
     unsigned stages, cluster, clusters;
 } mla_cfg;
 
-/* Where a configuration comes from. */
-typedef enum { FROM_MODEL, FROM_TUNING, CANDIDATE } origin;
-
 /* The most stages (at most MAX_STAGES) of shape b whose shared memory fits
  * a block, at least the shape's fewest (the wgmma form has room for 2). */
 static unsigned most_stages(block_shape b, unsigned width, unsigned elem, const fg_target *t)
@@ -284,7 +281,7 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
  * is the candidate that won), with `config` its explain line of where the
  * configuration came from. */
 static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
-                const mla_cfg *cf, origin from, const char *family, const char *dims,
+                const mla_cfg *cf, fg_origin from, const char *family, const char *dims,
                 const char *config, fg_diag *d)
 {
     const fg_model *m = s->model;
@@ -309,7 +306,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
 
     fg_instance in = {0};
     char variant[32];
-    if (from != FROM_MODEL)   /* a measured configuration names its stages too */
+    if (from != FG_FROM_MODEL)   /* a measured configuration names its stages too */
         snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
     else
         snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
@@ -318,9 +315,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
         fg_error(d, "cannot name an mla_decode instance");
         return -1;
     }
-    snprintf(in.tuning_family, sizeof in.tuning_family, "%s", family);
-    in.candidate = from == CANDIDATE;
-    in.tuned = from == FROM_TUNING;
+    fg_plan_mark(&in, family, from);
     in.family = "mla_decode";
     in.op = "mla_decode";
     in.template_name = "mla_decode.in";
@@ -364,7 +359,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_sb_printf(&in.reasons, "used for: the latent attention core of %s (%u heads per GPU at "
                               "tensor parallel %u), batch up to %u\n",
                  m->name, heads, a->tensor_parallel, bmax);
-    if (from == CANDIDATE)
+    if (from == FG_CANDIDATE)
         fg_sb_printf(&in.reasons, "tuning candidate (generate --candidates): %u heads a block, "
                                   "%u stages, %u cluster%s of %u, not the planner's choice\n",
                      hpb, stages, clusters, clusters == 1 ? "" : "s", cluster);
@@ -461,19 +456,15 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      e->cluster, bad);
             return -1;
         }
-        fg_sb_printf(&config,
-                     "configuration: tuned (%s): %u heads a block, %u stages, %u cluster%s of "
-                     "%u: %.2f us against the model's %.2f (worst %.2f of %u candidates; %s)",
-                     set->tuning->path, cf.shape.hpb, cf.stages, cf.clusters,
-                     cf.clusters == 1 ? "" : "s", cf.cluster, e->tuned_us, e->model_us,
-                     e->worst_us, e->candidates, e->measured);
-        rc = emit(set, s, ts, bmax, &cf, FROM_TUNING, family, dims, fg_sb_str(&config), d);
+        char what[96];
+        snprintf(what, sizeof what, "%u heads a block, %u stages, %u cluster%s of %u",
+                 cf.shape.hpb, cf.stages, cf.clusters, cf.clusters == 1 ? "" : "s", cf.cluster);
+        fg_plan_config_line(&config, set, e, what, 2);
+        rc = emit(set, s, ts, bmax, &cf, FG_FROM_TUNING, family, dims, fg_sb_str(&config), d);
     } else {
         cf = model_cfg(m, t, bmax);
-        fg_sb_printf(&config, "configuration: the model's (%s%s)",
-                     set->tuning ? "no entry for this family in " : "no tuning file given",
-                     set->tuning ? set->tuning->path : "");
-        rc = emit(set, s, ts, bmax, &cf, FROM_MODEL, family, dims, fg_sb_str(&config), d);
+        fg_plan_config_line(&config, set, NULL, NULL, 2);
+        rc = emit(set, s, ts, bmax, &cf, FG_FROM_MODEL, family, dims, fg_sb_str(&config), d);
     }
     fg_sb_free(&config);
     /* tuning candidates: every shape the heads allow, every stage count
@@ -490,7 +481,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                     const bool chosen = c.shape.hpb == cf.shape.hpb && c.stages == cf.stages &&
                                         c.cluster == cf.cluster && c.clusters == cf.clusters;
                     if (!chosen && !cfg_misfit(m, t, bmax, &c, why))
-                        rc = emit(set, s, ts, bmax, &c, CANDIDATE, family, dims, "", d);
+                        rc = emit(set, s, ts, bmax, &c, FG_CANDIDATE, family, dims, "", d);
                 }
     }
     return rc;

@@ -57,26 +57,23 @@ static const char *misfit(unsigned threads, unsigned vecs, unsigned warp, char w
     return why;
 }
 
-/* Where an instance's configuration comes from. */
-typedef enum { FROM_MODEL, FROM_TUNING, CANDIDATE } origin;
-
 /* One instance of tuning family `family` (hidden a whole number of 16-byte
- * vectors): the planner's block size (FROM_MODEL), or `threads` with x
+ * vectors): the planner's block size (FG_FROM_MODEL), or `threads` with x
  * cached or streamed (a tuning entry's, or a candidate's: threads must fit,
  * misfit()).  `config` is the explain line that says where the configuration
  * came from ("" for candidates). */
 static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const char *family,
-                    const char *why, origin from, unsigned threads, bool cache_x,
+                    const char *why, fg_origin from, unsigned threads, bool cache_x,
                     const char *config, fg_instance *in, fg_diag *d)
 {
     const unsigned elems = 16 / fg_dtype_bytes(dtype);
     const unsigned vecs = hidden / elems;
     bool tail;
-    if (from == FROM_MODEL)
+    if (from == FG_FROM_MODEL)
         threads = pick_threads(vecs, t->warp_size, &tail);
     else
         tail = vecs % threads != 0;
-    const bool forced = from != FROM_MODEL;
+    const bool forced = from != FG_FROM_MODEL;
     const unsigned items = (vecs + threads - 1) / threads;
     if (items > MAX_ITEMS) {
         fg_error(d, "rmsnorm over %u elements needs %u vectors per thread; at most 32 fit in "
@@ -91,9 +88,7 @@ static int plan_one(unsigned hidden, fg_dtype dtype, const fg_target *t, const c
         fg_error(d, "cannot name an rmsnorm instance");
         return -1;
     }
-    snprintf(in->tuning_family, sizeof in->tuning_family, "%s", family);
-    in->candidate = from == CANDIDATE;
-    in->tuned = from == FROM_TUNING;
+    fg_plan_mark(in, family, from);
     in->family = "rmsnorm";
     in->op = "rmsnorm";
     in->template_name = "rmsnorm.in";
@@ -173,19 +168,15 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      bad);
             return -1;
         }
-        fg_sb_printf(&config,
-                     "configuration: tuned (%s): %u threads, x %s: %.2f us against the model's "
-                     "%.2f (worst %.2f of %u candidates; %s)",
-                     set->tuning->path, e->threads,
-                     e->cache_x ? "loaded through the caches" : "streamed", e->tuned_us,
-                     e->model_us, e->worst_us, e->candidates, e->measured);
-        rc = plan_one(hidden, dtype, t, family, why, FROM_TUNING, e->threads, e->cache_x,
+        char what[64];
+        snprintf(what, sizeof what, "%u threads, x %s", e->threads,
+                 e->cache_x ? "loaded through the caches" : "streamed");
+        fg_plan_config_line(&config, set, e, what, 2);
+        rc = plan_one(hidden, dtype, t, family, why, FG_FROM_TUNING, e->threads, e->cache_x,
                       fg_sb_str(&config), &in, d);
     } else {
-        fg_sb_printf(&config, "configuration: the model's (%s%s)",
-                     set->tuning ? "no entry for this family in " : "no tuning file given",
-                     set->tuning ? set->tuning->path : "");
-        rc = plan_one(hidden, dtype, t, family, why, FROM_MODEL, 0, MODEL_CACHES_X,
+        fg_plan_config_line(&config, set, NULL, NULL, 2);
+        rc = plan_one(hidden, dtype, t, family, why, FG_FROM_MODEL, 0, MODEL_CACHES_X,
                       fg_sb_str(&config), &in, d);
     }
     fg_sb_free(&config);
@@ -204,7 +195,7 @@ int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
             if (((long long)th == chosen && cached == chosen_cached) || misfit(th, vecs, warp, bad))
                 continue;
             fg_instance c = {0};
-            if (plan_one(hidden, dtype, t, family, why, CANDIDATE, th, cached, "", &c, d) != 0) {
+            if (plan_one(hidden, dtype, t, family, why, FG_CANDIDATE, th, cached, "", &c, d) != 0) {
                 fg_instance_free(&c);
                 return -1;
             }
