@@ -692,9 +692,9 @@ static void check_tuning(checker *c, const fg_tuning *t)
         float_range(c, AT("worst_us"), e->worst_us, 0, 1e9);
         in_range(c, AT("candidates"), e->candidates, 1, 1u << 20);
 #undef AT
-#undef KIND
     }
 }
+#undef KIND
 
 /* ---- driver ---- */
 

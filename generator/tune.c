@@ -630,20 +630,18 @@ int fg_cmd_tune(int argc, char **argv)
         t.kernels = dir;
     if (!t.work)
         t.work = t.kernels;
-    /* the other harnesses: beside test_decode_attn, as make builds them */
-    static const char *const program[NKINDS] = {[FG_TUNE_RMSNORM] = "test_rmsnorm",
-                                                [FG_TUNE_MLA] = "test_mla_decode"};
+    /* the other harnesses: test_<kind> beside test_decode_attn, as make builds them */
+    char *hdir = folder_of(t.harness[FG_TUNE_RING]);
     for (int k = 0; k < NKINDS; k++)
-        if (program[k] && !t.harness[k]) {
-            char *hdir = folder_of(t.harness[FG_TUNE_RING]);
-            const size_t n = strlen(hdir) + strlen(program[k]) + 2;
+        if (KINDS[k].what && !t.harness[k]) {
+            const size_t n = strlen(hdir) + strlen(KINDS[k].what) + sizeof "/test_";
             beside[k] = malloc(n);
             if (!beside[k])
                 fg_out_of_memory();
-            snprintf(beside[k], n, "%s/%s", hdir, program[k]);
-            free(hdir);
+            snprintf(beside[k], n, "%s/test_%s", hdir, KINDS[k].what);
             t.harness[k] = beside[k];
         }
+    free(hdir);
     /* the work folder is made here: the harness only opens files in it */
     const bool work_ok = fg_mkdirs(t.work, &t.d) == 0;
     t.manifest = json_object_from_file(t.manifest_path);
