@@ -48,8 +48,9 @@
 // selected: a failure); FG_SHARD=K/N as the other GPU
 // tests; --no-baseline.
 //
-// --bench [--json FILE] [--quick]: per instance at S = 1K, 4K, 16K (<= S_max;
-// --quick: the smallest and the largest) and B_max requests of length S:
+// --bench [--json FILE] [--quick] [--length S]: per instance at S = 1K, 4K,
+// 16K (<= S_max; --quick: the smallest and the largest; --length: S alone,
+// e.g. for a profiler's first launch) and B_max requests of length S:
 // CUDA-graph replays over enough buffer sets that a set is reused only after
 // 2 x L2 of other traffic (harness fgh_bench), the output of requests 0 and
 // B_max - 1 checked against the reference; us per launch, bytes (cache rows
@@ -298,6 +299,7 @@ fg_kernel_entry g_reg[kMaxInsts];
 size_t g_sizes[kMaxInsts];
 fg_context *g_fg;
 bool g_quick;
+int g_bench_length;   // --length: the one S benched (0: the usual ones)
 
 // true: the entry has what a test needs; false with `why` (absent: a stale
 // cubin, skipped; incomplete: a generator fault, failed).
@@ -1349,6 +1351,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             Ss.push_back(in->smax);
         if (quick && Ss.size() > 2)
             Ss = {Ss.front(), Ss.back()};
+        if (g_bench_length > 0)
+            Ss = {std::min(g_bench_length, in->smax)};
         std::vector<double> fb, fu, bb, bu;
         for (int S : Ss) {
             const double B = in->bmax;
@@ -1539,12 +1543,14 @@ int main(int argc, char **argv)
             repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
             fgh_set_base_seed(strtoull(argv[++i], NULL, 0));
+        else if (!strcmp(argv[i], "--length") && i + 1 < argc && atoi(argv[i + 1]) > 0)
+            g_bench_length = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
         else {
             fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--smallest] [--list] "
                             "[--seed N] [--quick] [--repeats N] [--no-baseline] [--verbose] "
-                            "[--bench [--json FILE] [--commit C]]\n", argv[0]);
+                            "[--bench [--json FILE] [--commit C] [--length S]]\n", argv[0]);
             return 2;
         }
     }
