@@ -1105,7 +1105,7 @@ void test_instance(const Inst *in, cudaStream_t s, bool baseline, int repeats)
 
     // (h) a NaN in one key's rope columns (the first key, then the last of
     // a length past one tile): every output and lse of the request is NaN
-    // (a max that drops NaN would take its scores for masked ones)
+    // (the kernels' max drops a NaN, so this checks that P keeps it)
     const int L = std::min(in->smax, 65);
     for (int t : {0, L - 1}) {
         Problem q;
