@@ -73,6 +73,8 @@ static int emit_kernel(const fg_emit_ctx *c, const fg_instance *in, fg_strbuf *s
     fg_tmpl_value prelude_hip[] = {{"DTYPE", dtype}, {"WAVE_SIZE", wave}};
     int rc = amd ? fg_tmpl_render(c->template_dir, "prelude.hip.in", prelude_hip, 2, sb, d)
                  : fg_tmpl_render(c->template_dir, "prelude.cu.in", prelude_cuda, 1, sb, d);
+    if (rc == 0 && !amd)   /* the sm_90 PTX helpers the CUDA templates share */
+        rc = fg_tmpl_render(c->template_dir, "sm90.cu.in", NULL, 0, sb, d);
     if (rc)
         return rc;
 

@@ -47,6 +47,63 @@ FG_DEVICE float fg_warp_sum(float v)
         v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+#line 1 "templates/sm90.cu.in"
+// sm_90 PTX the CUDA kernel templates share, rendered after prelude.cu.in
+// into every CUDA kernel (unused helpers cost nothing): shared addresses,
+// mbarriers with time-limited waits, bulk copies.
+
+FG_DEVICE uint32_t smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+FG_DEVICE void mbar_init(uint64_t *bar, unsigned count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count)
+                 : "memory");
+}
+FG_DEVICE void mbar_expect(uint64_t *bar, unsigned bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned parity)
+{
+    uint32_t ok;
+    if (CLUSTER_SCOPE)
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, "
+                     "[%1], %2; selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok)
+                     : "r"(smem_addr(bar)), "r"(parity)
+                     : "memory");
+    else
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(ok)
+                     : "r"(smem_addr(bar)), "r"(parity)
+                     : "memory");
+    return ok != 0;
+}
+// Every wait has a time limit: a phase that never completes is a bug, and
+// the kernel traps after about 2 s instead of hanging the stream (the clock
+// is read only once the first try fails).
+template <bool CLUSTER_SCOPE = false> FG_DEVICE void mbar_wait(uint64_t *bar, unsigned parity)
+{
+    if (mbar_try<CLUSTER_SCOPE>(bar, parity))
+        return;
+    const long long start = clock64();
+    while (!mbar_try<CLUSTER_SCOPE>(bar, parity))
+        if (clock64() - start > (1ll << 32))
+            __trap();
+}
+// bytes (a multiple of 16) from global to shared, completing on bar
+FG_DEVICE void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+                 "[%3];" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(bar))
+                 : "memory");
+}
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per

@@ -982,6 +982,28 @@ Test(cli, golden_generated_text)
     }
 }
 
+/* CUDA kernels carry the shared sm_90 helpers after the prelude; HIP
+ * kernels do not (their PTX would not build for AMDGPU). */
+Test(cli, sm90_helpers_in_cuda_kernels_only)
+{
+    cr_assert_eq(run(NULL, "generate --out %s/h --filter 'rmsnorm_*_h4096_*' "
+                           "specs/models/llama-2-7b.yaml specs/targets/h200.yaml "
+                           "specs/targets/mi300x.yaml", tmp),
+                 0);
+    char path[200];
+    snprintf(path, sizeof path, "%s/h/rmsnorm_sm90a_f16_h4096_t256c.cu", tmp);
+    char *cu = slurp(path);
+    const char *prelude = strstr(cu, "#line 1 \"templates/prelude.cu.in\"");
+    const char *sm90 = strstr(cu, "#line 1 \"templates/sm90.cu.in\"");
+    cr_expect(prelude && sm90 && prelude < sm90, "the sm_90 helpers follow the prelude: %s", cu);
+    free(cu);
+    snprintf(path, sizeof path, "%s/h/rmsnorm_gfx942_f16_h4096_t256c.hip", tmp);
+    char *hip = slurp(path);
+    cr_expect_null(strstr(hip, "sm90.cu.in"), "%s", hip);
+    cr_expect_null(strstr(hip, "mbar_init"), "%s", hip);
+    free(hip);
+}
+
 /* Manifest parameter names are the template keys in lower case: letters,
  * digits and underscores only (an engine's scripts look them up by name). */
 Test(cli, manifest_param_names_are_lower_snake_case)
