@@ -21,6 +21,8 @@
 //     instances, to rounding for those that add in arrival order);
 //   - deterministic instances: 1000 launches, bitwise identical, the fp32
 //     workspace poisoned before each.
+// --only A,B: the instances named A or B, or, for a part that is no
+// instance's whole name, whose name contains it (nothing selected: a failure).
 // --no-baseline: the fused kernels' checks and timings alone (racecheck runs:
 // cuBLAS's own TMA kernels in the baseline draw its potential-hazard reports;
 // fusegen tune's timing runs).
@@ -35,6 +37,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <vector>
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -874,13 +878,24 @@ bool same_shape(const Inst *a, const Inst *b)
            memcmp(a->inv_freq, b->inv_freq, sizeof(float) * a->hd / 2) == 0;
 }
 
+// --only: a part that is an instance's whole name selects it alone (the
+// ring's `…_norm` begins its deterministic twin's `…_norm_det`), another part
+// what contains it; and this run's shard.
+bool selected(const char *only, int k)
+{
+    static std::vector<const char *> names;   // the instances, once loaded
+    if (names.empty())
+        for (int q = 0; q < g_ninst; q++)
+            names.push_back(g_inst[q].name);
+    return fgh_selected_among(only, g_inst[k].name, names.data(), names.size());
+}
+
 // True for the first selected instance of its shape (deterministic ones left
 // out when asked): the baseline runs once per shape.
 bool first_of_shape(int k, const char *only, bool skip_det)
 {
     for (int q = 0; q < k; q++)
-        if (same_shape(&g_inst[q], &g_inst[k]) && !(skip_det && g_inst[q].det) &&
-            fgh_selected(only, g_inst[q].name))
+        if (same_shape(&g_inst[q], &g_inst[k]) && !(skip_det && g_inst[q].det) && selected(only, q))
             return false;
     return true;
 }
@@ -896,7 +911,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
     fgh_json_arr_begin(j, "cases");
     for (int k = 0; k < g_ninst; k++) {
         const Inst *in = &g_inst[k];
-        if (in->det || !fgh_selected(only, in->name))
+        if (in->det || !selected(only, k))
             continue;
         const int QD = in->heads * in->hd;
         for (int S = 1024; S <= in->smax; S *= 2) {
@@ -1048,7 +1063,7 @@ int main(int argc, char **argv)
     } else {
         int tested = 0;
         for (int k = 0; k < g_ninst; k++) {
-            if (!fgh_selected(only, g_inst[k].name))
+            if (!selected(only, k))
                 continue;
             tested++;
             test_instance(&g_inst[k], s);
