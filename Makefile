@@ -250,12 +250,12 @@ $(BUILD)/tests/test_ref_mla_block: tests/unit/test_ref_mla_block.c tests/gpu/ref
 	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
 	    tests/unit/test_ref_mla_block.c tests/gpu/ref_mla_block.c tests/gpu/numerics.c -lm -lcriterion
 
-# Instance names as the GPU tests read them (no GPU needed).
+# Instance names as the GPU tests read them, and the harness's line fit (no GPU needed).
 $(BUILD)/tests/test_harness_names: tests/unit/test_harness_names.c tests/gpu/names.c \
-        tests/gpu/harness.h
+        tests/gpu/numerics.c tests/gpu/harness.h
 	@mkdir -p $(dir $@)
 	$(CC) $(FG_CFLAGS) -Itests/gpu -I$(CUDA_HOME)/include $(OPT) $(EXTRA_CFLAGS) -MF $@.d -o $@ \
-	    tests/unit/test_harness_names.c tests/gpu/names.c -lcriterion
+	    tests/unit/test_harness_names.c tests/gpu/names.c tests/gpu/numerics.c -lm -lcriterion
 
 # The downstream example as CI builds it from a clean clone (fusegen.mk runs this
 # Makefile for build/fusegen and build/libfgrt.a).  Without a GPU the demo says so, exit 0.

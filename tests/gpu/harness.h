@@ -197,6 +197,11 @@ int fgh_measure_ceilings(cudaStream_t s, size_t bytes, fgh_ceilings *c);
 /* ------------------------------------------------------------------- stats */
 
 double fgh_median(double *v, int n);   /* sorts v */
+/* Least squares of us = t0 + bytes / rate over the points with bytes >=
+ * min_bytes and a finite us: t0 in us, rate in GB/s.  False, both NaN, with
+ * fewer than two such points or a slope that is not positive. */
+bool fgh_fit_line(const double *bytes, const double *us, int n, double min_bytes, double *t0_us,
+                  double *gbps);
 /* The first error of a CUDA call, printed with the place; 0 / -1. */
 int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
 #define fgh_ok(call) (fgh_cuda_ok_((call), #call, __FILE__, __LINE__) == 0)

@@ -190,3 +190,28 @@ size_t fgh_count_poisoned(const void *buf, fgh_dtype t, size_t n)
     return c;
 }
 
+/* ----------------------------------------------------------------- stats */
+
+bool fgh_fit_line(const double *bytes, const double *us, int n, double min_bytes, double *t0_us,
+                  double *gbps)
+{
+    *t0_us = *gbps = NAN;
+    double mb = 0, mu = 0;
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (bytes[i] >= min_bytes && isfinite(us[i]))
+            mb += bytes[i], mu += us[i], m++;
+    if (m < 2)
+        return false;
+    mb /= m, mu /= m;
+    double sbb = 0, sbu = 0;   /* centred sums: no cancellation at GB sizes */
+    for (int i = 0; i < n; i++)
+        if (bytes[i] >= min_bytes && isfinite(us[i]))
+            sbb += (bytes[i] - mb) * (bytes[i] - mb), sbu += (bytes[i] - mb) * (us[i] - mu);
+    if (!(sbb > 0) || !(sbu > 0))
+        return false;
+    const double slope = sbu / sbb;   /* us per byte */
+    *t0_us = mu - slope * mb;
+    *gbps = 1e-3 / slope;
+    return true;
+}

@@ -1303,7 +1303,7 @@ void enqueue(void *ctx, int i, cudaStream_t s)
         c->failed += fg_launch(x.b, s) != FG_OK;
 }
 
-// Least squares T = T0 + bytes / BW over an instance's points.
+// T = T0 + bytes / BW over an instance's points (NaN with fewer than two).
 struct Fit {
     double t0_us = NAN, bw_gbps = NAN;
 };
@@ -1311,19 +1311,7 @@ struct Fit {
 Fit fit_line(const std::vector<double> &bytes, const std::vector<double> &us)
 {
     Fit f;
-    const size_t n = bytes.size();
-    if (n < 2)
-        return f;
-    double mb = 0, mu = 0, sbb = 0, sbu = 0;
-    for (size_t i = 0; i < n; i++)
-        mb += bytes[i] / n, mu += us[i] / n;
-    for (size_t i = 0; i < n; i++)
-        sbb += (bytes[i] - mb) * (bytes[i] - mb), sbu += (bytes[i] - mb) * (us[i] - mu);
-    if (!(sbb > 0) || !(sbu > 0))
-        return f;
-    const double slope = sbu / sbb;   // us per byte
-    f.t0_us = mu - slope * mb;
-    f.bw_gbps = 1.0 / slope / 1e3;
+    fgh_fit_line(bytes.data(), us.data(), (int)bytes.size(), 0, &f.t0_us, &f.bw_gbps);
     return f;
 }
 

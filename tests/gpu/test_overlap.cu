@@ -942,20 +942,11 @@ double time_nccl(void *buf[2][2], size_t bytes, bool gather, cudaStream_t st[2])
 #endif
 }
 
-// Least squares of us = a + bytes / rate over the points at or above 1 MB
-// (below, the copy engine's fixed costs are not one latency): a in us, rate
-// in GB/s.
+// us = a + bytes / rate over the points at or above 1 MB (below, the copy
+// engine's fixed costs are not one latency): a in us, rate in GB/s.
 void fit_copy(const double *bytes, const double *us, int n, double *lat, double *gbps)
 {
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (bytes[i] >= (1 << 20) && !isnan(us[i])) {
-            sx += bytes[i], sy += us[i], sxx += bytes[i] * bytes[i], sxy += bytes[i] * us[i], m++;
-        }
-    const double slope = (m * sxy - sx * sy) / (m * sxx - sx * sx);   // us per byte
-    *lat = (sy - slope * sx) / m;
-    *gbps = 1e-3 / slope;
+    fgh_fit_line(bytes, us, n, 1 << 20, lat, gbps);
 }
 
 // Median us of one cuBLASLt GEMM [rows, k] x [k, n] on GPU 0 (5 back to back

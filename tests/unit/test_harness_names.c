@@ -1,8 +1,10 @@
-/* Instance names as the GPU tests read them (tests/gpu/names.c), checked
- * here because the tests themselves need a GPU: --only takes whole names
+/* Instance names as the GPU tests read them (tests/gpu/names.c), and the
+ * harness's line fit (tests/gpu/numerics.c), checked here because the tests
+ * themselves need a GPU: --only takes whole names
  * (a block size is a prefix of others: t32 of t320 and t32c), and an
  * RMSNorm kernel file is read with its cached-x suffix. */
 #include <criterion/criterion.h>
+#include <math.h>
 
 #include "harness.h"
 
@@ -65,4 +67,28 @@ Test(harness_names, rmsnorm_files)
     };
     for (size_t i = 0; i < sizeof other / sizeof other[0]; i++)
         cr_expect_not(fgh_rmsnorm_parse(other[i], &f), "%s", other[i]);
+}
+
+/* The harness's least-squares line (test_mla_decode's T0 + bytes / BW,
+ * test_overlap's copy-engine fit): exact on a line, points below the floor
+ * and non-finite times left out, NaN where no line can be fitted. */
+Test(harness_names, fit_line)
+{
+    const double bytes[] = {1e3, 1e6, 4e6, 16e6, 64e6};
+    double us[5];
+    for (int i = 0; i < 5; i++)
+        us[i] = 7.5 + bytes[i] / (2500.0 * 1e3);   /* 7.5 us + bytes / 2500 GB/s */
+    double t0, bw;
+    cr_assert(fgh_fit_line(bytes, us, 5, 0, &t0, &bw));
+    cr_expect_float_eq(t0, 7.5, 1e-9);
+    cr_expect_float_eq(bw, 2500.0, 1e-6);
+    us[0] = 1e9;   /* below the floor: ignored */
+    us[4] = NAN;   /* not finite: ignored */
+    cr_assert(fgh_fit_line(bytes, us, 5, 1e6, &t0, &bw));
+    cr_expect_float_eq(t0, 7.5, 1e-9);
+    cr_expect_float_eq(bw, 2500.0, 1e-6);
+    cr_expect_not(fgh_fit_line(bytes, us, 5, 5e6, &t0, &bw), "one point above the floor");
+    cr_expect(isnan(t0) && isnan(bw));
+    const double flat[] = {3, 3, 3};
+    cr_expect_not(fgh_fit_line(bytes, flat, 3, 0, &t0, &bw), "no positive slope");
 }
