@@ -93,25 +93,28 @@ static void leave(cuda *c, bool pushed)
         c->fn.cuCtxPopCurrent(&popped);
 }
 
+/* One driver call on the primary context into the sequence s_. */
+#define CALL_ON_CONTEXT(c, s_, name, args)                                                         \
+    do {                                                                                           \
+        bool pushed_;                                                                              \
+        enter((c), (s_), &pushed_);                                                                \
+        STEP((c), (s_), name, args);                                                               \
+        leave((c), pushed_);                                                                       \
+    } while (0)
+
 /* One driver call on the primary context, its status returned (or, in a
  * function returning nothing, dropped). */
 #define ON_CONTEXT(c, name, args)                                                                  \
     do {                                                                                           \
         cu_seq s_ = {0};                                                                           \
-        bool pushed_;                                                                              \
-        enter((c), &s_, &pushed_);                                                                 \
-        STEP((c), &s_, name, args);                                                                \
-        leave((c), pushed_);                                                                       \
+        CALL_ON_CONTEXT((c), &s_, name, args);                                                     \
         return cu_status((c), &s_, NULL);                                                          \
     } while (0)
 
 #define ON_CONTEXT_VOID(c, name, args)                                                             \
     do {                                                                                           \
         cu_seq s_ = {0};                                                                           \
-        bool pushed_;                                                                              \
-        enter((c), &s_, &pushed_);                                                                 \
-        STEP((c), &s_, name, args);                                                                \
-        leave((c), pushed_);                                                                       \
+        CALL_ON_CONTEXT((c), &s_, name, args);                                                     \
     } while (0)
 
 static void cu_close(fg_driver *d)
