@@ -259,6 +259,20 @@ void fgh_permutation(int *perm, int n, uint64_t seed);
 
 /* --------------------------------------------------------- instance names */
 
+/* The options every GPU test takes (names.c): --kernels DIR, --manifest FILE,
+ * --only A,B, --seed N, --verbose, --bench, --json FILE, --commit C, --quick,
+ * --no-baseline.  fgh_args_init: kernels from $FG_KERNELS_DIR else
+ * build/kernels, commit from $FG_COMMIT, the baseline on. */
+typedef struct fgh_args {
+    const char *kernels, *manifest, *only, *json, *commit;
+    unsigned long long seed;   /* with seed_set: fgh_set_base_seed's */
+    bool seed_set, verbose, bench, quick, baseline;
+} fgh_args;
+void fgh_args_init(fgh_args *a);
+/* argv[*i], if it is one of them: taken with its value (*i moves past it),
+ * true; false for anything else (the test's own options, or a usage error). */
+bool fgh_common_arg(fgh_args *a, int argc, char **argv, int *i);
+
 /* names.c: plain C17, no CUDA calls (unit-tested on the CPU:
  * tests/unit/test_harness_names.c). */
 

@@ -4,6 +4,7 @@
 #include "harness.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 bool fgh_name_listed(const char *list, const char *name)
@@ -68,5 +69,46 @@ bool fgh_rmsnorm_parse(const char *file, fgh_rmsnorm_file *out)
     if (out->hidden <= 0 || out->threads <= 0)
         return false;
     snprintf(out->name, sizeof out->name, "%.*s", (int)(len - elen), file);
+    return true;
+}
+
+void fgh_args_init(fgh_args *a)
+{
+    *a = (fgh_args){0};
+    a->kernels = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
+    a->commit = getenv("FG_COMMIT");
+    a->baseline = true;
+}
+
+bool fgh_common_arg(fgh_args *a, int argc, char **argv, int *i)
+{
+    const char *o = argv[*i];
+    const bool has_value = *i + 1 < argc;
+    const char **text = !strcmp(o, "--kernels")  ? &a->kernels
+                        : !strcmp(o, "--manifest") ? &a->manifest
+                        : !strcmp(o, "--only")     ? &a->only
+                        : !strcmp(o, "--json")     ? &a->json
+                        : !strcmp(o, "--commit")   ? &a->commit
+                                                   : NULL;
+    if (text || !strcmp(o, "--seed")) {
+        if (!has_value)
+            return false;
+        const char *v = argv[++*i];
+        if (text)
+            *text = v;
+        else
+            a->seed = strtoull(v, NULL, 0), a->seed_set = true;
+        return true;
+    }
+    bool *flag = !strcmp(o, "--verbose") ? &a->verbose
+                 : !strcmp(o, "--bench") ? &a->bench
+                 : !strcmp(o, "--quick") ? &a->quick
+                                         : NULL;
+    if (flag)
+        *flag = true;
+    else if (!strcmp(o, "--no-baseline"))
+        a->baseline = false;
+    else
+        return false;
     return true;
 }

@@ -990,39 +990,22 @@ int main(int argc, char **argv)
 {
     // fusegen tune follows the log of a run as it grows: a line at a time
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *kdir = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
-    const char *json = NULL, *commit = getenv("FG_COMMIT");
-    const char *only = NULL;
-    const char *manifest_path = NULL;
-    bool do_bench = false, quick = false, baseline = true;
+    fgh_args a;
+    fgh_args_init(&a);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
-            kdir = argv[++i];
-        else if (!strcmp(argv[i], "--bench"))
-            do_bench = true;
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (!strcmp(argv[i], "--commit") && i + 1 < argc)
-            commit = argv[++i];
-        else if (!strcmp(argv[i], "--manifest") && i + 1 < argc)
-            manifest_path = argv[++i];
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i];
-        else if (!strcmp(argv[i], "--verbose"))
-            fgh_set_verbose(true);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            fgh_set_base_seed(strtoull(argv[++i], NULL, 0));
-        else if (!strcmp(argv[i], "--quick"))
-            quick = true;
-        else if (!strcmp(argv[i], "--no-baseline"))
-            baseline = false;
-        else {
+        if (!fgh_common_arg(&a, argc, argv, &i)) {
             fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
                             "[--verbose] [--no-baseline] [--bench [--json FILE] [--commit C] "
                             "[--quick]]\n", argv[0]);
             return 2;
         }
     }
+    if (a.seed_set)
+        fgh_set_base_seed(a.seed);
+    fgh_set_verbose(a.verbose);
+    const char *kdir = a.kernels, *json = a.json, *commit = a.commit, *only = a.only;
+    const char *manifest_path = a.manifest;
+    const bool do_bench = a.bench, quick = a.quick, baseline = a.baseline;
     if (!fgh_set_shard(getenv("FG_SHARD"))) {
         fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
         return 2;

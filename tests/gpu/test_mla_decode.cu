@@ -1500,41 +1500,22 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
 
 int main(int argc, char **argv)
 {
-    const char *kdir = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
-    [[maybe_unused]] const char *json = NULL, *commit = getenv("FG_COMMIT");
-    [[maybe_unused]] const char *only = NULL, *manifest_path = NULL;
-    [[maybe_unused]] bool do_bench = false, quick = false, baseline = true, smallest = false;
+    fgh_args a;
+    fgh_args_init(&a);
+    [[maybe_unused]] bool smallest = false;
     [[maybe_unused]] int repeats = -1;
     [[maybe_unused]] bool list = false;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
-            kdir = argv[++i];
-        else if (!strcmp(argv[i], "--manifest") && i + 1 < argc)
-            manifest_path = argv[++i];
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            only = argv[++i];
-        else if (!strcmp(argv[i], "--smallest"))
+        if (fgh_common_arg(&a, argc, argv, &i))
+            continue;
+        if (!strcmp(argv[i], "--smallest"))
             smallest = true;
         else if (!strcmp(argv[i], "--list"))
             list = true;
-        else if (!strcmp(argv[i], "--bench"))
-            do_bench = true;
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (!strcmp(argv[i], "--commit") && i + 1 < argc)
-            commit = argv[++i];
-        else if (!strcmp(argv[i], "--quick"))
-            quick = true;
-        else if (!strcmp(argv[i], "--no-baseline"))
-            baseline = false;
         else if (!strcmp(argv[i], "--repeats") && i + 1 < argc)
             repeats = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            fgh_set_base_seed(strtoull(argv[++i], NULL, 0));
         else if (!strcmp(argv[i], "--length") && i + 1 < argc && atoi(argv[i + 1]) > 0)
             g_bench_length = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--verbose"))
-            fgh_set_verbose(true);
         else {
             fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--smallest] [--list] "
                             "[--seed N] [--quick] [--repeats N] [--no-baseline] [--verbose] "
@@ -1542,6 +1523,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (a.seed_set)
+        fgh_set_base_seed(a.seed);
+    fgh_set_verbose(a.verbose);
+    const char *kdir = a.kernels;
+    [[maybe_unused]] const char *json = a.json, *commit = a.commit, *only = a.only,
+                                *manifest_path = a.manifest;
+    [[maybe_unused]] const bool do_bench = a.bench, quick = a.quick, baseline = a.baseline;
     if (!fgh_set_shard(getenv("FG_SHARD"))) {
         fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
         return 2;

@@ -961,35 +961,14 @@ int main(int argc, char **argv)
 {
     // fusegen tune follows the log of a run as it grows: a line at a time
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *kdir = getenv("FG_KERNELS_DIR") ? getenv("FG_KERNELS_DIR") : "build/kernels";
-    const char *json = NULL, *commit = getenv("FG_COMMIT"), *manifest_path = NULL;
-    bool bench = false, quick = false;
+    fgh_args a;
+    fgh_args_init(&a);
 #ifdef FG_COMMIT
-    if (!commit)
-        commit = FG_COMMIT;
+    if (!a.commit)
+        a.commit = FG_COMMIT;
 #endif
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
-            kdir = argv[++i];
-        else if (!strcmp(argv[i], "--manifest") && i + 1 < argc)
-            manifest_path = argv[++i];
-        else if (!strcmp(argv[i], "--only") && i + 1 < argc)
-            g_only = argv[++i];
-        else if (!strcmp(argv[i], "--seed") && i + 1 < argc)
-            fgh_set_base_seed(strtoull(argv[++i], NULL, 0));
-        else if (!strcmp(argv[i], "--bench"))
-            bench = true;
-        else if (!strcmp(argv[i], "--quick"))
-            quick = true;
-        else if (!strcmp(argv[i], "--no-baseline"))
-            g_baseline = false;
-        else if (!strcmp(argv[i], "--json") && i + 1 < argc)
-            json = argv[++i];
-        else if (!strcmp(argv[i], "--commit") && i + 1 < argc)
-            commit = argv[++i];
-        else if (!strcmp(argv[i], "--verbose"))
-            fgh_set_verbose(true);
-        else {
+        if (!fgh_common_arg(&a, argc, argv, &i)) {
             fprintf(stderr,
                     "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] [--verbose]\n"
                     "          [--quick] [--no-baseline]\n"
@@ -999,6 +978,13 @@ int main(int argc, char **argv)
             return 2;
         }
     }
+    if (a.seed_set)
+        fgh_set_base_seed(a.seed);
+    fgh_set_verbose(a.verbose);
+    const char *kdir = a.kernels, *json = a.json, *commit = a.commit, *manifest_path = a.manifest;
+    const bool bench = a.bench, quick = a.quick;
+    g_only = a.only;
+    g_baseline = a.baseline;
     printf("test_rmsnorm: kernels from %s, seed 0x%llx\n", kdir, (unsigned long long)fgh_base_seed());
     fgh_device d;
     if (CHECK("device: open", fgh_device_open(0, &d) == 0) &&

@@ -5,6 +5,7 @@
  * RMSNorm kernel file is read with its cached-x suffix. */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <string.h>
 
 #include "harness.h"
 
@@ -91,4 +92,32 @@ Test(harness_names, fit_line)
     cr_expect(isnan(t0) && isnan(bw));
     const double flat[] = {3, 3, 3};
     cr_expect_not(fgh_fit_line(bytes, flat, 3, 0, &t0, &bw), "no positive slope");
+}
+
+/* The options every GPU test takes: each consumed with its value, the test's
+ * own left to it, a missing value refused. */
+Test(harness_names, common_args)
+{
+    char *argv[] = {"t",      "--kernels", "k",    "--smallest", "--seed", "0x10", "--only",
+                    "a,b",    "--bench",   "--no-baseline", "--quick", "--verbose", "--json",
+                    "j.json", "--commit",  "c1",   "--manifest", "m.json", "--json"};
+    const int argc = sizeof argv / sizeof argv[0];
+    fgh_args a;
+    fgh_args_init(&a);
+    cr_expect(a.baseline && !a.bench && !a.seed_set);
+    int i = 1;
+    cr_expect(fgh_common_arg(&a, argc, argv, &i) && i == 2 && !strcmp(a.kernels, "k"));
+    i = 3;
+    cr_expect_not(fgh_common_arg(&a, argc, argv, &i), "a test's own option");
+    cr_expect_eq(i, 3);
+    for (i = 4; i < argc - 1; i++)
+        cr_expect(fgh_common_arg(&a, argc, argv, &i), "%s", argv[i]);
+    cr_expect(a.seed_set && a.seed == 16);
+    cr_expect_str_eq(a.only, "a,b");
+    cr_expect(a.bench && !a.baseline && a.quick && a.verbose);
+    cr_expect_str_eq(a.json, "j.json");
+    cr_expect_str_eq(a.commit, "c1");
+    cr_expect_str_eq(a.manifest, "m.json");
+    i = argc - 1;
+    cr_expect_not(fgh_common_arg(&a, argc, argv, &i), "--json without its value");
 }
