@@ -68,6 +68,9 @@ float fgh_get(const void *buf, fgh_dtype t, size_t i);
 /* The storage type's rounding of v (f16 or bf16): as bits, and as its value. */
 uint16_t fgh_round_to(fgh_dtype t, double v);
 double fgh_rounded(fgh_dtype t, double v);
+/* v[0..n) = v / sqrt(mean(v^2) + eps) * w (w: n storage values), in place,
+ * in double: the references' one RMSNorm. */
+void fgh_rmsnorm_row(double *v, int n, const void *w, fgh_dtype t, double eps);
 /* RoPE on v [dim] at position pos: pair p is (p, p + dim/2) with neox, else
  * (2p, 2p+1), rotated by the fp32 angle (float)pos * inv_freq[p] (as the
  * kernels form it), cos and sin times cs_scale (YaRN's; else 1). */

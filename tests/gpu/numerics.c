@@ -81,6 +81,16 @@ double fgh_rounded(fgh_dtype t, double v)
     return t == FGH_F16 ? fgh_f16_to_f32(b) : fgh_bf16_to_f32(b);
 }
 
+void fgh_rmsnorm_row(double *v, int n, const void *w, fgh_dtype t, double eps)
+{
+    double ss = 0;
+    for (int i = 0; i < n; i++)
+        ss += v[i] * v[i];
+    const double inv = 1.0 / sqrt(ss / n + eps);
+    for (int i = 0; i < n; i++)
+        v[i] = v[i] * inv * fgh_get(w, t, (size_t)i);
+}
+
 void fgh_rope_rotate(double *v, int dim, int pos, const float *inv_freq, bool neox,
                      double cs_scale)
 {

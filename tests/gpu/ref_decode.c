@@ -179,16 +179,13 @@ static void normalize(const fgh_decode_cfg *c, const void *x, const void *norm_w
 {
     const int H = c->hidden;
     const fgh_dtype t = c->dtype;
-    double ss = 0;
-    for (int i = 0; i < H; i++) {
-        const double f = get(x, t, (size_t)b * H + i);
-        ss += f * f;
-    }
-    const double r = 1.0 / sqrt(ss / H + c->eps);
-    for (int i = 0; i < H; i++) {
-        const double f = get(x, t, (size_t)b * H + i);
-        xn[i] = c->rmsnorm ? fgh_rounded(t, f * r * get(norm_w, t, i)) : f;
-    }
+    for (int i = 0; i < H; i++)
+        xn[i] = get(x, t, (size_t)b * H + i);
+    if (!c->rmsnorm)
+        return;
+    fgh_rmsnorm_row(xn, H, norm_w, t, c->eps);
+    for (int i = 0; i < H; i++)   /* the kernels keep the normalized row in storage */
+        xn[i] = fgh_rounded(t, xn[i]);
 }
 
 void fgh_ref_decode_kv(const fgh_decode_cfg *c, const void *x, const void *norm_w,

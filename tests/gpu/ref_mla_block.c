@@ -18,17 +18,6 @@ static void matvec(const void *w, fgh_dtype t, size_t off, int rows, int cols, s
     }
 }
 
-/* v = v / rms(v) * weight, in place. */
-static void rmsnorm(double *v, int n, const void *weight, fgh_dtype t, double eps)
-{
-    double ss = 0;
-    for (int i = 0; i < n; i++)
-        ss += v[i] * v[i];
-    const double inv = 1.0 / sqrt(ss / n + eps);
-    for (int i = 0; i < n; i++)
-        v[i] = v[i] * inv * get(weight, t, i);
-}
-
 void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *w,
                        const void *x, const void *cache, const int *pos, double *y,
                        double *new_row, double *q_abs)
@@ -48,11 +37,11 @@ void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *
         for (int i = 0; i < H; i++)
             xn[i] = get(x, t, (size_t)b * H + i);
         if (w->input_norm)
-            rmsnorm(xn, H, w->input_norm, t, c->eps);
+            fgh_rmsnorm_row(xn, H, w->input_norm, t, c->eps);
         /* the query of every head, q_pe rotated */
         if (c->q_lora) {
             matvec(w->w_q_a, t, 0, c->q_lora, H, H, xn, qa);
-            rmsnorm(qa, c->q_lora, w->q_a_norm, t, c->eps);
+            fgh_rmsnorm_row(qa, c->q_lora, w->q_a_norm, t, c->eps);
             matvec(w->w_q_b, t, 0, NH * QD, c->q_lora, c->q_lora, qa, q);
         } else {
             matvec(w->w_q, t, 0, NH * QD, H, H, xn, q);
@@ -62,7 +51,7 @@ void fgh_ref_mla_block(const fgh_mla_block_cfg *c, const fgh_mla_block_weights *
                             c->cs_scale);
         /* the new latent row: normalized c, rotated k_pe */
         matvec(w->w_kv_a, t, 0, D, H, H, xn, row);
-        rmsnorm(row, KV, w->kv_a_norm, t, c->eps);
+        fgh_rmsnorm_row(row, KV, w->kv_a_norm, t, c->eps);
         fgh_rope_rotate(row + KV, R, p, c->inv_freq, false, c->cs_scale);
         memcpy(new_row + (size_t)b * D, row, sizeof(double) * D);
         if (c->round_new_row)
