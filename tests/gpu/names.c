@@ -1,5 +1,6 @@
-/* Instance names as the GPU tests read them: --only lists and kernel file
- * names.  Plain C17, no CUDA calls, so the unit tests check them on the CPU
+/* Instance names and options as the GPU tests read them: --only lists,
+ * kernel file names, the options all of them take.  Plain C17, no CUDA
+ * calls, so the unit tests check them on the CPU
  * (tests/unit/test_harness_names.c). */
 #include "harness.h"
 
