@@ -46,8 +46,7 @@ typedef struct ring_cfg {
     unsigned threads, stage_bytes, stages, rows1, inflight;
     unsigned inflight3;     /* stages in flight while W_o streams; 0: as inflight */
     unsigned static_smem;   /* estimate of the template's Smem struct */
-    bool candidate;         /* a tuning candidate, not the planner's choice */
-    bool tuned;             /* from the target's tuning spec, not the model */
+    fg_origin from;         /* the model's, a tuning entry's or a tuning candidate */
 } ring_cfg;
 
 /* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
@@ -329,10 +328,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     /* a configuration other than the model's carries it in the name (stage
      * KB, stages, stages in flight): targets tuned differently, or not at
      * all, share specs but not code */
-    if (ring && (ring->candidate || ring->tuned) && ring->inflight3)
+    if (ring && ring->from != FG_FROM_MODEL && ring->inflight3)
         snprintf(deep, sizeof deep, "_ring_k%un%uf%uw%u", ring->stage_bytes / 1024, ring->stages,
                  ring->inflight, ring->inflight3);
-    else if (ring && (ring->candidate || ring->tuned))
+    else if (ring && ring->from != FG_FROM_MODEL)
         snprintf(deep, sizeof deep, "_ring_k%un%uf%u", ring->stage_bytes / 1024, ring->stages,
                  ring->inflight);
     else if (ring)
@@ -341,9 +340,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         snprintf(deep, sizeof deep, "_w%u", cs->unroll3);
     snprintf(variant, sizeof variant, "%s_t%u%s_norm%s", split, threads, deep,
              det ? "_det" : "");
+    char family[FG_NAME_MAX];
     const bool named = fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype),
                                         fg_sb_str(&dims), variant) &&
-                       (!ring || decode_family(in.tuning_family, m, t, fg_sb_str(&dims), split));
+                       (!ring || decode_family(family, m, t, fg_sb_str(&dims), split));
     fg_sb_free(&dims);
     if (!named) {
         fg_error(d, "cannot name a decode_attn instance");
@@ -427,8 +427,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     }
     in.workspace_bytes = (unsigned)(ws_floats * sizeof(float));
     in.priority = priority;
-    in.candidate = ring && ring->candidate;
-    in.tuned = ring && ring->tuned;
+    if (ring)
+        fg_plan_mark(&in, family, ring->from);
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",
@@ -559,7 +559,7 @@ static int ring_choose(const fg_plan_set *set, const fg_model *m, const fg_targe
         return -1;
     }
     *r = tr;
-    r->tuned = true;
+    r->from = FG_FROM_TUNING;
     r->inflight3 = e->in_flight_wo == r->inflight ? 0 : e->in_flight_wo;
     char what[128];
     snprintf(what, sizeof what, "%u threads, %u stages of %u B, %u in flight (%u while W_o "
@@ -592,7 +592,7 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
                                         n, CAND_INFLIGHT[fi], &r) ||
                         r.inflight * r.stage_bytes < RING_MIN_INFLIGHT_BYTES)
                         continue;
-                    r.candidate = true;
+                    r.from = FG_CANDIDATE;
                     for (size_t wi = 0; wi < NELEMS(CAND_INFLIGHT3); wi++) {
                         r.inflight3 = CAND_INFLIGHT3[wi];
                         if ((r.inflight3 && r.inflight3 >= r.inflight) || same_ring(&r, chosen))
