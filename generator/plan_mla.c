@@ -103,15 +103,20 @@ static bool shape_for(unsigned heads, unsigned kv_lora, unsigned hpb, block_shap
     return (hpb == 16 || hpb == 32) && heads % hpb == 0;
 }
 
+/* Heads per block, most first: the planner takes the first the heads allow,
+ * the tuning candidates every one. */
+static const unsigned BLOCK_HEADS[] = {WG_HEADS, 32, 16};
+#define NBLOCK_HEADS (sizeof BLOCK_HEADS / sizeof BLOCK_HEADS[0])
+
 /* The planner's shape: the most heads per block the heads allow. */
 static block_shape shape_of(unsigned heads, unsigned kv_lora)
 {
-    static const unsigned order[] = {WG_HEADS, 32, 16};
     block_shape b;
-    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++)
-        if (shape_for(heads, kv_lora, order[i], &b))
+    for (size_t i = 0; i < NBLOCK_HEADS; i++)
+        if (shape_for(heads, kv_lora, BLOCK_HEADS[i], &b))
             return b;
-    return b;   /* 16: unsupported() has checked that the heads are whole groups of 16 */
+    shape_for(heads, kv_lora, 16, &b);   /* unsupported() has checked whole groups of 16 */
+    return b;
 }
 
 /* The shared memory of a block of shape b with `stages` stages. */
@@ -437,10 +442,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         cf = (mla_cfg){.stages = e->stages, .cluster = e->cluster, .clusters = e->clusters};
         const char *bad = NULL;
         if (!shape_for(heads, kv, e->heads_per_block, &cf.shape)) {
+            block_shape other;
             snprintf(why, sizeof why, "%u heads a block: %u heads per GPU and kv_lora %u take "
                                       "16%s%s", e->heads_per_block, heads, kv,
-                     heads % 32 ? "" : ", 32",
-                     heads % WG_HEADS || kv != WG_KV_LORA ? "" : " or 64");
+                     shape_for(heads, kv, 32, &other) ? ", 32" : "",
+                     shape_for(heads, kv, WG_HEADS, &other) ? " or 64" : "");
             bad = why;
         } else if (e->threads != cf.shape.threads) {
             snprintf(why, sizeof why, "%u threads: %u heads a block run %u", e->threads,
@@ -469,20 +475,25 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_sb_free(&config);
     /* tuning candidates: every shape the heads allow, every stage count
      * that fits, every cluster size and count that plans (the model's own
-     * among them when an entry replaced it) */
-    static const unsigned hpbs[] = {WG_HEADS, 32, 16};
-    for (size_t h = 0; set->candidates && rc == 0 && h < sizeof hpbs / sizeof hpbs[0]; h++) {
+     * among them when an entry replaced it); cfg_misfit decides, the loops
+     * only skip what it would refuse whatever the inner choices */
+    const unsigned width = kv + a->qk_rope_head_dim, elem = fg_dtype_bytes(m->dtype);
+    for (size_t h = 0; set->candidates && rc == 0 && h < NBLOCK_HEADS; h++) {
         mla_cfg c = {0};
-        if (!shape_for(heads, kv, hpbs[h], &c.shape))
+        if (!shape_for(heads, kv, BLOCK_HEADS[h], &c.shape))
             continue;
-        for (c.stages = c.shape.min_stages; rc == 0 && c.stages <= MAX_STAGES; c.stages++)
-            for (c.cluster = 1; rc == 0 && c.cluster <= MAX_CLUSTER; c.cluster *= 2)
+        const unsigned most = most_stages(c.shape, width, elem, t);
+        for (c.stages = c.shape.min_stages; rc == 0 && c.stages <= most; c.stages++)
+            for (c.cluster = 1; rc == 0 && c.cluster <= MAX_CLUSTER; c.cluster *= 2) {
+                if (cluster_misfit(m, t, c.shape, c.cluster, why))
+                    continue;
                 for (c.clusters = 1; rc == 0 && c.clusters <= MAX_CLUSTERS; c.clusters++) {
                     const bool chosen = c.shape.hpb == cf.shape.hpb && c.stages == cf.stages &&
                                         c.cluster == cf.cluster && c.clusters == cf.clusters;
                     if (!chosen && !cfg_misfit(m, t, bmax, &c, why))
                         rc = emit(set, s, ts, bmax, &c, FG_CANDIDATE, family, dims, "", d);
                 }
+            }
     }
     return rc;
 }
