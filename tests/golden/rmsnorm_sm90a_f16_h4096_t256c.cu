@@ -50,7 +50,8 @@ FG_DEVICE float fg_warp_sum(float v)
 #line 1 "templates/sm90.cu.in"
 // sm_90 PTX the CUDA kernel templates share, rendered after prelude.cu.in
 // into every CUDA kernel (unused helpers cost nothing): shared addresses,
-// mbarriers with time-limited waits, bulk copies.
+// mbarriers with time-limited waits, cluster arrivals, bulk copies, named
+// barriers, proxy fences.
 
 FG_DEVICE uint32_t smem_addr(const void *p)
 {
@@ -67,6 +68,21 @@ FG_DEVICE void mbar_expect(uint64_t *bar, unsigned bytes)
                  "r"(bytes)
                  : "memory");
 }
+FG_DEVICE void mbar_arrive(uint64_t *bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+// Arrive on the barrier at the same place in cluster rank r's shared memory,
+// releasing this thread's (and, after a CTA barrier, the CTA's) earlier stores.
+FG_DEVICE void mbar_arrive_remote(uint64_t *bar, unsigned r)
+{
+    uint32_t remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_addr(bar)), "r"(r));
+    asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote)
+                 : "memory");
+}
+// The mbarrier inits before any (cluster peer's) use of them.
+FG_DEVICE void mbar_init_fence() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
 template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned parity)
 {
     uint32_t ok;
@@ -104,6 +120,20 @@ FG_DEVICE void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *b
                  "l"(src), "r"(bytes), "r"(smem_addr(bar))
                  : "memory");
 }
+// Named barriers, not .aligned (what bar.sync means): that promises every
+// thread of the block runs this one instruction, and warp-specialized code
+// (a team, a warpgroup) does not.
+FG_DEVICE void named_sync(int id, int threads)
+{
+    asm volatile("barrier.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+FG_DEVICE void named_arrive(int id, int threads)
+{
+    asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+// Shared-memory writes of the generic proxy (st.shared, cp.async) before the
+// async proxy's accesses (wgmma, bulk copies) to the same memory.
+FG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per
