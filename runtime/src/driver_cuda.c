@@ -215,10 +215,7 @@ static fg_status cu_launch(fg_driver *d, void *fn, const fg_launch_cfg *k, void 
     CUlaunchAttribute attrs[2];
     const CUlaunchConfig cfg = launch_config(k, stream, attrs);
     cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuLaunchKernelEx, (&cfg, (CUfunction)fn, params, NULL));
-    leave(c, pushed);
+    CALL_ON_CONTEXT(c, &s, cuLaunchKernelEx, (&cfg, (CUfunction)fn, params, NULL));
     return cu_status(c, &s, NULL);
 }
 
@@ -226,11 +223,8 @@ static fg_status cu_alloc(fg_driver *d, size_t bytes, void **dptr)
 {
     cuda *c = (cuda *)d;
     cu_seq s = {0};
-    bool pushed;
     CUdeviceptr p = 0;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuMemAlloc, (&p, bytes));
-    leave(c, pushed);
+    CALL_ON_CONTEXT(c, &s, cuMemAlloc, (&p, bytes));
     *dptr = (void *)(uintptr_t)p;
     return cu_status(c, &s, NULL);
 }
@@ -298,11 +292,8 @@ static fg_status cu_stream_create(fg_driver *d, void **stream)
 {
     cuda *c = (cuda *)d;
     cu_seq s = {0};
-    bool pushed;
     CUstream st = NULL;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuStreamCreate, (&st, CU_STREAM_NON_BLOCKING));
-    leave(c, pushed);
+    CALL_ON_CONTEXT(c, &s, cuStreamCreate, (&st, CU_STREAM_NON_BLOCKING));
     *stream = st;
     return cu_status(c, &s, NULL);
 }
@@ -316,10 +307,7 @@ static fg_status cu_stream_idle(fg_driver *d, void *stream, bool *idle)
 {
     cuda *c = (cuda *)d;
     cu_seq s = {0};
-    bool pushed;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuStreamQuery, ((CUstream)stream));
-    leave(c, pushed);
+    CALL_ON_CONTEXT(c, &s, cuStreamQuery, ((CUstream)stream));
     *idle = s.r == CUDA_SUCCESS;
     if (s.r == CUDA_ERROR_NOT_READY)
         s.r = CUDA_SUCCESS;
@@ -330,11 +318,8 @@ static fg_status cu_event_create(fg_driver *d, void **event)
 {
     cuda *c = (cuda *)d;
     cu_seq s = {0};
-    bool pushed;
     CUevent e = NULL;
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuEventCreate, (&e, CU_EVENT_DISABLE_TIMING));
-    leave(c, pushed);
+    CALL_ON_CONTEXT(c, &s, cuEventCreate, (&e, CU_EVENT_DISABLE_TIMING));
     *event = e;
     return cu_status(c, &s, NULL);
 }
@@ -405,13 +390,10 @@ static fg_status cu_ipc_open(fg_driver *d, const void *handle, void **base)
 {
     cuda *c = (cuda *)d;
     cu_seq s = {0};
-    bool pushed;
     CUdeviceptr p = 0;
     CUipcMemHandle h;
     memcpy(&h, handle, sizeof h);
-    enter(c, &s, &pushed);
-    STEP(c, &s, cuIpcOpenMemHandle, (&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
-    leave(c, pushed);
+    CALL_ON_CONTEXT(c, &s, cuIpcOpenMemHandle, (&p, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
     *base = (void *)(uintptr_t)p;
     return cu_status(c, &s, NULL);
 }
