@@ -609,20 +609,6 @@ typedef struct bench_row {
     bool ok;
 } bench_row;
 
-static void fit_line(const double *xs, const double *ys, int n, double *t0, double *slope)
-{
-    double sx = 0, sy = 0, sxx = 0, sxy = 0;
-    for (int i = 0; i < n; i++) {
-        sx += xs[i];
-        sy += ys[i];
-        sxx += xs[i] * xs[i];
-        sxy += xs[i] * ys[i];
-    }
-    const double d = n * sxx - sx * sx;
-    *slope = d != 0 ? (n * sxy - sx * sy) / d : NAN;
-    *t0 = (sy - *slope * sx) / n;
-}
-
 static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_path, const char *commit,
                      bool quick)
 {
@@ -823,7 +809,7 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
         // T(bytes) = T0 + bytes / BW_eff per instance, over its row counts
         fgh_json_arr_begin(&j, "fits");
         for (int i = 0; i + nrows <= nres; i += nrows) {
-            double xs[4], ys[4], t0, slope;
+            double xs[4], ys[4], t0, bw;
             bool all = true;
             for (int r = 0; r < nrows; r++) {
                 all = all && res[i + r].ok;
@@ -832,12 +818,12 @@ static int run_bench(cudaStream_t s, const fgh_device *dev, const char *json_pat
             }
             if (!all)
                 continue;
-            fit_line(xs, ys, nrows, &t0, &slope);
+            fgh_fit_line(xs, ys, nrows, 0, &t0, &bw);
             fgh_json_obj_begin(&j, NULL);
             fgh_json_str(&j, "instance", res[i].in->name);
             fgh_json_str(&j, "model", "us = t0_us + bytes / bw_eff");
             fgh_json_num(&j, "t0_us", t0);
-            fgh_json_num(&j, "bw_eff_gbps", slope > 0 ? 1e-3 / slope : NAN);
+            fgh_json_num(&j, "bw_eff_gbps", bw);
             fgh_json_obj_end(&j);
         }
         fgh_json_arr_end(&j);
@@ -978,9 +964,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (a.seed_set)
-        fgh_set_base_seed(a.seed);
-    fgh_set_verbose(a.verbose);
+    fgh_args_apply(&a);
     const char *kdir = a.kernels, *json = a.json, *commit = a.commit, *manifest_path = a.manifest;
     const bool bench = a.bench, quick = a.quick;
     g_only = a.only;
