@@ -18,6 +18,13 @@ static bool g_verbose;
 
 void fgh_set_verbose(bool on) { g_verbose = on; }
 
+void fgh_args_apply(const fgh_args *a)
+{
+    if (a->seed_set)
+        fgh_set_base_seed(a->seed);
+    fgh_set_verbose(a->verbose);
+}
+
 int fgh_check_(int ok, const char *name, const char *expr, const char *file, int line,
                const char *fmt, ...)
 {
@@ -626,13 +633,10 @@ bool fgh_in_shard(const char *name)
     return h % g_shards == g_shard;
 }
 
-bool fgh_selected_among(const char *only, const char *name, const char *const *names,
-                        size_t count)
+void fgh_select(const char *only, const char *const *names, size_t count, bool *chosen)
 {
-    return fgh_in_shard(name) && (!only || fgh_name_chosen(only, name, names, count));
-}
-
-bool fgh_selected(const char *only, const char *name)
-{
-    return fgh_selected_among(only, name, NULL, 0);
+    if (only)
+        fgh_names_chosen(only, names, count, chosen);
+    for (size_t k = 0; k < count; k++)
+        chosen[k] = (!only || chosen[k]) && fgh_in_shard(names[k]);
 }

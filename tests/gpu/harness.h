@@ -248,13 +248,9 @@ bool fgh_set_shard(const char *spec);
 unsigned fgh_shard(void);
 unsigned fgh_shards(void);
 bool fgh_in_shard(const char *name);
-/* --only A,B,...: true for a name in this run's shard that contains any of
- * the comma-separated parts (only NULL: every name in the shard). */
-bool fgh_selected(const char *only, const char *name);
-/* The same, but a part that is one of `names` (every instance's) selects
- * that instance alone (fgh_name_chosen). */
-bool fgh_selected_among(const char *only, const char *name, const char *const *names,
-                        size_t count);
+/* A run's instances among `names` (all of them), into chosen[]: those in
+ * this run's shard that --only chooses (fgh_names_chosen; only NULL: all). */
+void fgh_select(const char *only, const char *const *names, size_t count, bool *chosen);
 
 /* A seeded permutation of 0..n-1 (Fisher-Yates over splitmix64(seed + i)):
  * scattered page tables, shuffled orders. */
@@ -275,6 +271,8 @@ void fgh_args_init(fgh_args *a);
 /* argv[*i], if it is one of them: taken with its value (*i moves past it),
  * true; false for anything else (the test's own options, or a usage error). */
 bool fgh_common_arg(fgh_args *a, int argc, char **argv, int *i);
+/* The parsed --seed and --verbose, set (harness.c). */
+void fgh_args_apply(const fgh_args *a);
 
 /* names.c: plain C17, no CUDA calls (unit-tested on the CPU:
  * tests/unit/test_harness_names.c). */
@@ -283,11 +281,12 @@ bool fgh_common_arg(fgh_args *a, int argc, char **argv, int *i);
  * --only gives them; compared in place, so a list of hundreds is never cut). */
 bool fgh_name_listed(const char *list, const char *name);
 
-/* --only A,B,... among instances `names` (all of them): true where a part
- * is `name` itself, or, for a part that is no instance's whole name, where
- * `name` contains it (so a tuning run's list of whole names selects those
- * alone, though one may begin another, and "_g64_" still selects a form). */
-bool fgh_name_chosen(const char *list, const char *name, const char *const *names, size_t count);
+/* --only A,B,... over instances `names` (all of them), into chosen[]: a part
+ * that is an instance's whole name chooses that instance alone, another part
+ * the names containing it (so a tuning run's list of whole names selects
+ * those alone, though one may begin another, and "_g64_" still selects a
+ * form).  Each part is classified once. */
+void fgh_names_chosen(const char *list, const char *const *names, size_t count, bool *chosen);
 
 /* An RMSNorm kernel file, rmsnorm_<arch>_<dtype>_h<hidden>_t<threads>[c].cubin
  * (c: x loaded through the caches, a tuning candidate or a tuned choice). */

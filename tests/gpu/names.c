@@ -29,19 +29,20 @@ static bool contains(const char *name, const char *part, size_t n)
     return false;
 }
 
-bool fgh_name_chosen(const char *list, const char *name, const char *const *names, size_t count)
+void fgh_names_chosen(const char *list, const char *const *names, size_t count, bool *chosen)
 {
-    for (const char *part = list; *part;) {
+    for (size_t k = 0; k < count; k++)
+        chosen[k] = false;
+    for (const char *part = list; *part;) {   /* each part once, against every name */
         const size_t n = strcspn(part, ",");
         bool whole = false;   /* the part is some instance's whole name */
         for (size_t k = 0; n && k < count && !whole; k++)
             whole = strlen(names[k]) == n && strncmp(part, names[k], n) == 0;
-        if (whole ? strlen(name) == n && strncmp(part, name, n) == 0
-                  : n && contains(name, part, n))
-            return true;
+        for (size_t k = 0; n && k < count; k++)
+            chosen[k] = chosen[k] || (whole ? strlen(names[k]) == n && strncmp(part, names[k], n) == 0
+                                            : contains(names[k], part, n));
         part += n + (part[n] == ',');
     }
-    return false;
 }
 
 bool fgh_rmsnorm_parse(const char *file, fgh_rmsnorm_file *out)

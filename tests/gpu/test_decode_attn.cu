@@ -878,30 +878,23 @@ bool same_shape(const Inst *a, const Inst *b)
            memcmp(a->inv_freq, b->inv_freq, sizeof(float) * a->hd / 2) == 0;
 }
 
-// --only: a part that is an instance's whole name selects it alone (the
-// ring's `…_norm` begins its deterministic twin's `…_norm_det`), another part
-// what contains it; and this run's shard.
-bool selected(const char *only, int k)
-{
-    static std::vector<const char *> names;   // the instances, once loaded
-    if (names.empty())
-        for (int q = 0; q < g_ninst; q++)
-            names.push_back(g_inst[q].name);
-    return fgh_selected_among(only, g_inst[k].name, names.data(), names.size());
-}
+// The run's instances (fgh_select, once the instances are loaded): --only's
+// whole names alone (the ring's `…_norm` begins its deterministic twin's
+// `…_norm_det`), other parts what contains them; this run's shard.
+bool g_selected[kMaxInsts];
 
 // True for the first selected instance of its shape (deterministic ones left
 // out when asked): the baseline runs once per shape.
-bool first_of_shape(int k, const char *only, bool skip_det)
+bool first_of_shape(int k, bool skip_det)
 {
     for (int q = 0; q < k; q++)
-        if (same_shape(&g_inst[q], &g_inst[k]) && !(skip_det && g_inst[q].det) && selected(only, q))
+        if (same_shape(&g_inst[q], &g_inst[k]) && !(skip_det && g_inst[q].det) && g_selected[q])
             return false;
     return true;
 }
 
 // quick: S = 1K and S_max only.
-void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only, bool quick,
+void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, bool quick,
            bool baseline)
 {
     fgh_ceilings ceil = {};
@@ -911,7 +904,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
     fgh_json_arr_begin(j, "cases");
     for (int k = 0; k < g_ninst; k++) {
         const Inst *in = &g_inst[k];
-        if (in->det || !selected(only, k))
+        if (in->det || !g_selected[k])
             continue;
         const int QD = in->heads * in->hd;
         for (int S = 1024; S <= in->smax; S *= 2) {
@@ -940,7 +933,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const char *only,
             // the baseline, once per shape, on the same buffer sets
             Baseline bl;
             bool have_bl = false;
-            if (ok && baseline && first_of_shape(k, only, true) &&
+            if (ok && baseline && first_of_shape(k, true) &&
                 baseline_init(&bl, &sets[0])) {
                 BenchCtx cb = {sets, nsets, &bl};
                 // cuBLAS sets itself up on its first call: not inside the capture
@@ -1000,9 +993,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (a.seed_set)
-        fgh_set_base_seed(a.seed);
-    fgh_set_verbose(a.verbose);
+    fgh_args_apply(&a);
     const char *kdir = a.kernels, *json = a.json, *commit = a.commit, *only = a.only;
     const char *manifest_path = a.manifest;
     const bool do_bench = a.bench, quick = a.quick, baseline = a.baseline;
@@ -1031,6 +1022,12 @@ int main(int argc, char **argv)
     }
     for (int k = 0; k < g_ninst; k++)
         make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
+    {
+        std::vector<const char *> names;
+        for (int k = 0; k < g_ninst; k++)
+            names.push_back(g_inst[k].name);
+        fgh_select(only, names.data(), names.size(), g_selected);
+    }
     const fg_status st = fg_init(g_reg, g_ninst, 0, &g_fg);
     if (!CHECKF("fgrt: fg_init", st == FG_OK, "%s (%s)", fg_status_string(st), fg_last_error()))
         return fgh_summary() ? 1 : 0;
@@ -1041,16 +1038,16 @@ int main(int argc, char **argv)
         fgh_json j;
         if (fgh_bench_doc_begin(&j, &f, json, &dev, commit, "test_decode_attn --bench") != 0)
             return 2;
-        bench(s, &dev, &j, only, quick, baseline);
+        bench(s, &dev, &j, quick, baseline);
         fgh_bench_doc_end(&j, f, json);
     } else {
         int tested = 0;
         for (int k = 0; k < g_ninst; k++) {
-            if (!selected(only, k))
+            if (!g_selected[k])
                 continue;
             tested++;
             test_instance(&g_inst[k], s);
-            if (baseline && first_of_shape(k, only, false))
+            if (baseline && first_of_shape(k, false))
                 check_baseline(&g_inst[k], s);
         }
         // a selection that runs nothing must not read as a pass (a sanitizer

@@ -60,6 +60,7 @@
 // same run (harness fgh_measure_ceilings), and the plain unfused baseline
 // timed the same way; per instance a fit T(S) = T0 + bytes / BW_eff.
 #include <algorithm>
+#include <memory>
 #include <atomic>
 #include <dirent.h>
 #include <math.h>
@@ -1156,14 +1157,9 @@ void list_instances(const std::vector<int> &sel)
         const fg_kernel_entry *got = nullptr;
         const fg_status st = fg_lookup(g_reg, g_ninst, FG_REG_ARCH_SM90A, "mla_decode", e->dtype,
                                        e->dims, 6, &got);
-        int sharing = 0;   // rows with this key (the instance's own among them)
-        for (int o = 0; o < g_ninst; o++)
-            sharing += g_reg[o].dtype == e->dtype && !memcmp(g_reg[o].dims, e->dims, sizeof e->dims);
-        const bool found = got && (sharing == 1 ? got == e
-                                                : got->dtype == e->dtype &&
-                                                      !memcmp(got->dims, e->dims, sizeof e->dims));
-        CHECKF(name, st == FG_OK && found, "%s; got %s (%d rows share the key)",
-               fg_status_string(st), got ? got->name : "none", sharing);
+        // a row of this key: this one where no other has it (candidates may share it)
+        const bool found = got && got->dtype == e->dtype && !memcmp(got->dims, e->dims, sizeof e->dims);
+        CHECKF(name, st == FG_OK && found, "%s; got %s", fg_status_string(st), got ? got->name : "none");
         if (in->bmax > 1) {   // a smaller batch is served by this row or a tighter one
             long long dims[6];
             memcpy(dims, e->dims, sizeof dims);
@@ -1523,9 +1519,7 @@ int main(int argc, char **argv)
             return 2;
         }
     }
-    if (a.seed_set)
-        fgh_set_base_seed(a.seed);
-    fgh_set_verbose(a.verbose);
+    fgh_args_apply(&a);
     const char *kdir = a.kernels;
     [[maybe_unused]] const char *json = a.json, *commit = a.commit, *only = a.only,
                                 *manifest_path = a.manifest;
@@ -1578,9 +1572,8 @@ int main(int argc, char **argv)
     std::vector<const char *> names;
     for (int k = 0; k < g_ninst; k++)
         names.push_back(g_inst[k].name);
-    std::vector<char> selected(g_ninst);
-    for (int k = 0; k < g_ninst; k++)
-        selected[k] = fgh_selected_among(only, g_inst[k].name, names.data(), names.size());
+    std::unique_ptr<bool[]> selected(new bool[g_ninst]);
+    fgh_select(only, names.data(), names.size(), selected.get());
     std::vector<int> sel;
     for (int k = 0; k < g_ninst; k++) {
         if (!selected[k])

@@ -31,16 +31,23 @@ Test(harness_names, only_chooses_whole_names_else_parts)
     const char *names[] = {"mla_x_b1_g16_c8x1", "mla_x_b1_g16_c8x1_n3", "mla_x_b1_g16_c8x14_n4",
                            "mla_x_b1_g64_c2x2"};
     const size_t n = sizeof names / sizeof names[0];
-    cr_expect(fgh_name_chosen("mla_x_b1_g16_c8x1", names[0], names, n));
-    cr_expect_not(fgh_name_chosen("mla_x_b1_g16_c8x1", names[1], names, n), "begun by the part");
-    cr_expect_not(fgh_name_chosen("mla_x_b1_g16_c8x1", names[2], names, n));
-    cr_expect(fgh_name_chosen("mla_x_b1_g16_c8x1,mla_x_b1_g64_c2x2", names[3], names, n));
-    cr_expect(fgh_name_chosen("_g16_", names[0], names, n), "a part selects what contains it");
-    cr_expect(fgh_name_chosen("_g16_", names[2], names, n));
-    cr_expect_not(fgh_name_chosen("_g16_", names[3], names, n));
-    cr_expect(fgh_name_chosen("c8x1", names[2], names, n), "c8x1 is no whole name: a part");
-    cr_expect_not(fgh_name_chosen("", names[0], names, n), "an empty list selects nothing");
-    cr_expect_not(fgh_name_chosen(",,", names[0], names, n));
+    bool c[4];
+    fgh_names_chosen("mla_x_b1_g16_c8x1", names, n, c);
+    cr_expect(c[0]);
+    cr_expect_not(c[1], "begun by the part");
+    cr_expect_not(c[2]);
+    fgh_names_chosen("mla_x_b1_g16_c8x1,mla_x_b1_g64_c2x2", names, n, c);
+    cr_expect(c[3]);
+    fgh_names_chosen("_g16_", names, n, c);
+    cr_expect(c[0], "a part selects what contains it");
+    cr_expect(c[2]);
+    cr_expect_not(c[3]);
+    fgh_names_chosen("c8x1", names, n, c);
+    cr_expect(c[2], "c8x1 is no whole name: a part");
+    fgh_names_chosen("", names, n, c);
+    cr_expect_not(c[0], "an empty list selects nothing");
+    fgh_names_chosen(",,", names, n, c);
+    cr_expect_not(c[0]);
 }
 
 Test(harness_names, rmsnorm_files)
