@@ -1277,7 +1277,8 @@ Test(cli, explain_decode_plan_and_skips)
               "%s", out);
     free(out);
     /* MLA: the latent attention core per batch size, with the model's softmax scale
-     * (YaRN's mscale^2 in it); not yet for AMD targets, and explain says so */
+     * (YaRN's mscale^2 in it); on targets without clusters the portable form,
+     * and explain says why */
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2-lite.yaml "
                            "specs/targets/h200.yaml specs/targets/mi300x.yaml"),
                  0, "%s", out);
@@ -1285,9 +1286,17 @@ Test(cli, explain_decode_plan_and_skips)
               out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
-    cr_assert(strstr(out, "deepseek-v2-lite on mi300x: fused attention (MLA): the HIP lowering of "
-                          "the MLA family is not emitted yet"),
+    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s32_portable\n"),
               "%s", out);
+    cr_assert(strstr(out, "the portable form: mi300x has no thread-block clusters"), "%s", out);
+    free(out);
+    /* the same on an sm_90a target without clusters (to run it on an H200) */
+    cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2-lite.yaml "
+                           "tests/gpu/portable/h200-portable.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s9_portable\n"),
+              "%s", out);
+    cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
     free(out);
 }
 
