@@ -623,11 +623,15 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  m->name, heads, a->tensor_parallel, bmax);
     fg_sb_printf(&in.reasons,
                  "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
-                 "merge in distributed shared memory; the splits merge in global memory, the last "
-                 "workgroup to take its ticket (device-scope release/acquire, as the %s "
-                 "need) merging them in split order; plain 16-byte loads, fp32 on the vector units "
-                 "(no matrix instructions yet)\n",
-                 t->name, fg_arch_is_amd(t->arch) ? "XCDs' L2 caches" : "SMs' L1 caches");
+                 "merge in distributed shared memory; plain 16-byte loads, fp32 on the vector "
+                 "units (no matrix instructions yet)\n", t->name);
+    if (splits > 1)
+        fg_sb_printf(&in.reasons,
+                     "the splits merge in global memory: the last workgroup to take its ticket "
+                     "(device-scope release/acquire, as the %s need) merges them in split order\n",
+                     fg_arch_is_amd(t->arch) ? "XCDs' L2 caches" : "SMs' L1 caches");
+    else
+        fg_sb_printf(&in.reasons, "one split: the workgroup writes its heads' output itself\n");
     fg_sb_printf(&in.reasons, "%s's softmax scale (the launch's `scale`) %.9g\n", m->name, scale);
     fg_sb_printf(&in.reasons,
                  "%u heads a workgroup, %u head group%s; %u threads (%u a head row in P.V, %u "
