@@ -1300,6 +1300,43 @@ Test(cli, explain_decode_plan_and_skips)
     free(out);
 }
 
+/* The portable form at other widths on a 64 KiB LDS (MI300X): tiles of 32
+ * keys where Q and the tile fit, else 16, else not emitted with the reason. */
+Test(cli, mla_portable_tile_fits_the_lds)
+{
+    char *lite = slurp("specs/models/deepseek-v2-lite.yaml");
+    const struct {
+        const char *kv, *rope, *want;
+    } cases[] = {
+        {"512", "64", "tiles of 32 keys, 57680 bytes"},     /* DeepSeek's 576 */
+        {"512", "448", "tiles of 16 keys, 62736 bytes"},    /* 960: 32 keys would need 94,592 */
+        {"1024", "512", "a row of 1536: 16 keys and 16 heads need"},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[128], *text = malloc(strlen(lite) + 16), *p;   /* room for longer numbers */
+        cr_assert_not_null(text);
+        strcpy(text, lite);
+        snprintf(path, sizeof path, "%s/mla-portable-%u.yaml", tmp, i);
+        const char *keys[] = {"kv_lora_rank: 512", "qk_rope_head_dim: 64"};
+        const char *vals[] = {cases[i].kv, cases[i].rope};
+        for (int k = 0; k < 2; k++) {
+            p = strstr(text, keys[k]);
+            cr_assert_not_null(p);
+            char *rest = strdup(p + strlen(keys[k]));
+            sprintf(p + (strchr(keys[k], ':') - keys[k]) + 2, "%s%s", vals[k], rest);
+            free(rest);
+        }
+        write_file(path, text);
+        free(text);
+        char *out;
+        cr_assert_eq(run(&out, "explain --filter 'mla_decode*' %s specs/targets/mi300x.yaml", path),
+                     0, "%s", out);
+        cr_expect_not_null(strstr(out, cases[i].want), "%s", out);
+        free(out);
+    }
+    free(lite);
+}
+
 /* The MLA planner's choices at widths other than DeepSeek's: a cluster of c
  * splits merges kv_lora / c columns a rank, a float4 a step for each of a
  * row's 16 threads at 16 heads a block, so c divides kv_lora / 64 (384: c up
