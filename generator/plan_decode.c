@@ -613,7 +613,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
-    if (t->arch != FG_ARCH_SM90A || unsupported(m))
+    if (t->arch != FG_ARCH_SM90A || t->max_cluster_size == 0 || unsupported(m))
         return 0; /* fg_plan_decode_skipped() says why in explain */
 
     const unsigned *sizes = CLUSTER_SIZES, ns = NCLUSTER_SIZES;
@@ -738,6 +738,9 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
 {
     if (t->arch != FG_ARCH_SM90A)
         return "the HIP lowering of the fused decode family is not emitted yet";
+    if (t->max_cluster_size == 0)
+        return "no thread-block clusters on this target: the fused decode family's portable "
+               "form is not emitted yet (issue 10)";
     const char *why = unsupported(s->model);
     if (why)
         return why;

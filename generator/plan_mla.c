@@ -125,14 +125,75 @@ static unsigned shape_smem(block_shape b, unsigned d, unsigned elem, unsigned st
     return b.wgmma ? smem_bytes_wgmma(d, elem) : smem_bytes(b.hpb, d, elem, stages, b.teams);
 }
 
+/* ---- the portable form (templates/mla_decode_portable.in) ----
+ * For targets without thread-block clusters (max_cluster_size 0: the AMD
+ * GPUs, and sm_90 where a target says so, to check the same algorithm on an
+ * H200): PORTABLE_THREADS threads take PORTABLE_HEADS heads of one request
+ * over one split of its keys, tiles of up to PORTABLE_TILE keys in shared
+ * memory, fp32 on the vector units; the splits merge in global memory, the
+ * last workgroup to take its ticket merging them all. */
+#define PORTABLE_HEADS 16
+#define PORTABLE_THREADS 256   /* 16 threads a head row in P.V */
+#define PORTABLE_TILE 32
+#define PORTABLE_MAX_SPLITS 32  /* the last workgroup reads this many partial rows a head */
+
+/* Bytes of the portable form's Smem: Q, a tile of rows 2 elements apart,
+ * the scores, three row arrays and the ticket (rounded up to 16). */
+static unsigned portable_smem(unsigned d, unsigned elem, unsigned tile)
+{
+    const unsigned bytes = PORTABLE_HEADS * d * elem + tile * (d + 2) * elem +
+                           PORTABLE_HEADS * tile * 4 + 3 * PORTABLE_HEADS * 4 + 4;
+    return (bytes + 15) / 16 * 16;
+}
+
+/* The portable form's tile: the most keys (PORTABLE_TILE, else 16) whose
+ * shared memory fits; 0 if none does. */
+static unsigned portable_tile(const fg_model *m, const fg_target *t)
+{
+    const unsigned d = m->mla->kv_lora_rank + m->mla->qk_rope_head_dim;
+    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2)
+        if (portable_smem(d, fg_dtype_bytes(m->dtype), tile) <= t->shared_mem_per_block &&
+            m->max_context >= tile)
+            return tile;
+    return 0;
+}
+
+/* Why the portable form does not fit model m on target t, or NULL. */
+static const char *portable_unsupported(const fg_model *m, const fg_target *t)
+{
+    static char buf[200];
+    const fg_mla *a = m->mla;
+    const unsigned heads = a->heads / a->tensor_parallel, d = a->kv_lora_rank + a->qk_rope_head_dim;
+    const unsigned col_threads = PORTABLE_THREADS / PORTABLE_HEADS, page = page_size(m);
+    if (heads % PORTABLE_HEADS)
+        snprintf(buf, sizeof buf, "%u heads per GPU: the portable form takes heads in groups of %u",
+                 heads, PORTABLE_HEADS);
+    else if (a->kv_lora_rank % col_threads || d % 8 || a->kv_lora_rank > 1024)
+        snprintf(buf, sizeof buf, "kv_lora %u and a row of %u: the portable form needs kv_lora a "
+                                  "multiple of %u up to 1024 and the row a multiple of 8",
+                 a->kv_lora_rank, d, col_threads);
+    else if (!portable_tile(m, t))
+        snprintf(buf, sizeof buf, "a row of %u: 16 keys and %u heads need %u bytes of shared "
+                                  "memory; %s allows %u", d, PORTABLE_HEADS,
+                 portable_smem(d, fg_dtype_bytes(m->dtype), 16), t->name, t->shared_mem_per_block);
+    else if (page && m->max_context % page)
+        snprintf(buf, sizeof buf, "max_context %u is not a whole number of %u-token pages",
+                 m->max_context, page);
+    else
+        return NULL;
+    return buf;
+}
+
 /* Why the core is not emitted for model m on target t, or NULL. */
 static const char *unsupported(const fg_model *m, const fg_target *t)
 {
     static char buf[200];
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel, d = a->kv_lora_rank + a->qk_rope_head_dim;
+    if (t->max_cluster_size == 0)
+        return portable_unsupported(m, t);
     if (t->arch != FG_ARCH_SM90A)
-        return "the HIP lowering of the MLA family is not emitted yet (issue 10)";
+        return "clusters on a target that is not sm_90a: the cluster forms are CUDA";
     if (heads % 16) {
         snprintf(buf, sizeof buf, "%u heads per GPU: the core takes heads in groups of 16", heads);
         return buf;
@@ -498,13 +559,117 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     return rc;
 }
 
+/* The portable form at B_max: a split per workgroup where the GPU has CUs to
+ * spare (up to PORTABLE_MAX_SPLITS and the tiles of S_max). */
+static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                         fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    const fg_mla *a = m->mla;
+    const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
+    const unsigned rope = a->qk_rope_head_dim, width = kv + rope, page = page_size(m);
+    const unsigned hpb = PORTABLE_HEADS, groups = heads / hpb, tile = portable_tile(m, t);
+    const unsigned col_threads = PORTABLE_THREADS / hpb, elem = fg_dtype_bytes(m->dtype);
+    const unsigned items = groups * bmax, max_splits = m->max_context / tile;
+    unsigned splits = (t->compute_units + items - 1) / items;
+    if (splits > PORTABLE_MAX_SPLITS)
+        splits = PORTABLE_MAX_SPLITS;
+    if (splits > max_splits)
+        splits = max_splits;
+    if (splits < 1)
+        splits = 1;
+    const unsigned smem = portable_smem(width, elem, tile);
+
+    char dims[96], paged[16] = "", variant[32];
+    if (page)
+        snprintf(paged, sizeof paged, "_p%u", page);
+    snprintf(dims, sizeof dims, "nh%u_kv%u_r%u_s%u%s_b%u", heads, kv, rope, m->max_context, paged,
+             bmax);
+    snprintf(variant, sizeof variant, "g%u_s%u_portable", hpb, splits);
+    fg_instance in = {0};
+    if (!fg_instance_name(in.name, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims, variant)) {
+        fg_error(d, "cannot name an mla_decode instance");
+        return -1;
+    }
+    in.family = "mla_decode";
+    in.op = "mla_decode";
+    in.template_name = "mla_decode_portable.in";
+    in.target = t;
+    in.dtype = m->dtype;
+    fg_instance_add_param(&in, "HEADS", heads);
+    fg_instance_add_param(&in, "KV_LORA", kv);
+    fg_instance_add_param(&in, "ROPE_DIM", rope);
+    fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
+    fg_instance_add_param(&in, "PAGE_SIZE", page);
+    fg_instance_add_param(&in, "BMAX", bmax);
+    in.nkey_params = 6;
+    in.key_max_mask = 1u << 5;   /* a call's batch may be below B_max */
+    fg_instance_add_param(&in, "D", width);
+    fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
+    fg_instance_add_param(&in, "HEAD_GROUPS", groups);
+    fg_instance_add_param(&in, "SPLITS", splits);
+    fg_instance_add_param(&in, "CLUSTER", 1);
+    fg_instance_add_param(&in, "CLUSTERS", splits);
+    fg_instance_add_param(&in, "TILE", tile);
+    fg_instance_add_param(&in, "STAGES", 1);
+    fg_instance_add_param(&in, "THREADS", PORTABLE_THREADS);
+    fg_instance_add_param(&in, "COL_THREADS", col_threads);
+    fg_instance_add_param(&in, "SMEM_BYTES", smem);
+    in.launch = (fg_launch){.grid = FG_GRID_FIXED,
+                            .grid_dims = {splits, groups, bmax},
+                            .block = {PORTABLE_THREADS, 1, 1},
+                            .cluster = {1, 1, 1},
+                            .dynamic_smem = smem};
+    if (splits > 1) {   /* each split's rows and (max, sum) pairs; a ticket per (request, group) */
+        in.workspace_bytes = bmax * groups * splits * hpb * (kv * 4 + 8);
+        in.counter_count = bmax * groups;
+    }
+    snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/portable/%s/%s",
+             fg_arch_tag(t->arch), fg_dtype_name(m->dtype), page ? "paged" : "contiguous",
+             splits > 1 ? "merged" : "one-split");
+    const double scale = softmax_scale(m);
+    fg_sb_printf(&in.reasons, "used for: the latent attention core of %s (%u heads per GPU at "
+                              "tensor parallel %u), batch up to %u\n",
+                 m->name, heads, a->tensor_parallel, bmax);
+    fg_sb_printf(&in.reasons,
+                 "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
+                 "merge in distributed shared memory; plain 16-byte loads, fp32 on the vector "
+                 "units (no matrix instructions yet)\n", t->name);
+    if (splits > 1)
+        fg_sb_printf(&in.reasons,
+                     "the splits merge in global memory: the last workgroup to take its ticket "
+                     "(device-scope release/acquire, as the %s need) merges them in split order\n",
+                     fg_arch_is_amd(t->arch) ? "XCDs' L2 caches" : "SMs' L1 caches");
+    else
+        fg_sb_printf(&in.reasons, "one split: the workgroup writes its heads' output itself\n");
+    fg_sb_printf(&in.reasons, "%s's softmax scale (the launch's `scale`) %.9g\n", m->name, scale);
+    fg_sb_printf(&in.reasons,
+                 "%u heads a workgroup, %u head group%s; %u threads (%u a head row in P.V, %u "
+                 "output columns each in registers); tiles of %u keys, %u bytes of shared memory\n",
+                 hpb, groups, groups == 1 ? "" : "s", PORTABLE_THREADS, col_threads,
+                 kv / col_threads, tile, smem);
+    fg_sb_printf(&in.reasons,
+                 "%u split%s of each request's keys (cut by its length at run time): %u x %u x %u "
+                 "workgroups for %u %s (at most %u splits: the last workgroup reads them all)\n",
+                 splits, splits == 1 ? "" : "s", splits, groups, bmax, t->compute_units,
+                 fg_arch_is_amd(t->arch) ? "CUs" : "SMs", PORTABLE_MAX_SPLITS);
+    if (page)
+        fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, row "
+                                  "by row\n", page);
+    return fg_plan_add(set, &in, s, ts, d);
+}
+
 int fg_plan_mla(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
 {
     const fg_model *m = s->model;
     if (unsupported(m, ts->target))
         return 0;   /* fg_plan_mla_skipped() says why in explain */
+    const bool portable = ts->target->max_cluster_size == 0;
     for (unsigned i = 0; i < m->batch_sizes_count; i++)
-        if (m->batch_sizes[i] <= MAX_BATCH && plan_one(set, s, ts, m->batch_sizes[i], d) != 0)
+        if (m->batch_sizes[i] <= MAX_BATCH &&
+            (portable ? plan_portable(set, s, ts, m->batch_sizes[i], d)
+                      : plan_one(set, s, ts, m->batch_sizes[i], d)) != 0)
             return -1;
     return 0;
 }

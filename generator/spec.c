@@ -537,7 +537,8 @@ static void check_target(checker *c, const fg_target *t)
                    "'target.max_cluster_size' is %u; expected 0 (%s has no thread-block "
                    "clusters)",
                    t->max_cluster_size, fg_arch_name(t->arch));
-    } else if (in_range(c, "target.max_cluster_size", t->max_cluster_size, 1, 16)) {
+    } else if (t->max_cluster_size &&   /* 0: none used (the portable forms) */
+               in_range(c, "target.max_cluster_size", t->max_cluster_size, 1, 16)) {
         power_of_two(c, "target.max_cluster_size", t->max_cluster_size);
     }
     float_range(c, "target.ceilings.copy_gbps", t->ceilings->copy_gbps, 0, 1e5);

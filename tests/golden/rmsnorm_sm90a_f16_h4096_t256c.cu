@@ -47,6 +47,25 @@ FG_DEVICE float fg_warp_sum(float v)
         v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;
 }
+
+// Every thread, before the barrier ahead of a ticket: its global writes
+// released at device scope.  CUDA: nothing (the ticket's fence after the
+// barrier is cumulative over what the barrier ordered).
+FG_DEVICE void fg_release_writes() {}
+// A ticket: atomically adds 1 to *p and returns the old value, with
+// device-scope release (this thread's earlier writes, and what a barrier
+// ordered before it, are visible to whoever takes a later ticket) and
+// acquire (theirs to this thread, and after a barrier to its block).
+FG_DEVICE unsigned fg_ticket(unsigned *p)
+{
+    __threadfence();
+    const unsigned old = atomicAdd(p, 1u);
+    __threadfence();
+    return old;
+}
+// A float another block wrote before its ticket (L1 is not coherent: from L2).
+// (Its reader took, or follows a barrier after, the acquiring ticket.)
+FG_DEVICE float fg_load_fresh(const float *p) { return __ldcg(p); }
 #line 1 "templates/sm90.cu.in"
 // sm_90 PTX the CUDA kernel templates share, rendered after prelude.cu.in
 // into every CUDA kernel (unused helpers cost nothing): shared addresses,

@@ -1277,7 +1277,8 @@ Test(cli, explain_decode_plan_and_skips)
               "%s", out);
     free(out);
     /* MLA: the latent attention core per batch size, with the model's softmax scale
-     * (YaRN's mscale^2 in it); not yet for AMD targets, and explain says so */
+     * (YaRN's mscale^2 in it); on targets without clusters the portable form,
+     * and explain says why */
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2-lite.yaml "
                            "specs/targets/h200.yaml specs/targets/mi300x.yaml"),
                  0, "%s", out);
@@ -1285,10 +1286,55 @@ Test(cli, explain_decode_plan_and_skips)
               out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
-    cr_assert(strstr(out, "deepseek-v2-lite on mi300x: fused attention (MLA): the HIP lowering of "
-                          "the MLA family is not emitted yet"),
+    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s32_portable\n"),
               "%s", out);
+    cr_assert(strstr(out, "the portable form: mi300x has no thread-block clusters"), "%s", out);
     free(out);
+    /* the same on an sm_90a target without clusters (to run it on an H200) */
+    cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2-lite.yaml "
+                           "tests/gpu/portable/h200-portable.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s9_portable\n"),
+              "%s", out);
+    cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
+    free(out);
+}
+
+/* The portable form at other widths on a 64 KiB LDS (MI300X): tiles of 32
+ * keys where Q and the tile fit, else 16, else not emitted with the reason. */
+Test(cli, mla_portable_tile_fits_the_lds)
+{
+    char *lite = slurp("specs/models/deepseek-v2-lite.yaml");
+    const struct {
+        const char *kv, *rope, *want;
+    } cases[] = {
+        {"512", "64", "tiles of 32 keys, 57680 bytes"},     /* DeepSeek's 576 */
+        {"512", "448", "tiles of 16 keys, 62736 bytes"},    /* 960: 32 keys would need 94,592 */
+        {"1024", "512", "a row of 1536: 16 keys and 16 heads need"},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[128], *text = malloc(strlen(lite) + 16), *p;   /* room for longer numbers */
+        cr_assert_not_null(text);
+        strcpy(text, lite);
+        snprintf(path, sizeof path, "%s/mla-portable-%u.yaml", tmp, i);
+        const char *keys[] = {"kv_lora_rank: 512", "qk_rope_head_dim: 64"};
+        const char *vals[] = {cases[i].kv, cases[i].rope};
+        for (int k = 0; k < 2; k++) {
+            p = strstr(text, keys[k]);
+            cr_assert_not_null(p);
+            char *rest = strdup(p + strlen(keys[k]));
+            sprintf(p + (strchr(keys[k], ':') - keys[k]) + 2, "%s%s", vals[k], rest);
+            free(rest);
+        }
+        write_file(path, text);
+        free(text);
+        char *out;
+        cr_assert_eq(run(&out, "explain --filter 'mla_decode*' %s specs/targets/mi300x.yaml", path),
+                     0, "%s", out);
+        cr_expect_not_null(strstr(out, cases[i].want), "%s", out);
+        free(out);
+    }
+    free(lite);
 }
 
 /* The MLA planner's choices at widths other than DeepSeek's: a cluster of c
