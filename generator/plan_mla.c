@@ -472,8 +472,9 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
                      hpb == 16 ? "" : "s", stages, tile, smem);
     if (page)
-        fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, row "
-                                  "by row\n", page);
+        fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, %s\n",
+                     page, shape.wgmma && page % tile == 0 ? "a lookup a tile (it lies in one page)"
+                                                           : "row by row");
     return fg_plan_add(set, &in, s, ts, d);
 }
 
