@@ -49,18 +49,19 @@ FG_DEVICE float fg_warp_sum(float v)
 }
 
 // Every thread, before the barrier ahead of a ticket: its global writes
-// released at device scope.  CUDA: nothing (the ticket's fence after the
+// released at device scope.  CUDA: nothing (the ticket's release after the
 // barrier is cumulative over what the barrier ordered).
 FG_DEVICE void fg_release_writes() {}
 // A ticket: atomically adds 1 to *p and returns the old value, with
 // device-scope release (this thread's earlier writes, and what a barrier
 // ordered before it, are visible to whoever takes a later ticket) and
-// acquire (theirs to this thread, and after a barrier to its block).
+// acquire (theirs to this thread, and after a barrier to its block).  One
+// acq_rel atomic: a release fence and an L1 invalidate, not the two
+// sequentially consistent fences of __threadfence() around an atomicAdd.
 FG_DEVICE unsigned fg_ticket(unsigned *p)
 {
-    __threadfence();
-    const unsigned old = atomicAdd(p, 1u);
-    __threadfence();
+    unsigned old;
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
     return old;
 }
 // A float another block wrote before its ticket (L1 is not coherent: from L2).
@@ -153,6 +154,13 @@ FG_DEVICE void named_arrive(int id, int threads)
 // Shared-memory writes of the generic proxy (st.shared, cp.async) before the
 // async proxy's accesses (wgmma, bulk copies) to the same memory.
 FG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// The cluster barrier in halves: arrive without ordering any memory (what
+// this thread read from its peers is already in registers), and wait.
+FG_DEVICE void cluster_arrive_relaxed()
+{
+    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+FG_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per
