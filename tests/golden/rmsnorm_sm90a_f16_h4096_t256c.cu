@@ -154,11 +154,12 @@ FG_DEVICE void named_arrive(int id, int threads)
 // Shared-memory writes of the generic proxy (st.shared, cp.async) before the
 // async proxy's accesses (wgmma, bulk copies) to the same memory.
 FG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// The cluster barrier in halves: arrive without ordering any memory (what
-// this thread read from its peers is already in registers), and wait.
-FG_DEVICE void cluster_arrive_relaxed()
+// The cluster barrier in halves: arrive, releasing this thread's earlier
+// memory operations (loads from a peer's shared memory included: a relaxed
+// arrive could overtake them in flight), and wait.
+FG_DEVICE void cluster_arrive()
 {
-    asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+    asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
 FG_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 #line 1 "templates/rmsnorm.in"
