@@ -133,15 +133,16 @@ static unsigned shape_smem(block_shape b, unsigned d, unsigned elem, unsigned st
  * memory, fp32 on the vector units; the splits merge in global memory, the
  * last workgroup to take its ticket merging them all. */
 #define PORTABLE_HEADS 16
-#define PORTABLE_THREADS 256   /* 16 threads a head row in P.V */
+#define PORTABLE_THREADS 256   /* P.V: 64 threads a quad of heads */
 #define PORTABLE_TILE 32
 #define PORTABLE_MAX_SPLITS 32  /* the last workgroup reads this many partial rows a head */
 
-/* Bytes of the portable form's Smem: Q, a tile of rows 2 elements apart,
- * the scores, three row arrays and the ticket (rounded up to 16). */
+/* Bytes of the portable form's Smem: Q, a tile of rows 8 elements apart
+ * (16-byte aligned), the scores, three row arrays and the ticket (rounded
+ * up to 16). */
 static unsigned portable_smem(unsigned d, unsigned elem, unsigned tile)
 {
-    const unsigned bytes = PORTABLE_HEADS * d * elem + tile * (d + 2) * elem +
+    const unsigned bytes = PORTABLE_HEADS * d * elem + tile * (d + 8) * elem +
                            PORTABLE_HEADS * tile * 4 + 3 * PORTABLE_HEADS * 4 + 4;
     return (bytes + 15) / 16 * 16;
 }
@@ -164,14 +165,15 @@ static const char *portable_unsupported(const fg_model *m, const fg_target *t)
     static char buf[200];
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel, d = a->kv_lora_rank + a->qk_rope_head_dim;
-    const unsigned col_threads = PORTABLE_THREADS / PORTABLE_HEADS, page = page_size(m);
+    const unsigned page = page_size(m);
     if (heads % PORTABLE_HEADS)
         snprintf(buf, sizeof buf, "%u heads per GPU: the portable form takes heads in groups of %u",
                  heads, PORTABLE_HEADS);
-    else if (a->kv_lora_rank % col_threads || d % 8 || a->kv_lora_rank > 1024)
+    else if (a->kv_lora_rank % 8 || d % 8 || a->kv_lora_rank > 1024)
         snprintf(buf, sizeof buf, "kv_lora %u and a row of %u: the portable form needs kv_lora a "
-                                  "multiple of %u up to 1024 and the row a multiple of 8",
-                 a->kv_lora_rank, d, col_threads);
+                                  "multiple of 8 up to 1024 and the row a multiple of 8 (16-byte "
+                                  "vectors)",
+                 a->kv_lora_rank, d);
     else if (!portable_tile(m, t))
         snprintf(buf, sizeof buf, "a row of %u: 16 keys and %u heads need %u bytes of shared "
                                   "memory; %s allows %u", d, PORTABLE_HEADS,
@@ -571,7 +573,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
     const unsigned rope = a->qk_rope_head_dim, width = kv + rope, page = page_size(m);
     const unsigned hpb = PORTABLE_HEADS, groups = heads / hpb, tile = portable_tile(m, t);
-    const unsigned col_threads = PORTABLE_THREADS / hpb, elem = fg_dtype_bytes(m->dtype);
+    const unsigned elem = fg_dtype_bytes(m->dtype);
     const unsigned items = groups * bmax, max_splits = m->max_context / tile;
     unsigned splits = (t->compute_units + items - 1) / items;
     if (splits > PORTABLE_MAX_SPLITS)
@@ -615,7 +617,6 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "TILE", tile);
     fg_instance_add_param(&in, "STAGES", 1);
     fg_instance_add_param(&in, "THREADS", PORTABLE_THREADS);
-    fg_instance_add_param(&in, "COL_THREADS", col_threads);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {splits, groups, bmax},
@@ -635,8 +636,9 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  m->name, heads, a->tensor_parallel, bmax);
     fg_sb_printf(&in.reasons,
                  "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
-                 "merge in distributed shared memory; plain 16-byte loads, fp32 on the vector "
-                 "units (no matrix instructions yet)\n", t->name);
+                 "merge in distributed shared memory; plain 16-byte loads (the next tile's in "
+                 "flight while one is computed), fp32 on the vector units (no matrix "
+                 "instructions yet)\n", t->name);
     if (splits > 1)
         fg_sb_printf(&in.reasons,
                      "the splits merge in global memory: the last workgroup to take its ticket "
@@ -645,11 +647,15 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     else
         fg_sb_printf(&in.reasons, "one split: the workgroup writes its heads' output itself\n");
     fg_sb_printf(&in.reasons, "%s's softmax scale (the launch's `scale`) %.9g\n", m->name, scale);
+    const unsigned vec_threads = PORTABLE_THREADS / (hpb / 4);
     fg_sb_printf(&in.reasons,
-                 "%u heads a workgroup, %u head group%s; %u threads (%u a head row in P.V, %u "
-                 "output columns each in registers); tiles of %u keys, %u bytes of shared memory\n",
-                 hpb, groups, groups == 1 ? "" : "s", PORTABLE_THREADS, col_threads,
-                 kv / col_threads, tile, smem);
+                 "%u heads a workgroup, %u head group%s; %u threads: scores in 4 x 4 blocks of "
+                 "(head, key), %u threads a block over slices of the row; P.V %u threads a quad "
+                 "of heads, each 4 heads x %u output columns in registers; tiles of %u keys, %u "
+                 "bytes of shared memory\n",
+                 hpb, groups, groups == 1 ? "" : "s", PORTABLE_THREADS,
+                 PORTABLE_THREADS / (hpb / 4 * (tile / 4)), vec_threads,
+                 (kv / 8 + vec_threads - 1) / vec_threads * 8, tile, smem);
     fg_sb_printf(&in.reasons,
                  "%u split%s of each request's keys (cut by its length at run time): %u x %u x %u "
                  "workgroups for %u %s (at most %u splits: the last workgroup reads them all)\n",

@@ -40,11 +40,14 @@ FG_DEVICE void fg_vec_set(fg_vec16 &v, int i, float f)
     reinterpret_cast<fg_t *>(&v)[i] = fg_from_float(f);
 }
 
+// v of the lane whose index differs from this one's in lane_mask's bits
+// (every lane of the wave takes part).
+FG_DEVICE float fg_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
 FG_DEVICE float fg_warp_sum(float v)
 {
 #pragma unroll
     for (int o = FG_WARP_SIZE / 2; o > 0; o >>= 1)
-        v += __shfl_xor_sync(0xffffffffu, v, o);
+        v += fg_shfl_xor(v, o);
     return v;
 }
 
