@@ -125,6 +125,48 @@ static unsigned shape_smem(block_shape b, unsigned d, unsigned elem, unsigned st
     return b.wgmma ? smem_bytes_wgmma(d, elem) : smem_bytes(b.hpb, d, elem, stages, b.teams);
 }
 
+/* The instance dimensions in every mla_decode name: heads, kv_lora, rope,
+ * S_max, the page size where paged, B_max. */
+static void mla_dims(const fg_model *m, unsigned bmax, char dims[96])
+{
+    const fg_mla *a = m->mla;
+    char paged[16] = "";
+    if (page_size(m))
+        snprintf(paged, sizeof paged, "_p%u", page_size(m));
+    snprintf(dims, 96, "nh%u_kv%u_r%u_s%u%s_b%u", a->heads / a->tensor_parallel, a->kv_lora_rank,
+             a->qk_rope_head_dim, m->max_context, paged, bmax);
+}
+
+/* An mla_decode instance of template tmpl named by dims and variant, with
+ * what every form shares: its key parameters (a call's batch may be below
+ * B_max) and the row width D. */
+static int mla_instance_init(fg_instance *in, const fg_model *m, const fg_target *t,
+                             unsigned bmax, const char *dims, const char *variant,
+                             const char *tmpl, fg_diag *d)
+{
+    const fg_mla *a = m->mla;
+    if (!fg_instance_name(in->name, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims,
+                          variant)) {
+        fg_error(d, "cannot name an mla_decode instance");
+        return -1;
+    }
+    in->family = "mla_decode";
+    in->op = "mla_decode";
+    in->template_name = tmpl;
+    in->target = t;
+    in->dtype = m->dtype;
+    fg_instance_add_param(in, "HEADS", a->heads / a->tensor_parallel);
+    fg_instance_add_param(in, "KV_LORA", a->kv_lora_rank);
+    fg_instance_add_param(in, "ROPE_DIM", a->qk_rope_head_dim);
+    fg_instance_add_param(in, "MAX_CONTEXT", m->max_context);
+    fg_instance_add_param(in, "PAGE_SIZE", page_size(m));
+    fg_instance_add_param(in, "BMAX", bmax);
+    in->nkey_params = 6;
+    in->key_max_mask = 1u << 5;   /* a call's batch may be below B_max */
+    fg_instance_add_param(in, "D", a->kv_lora_rank + a->qk_rope_head_dim);
+    return 0;
+}
+
 /* ---- the portable form (templates/mla_decode_portable.in) ----
  * For targets without thread-block clusters (max_cluster_size 0: the AMD
  * GPUs, and sm_90 where a target says so, to check the same algorithm on an
@@ -357,7 +399,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel;
     const unsigned kv = a->kv_lora_rank, rope = a->qk_rope_head_dim, width = kv + rope;
-    const unsigned page = page_size(m), smax = m->max_context;
+    const unsigned page = page_size(m);
     const unsigned elem = fg_dtype_bytes(m->dtype);
     const block_shape shape = cf->shape;
     const unsigned hpb = shape.hpb, teams = shape.teams, threads = shape.threads;
@@ -378,26 +420,9 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
         snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
     else
         snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
-    if (!fg_instance_name(in.name, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims,
-                          variant)) {
-        fg_error(d, "cannot name an mla_decode instance");
+    if (mla_instance_init(&in, m, t, bmax, dims, variant, "mla_decode.in", d) != 0)
         return -1;
-    }
     fg_plan_mark(&in, family, from);
-    in.family = "mla_decode";
-    in.op = "mla_decode";
-    in.template_name = "mla_decode.in";
-    in.target = t;
-    in.dtype = m->dtype;
-    fg_instance_add_param(&in, "HEADS", heads);
-    fg_instance_add_param(&in, "KV_LORA", kv);
-    fg_instance_add_param(&in, "ROPE_DIM", rope);
-    fg_instance_add_param(&in, "MAX_CONTEXT", smax);
-    fg_instance_add_param(&in, "PAGE_SIZE", page);
-    fg_instance_add_param(&in, "BMAX", bmax);
-    in.nkey_params = 6;
-    in.key_max_mask = 1u << 5;   /* a call's batch may be below B_max */
-    fg_instance_add_param(&in, "D", width);
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);
     fg_instance_add_param(&in, "SPLITS", splits);
@@ -488,11 +513,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_target *t = ts->target;
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
-    char family[FG_NAME_MAX], dims[96], paged[16] = "", why[200];
-    if (page_size(m))
-        snprintf(paged, sizeof paged, "_p%u", page_size(m));
-    snprintf(dims, sizeof dims, "nh%u_kv%u_r%u_s%u%s_b%u", heads, kv, a->qk_rope_head_dim,
-             m->max_context, paged, bmax);
+    char family[FG_NAME_MAX], dims[96], why[200];
+    mla_dims(m, bmax, dims);
     /* the family a tuning entry names: the instance name less its configuration */
     if (!fg_instance_name(family, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims, "")) {
         fg_error(d, "cannot name an mla_decode instance");
@@ -584,31 +606,12 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
         splits = 1;
     const unsigned smem = portable_smem(width, elem, tile);
 
-    char dims[96], paged[16] = "", variant[32];
-    if (page)
-        snprintf(paged, sizeof paged, "_p%u", page);
-    snprintf(dims, sizeof dims, "nh%u_kv%u_r%u_s%u%s_b%u", heads, kv, rope, m->max_context, paged,
-             bmax);
+    char dims[96], variant[32];
+    mla_dims(m, bmax, dims);
     snprintf(variant, sizeof variant, "g%u_s%u_portable", hpb, splits);
     fg_instance in = {0};
-    if (!fg_instance_name(in.name, "mla_decode", t->arch, fg_dtype_name(m->dtype), dims, variant)) {
-        fg_error(d, "cannot name an mla_decode instance");
+    if (mla_instance_init(&in, m, t, bmax, dims, variant, "mla_decode_portable.in", d) != 0)
         return -1;
-    }
-    in.family = "mla_decode";
-    in.op = "mla_decode";
-    in.template_name = "mla_decode_portable.in";
-    in.target = t;
-    in.dtype = m->dtype;
-    fg_instance_add_param(&in, "HEADS", heads);
-    fg_instance_add_param(&in, "KV_LORA", kv);
-    fg_instance_add_param(&in, "ROPE_DIM", rope);
-    fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
-    fg_instance_add_param(&in, "PAGE_SIZE", page);
-    fg_instance_add_param(&in, "BMAX", bmax);
-    in.nkey_params = 6;
-    in.key_max_mask = 1u << 5;   /* a call's batch may be below B_max */
-    fg_instance_add_param(&in, "D", width);
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);
     fg_instance_add_param(&in, "SPLITS", splits);
