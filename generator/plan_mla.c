@@ -167,6 +167,17 @@ static int mla_instance_init(fg_instance *in, const fg_model *m, const fg_target
     return 0;
 }
 
+/* explain's line on a paged cache: a block-table lookup a tile where the
+ * form's loads take a tile at once and pages are whole tiles (a tile starts
+ * on a whole number of tiles, so it lies in one page), else a row at a time. */
+static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool tile_loads)
+{
+    if (page)
+        fg_sb_printf(&in->reasons, "paged cache: %u-token pages through the block table, %s\n",
+                     page, tile_loads && page % tile == 0 ? "a lookup a tile (it lies in one page)"
+                                                          : "row by row");
+}
+
 /* ---- the portable form (templates/mla_decode_portable.in) ----
  * For targets without thread-block clusters (max_cluster_size 0: the AMD
  * GPUs, and sm_90 where a target says so, to check the same algorithm on an
@@ -498,10 +509,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "memory\n",
                      threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
                      hpb == 16 ? "" : "s", stages, tile, smem);
-    if (page)
-        fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, %s\n",
-                     page, shape.wgmma && page % tile == 0 ? "a lookup a tile (it lies in one page)"
-                                                           : "row by row");
+    paged_reason(&in, page, tile, shape.wgmma);   /* the mma form's bulk copies: a row a lane */
     return fg_plan_add(set, &in, s, ts, d);
 }
 
@@ -664,9 +672,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "workgroups for %u %s (at most %u splits: the last workgroup reads them all)\n",
                  splits, splits == 1 ? "" : "s", splits, groups, bmax, t->compute_units,
                  fg_arch_is_amd(t->arch) ? "CUs" : "SMs", PORTABLE_MAX_SPLITS);
-    if (page)
-        fg_sb_printf(&in.reasons, "paged cache: %u-token pages through the block table, row "
-                                  "by row\n", page);
+    paged_reason(&in, page, tile, true);
     return fg_plan_add(set, &in, s, ts, d);
 }
 
