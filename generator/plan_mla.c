@@ -205,24 +205,20 @@ static unsigned portable_smem(unsigned d, unsigned elem, unsigned tile)
 static unsigned portable_tile(const fg_model *m, const fg_target *t)
 {
     const unsigned d = m->mla->kv_lora_rank + m->mla->qk_rope_head_dim;
-    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2)
-        if (portable_smem(d, fg_dtype_bytes(m->dtype), tile) <= t->shared_mem_per_block &&
-            m->max_context >= tile)
+    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2)   /* (S_max below it: one split) */
+        if (portable_smem(d, fg_dtype_bytes(m->dtype), tile) <= t->shared_mem_per_block)
             return tile;
     return 0;
 }
 
-/* Why the portable form does not fit model m on target t, or NULL. */
+/* Why the portable form does not fit model m on target t, or NULL (past
+ * the checks every form makes, in unsupported()). */
 static const char *portable_unsupported(const fg_model *m, const fg_target *t)
 {
     static char buf[200];
     const fg_mla *a = m->mla;
-    const unsigned heads = a->heads / a->tensor_parallel, d = a->kv_lora_rank + a->qk_rope_head_dim;
-    const unsigned page = page_size(m);
-    if (heads % PORTABLE_HEADS)
-        snprintf(buf, sizeof buf, "%u heads per GPU: the portable form takes heads in groups of %u",
-                 heads, PORTABLE_HEADS);
-    else if (a->kv_lora_rank % 8 || d % 8 || a->kv_lora_rank > 1024)
+    const unsigned d = a->kv_lora_rank + a->qk_rope_head_dim;
+    if (a->kv_lora_rank % 8 || d % 8 || a->kv_lora_rank > 1024)
         snprintf(buf, sizeof buf, "kv_lora %u and a row of %u: the portable form needs kv_lora a "
                                   "multiple of 8 up to 1024 and the row a multiple of 8 (16-byte "
                                   "vectors)",
@@ -231,9 +227,6 @@ static const char *portable_unsupported(const fg_model *m, const fg_target *t)
         snprintf(buf, sizeof buf, "a row of %u: 16 keys and %u heads need %u bytes of shared "
                                   "memory; %s allows %u", d, PORTABLE_HEADS,
                  portable_smem(d, fg_dtype_bytes(m->dtype), 16), t->name, t->shared_mem_per_block);
-    else if (page && m->max_context % page)
-        snprintf(buf, sizeof buf, "max_context %u is not a whole number of %u-token pages",
-                 m->max_context, page);
     else
         return NULL;
     return buf;
@@ -245,14 +238,21 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     static char buf[200];
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel, d = a->kv_lora_rank + a->qk_rope_head_dim;
-    if (t->max_cluster_size == 0)
-        return portable_unsupported(m, t);
-    if (t->arch != FG_ARCH_SM90A)
-        return "clusters on a target that is not sm_90a: the cluster forms are CUDA";
+    const unsigned page = page_size(m);
+    _Static_assert(PORTABLE_HEADS == 16, "every form takes heads in groups of 16");
     if (heads % 16) {
         snprintf(buf, sizeof buf, "%u heads per GPU: the core takes heads in groups of 16", heads);
         return buf;
     }
+    if (page && m->max_context % page) {
+        snprintf(buf, sizeof buf, "max_context %u is not a whole number of %u-token pages",
+                 m->max_context, page);
+        return buf;
+    }
+    if (t->max_cluster_size == 0)
+        return portable_unsupported(m, t);
+    if (t->arch != FG_ARCH_SM90A)
+        return "clusters on a target that is not sm_90a: the cluster forms are CUDA";
     if (a->kv_lora_rank % 64 || a->kv_lora_rank > MAX_KV_LORA || d % 64) {
         snprintf(buf, sizeof buf,
                  "kv_lora %u and a row of %u: the core needs kv_lora a multiple of 64 up to %u "
@@ -268,12 +268,6 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
                  "a row of %u: %u stages of %u keys and %u heads a block need %u bytes of shared "
                  "memory; %s allows %u",
                  d, b.min_stages, b.tile, b.hpb, least, t->name, t->shared_mem_per_block);
-        return buf;
-    }
-    const unsigned page = page_size(m);
-    if (page && m->max_context % page) {
-        snprintf(buf, sizeof buf, "max_context %u is not a whole number of %u-token pages",
-                 m->max_context, page);
         return buf;
     }
     return NULL;

@@ -1297,7 +1297,70 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s9_portable\n"),
               "%s", out);
     cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
+    cr_expect(strstr(out, "64-token pages through the block table, a lookup a tile"), "%s", out);
     free(out);
+    /* the fused decode family has no portable form yet: explain says so */
+    cr_assert_eq(run(&out, "explain specs/models/llama-2-7b.yaml "
+                           "tests/gpu/portable/h200-portable.yaml"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "llama-2-7b on h200-portable: fused attention (decode_attn): no "
+                          "thread-block clusters on this target: the fused decode family's "
+                          "portable form is not emitted yet"),
+              "%s", out);
+    free(out);
+}
+
+/* The H200 without clusters (tests/gpu/portable/h200-portable.yaml) is the
+ * H200 target spec but for its name, max_cluster_size and comments: a ceiling or a
+ * limit changed in one and not the other would make the portable form's
+ * runs on the H200 plan for another GPU. */
+Test(cli, h200_portable_target_follows_h200)
+{
+    char *a = slurp("specs/targets/h200.yaml"), *b = slurp("tests/gpu/portable/h200-portable.yaml");
+    char *sa = NULL, *sb = NULL;
+    unsigned lines = 0;
+    for (char *la = strtok_r(a, "\n", &sa), *lb = strtok_r(b, "\n", &sb); la || lb;
+         la = strtok_r(NULL, "\n", &sa), lb = strtok_r(NULL, "\n", &sb)) {
+        while (la && la[0] == '#')   /* comments: each spec's own header */
+            la = strtok_r(NULL, "\n", &sa);
+        while (lb && lb[0] == '#')
+            lb = strtok_r(NULL, "\n", &sb);
+        if (!la && !lb)
+            break;
+        cr_assert(la && lb, "one spec ends first, after %u lines", lines);
+        lines++;
+        if (strstr(la, "  name: ") == la || strstr(la, "  max_cluster_size: ") == la) {
+            cr_assert(strncmp(la, lb, strchr(la, ':') - la + 1) == 0, "%s / %s", la, lb);
+            continue;
+        }
+        cr_assert_str_eq(la, lb, "line %u", lines);
+    }
+    cr_expect_gt(lines, 50, "both specs read");
+    free(a);
+    free(b);
+}
+
+/* A model whose S_max is below the portable form's tile still gets the
+ * form (one split, its rows masked past the length), not a shared-memory
+ * refusal. */
+Test(cli, mla_portable_short_context)
+{
+    char *lite = slurp("specs/models/deepseek-v2-lite.yaml");
+    char *p = strstr(lite, "max_context: 16384"), *q = strstr(lite, "page_size: 64");
+    cr_assert(p && q && q < p, "the spec's page size, then its S_max");
+    char path[128], text[8192];
+    /* S_max 8 in pages of 8 */
+    snprintf(text, sizeof text, "%.*spage_size: 8%.*smax_context: 8%s", (int)(q - lite), lite,
+             (int)(p - (q + 13)), q + 13, p + 18);
+    snprintf(path, sizeof path, "%s/mla-short.yaml", tmp);
+    write_file(path, text);
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'mla_decode*' %s specs/targets/mi300x.yaml", path), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "_s8_p8_b1_g16_s1_portable\n"), "%s", out);
+    cr_expect(strstr(out, "tiles of 32 keys"), "%s", out);
+    free(out);
+    free(lite);
 }
 
 /* The portable form at other widths on a 64 KiB LDS (MI300X): tiles of 32
