@@ -162,12 +162,15 @@ FG_DEVICE void named_arrive(int id, int threads)
 FG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 // The cluster barrier in halves: arrive, releasing this thread's earlier
 // memory operations (loads from a peer's shared memory included: a relaxed
-// arrive could overtake them in flight), and wait.
+// arrive could overtake them in flight), and wait, acquiring the peers'.
 FG_DEVICE void cluster_arrive()
 {
     asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
 }
-FG_DEVICE void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+FG_DEVICE void cluster_wait()
+{
+    asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per
