@@ -167,6 +167,28 @@ static int mla_instance_init(fg_instance *in, const fg_model *m, const fg_target
     return 0;
 }
 
+/* explain's first line, what the instance is for: the same for every form. */
+static void used_for_reason(fg_instance *in, const fg_model *m, unsigned bmax)
+{
+    const fg_mla *a = m->mla;
+    fg_sb_printf(&in->reasons, "used for: the latent attention core of %s (%u heads per GPU at "
+                               "tensor parallel %u), batch up to %u\n",
+                 m->name, a->heads / a->tensor_parallel, a->tensor_parallel, bmax);
+}
+
+/* explain's line on the softmax scale, a launch argument: the same for
+ * every form. */
+static void scale_reason(fg_instance *in, const fg_model *m)
+{
+    const fg_mla *a = m->mla;
+    const double scale = softmax_scale(m);
+    fg_sb_printf(&in->reasons, "%s's softmax scale (the launch's `scale`) %.9g: 1/sqrt(%u + %u)%s\n",
+                 m->name, scale, a->qk_nope_head_dim, a->qk_rope_head_dim,
+                 scale * sqrt((double)a->qk_nope_head_dim + a->qk_rope_head_dim) > 1.0 + 1e-12
+                     ? ", times YaRN's mscale^2 (0.1 mscale_all_dim ln(factor) + 1, squared)"
+                     : "");
+}
+
 /* explain's line on a paged cache: a block-table lookup a tile where the
  * form's loads take a tile at once and pages are whole tiles (a tile starts
  * on a whole number of tiles, so it lies in one page), else a row at a time. */
@@ -440,7 +462,6 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
     fg_instance_add_param(&in, "BLOCKS_PER_SM", per_sm);
-    const double scale = softmax_scale(m);   /* the model's, a launch argument */
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {splits, groups, bmax},
                             .block = {threads, 1, 1},
@@ -454,21 +475,14 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
              fg_arch_tag(t->arch), fg_dtype_name(m->dtype), hpb, page ? "paged" : "contiguous",
              clusters > 1 ? "clusters" : splits > 1 ? "cluster" : "one-split");
 
-    fg_sb_printf(&in.reasons, "used for: the latent attention core of %s (%u heads per GPU at "
-                              "tensor parallel %u), batch up to %u\n",
-                 m->name, heads, a->tensor_parallel, bmax);
+    used_for_reason(&in, m, bmax);
     if (from == FG_CANDIDATE)
         fg_sb_printf(&in.reasons, "tuning candidate (generate --candidates): %u heads a block, "
                                   "%u stages, %u cluster%s of %u, not the planner's choice\n",
                      hpb, stages, clusters, clusters == 1 ? "" : "s", cluster);
     else
         fg_sb_printf(&in.reasons, "%s\n", config);
-    fg_sb_printf(&in.reasons, "%s's softmax scale (the launch's `scale`) %.9g: 1/sqrt(%u + %u)%s\n",
-                 m->name, scale,
-                 a->qk_nope_head_dim, rope,
-                 scale * sqrt((double)a->qk_nope_head_dim + rope) > 1.0 + 1e-12
-                     ? ", times YaRN's mscale^2 (0.1 mscale_all_dim ln(factor) + 1, squared)"
-                     : "");
+    scale_reason(&in, m);
     fg_sb_printf(&in.reasons,
                  "%u heads per block (%s): each %u-key tile of the %u-wide latent rows is read "
                  "once for them all, %u head group%s\n",
@@ -635,10 +649,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/portable/%s/%s",
              fg_arch_tag(t->arch), fg_dtype_name(m->dtype), page ? "paged" : "contiguous",
              splits > 1 ? "merged" : "one-split");
-    const double scale = softmax_scale(m);
-    fg_sb_printf(&in.reasons, "used for: the latent attention core of %s (%u heads per GPU at "
-                              "tensor parallel %u), batch up to %u\n",
-                 m->name, heads, a->tensor_parallel, bmax);
+    used_for_reason(&in, m, bmax);
     fg_sb_printf(&in.reasons,
                  "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
                  "merge in distributed shared memory; plain 16-byte loads (the next tile's in "
@@ -651,7 +662,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                      fg_arch_is_amd(t->arch) ? "XCDs' L2 caches" : "SMs' L1 caches");
     else
         fg_sb_printf(&in.reasons, "one split: the workgroup writes its heads' output itself\n");
-    fg_sb_printf(&in.reasons, "%s's softmax scale (the launch's `scale`) %.9g\n", m->name, scale);
+    scale_reason(&in, m);
     const unsigned vec_threads = PORTABLE_THREADS / (hpb / 4);
     fg_sb_printf(&in.reasons,
                  "%u heads a workgroup, %u head group%s; %u threads: scores in 4 x 4 blocks of "
