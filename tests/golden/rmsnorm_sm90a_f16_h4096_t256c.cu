@@ -70,6 +70,19 @@ FG_DEVICE unsigned fg_ticket(unsigned *p)
     asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
     return old;
 }
+// The block's ticket: every thread's earlier global writes released, then
+// thread 0 takes fg_ticket(p) and the whole block gets its old value through
+// *slot (a shared variable).  Of n blocks, the one that gets n - 1 is the
+// last, and its reads after this see every other block's writes.
+FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
+{
+    fg_release_writes();
+    __syncthreads();
+    if (threadIdx.x == 0)
+        *slot = fg_ticket(p);
+    __syncthreads();
+    return *slot;
+}
 // A float another block wrote before its ticket (L1 is not coherent: from L2).
 // (Its reader took, or follows a barrier after, the acquiring ticket.)
 FG_DEVICE float fg_load_fresh(const float *p) { return __ldcg(p); }
