@@ -313,6 +313,17 @@ Test(cli, candidates_enumerate_the_ring_configurations)
     free(m);
 }
 
+/* text with its first `from` replaced by `to` (malloc'd; `from` must occur). */
+static char *replaced(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    cr_assert_not_null(at, "no '%s' in the text", from);
+    char *out = malloc(strlen(text) - strlen(from) + strlen(to) + 1);
+    cr_assert_not_null(out);
+    sprintf(out, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "w");
@@ -1346,14 +1357,14 @@ Test(cli, h200_portable_target_follows_h200)
 Test(cli, mla_portable_short_context)
 {
     char *lite = slurp("specs/models/deepseek-v2-lite.yaml");
-    char *p = strstr(lite, "max_context: 16384"), *q = strstr(lite, "page_size: 64");
-    cr_assert(p && q && q < p, "the spec's page size, then its S_max");
-    char path[128], text[8192];
     /* S_max 8 in pages of 8 */
-    snprintf(text, sizeof text, "%.*spage_size: 8%.*smax_context: 8%s", (int)(q - lite), lite,
-             (int)(p - (q + 13)), q + 13, p + 18);
+    char *paged = replaced(lite, "page_size: 64", "page_size: 8");
+    char *text = replaced(paged, "max_context: 16384", "max_context: 8");
+    char path[128];
     snprintf(path, sizeof path, "%s/mla-short.yaml", tmp);
     write_file(path, text);
+    free(text);
+    free(paged);
     char *out;
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' %s specs/targets/mi300x.yaml", path), 0,
                  "%s", out);
@@ -1376,21 +1387,15 @@ Test(cli, mla_portable_tile_fits_the_lds)
         {"1024", "512", "a row of 1536: 16 keys and 16 heads need"},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char path[128], *text = malloc(strlen(lite) + 16), *p;   /* room for longer numbers */
-        cr_assert_not_null(text);
-        strcpy(text, lite);
+        char path[128], kv[64], rope[64];
         snprintf(path, sizeof path, "%s/mla-portable-%u.yaml", tmp, i);
-        const char *keys[] = {"kv_lora_rank: 512", "qk_rope_head_dim: 64"};
-        const char *vals[] = {cases[i].kv, cases[i].rope};
-        for (int k = 0; k < 2; k++) {
-            p = strstr(text, keys[k]);
-            cr_assert_not_null(p);
-            char *rest = strdup(p + strlen(keys[k]));
-            sprintf(p + (strchr(keys[k], ':') - keys[k]) + 2, "%s%s", vals[k], rest);
-            free(rest);
-        }
+        snprintf(kv, sizeof kv, "kv_lora_rank: %s", cases[i].kv);
+        snprintf(rope, sizeof rope, "qk_rope_head_dim: %s", cases[i].rope);
+        char *wide = replaced(lite, "kv_lora_rank: 512", kv);
+        char *text = replaced(wide, "qk_rope_head_dim: 64", rope);
         write_file(path, text);
         free(text);
+        free(wide);
         char *out;
         cr_assert_eq(run(&out, "explain --filter 'mla_decode*' %s specs/targets/mi300x.yaml", path),
                      0, "%s", out);
