@@ -43,9 +43,6 @@ FG_DEVICE void fg_vec_set(fg_vec16 &v, int i, float f)
 // v of the lane whose index differs from this one's in lane_mask's bits
 // (every lane of the wave takes part).
 FG_DEVICE float fg_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
-// The lanes of the wave reconverge, and their shared-memory accesses before
-// it are ordered before those after it (shuffles alone do not promise that).
-FG_DEVICE void fg_wave_sync() { __syncwarp(); }
 FG_DEVICE float fg_warp_sum(float v)
 {
 #pragma unroll
