@@ -189,15 +189,18 @@ static void scale_reason(fg_instance *in, const fg_model *m)
                      : "");
 }
 
-/* explain's line on a paged cache: a block-table lookup a tile where the
- * form's loads take a tile at once and pages are whole tiles (a tile starts
- * on a whole number of tiles, so it lies in one page), else a row at a time. */
-static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool tile_loads)
+/* explain's line on a paged cache: where pages are whole tiles (a tile
+ * starts on a whole number of tiles, so it lies in one page), a block-table
+ * lookup a tile (the mma form's producers look up a window of 32 tiles'
+ * pages ahead), else a row at a time. */
+static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool windowed)
 {
     if (page)
         fg_sb_printf(&in->reasons, "paged cache: %u-token pages through the block table, %s\n",
-                     page, tile_loads && page % tile == 0 ? "a lookup a tile (it lies in one page)"
-                                                          : "row by row");
+                     page, page % tile ? "row by row"
+                           : windowed ? "a lookup a tile (it lies in one page), 32 tiles' "
+                                        "pages looked up ahead"
+                                      : "a lookup a tile (it lies in one page)");
 }
 
 /* ---- the portable form (templates/mla_decode_portable.in) ----
@@ -517,7 +520,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "memory\n",
                      threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
                      hpb == 16 ? "" : "s", stages, tile, smem);
-    paged_reason(&in, page, tile, shape.wgmma);   /* the mma form's bulk copies: a row a lane */
+    paged_reason(&in, page, tile, !shape.wgmma);
     return fg_plan_add(set, &in, s, ts, d);
 }
 
@@ -677,7 +680,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "workgroups for %u %s (at most %u splits: the last workgroup reads them all)\n",
                  splits, splits == 1 ? "" : "s", splits, groups, bmax, t->compute_units,
                  fg_arch_is_amd(t->arch) ? "CUs" : "SMs", PORTABLE_MAX_SPLITS);
-    paged_reason(&in, page, tile, true);
+    paged_reason(&in, page, tile, false);
     return fg_plan_add(set, &in, s, ts, d);
 }
 
