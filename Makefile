@@ -41,7 +41,7 @@ help:
 	@echo "make kernels-ci  compile one instance of every distinct code path"
 	@echo "make candidates  tuning candidates (generate --candidates) compiled through the gate,"
 	@echo "                 which discards those that spill (CANDIDATE_SPECS, CANDIDATE_FILTER)"
-	@echo "make tune        candidates, then fusegen tune on the GPU into TUNE_OUT"
+	@echo "make tune        fusegen tune --target TUNE_TARGET on the GPU: candidates, timings, TUNE_OUT"
 	@echo "                 (default specs/tuning/h200.yaml; needs a GPU)"
 	@echo "make profile     fusegen profile on 2 GPUs: peer copies, the overlap specs' GEMMs and the"
 	@echo "                 executor's cost per call into PROFILE_TARGET (default specs/targets/h200.yaml)"
@@ -125,15 +125,18 @@ candidates: $(FUSEGEN)
 	    SPECS="$(CANDIDATE_SPECS)" \
 	    LIST_OPTS="--candidates $(foreach g,$(CANDIDATE_FILTER),--filter '$(g)')" all
 
-# Times the candidates on this machine's GPU (test_decode_attn the ring's,
-# test_rmsnorm, found beside it, RMSNorm's), checks the fastest, and merges
-# the winners into TUNE_OUT (the tuning spec of the candidates' target).
-TUNE_OUT ?= specs/tuning/h200.yaml
-tune: candidates
+# fusegen tune --target: the candidates above compiled (into
+# $(BUILD)/candidates), timed on this machine's GPU (test_decode_attn the
+# ring's; test_rmsnorm and test_mla_decode, found beside it, the others'),
+# the fastest checked, the winners merged into TUNE_OUT.
+TUNE_TARGET ?= h200
+TUNE_OUT ?= specs/tuning/$(TUNE_TARGET).yaml
+tune: $(FUSEGEN)
 	@export BUILD=$(BUILD) && . tests/gpu/gpu-env.sh && if why=$$(fg_gpu_missing); then \
 	    echo "make tune needs a GPU: $$why"; exit 1; fi && fg_gpu_build && \
-	    $(FUSEGEN) tune --manifest $(BUILD)/candidates/kernels/manifest.json \
-	        --harness $(BUILD)/gpu/test_decode_attn --out $(TUNE_OUT)
+	    $(FUSEGEN) tune --target $(TUNE_TARGET) $(foreach g,$(CANDIDATE_FILTER),--filter '$(g)') \
+	        --work $(BUILD)/candidates --harness $(BUILD)/gpu/test_decode_attn --out $(TUNE_OUT) \
+	        $(CANDIDATE_SPECS)
 
 # Measures, on this machine's first two GPUs, what the overlap cost model
 # reads, into the interconnect block of PROFILE_TARGET.

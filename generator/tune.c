@@ -2,6 +2,8 @@
  * family, check the fastest, write the winners into the tuning spec. */
 #include "tune.h"
 
+#include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <json-c/json.h>
@@ -23,10 +25,20 @@
 #include "strbuf.h"
 
 static const char usage[] =
-    "usage: fusegen tune --manifest GATED.json --out TUNING.yaml [options]\n"
+    "usage: fusegen tune --target NAME [--filter GLOB]... [options] SPEC...\n"
+    "       fusegen tune --manifest GATED.json --out TUNING.yaml [options]\n"
+    "\n"
+    "With --target, first generates the tuning candidates of SPEC... for that\n"
+    "target (generate --candidates; --filter keeps the instances whose names\n"
+    "match a glob; the checkout's specs/targets/NAME.yaml is added when no\n"
+    "spec given is named NAME.yaml) and compiles them through the resource gate\n"
+    "with mk/kernels.mk (run it from a fusegen checkout; $MAKE, default make),\n"
+    "showing the kernels compiled so far, into --work (default\n"
+    "build/tune/NAME: generated/, kernels/, compile.log).  Then, or with a gate's\n"
+    "manifest of candidates compiled before (`make candidates`):\n"
     "\n"
     "Times the configurations of each instance family in GATED.json (the gate's\n"
-    "manifest of `make candidates`: the planner's choice and its tuning\n"
+    "manifest: the planner's choice and its tuning\n"
     "candidates, less those discarded for spilling) with the GPU test harness of\n"
     "its kind -- the fused decode ring's (stage size, stages, stages in flight,\n"
     "threads) with test_decode_attn at S = 1K and S_max, RMSNorm's (block size,\n"
@@ -43,15 +55,19 @@ static const char usage[] =
     "is left as it was.  Needs a GPU.\n"
     "\n"
     "options:\n"
+    "  -t, --target NAME    compile the candidates of SPEC... for this target first\n"
+    "  -f, --filter GLOB    with --target: only instances whose names match (repeatable)\n"
     "  -m, --manifest FILE  the gate's manifest (build/candidates/kernels/manifest.json)\n"
-    "  -o, --out FILE       the tuning spec to write (merged when it exists)\n"
+    "  -o, --out FILE       the tuning spec to write, merged when it exists (with\n"
+    "                       --target, default specs/tuning/NAME.yaml)\n"
     "  -k, --kernels DIR    the compiled kernels (default: the manifest's folder)\n"
     "      --harness PATH   test_decode_attn (default: build/gpu/test_decode_attn)\n"
     "      --rmsnorm-harness PATH\n"
     "                       test_rmsnorm (default: test_rmsnorm in --harness's folder)\n"
     "      --mla-harness PATH\n"
     "                       test_mla_decode (default: test_mla_decode in --harness's folder)\n"
-    "      --work DIR       timings and logs (default: the kernels folder)\n"
+    "      --work DIR       timings and logs (default: the kernels folder; with\n"
+    "                       --target, build/tune/NAME)\n"
     "      --top N          configurations checked at most per family (default 3)\n"
     "      --margin PCT     how much faster than the planner's a configuration must\n"
     "                       be to replace it (default 1)\n"
@@ -147,8 +163,15 @@ typedef struct family {
     size_t n;
 } family;
 
+#define MAX_FILTERS 16
+
 typedef struct tune {
     const char *manifest_path, *out, *kernels, *work;
+    const char *compile_target;          /* --target: compile the candidates of specs first */
+    const char *filters[MAX_FILTERS];
+    unsigned nfilters;
+    char *const *specs;                  /* with --target */
+    int nspecs;
     const char *harness[NKINDS];
     unsigned top;
     double margin;             /* fraction */
@@ -548,7 +571,9 @@ static int write_spec(tune *t, fg_tuning_entry *fresh, size_t nfresh)
 
 static int parse_args(int argc, char **argv, tune *t)
 {
-    static const struct option opts[] = {{"manifest", required_argument, NULL, 'm'},
+    static const struct option opts[] = {{"target", required_argument, NULL, 't'},
+                                         {"filter", required_argument, NULL, 'f'},
+                                         {"manifest", required_argument, NULL, 'm'},
                                          {"out", required_argument, NULL, 'o'},
                                          {"kernels", required_argument, NULL, 'k'},
                                          {"harness", required_argument, NULL, 'H'},
@@ -564,8 +589,16 @@ static int parse_args(int argc, char **argv, tune *t)
     t->margin = 0.01;
     int c;
     optind = 1;
-    while ((c = getopt_long(argc, argv, "m:o:k:h", opts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "t:f:m:o:k:h", opts, NULL)) != -1) {
         switch (c) {
+        case 't': t->compile_target = optarg; break;
+        case 'f':
+            if (t->nfilters == MAX_FILTERS) {
+                fprintf(stderr, "fusegen tune: error: more than %d --filter globs\n", MAX_FILTERS);
+                return 2;
+            }
+            t->filters[t->nfilters++] = optarg;
+            break;
         case 'm': t->manifest_path = optarg; break;
         case 'o': t->out = optarg; break;
         case 'k': t->kernels = optarg; break;
@@ -597,11 +630,167 @@ static int parse_args(int argc, char **argv, tune *t)
         default: fputs(usage, stderr); return 2;
         }
     }
+    if (t->compile_target) {
+        if (t->manifest_path || optind == argc) {
+            fprintf(stderr, "fusegen tune: error: --target takes specs to compile and no "
+                            "--manifest (that is the other form)\n%s", usage);
+            return 2;
+        }
+        t->specs = argv + optind;
+        t->nspecs = argc - optind;
+        return 0;
+    }
+    if (t->nfilters) {
+        fprintf(stderr, "fusegen tune: error: --filter selects what --target compiles\n%s", usage);
+        return 2;
+    }
     if (!t->manifest_path || !t->out || optind != argc) {
         fputs(usage, stderr);
         return 2;
     }
     return 0;
+}
+
+/* ---- --target: the candidates generated and compiled first ---- */
+
+/* Names that pass through Make and a shell: no spaces, quotes or expansions. */
+static bool make_safe(const char *s)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!(isalnum((unsigned char)*s) || strchr("/._-+*?[]", *s)))
+            return false;
+    return true;
+}
+
+#define FG_PATH_ARG 1024
+
+/* --target's paths (tune's point into it). */
+typedef struct compile_paths {
+    char self[4096], work[FG_PATH_ARG], out[FG_PATH_ARG], manifest[FG_PATH_ARG + 16];
+} compile_paths;
+
+typedef struct compile_progress {
+    const char *gen, *kbuild;
+    unsigned shown;
+} compile_progress;
+
+/* Files in dir whose names end in one of the suffixes. */
+static unsigned count_files(const char *dir, const char *a, const char *b)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return 0;
+    unsigned n = 0;
+    for (struct dirent *e; (e = readdir(dp));) {
+        const size_t len = strlen(e->d_name);
+        const size_t la = strlen(a), lb = strlen(b);
+        if ((len > la && !strcmp(e->d_name + len - la, a)) ||
+            (len > lb && !strcmp(e->d_name + len - lb, b)))
+            n++;
+    }
+    closedir(dp);
+    return n;
+}
+
+static void compile_tick(void *ctx)
+{
+    compile_progress *p = ctx;
+    const unsigned done = count_files(p->kbuild, ".cubin", ".co");
+    if (done != p->shown) {
+        printf("fusegen tune: compiled %u of %u kernels\n", done,
+               count_files(p->gen, ".cu", ".hip"));
+        p->shown = done;
+    }
+}
+
+/* Generates the candidates of t->specs for t->compile_target and compiles
+ * them through the gate (mk/kernels.mk); t->manifest_path is then the
+ * gate's manifest, t->work and t->out their --target defaults where not
+ * given (the paths live in `paths`). */
+static void compile_candidates(tune *t, compile_paths *paths)
+{
+    fg_diag *d = &t->d;
+    const char *name = t->compile_target;
+    if (!make_safe(name))
+        fg_error(d, "--target '%s': expected a target name", name);
+    for (unsigned i = 0; i < t->nfilters; i++)
+        if (!make_safe(t->filters[i]))
+            fg_error(d, "--filter '%s': a glob of letters, digits and /._-+*?[] only",
+                     t->filters[i]);
+    for (int i = 0; i < t->nspecs; i++)
+        if (!make_safe(t->specs[i]))
+            fg_error(d, "%s: spec paths pass through Make: letters, digits and /._-+ only",
+                     t->specs[i]);
+    if (access("mk/kernels.mk", R_OK) != 0)
+        fg_error(d, "--target compiles the candidates with mk/kernels.mk, which is not here: "
+                    "run fusegen tune from a fusegen checkout, or give --manifest of "
+                    "candidates compiled with `make candidates`");
+    const ssize_t n = readlink("/proc/self/exe", paths->self, sizeof paths->self - 1);
+    if (n <= 0 || (size_t)n >= sizeof paths->self - 1)
+        fg_error(d, "cannot find this program's path (/proc/self/exe)");
+    if (d->errors)
+        return;
+    paths->self[n] = '\0';
+    if (!t->work)
+        snprintf(paths->work, sizeof paths->work, "build/tune/%s", name), t->work = paths->work;
+    if (!t->out)
+        snprintf(paths->out, sizeof paths->out, "specs/tuning/%s.yaml", name), t->out = paths->out;
+    char gen[FG_PATH_ARG], kbuild[FG_PATH_ARG], log[FG_PATH_ARG], fusegen[sizeof paths->self + 8];
+    if ((size_t)snprintf(gen, sizeof gen, "%s/generated", t->work) >= sizeof gen ||
+        (size_t)snprintf(kbuild, sizeof kbuild, "%s/kernels", t->work) >= sizeof kbuild ||
+        (size_t)snprintf(log, sizeof log, "%s/compile.log", t->work) >= sizeof log ||
+        (size_t)snprintf(paths->manifest, sizeof paths->manifest, "%s/manifest.json", kbuild) >=
+            sizeof paths->manifest) {
+        fg_error(d, "--work '%s': too long a path", t->work);
+        return;
+    }
+    t->manifest_path = paths->manifest;
+    snprintf(fusegen, sizeof fusegen, "FUSEGEN=%s", paths->self);
+
+    /* the specs, and the target's shipped spec where none given is NAME.yaml */
+    fg_strbuf specs = {0}, opts = {0}, gen_arg = {0}, kbuild_arg = {0};
+    char named[FG_SPEC_NAME_MAX + 8], shipped[FG_SPEC_NAME_MAX + 32];
+    snprintf(named, sizeof named, "%s.yaml", name);
+    snprintf(shipped, sizeof shipped, "specs/targets/%s.yaml", name);
+    bool has_target = false;
+    fg_sb_puts(&specs, "SPECS=");
+    for (int i = 0; i < t->nspecs; i++) {
+        const char *base = strrchr(t->specs[i], '/');
+        has_target |= !strcmp(base ? base + 1 : t->specs[i], named);
+        fg_sb_printf(&specs, "%s%s", i ? " " : "", t->specs[i]);
+    }
+    if (!has_target && access(shipped, R_OK) == 0)
+        fg_sb_printf(&specs, " %s", shipped);
+    fg_sb_printf(&opts, "LIST_OPTS=--candidates --target %s", name);
+    for (unsigned i = 0; i < t->nfilters; i++)
+        fg_sb_printf(&opts, " --filter '%s'", t->filters[i]);
+    fg_sb_printf(&gen_arg, "GEN_OUT=%s", gen);
+    fg_sb_printf(&kbuild_arg, "KBUILD=%s", kbuild);
+
+    if (fg_mkdirs(t->work, d) == 0 && unlink(log) != 0 && errno != ENOENT)
+        fg_error(d, "cannot remove the old %s: %s", log, strerror(errno));
+    if (!d->errors) {
+        const char *make = getenv("MAKE");
+        char jobs[32];
+        const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        snprintf(jobs, sizeof jobs, "-j%ld", ncpu > 0 ? ncpu : 1);
+        char *argv[] = {(char *)(make && *make ? make : "make"), "--no-print-directory", jobs,
+                        "-f", "mk/kernels.mk", fusegen, (char *)fg_sb_str(&gen_arg),
+                        (char *)fg_sb_str(&kbuild_arg), (char *)fg_sb_str(&specs),
+                        (char *)fg_sb_str(&opts), "all", NULL};
+        printf("fusegen tune: generating and compiling the candidates for %s (log: %s)\n", name,
+               log);
+        compile_progress p = {.gen = gen, .kbuild = kbuild};
+        const int rc = fg_run_logged_progress(argv, log, compile_tick, &p);
+        if (rc != 0)
+            fg_error(d, "compiling the candidates failed (%s exit %d): see %s", argv[0], rc, log);
+    }
+    fg_sb_free(&specs);
+    fg_sb_free(&opts);
+    fg_sb_free(&gen_arg);
+    fg_sb_free(&kbuild_arg);
 }
 
 /* The folder of `path` ("." for none), malloc'd. */
@@ -625,6 +814,12 @@ int fg_cmd_tune(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     fg_diag_init(&t.d, stderr);
+    compile_paths paths;
+    if (t.compile_target) {
+        compile_candidates(&t, &paths);
+        if (t.d.errors)
+            return 1;
+    }
     char *dir = folder_of(t.manifest_path), *beside[NKINDS] = {0};
     if (!t.kernels)
         t.kernels = dir;

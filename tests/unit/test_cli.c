@@ -941,6 +941,77 @@ Test(cli, tune_mla_families_with_their_harness)
     free(log);
 }
 
+/* make's stand-in for `tune --target`: records its arguments and leaves the
+ * gate's manifest (the three MLA configurations above) in KBUILD. */
+static const char make_stand_in_text[] =
+    "#!/bin/sh\n"
+    "log=$(dirname $0)/make-args\n"
+    "for a in \"$@\"; do echo \"$a\" >> $log; case $a in KBUILD=*) kb=${a#KBUILD=};; esac; done\n"
+    "mkdir -p $kb && cp $(dirname $0)/gated.json $kb/manifest.json\n";
+
+/* `tune --target NAME SPEC...` generates and compiles the candidates through
+ * mk/kernels.mk ($MAKE), then times them as with --manifest; its defaults
+ * and the target spec it adds are what make is given. */
+Test(cli, tune_target_compiles_then_times)
+{
+    char dir[128], make[160], ring[160], mla[160], out[128], work[128], path[192];
+    snprintf(dir, sizeof dir, "%s/tgpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(make, sizeof make, "%s/make", dir);
+    snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
+    snprintf(mla, sizeof mla, "%s/test_mla_decode", dir);
+    snprintf(out, sizeof out, "%s/h200-tuned.yaml", tmp);
+    snprintf(work, sizeof work, "%s/work", tmp);
+    snprintf(path, sizeof path, "%s/gated.json", dir);
+    write_file(path, "{\"instances\": [" MLA_INST("g16_c2x4", "", 5, 2, 4) ", "
+                     MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) "]}");
+    write_program(make, make_stand_in_text);
+    write_program(ring, "#!/bin/sh\nexit 1\n");
+    write_program(mla, mla_harness_text);
+    cr_assert_eq(setenv("MAKE", make, 1), 0);
+    char *log;
+    const int rc = run(&log, "tune --target h200 --filter 'mla_*_b16_*' --work %s --out %s "
+                             "--harness %s specs/models/deepseek-v2-lite.yaml", work, out, ring);
+    unsetenv("MAKE");
+    cr_assert_eq(rc, 0, "%s", log);
+    cr_expect_not_null(strstr(log, "generating and compiling the candidates for h200"), "%s", log);
+    cr_expect_not_null(strstr(log, "timing 2 mla_decode configurations"), "%s", log);
+    free(log);
+    snprintf(path, sizeof path, "%s/make-args", dir);
+    char *args = slurp(path);
+    cr_expect_not_null(strstr(args, "\n-f\nmk/kernels.mk\n"), "%s", args);
+    cr_expect_not_null(strstr(args, "\nSPECS=specs/models/deepseek-v2-lite.yaml "
+                                     "specs/targets/h200.yaml\n"), "%s", args);
+    cr_expect_not_null(strstr(args, "\nLIST_OPTS=--candidates --target h200 --filter "
+                                     "'mla_*_b16_*'\n"), "%s", args);
+    free(args);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "    - family: " MLA_FAMILY "\n      threads: 256\n"
+                                    "      heads_per_block: 16\n      stages: 4\n"),
+                       "%s", spec);
+    free(spec);
+}
+
+/* The forms do not mix, and what passes through Make is checked first. */
+Test(cli, tune_target_refuses_what_it_cannot_pass_on)
+{
+    char *out;
+    cr_expect_eq(run(&out, "tune --target h200 --manifest m.json specs/models/llama-2-7b.yaml"), 2);
+    cr_expect_not_null(strstr(out, "--target takes specs to compile and no --manifest"), "%s", out);
+    free(out);
+    cr_expect_eq(run(&out, "tune --filter 'x*' --manifest m.json --out o.yaml"), 2);
+    cr_expect_not_null(strstr(out, "--filter selects what --target compiles"), "%s", out);
+    free(out);
+    cr_expect_eq(run(&out, "tune --target h200 --filter 'a b' --work %s/w "
+                           "specs/models/llama-2-7b.yaml", tmp), 1);
+    cr_expect_not_null(strstr(out, "--filter 'a b': a glob of letters"), "%s", out);
+    free(out);
+    char path[160];
+    snprintf(path, sizeof path, "%s/w", tmp);
+    struct stat st;
+    cr_expect_neq(stat(path, &st), 0, "nothing made");
+}
+
 /* GEMM-overlap specs give the plan table: a registry row and a manifest entry
  * per shape on every target with an interconnect profile, the cost model's
  * choice in each, kept whatever --filter selects among the kernels. */
