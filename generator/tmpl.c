@@ -37,21 +37,61 @@ static bool alone_on_line(const char *text, const char *start, const char *end)
     return true;
 }
 
-int fg_tmpl_render_text(const char *label, const char *text, const fg_tmpl_value *vals,
-                        size_t nvals, fg_strbuf *out, fg_diag *d)
+/* Renders `text` (named `label`) into `out`; {{> NAME}} alone on a line
+ * renders the partial template dir/NAME there (one level: a partial has no
+ * partials), with the same values.  used[] marks the values placeholders took. */
+static int render(const char *dir, const char *label, const char *text, const fg_tmpl_value *vals,
+                  size_t nvals, bool *used, bool partial, fg_strbuf *out, fg_diag *d)
 {
     int errors_before = d->errors;
-    bool used[MAX_VALUES] = {false};
-    if (nvals > MAX_VALUES) {
-        fg_error_at(d, label, 0, 0, "more than %d template values", MAX_VALUES);
-        return -1;
-    }
     fg_strbuf sb = {0};
     fg_sb_printf(&sb, "#line 1 \"%s\"\n", label);
     unsigned line = 1;
     const char *line_start = text;
     const char *p = text;
     while (*p) {
+        if (p[0] == '{' && p[1] == '{' && p[2] == '>') {
+            unsigned col = (unsigned)(p - line_start) + 1;
+            const char *n = p + 3;
+            while (*n == ' ')
+                n++;
+            const char *e = n;
+            while (*e && *e != '}' && *e != '\n' && *e != ' ')
+                e++;
+            if (e == n || e[0] != '}' || e[1] != '}' || !alone_on_line(text, p, e + 2)) {
+                fg_error_at(d, label, line, col,
+                            "malformed partial; expected {{> NAME}} alone on its line");
+                p += 3;
+                continue;
+            }
+            if (partial || !dir) {
+                fg_error_at(d, label, line, col, "a partial (%.*s) %s", (int)(e - n), n,
+                            partial ? "inside a partial: one level only" : "needs a template folder");
+            } else {
+                char name[256], path[4096], plabel[512];
+                snprintf(name, sizeof name, "%.*s", (int)(e - n), n);
+                snprintf(path, sizeof path, "%s/%s", dir, name);
+                snprintf(plabel, sizeof plabel, "templates/%s", name);
+                char *ptext = fg_read_all(path, NULL);
+                if (!ptext) {
+                    fg_error_at(d, label, line, col, "cannot read the partial %s", path);
+                } else {
+                    if (sb.len && sb.data[sb.len - 1] != '\n')
+                        fg_sb_puts(&sb, "\n");
+                    render(dir, plabel, ptext, vals, nvals, used, true, &sb, d);
+                    free(ptext);
+                }
+            }
+            /* past the directive's line, then back to this file's numbering */
+            const char *nl = strchr(e, '\n');
+            p = nl ? nl + 1 : e + strlen(e);
+            line++;
+            line_start = p;
+            if (sb.len && sb.data[sb.len - 1] != '\n')
+                fg_sb_puts(&sb, "\n");
+            fg_sb_printf(&sb, "#line %u \"%s\"\n", line, label);
+            continue;
+        }
         if (p[0] == '{' && p[1] == '{') {
             const char *k = p + 2, *e = k;
             while (key_char(*e, e == k))
@@ -99,9 +139,6 @@ int fg_tmpl_render_text(const char *label, const char *text, const fg_tmpl_value
         fg_sb_append(&sb, p, 1);
         p++;
     }
-    for (size_t i = 0; i < nvals; i++)
-        if (!used[i])
-            fg_error_at(d, label, 0, 0, "value '%s' is not used by the template", vals[i].key);
     if (d->errors != errors_before) {
         fg_sb_free(&sb);
         return -1;
@@ -109,6 +146,33 @@ int fg_tmpl_render_text(const char *label, const char *text, const fg_tmpl_value
     fg_sb_append(out, fg_sb_str(&sb), sb.len);
     fg_sb_free(&sb);
     return 0;
+}
+
+static int render_top(const char *dir, const char *label, const char *text,
+                      const fg_tmpl_value *vals, size_t nvals, fg_strbuf *out, fg_diag *d)
+{
+    bool used[MAX_VALUES] = {false};
+    if (nvals > MAX_VALUES) {
+        fg_error_at(d, label, 0, 0, "more than %d template values", MAX_VALUES);
+        return -1;
+    }
+    fg_strbuf sb = {0};
+    int rc = render(dir, label, text, vals, nvals, used, false, &sb, d);
+    for (size_t i = 0; i < nvals && rc == 0; i++)
+        if (!used[i]) {
+            fg_error_at(d, label, 0, 0, "value '%s' is not used by the template", vals[i].key);
+            rc = -1;
+        }
+    if (rc == 0)
+        fg_sb_append(out, fg_sb_str(&sb), sb.len);
+    fg_sb_free(&sb);
+    return rc;
+}
+
+int fg_tmpl_render_text(const char *label, const char *text, const fg_tmpl_value *vals,
+                        size_t nvals, fg_strbuf *out, fg_diag *d)
+{
+    return render_top(NULL, label, text, vals, nvals, out, d);
 }
 
 int fg_tmpl_render(const char *dir, const char *name, const fg_tmpl_value *vals, size_t nvals,
@@ -122,7 +186,7 @@ int fg_tmpl_render(const char *dir, const char *name, const fg_tmpl_value *vals,
         fg_error_at(d, path, 0, 0, "cannot read template");
         return -1;
     }
-    int rc = fg_tmpl_render_text(label, text, vals, nvals, out, d);
+    int rc = render_top(dir, label, text, vals, nvals, out, d);
     free(text);
     return rc;
 }
