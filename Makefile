@@ -132,7 +132,7 @@ candidates: $(FUSEGEN)
 TUNE_TARGET ?= h200
 TUNE_OUT ?= specs/tuning/$(TUNE_TARGET).yaml
 tune: $(FUSEGEN)
-	@export BUILD=$(BUILD) && . tests/gpu/gpu-env.sh && if why=$$(fg_gpu_missing); then \
+	+@export BUILD=$(BUILD) && . tests/gpu/gpu-env.sh && if why=$$(fg_gpu_missing); then \
 	    echo "make tune needs a GPU: $$why"; exit 1; fi && fg_gpu_build && \
 	    $(FUSEGEN) tune --target $(TUNE_TARGET) $(foreach g,$(CANDIDATE_FILTER),--filter '$(g)') \
 	        --work $(BUILD)/candidates --harness $(BUILD)/gpu/test_decode_attn --out $(TUNE_OUT) \

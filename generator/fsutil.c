@@ -128,6 +128,15 @@ void fg_line_col(const char *text, size_t offset, unsigned *line, unsigned *col)
     }
 }
 
+bool fg_self_exe(char *buf, size_t size)
+{
+    const ssize_t n = readlink("/proc/self/exe", buf, size - 1);
+    if (n <= 0 || (size_t)n >= size - 1)
+        return false;
+    buf[n] = '\0';
+    return true;
+}
+
 /* Runs argv with its output appended to `log`; its exit status, or -1. */
 int fg_run_logged(char *const argv[], const char *log)
 {

@@ -24,6 +24,10 @@ void fg_line_col(const char *text, size_t offset, unsigned *line, unsigned *col)
 /* Reads a whole file; NULL (and no message) if it cannot be read. */
 char *fg_read_all(const char *path, size_t *len);
 
+/* This program's path (/proc/self/exe) into buf; false if it cannot be read
+ * or does not fit. */
+bool fg_self_exe(char *buf, size_t size);
+
 /* Runs argv (a program on PATH or a path) with its stdout and stderr
  * appended to `log`; its exit status, 128 + the signal, or -1. */
 int fg_run_logged(char *const argv[], const char *log);

@@ -103,9 +103,7 @@ static const char *default_templates(void)
     if (access(FG_DEFAULT_TEMPLATES, R_OK) == 0)
         return FG_DEFAULT_TEMPLATES;
     static char installed[4096];
-    ssize_t n = readlink("/proc/self/exe", installed, sizeof installed - 64);
-    if (n > 0) {
-        installed[n] = '\0';
+    if (fg_self_exe(installed, sizeof installed - 64)) {
         char *slash = strrchr(installed, '/');
         if (slash) {
             strcpy(slash, "/../share/fusegen/templates");

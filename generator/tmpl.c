@@ -157,12 +157,13 @@ static int render_top(const char *dir, const char *label, const char *text,
         return -1;
     }
     fg_strbuf sb = {0};
+    const int errors_before = d->errors;
     int rc = render(dir, label, text, vals, nvals, used, false, &sb, d);
-    for (size_t i = 0; i < nvals && rc == 0; i++)
-        if (!used[i]) {
+    for (size_t i = 0; rc == 0 && i < nvals; i++)   /* after a clean render, every unused one */
+        if (!used[i])
             fg_error_at(d, label, 0, 0, "value '%s' is not used by the template", vals[i].key);
-            rc = -1;
-        }
+    if (d->errors != errors_before)
+        rc = -1;
     if (rc == 0)
         fg_sb_append(out, fg_sb_str(&sb), sb.len);
     fg_sb_free(&sb);

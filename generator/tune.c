@@ -6,6 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <time.h>
 #include <json-c/json.h>
 #include <math.h>
 #include <stdbool.h>
@@ -569,6 +570,53 @@ static int write_spec(tune *t, fg_tuning_entry *fresh, size_t nfresh)
     return rc;
 }
 
+/* Names and paths --target passes through Make and its shell: a glob of
+ * instance-name characters, a path of file-name ones. */
+static bool chars_in(const char *s, const char *extra)
+{
+    if (!*s)
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && !strchr(extra, *s))
+            return false;
+    return true;
+}
+#define GLOB_CHARS "._-*?[]"
+#define PATH_CHARS "/._-+"
+
+/* The --target form's arguments: a target name, specs, no --manifest or
+ * --kernels (it compiles into --work), names Make can take. */
+static int target_args(tune *t, int argc, char **argv)
+{
+    const char *why = NULL, *bad = NULL;
+    if (t->manifest_path)
+        why = "--target compiles its own candidates: give it or --manifest, not both";
+    else if (t->kernels)
+        why = "--kernels is --manifest's folder; --target compiles into --work/kernels";
+    else if (optind == argc)
+        why = "--target needs the SPEC... whose candidates it compiles";
+    else if (!fg_spec_name_ok(t->compile_target))
+        why = "--target: expected a target name (lowercase letters, digits, '.', '_', '-')",
+        bad = t->compile_target;
+    else if (t->work && !chars_in(t->work, PATH_CHARS))
+        why = "--work passes through Make: letters, digits and " PATH_CHARS " only", bad = t->work;
+    for (unsigned i = 0; !why && i < t->nfilters; i++)
+        if (!chars_in(t->filters[i], GLOB_CHARS))
+            why = "--filter: a glob of letters, digits and " GLOB_CHARS " only", bad = t->filters[i];
+    for (int i = optind; !why && i < argc; i++)
+        if (!chars_in(argv[i], PATH_CHARS))
+            why = "spec paths pass through Make: letters, digits and " PATH_CHARS " only",
+            bad = argv[i];
+    if (why) {
+        fprintf(stderr, "fusegen tune: error: %s%s%s%s\n", why, bad ? " ('" : "", bad ? bad : "",
+                bad ? "')" : "");
+        return 2;
+    }
+    t->specs = argv + optind;
+    t->nspecs = argc - optind;
+    return 0;
+}
+
 static int parse_args(int argc, char **argv, tune *t)
 {
     static const struct option opts[] = {{"target", required_argument, NULL, 't'},
@@ -630,16 +678,8 @@ static int parse_args(int argc, char **argv, tune *t)
         default: fputs(usage, stderr); return 2;
         }
     }
-    if (t->compile_target) {
-        if (t->manifest_path || optind == argc) {
-            fprintf(stderr, "fusegen tune: error: --target takes specs to compile and no "
-                            "--manifest (that is the other form)\n%s", usage);
-            return 2;
-        }
-        t->specs = argv + optind;
-        t->nspecs = argc - optind;
-        return 0;
-    }
+    if (t->compile_target)
+        return target_args(t, argc, argv);
     if (t->nfilters) {
         fprintf(stderr, "fusegen tune: error: --filter selects what --target compiles\n%s", usage);
         return 2;
@@ -653,54 +693,64 @@ static int parse_args(int argc, char **argv, tune *t)
 
 /* ---- --target: the candidates generated and compiled first ---- */
 
-/* Names that pass through Make and a shell: no spaces, quotes or expansions. */
-static bool make_safe(const char *s)
-{
-    if (!*s)
-        return false;
-    for (; *s; s++)
-        if (!(isalnum((unsigned char)*s) || strchr("/._-+*?[]", *s)))
-            return false;
-    return true;
-}
-
-#define FG_PATH_ARG 1024
-
-/* --target's paths (tune's point into it). */
+/* --target's paths (tune's point into them; freed by the caller). */
 typedef struct compile_paths {
-    char self[4096], work[FG_PATH_ARG], out[FG_PATH_ARG], manifest[FG_PATH_ARG + 16];
+    fg_strbuf work, out, gen, kbuild, manifest, log;
 } compile_paths;
 
+static void compile_paths_free(compile_paths *p)
+{
+    fg_strbuf *all[] = {&p->work, &p->out, &p->gen, &p->kbuild, &p->manifest, &p->log};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        fg_sb_free(all[i]);
+}
+
 typedef struct compile_progress {
-    const char *gen, *kbuild;
-    unsigned shown;
+    const char *gen_manifest, *kbuild;
+    time_t start;
+    unsigned shown, selection;
 } compile_progress;
 
-/* Files in dir whose names end in one of the suffixes. */
-static unsigned count_files(const char *dir, const char *a, const char *b)
+/* Kernels (.cubin, .co) in dir written since `start`. */
+static unsigned fresh_kernels(const char *dir, time_t start)
 {
     DIR *dp = opendir(dir);
     if (!dp)
         return 0;
     unsigned n = 0;
+    char path[4096];
     for (struct dirent *e; (e = readdir(dp));) {
         const size_t len = strlen(e->d_name);
-        const size_t la = strlen(a), lb = strlen(b);
-        if ((len > la && !strcmp(e->d_name + len - la, a)) ||
-            (len > lb && !strcmp(e->d_name + len - lb, b)))
+        const bool kernel = (len > 6 && !strcmp(e->d_name + len - 6, ".cubin")) ||
+                            (len > 3 && !strcmp(e->d_name + len - 3, ".co"));
+        struct stat st;
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        if (kernel && stat(path, &st) == 0 && st.st_mtime >= start)
             n++;
     }
     closedir(dp);
     return n;
 }
 
+/* The kernels compiled so far, and (once generate has written its manifest)
+ * how many the selection has; up-to-date ones are not compiled again. */
 static void compile_tick(void *ctx)
 {
     compile_progress *p = ctx;
-    const unsigned done = count_files(p->kbuild, ".cubin", ".co");
+    struct stat st;
+    if (!p->selection && stat(p->gen_manifest, &st) == 0 && st.st_mtime >= p->start) {
+        json_object *m = json_object_from_file(p->gen_manifest), *insts;
+        if (m && json_object_object_get_ex(m, "instances", &insts))
+            p->selection = (unsigned)json_object_array_length(insts);
+        json_object_put(m);
+    }
+    const unsigned done = fresh_kernels(p->kbuild, p->start);
     if (done != p->shown) {
-        printf("fusegen tune: compiled %u of %u kernels\n", done,
-               count_files(p->gen, ".cu", ".hip"));
+        if (p->selection)
+            fprintf(stderr, "fusegen tune: compiled %u kernels (%u in the selection)\n", done,
+                    p->selection);
+        else
+            fprintf(stderr, "fusegen tune: compiled %u kernels\n", done);
         p->shown = done;
     }
 }
@@ -713,44 +763,36 @@ static void compile_candidates(tune *t, compile_paths *paths)
 {
     fg_diag *d = &t->d;
     const char *name = t->compile_target;
-    if (!make_safe(name))
-        fg_error(d, "--target '%s': expected a target name", name);
-    for (unsigned i = 0; i < t->nfilters; i++)
-        if (!make_safe(t->filters[i]))
-            fg_error(d, "--filter '%s': a glob of letters, digits and /._-+*?[] only",
-                     t->filters[i]);
-    for (int i = 0; i < t->nspecs; i++)
-        if (!make_safe(t->specs[i]))
-            fg_error(d, "%s: spec paths pass through Make: letters, digits and /._-+ only",
-                     t->specs[i]);
-    if (access("mk/kernels.mk", R_OK) != 0)
+    if (access("mk/kernels.mk", R_OK) != 0) {
         fg_error(d, "--target compiles the candidates with mk/kernels.mk, which is not here: "
                     "run fusegen tune from a fusegen checkout, or give --manifest of "
                     "candidates compiled with `make candidates`");
-    const ssize_t n = readlink("/proc/self/exe", paths->self, sizeof paths->self - 1);
-    if (n <= 0 || (size_t)n >= sizeof paths->self - 1)
-        fg_error(d, "cannot find this program's path (/proc/self/exe)");
-    if (d->errors)
-        return;
-    paths->self[n] = '\0';
-    if (!t->work)
-        snprintf(paths->work, sizeof paths->work, "build/tune/%s", name), t->work = paths->work;
-    if (!t->out)
-        snprintf(paths->out, sizeof paths->out, "specs/tuning/%s.yaml", name), t->out = paths->out;
-    char gen[FG_PATH_ARG], kbuild[FG_PATH_ARG], log[FG_PATH_ARG], fusegen[sizeof paths->self + 8];
-    if ((size_t)snprintf(gen, sizeof gen, "%s/generated", t->work) >= sizeof gen ||
-        (size_t)snprintf(kbuild, sizeof kbuild, "%s/kernels", t->work) >= sizeof kbuild ||
-        (size_t)snprintf(log, sizeof log, "%s/compile.log", t->work) >= sizeof log ||
-        (size_t)snprintf(paths->manifest, sizeof paths->manifest, "%s/manifest.json", kbuild) >=
-            sizeof paths->manifest) {
-        fg_error(d, "--work '%s': too long a path", t->work);
         return;
     }
-    t->manifest_path = paths->manifest;
-    snprintf(fusegen, sizeof fusegen, "FUSEGEN=%s", paths->self);
+    char self[4096];
+    if (!fg_self_exe(self, sizeof self)) {
+        fg_error(d, "cannot find this program's path (/proc/self/exe)");
+        return;
+    }
+    if (t->work)
+        fg_sb_puts(&paths->work, t->work);
+    else
+        fg_sb_printf(&paths->work, "build/tune/%s", name);
+    if (t->out)
+        fg_sb_puts(&paths->out, t->out);
+    else
+        fg_sb_printf(&paths->out, "specs/tuning/%s.yaml", name);
+    t->work = fg_sb_str(&paths->work);
+    t->out = fg_sb_str(&paths->out);
+    fg_sb_printf(&paths->gen, "GEN_OUT=%s/generated", t->work);
+    fg_sb_printf(&paths->kbuild, "KBUILD=%s/kernels", t->work);
+    fg_sb_printf(&paths->manifest, "%s/kernels/manifest.json", t->work);
+    fg_sb_printf(&paths->log, "%s/compile.log", t->work);
+    t->manifest_path = fg_sb_str(&paths->manifest);
+    const char *log = fg_sb_str(&paths->log);
 
     /* the specs, and the target's shipped spec where none given is NAME.yaml */
-    fg_strbuf specs = {0}, opts = {0}, gen_arg = {0}, kbuild_arg = {0};
+    fg_strbuf specs = {0}, opts = {0}, fusegen = {0}, gen_manifest = {0};
     char named[FG_SPEC_NAME_MAX + 8], shipped[FG_SPEC_NAME_MAX + 32];
     snprintf(named, sizeof named, "%s.yaml", name);
     snprintf(shipped, sizeof shipped, "specs/targets/%s.yaml", name);
@@ -766,8 +808,8 @@ static void compile_candidates(tune *t, compile_paths *paths)
     fg_sb_printf(&opts, "LIST_OPTS=--candidates --target %s", name);
     for (unsigned i = 0; i < t->nfilters; i++)
         fg_sb_printf(&opts, " --filter '%s'", t->filters[i]);
-    fg_sb_printf(&gen_arg, "GEN_OUT=%s", gen);
-    fg_sb_printf(&kbuild_arg, "KBUILD=%s", kbuild);
+    fg_sb_printf(&fusegen, "FUSEGEN=%s", self);
+    fg_sb_printf(&gen_manifest, "%s/generated/manifest.json", t->work);
 
     if (fg_mkdirs(t->work, d) == 0 && unlink(log) != 0 && errno != ENOENT)
         fg_error(d, "cannot remove the old %s: %s", log, strerror(errno));
@@ -777,20 +819,22 @@ static void compile_candidates(tune *t, compile_paths *paths)
         const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         snprintf(jobs, sizeof jobs, "-j%ld", ncpu > 0 ? ncpu : 1);
         char *argv[] = {(char *)(make && *make ? make : "make"), "--no-print-directory", jobs,
-                        "-f", "mk/kernels.mk", fusegen, (char *)fg_sb_str(&gen_arg),
-                        (char *)fg_sb_str(&kbuild_arg), (char *)fg_sb_str(&specs),
-                        (char *)fg_sb_str(&opts), "all", NULL};
-        printf("fusegen tune: generating and compiling the candidates for %s (log: %s)\n", name,
-               log);
-        compile_progress p = {.gen = gen, .kbuild = kbuild};
+                        "-f", "mk/kernels.mk", (char *)fg_sb_str(&fusegen),
+                        (char *)fg_sb_str(&paths->gen), (char *)fg_sb_str(&paths->kbuild),
+                        (char *)fg_sb_str(&specs), (char *)fg_sb_str(&opts), "all", NULL};
+        fprintf(stderr, "fusegen tune: generating and compiling the candidates for %s (log: %s)\n",
+                name, log);
+        compile_progress p = {.gen_manifest = fg_sb_str(&gen_manifest),
+                              .kbuild = fg_sb_str(&paths->kbuild) + strlen("KBUILD="),
+                              .start = time(NULL)};
         const int rc = fg_run_logged_progress(argv, log, compile_tick, &p);
         if (rc != 0)
             fg_error(d, "compiling the candidates failed (%s exit %d): see %s", argv[0], rc, log);
     }
     fg_sb_free(&specs);
     fg_sb_free(&opts);
-    fg_sb_free(&gen_arg);
-    fg_sb_free(&kbuild_arg);
+    fg_sb_free(&fusegen);
+    fg_sb_free(&gen_manifest);
 }
 
 /* The folder of `path` ("." for none), malloc'd. */
@@ -814,11 +858,13 @@ int fg_cmd_tune(int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc;
     fg_diag_init(&t.d, stderr);
-    compile_paths paths;
+    compile_paths paths = {0};
     if (t.compile_target) {
         compile_candidates(&t, &paths);
-        if (t.d.errors)
+        if (t.d.errors) {
+            compile_paths_free(&paths);
             return 1;
+        }
     }
     char *dir = folder_of(t.manifest_path), *beside[NKINDS] = {0};
     if (!t.kernels)
@@ -873,5 +919,6 @@ int fg_cmd_tune(int argc, char **argv)
     for (int k = 0; k < NKINDS; k++)
         free(beside[k]);
     free(dir);
+    compile_paths_free(&paths);
     return rc;
 }

@@ -24,9 +24,18 @@ LOGS      := $(CUBINS:%=%.log) $(CODEOBJS:%=%.log)
 .PHONY: all
 all: $(KBUILD)/manifest.json
 
-# One grouped rule: a changed spec, template or generator reruns generate,
-# which rewrites only the files whose content changed.
-$(OUTS) &: $(FUSEGEN) $(SPECS) $(TEMPLATES)
+# What generate is asked for, kept beside its output and rewritten only when
+# it changes (a narrower --filter, other specs), so a new selection reruns
+# generate even when every file it lists is already there.
+GEN_STAMP := $(GEN_OUT)/.generate-args
+$(shell mkdir -p $(GEN_OUT))
+ifneq ($(file < $(GEN_STAMP)),$(GEN_ARGS))
+$(file > $(GEN_STAMP),$(GEN_ARGS))
+endif
+
+# One grouped rule: a changed spec, template, generator or selection reruns
+# generate, which rewrites only the files whose content changed.
+$(OUTS) &: $(FUSEGEN) $(SPECS) $(TEMPLATES) $(GEN_STAMP)
 	$(FUSEGEN) generate $(GEN_ARGS)
 
 $(KBUILD)/%.cubin: $(GEN_OUT)/%.cu

@@ -992,20 +992,28 @@ Test(cli, tune_target_compiles_then_times)
     free(spec);
 }
 
-/* The forms do not mix, and what passes through Make is checked first. */
+/* The forms do not mix, and what passes through Make is checked first: each
+ * a usage error (2) that makes nothing. */
 Test(cli, tune_target_refuses_what_it_cannot_pass_on)
 {
-    char *out;
-    cr_expect_eq(run(&out, "tune --target h200 --manifest m.json specs/models/llama-2-7b.yaml"), 2);
-    cr_expect_not_null(strstr(out, "--target takes specs to compile and no --manifest"), "%s", out);
-    free(out);
-    cr_expect_eq(run(&out, "tune --filter 'x*' --manifest m.json --out o.yaml"), 2);
-    cr_expect_not_null(strstr(out, "--filter selects what --target compiles"), "%s", out);
-    free(out);
-    cr_expect_eq(run(&out, "tune --target h200 --filter 'a b' --work %s/w "
-                           "specs/models/llama-2-7b.yaml", tmp), 1);
-    cr_expect_not_null(strstr(out, "--filter 'a b': a glob of letters"), "%s", out);
-    free(out);
+    const struct { const char *args, *why; } bad[] = {
+        {"--target h200 --manifest m.json specs/models/llama-2-7b.yaml",
+         "give it or --manifest, not both"},
+        {"--target h200 --kernels k specs/models/llama-2-7b.yaml", "--kernels is --manifest's"},
+        {"--target h200", "--target needs the SPEC..."},
+        {"--target 'h*' specs/models/llama-2-7b.yaml", "--target: expected a target name"},
+        {"--target h200 --filter 'a b' specs/models/llama-2-7b.yaml",
+         "--filter: a glob of letters, digits and ._-*?[] only ('a b')"},
+        {"--target h200 'specs/models/llama 2.yaml'", "spec paths pass through Make"},
+        {"--target h200 --work 'w w' specs/models/llama-2-7b.yaml", "--work passes through Make"},
+        {"--filter 'x*' --manifest m.json --out o.yaml", "--filter selects what --target compiles"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char *out;
+        cr_expect_eq(run(&out, "tune --work %s/w %s", tmp, bad[i].args), 2, "%s", bad[i].args);
+        cr_expect_not_null(strstr(out, bad[i].why), "%s: %s", bad[i].args, out);
+        free(out);
+    }
     char path[160];
     snprintf(path, sizeof path, "%s/w", tmp);
     struct stat st;
