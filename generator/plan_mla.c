@@ -26,6 +26,7 @@
 #define MAX_CLUSTER 8     /* the portable cluster size */
 #define MAX_CLUSTERS 16   /* the last cluster's merge reads this many slices per column */
 #define MAX_TAIL_ROW_BYTES 4096u   /* what the last cluster's merge reads per head row */
+#define CANDIDATE_WAVES 2u          /* the waves a tuning candidate or entry may take at B_max */
 #define MAX_BATCH 256
 #define MAX_KV_LORA 512   /* each thread holds kv_lora / 8 fp32 outputs in registers */
 
@@ -342,19 +343,23 @@ static const char *cluster_misfit(const fg_model *m, const fg_target *t, block_s
 /* Why `p` clusters of c per request and head group do not fit B_max, or
  * NULL: no more splits than the longest request has tiles, a last
  * cluster's merge of at most MAX_TAIL_ROW_BYTES per head row, and, where
- * the keys are split, every block resident at once at B_max (past a wave
- * the SMs are full, and more splits only add merges). */
+ * the keys are split, every block in at most `waves` waves at B_max (the
+ * planner's own: one, past which the SMs are full and more splits only add
+ * merges; a tuning candidate or entry: CANDIDATE_WAVES, for the timings to
+ * say whether finer splits balance the load better than they cost). */
 static const char *clusters_misfit(const fg_model *m, const fg_target *t, block_shape b,
-                                   unsigned bmax, unsigned c, unsigned p, char why[200])
+                                   unsigned bmax, unsigned c, unsigned p, unsigned waves,
+                                   char why[200])
 {
     const unsigned kv = m->mla->kv_lora_rank, max_splits = m->max_context / b.tile;
     const unsigned pairs = bmax * (m->mla->heads / m->mla->tensor_parallel / b.hpb);
     if (!p || p > MAX_CLUSTERS || c * p > (max_splits ? max_splits : 1))
         snprintf(why, 200, "%u clusters of %u: expected 1 to %u, at most the %u tiles of S_max "
                            "in all", p, c, MAX_CLUSTERS, max_splits);
-    else if (c * p > 1 && (size_t)p * pairs > clusters_resident(t, c))
-        snprintf(why, 200, "%u x %u clusters of %u at B_max %u: more than the %u %s holds at "
-                           "once", p, pairs, c, bmax, clusters_resident(t, c), t->name);
+    else if (c * p > 1 && (size_t)p * pairs > (size_t)waves * clusters_resident(t, c))
+        snprintf(why, 200, "%u x %u clusters of %u at B_max %u: more than %u wave%s of the %u %s "
+                           "holds at once", p, pairs, c, bmax, waves, waves == 1 ? "" : "s",
+                 clusters_resident(t, c), t->name);
     else if (p > 1 && (size_t)p * (kv / c) * 4 > MAX_TAIL_ROW_BYTES)
         snprintf(why, 200, "the last cluster's merge would read %zu bytes a head row; at most "
                            "%u", (size_t)p * (kv / c) * 4, MAX_TAIL_ROW_BYTES);
@@ -381,7 +386,7 @@ static mla_cfg model_cfg(const fg_model *m, const fg_target *t, unsigned bmax)
         if (cluster_misfit(m, t, cf.shape, c, why))
             break;
         unsigned p = MAX_CLUSTERS;   /* the most that fit (every limit tightens with p) */
-        while (p >= 1 && clusters_misfit(m, t, cf.shape, bmax, c, p, why))
+        while (p >= 1 && clusters_misfit(m, t, cf.shape, bmax, c, p, 1, why))
             p--;
         if (p >= 1 && c * p * pairs >= best) {
             best = c * p * pairs;
@@ -413,7 +418,7 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
     }
     if (cluster_misfit(m, t, cf->shape, cf->cluster, why))
         return why;
-    return clusters_misfit(m, t, cf->shape, bmax, cf->cluster, cf->clusters, why);
+    return clusters_misfit(m, t, cf->shape, bmax, cf->cluster, cf->clusters, CANDIDATE_WAVES, why);
 }
 
 /* The instance of configuration cf: named by its heads per block and

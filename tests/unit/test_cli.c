@@ -869,8 +869,8 @@ Test(cli, tuning_spec_replaces_the_mla_configuration)
         {256, 16, 9, 2, 2, "", "9 stages: 16 heads a block take 3 to 5 (shared memory)"},
         {256, 16, 4, 3, 1, "", "a cluster of 3 is not a power of two"},
         {256, 16, 4, 1, 3, "", "the last cluster's merge would read 6144 bytes a head row"},
-        {256, 16, 4, 2, 16, "", "16 x 16 clusters of 2 at B_max 16: more than the 66 h200 "
-                                "holds at once"},
+        {256, 16, 4, 2, 16, "", "16 x 16 clusters of 2 at B_max 16: more than 2 waves of the "
+                                "66 h200 holds at once"},
         {256, 16, 4, 2, 2, "      cache_x: true\n", "does not apply to an mla_decode family"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
