@@ -49,6 +49,14 @@ void fg_sb_printf(fg_strbuf *sb, const char *fmt, ...)
 
 const char *fg_sb_str(const fg_strbuf *sb) { return sb->data ? sb->data : ""; }
 
+void fg_sb_truncate(fg_strbuf *sb, size_t len)
+{
+    if (sb->data && len < sb->len) {
+        sb->len = len;
+        sb->data[len] = '\0';
+    }
+}
+
 void fg_sb_free(fg_strbuf *sb)
 {
     free(sb->data);

@@ -16,6 +16,8 @@ void fg_sb_printf(fg_strbuf *sb, const char *fmt, ...) __attribute__((format(pri
 const char *fg_sb_str(const fg_strbuf *sb); /* "" when empty */
 /* s as a double-quoted YAML scalar (quotes and backslashes escaped) */
 void fg_sb_yaml_quoted(fg_strbuf *sb, const char *s);
+/* Back to its first len bytes (what was appended after them dropped). */
+void fg_sb_truncate(fg_strbuf *sb, size_t len);
 void fg_sb_free(fg_strbuf *sb);
 
 #endif

@@ -37,15 +37,41 @@ static bool alone_on_line(const char *text, const char *start, const char *end)
     return true;
 }
 
-/* Renders `text` (named `label`) into `out`; {{> NAME}} alone on a line
- * renders the partial template dir/NAME there (one level: a partial has no
- * partials), with the same values.  used[] marks the values placeholders took. */
+/* dir/name's text (malloc'd) with its path and its "templates/<name>"
+ * label (the #line name, whatever the folder), or NULL. */
+static char *read_template(const char *dir, const char *name, char path[4096], char label[512])
+{
+    snprintf(path, 4096, "%s/%s", dir, name);
+    snprintf(label, 512, "templates/%s", name);
+    return fg_read_all(path, NULL);
+}
+
+/* Past the rest of the template line at `from`, then back to `label`'s own
+ * numbering in the output (after text that did not follow it line for
+ * line: a multi-line value, a partial). */
+static const char *resync(const char *from, unsigned *line, const char **line_start,
+                          const char *label, fg_strbuf *out)
+{
+    const char *nl = strchr(from, '\n');
+    const char *p = nl ? nl + 1 : from + strlen(from);
+    ++*line;
+    *line_start = p;
+    if (out->len && out->data[out->len - 1] != '\n')
+        fg_sb_puts(out, "\n");
+    fg_sb_printf(out, "#line %u \"%s\"\n", *line, label);
+    return p;
+}
+
+/* Renders `text` (named `label`) onto `out` (left as it was on an error);
+ * {{> NAME}} alone on a line renders the partial template dir/NAME there
+ * (one level: a partial has no partials), with the same values.  used[]
+ * marks the values placeholders took. */
 static int render(const char *dir, const char *label, const char *text, const fg_tmpl_value *vals,
                   size_t nvals, bool *used, bool partial, fg_strbuf *out, fg_diag *d)
 {
-    int errors_before = d->errors;
-    fg_strbuf sb = {0};
-    fg_sb_printf(&sb, "#line 1 \"%s\"\n", label);
+    const int errors_before = d->errors;
+    const size_t out_before = out->len;
+    fg_sb_printf(out, "#line 1 \"%s\"\n", label);
     unsigned line = 1;
     const char *line_start = text;
     const char *p = text;
@@ -70,26 +96,17 @@ static int render(const char *dir, const char *label, const char *text, const fg
             } else {
                 char name[256], path[4096], plabel[512];
                 snprintf(name, sizeof name, "%.*s", (int)(e - n), n);
-                snprintf(path, sizeof path, "%s/%s", dir, name);
-                snprintf(plabel, sizeof plabel, "templates/%s", name);
-                char *ptext = fg_read_all(path, NULL);
+                char *ptext = read_template(dir, name, path, plabel);
                 if (!ptext) {
                     fg_error_at(d, label, line, col, "cannot read the partial %s", path);
                 } else {
-                    if (sb.len && sb.data[sb.len - 1] != '\n')
-                        fg_sb_puts(&sb, "\n");
-                    render(dir, plabel, ptext, vals, nvals, used, true, &sb, d);
+                    if (out->len && out->data[out->len - 1] != '\n')
+                        fg_sb_puts(out, "\n");
+                    render(dir, plabel, ptext, vals, nvals, used, true, out, d);
                     free(ptext);
                 }
             }
-            /* past the directive's line, then back to this file's numbering */
-            const char *nl = strchr(e, '\n');
-            p = nl ? nl + 1 : e + strlen(e);
-            line++;
-            line_start = p;
-            if (sb.len && sb.data[sb.len - 1] != '\n')
-                fg_sb_puts(&sb, "\n");
-            fg_sb_printf(&sb, "#line %u \"%s\"\n", line, label);
+            p = resync(e, &line, &line_start, label, out);
             continue;
         }
         if (p[0] == '{' && p[1] == '{') {
@@ -116,16 +133,9 @@ static int render(const char *dir, const char *label, const char *text, const fg
                                 "placeholder {{%s}} takes several lines and must stand alone "
                                 "on its line",
                                 v->key);
-                fg_sb_puts(&sb, v->value);
-                if (multi) {
-                    /* Skip the rest of the template line and resynchronise. */
-                    const char *nl = strchr(e + 2, '\n');
-                    p = nl ? nl + 1 : e + 2 + strlen(e + 2);
-                    line++;
-                    line_start = p;
-                    if (sb.len && sb.data[sb.len - 1] != '\n')
-                        fg_sb_puts(&sb, "\n");
-                    fg_sb_printf(&sb, "#line %u \"%s\"\n", line, label);
+                fg_sb_puts(out, v->value);
+                if (multi) {   /* the rest of the template line skipped */
+                    p = resync(e + 2, &line, &line_start, label, out);
                     continue;
                 }
             }
@@ -136,15 +146,13 @@ static int render(const char *dir, const char *label, const char *text, const fg
             line++;
             line_start = p + 1;
         }
-        fg_sb_append(&sb, p, 1);
+        fg_sb_append(out, p, 1);
         p++;
     }
     if (d->errors != errors_before) {
-        fg_sb_free(&sb);
+        fg_sb_truncate(out, out_before);
         return -1;
     }
-    fg_sb_append(out, fg_sb_str(&sb), sb.len);
-    fg_sb_free(&sb);
     return 0;
 }
 
@@ -156,17 +164,16 @@ static int render_top(const char *dir, const char *label, const char *text,
         fg_error_at(d, label, 0, 0, "more than %d template values", MAX_VALUES);
         return -1;
     }
-    fg_strbuf sb = {0};
     const int errors_before = d->errors;
-    int rc = render(dir, label, text, vals, nvals, used, false, &sb, d);
+    const size_t out_before = out->len;
+    int rc = render(dir, label, text, vals, nvals, used, false, out, d);
     for (size_t i = 0; rc == 0 && i < nvals; i++)   /* after a clean render, every unused one */
         if (!used[i])
             fg_error_at(d, label, 0, 0, "value '%s' is not used by the template", vals[i].key);
-    if (d->errors != errors_before)
+    if (d->errors != errors_before) {
+        fg_sb_truncate(out, out_before);
         rc = -1;
-    if (rc == 0)
-        fg_sb_append(out, fg_sb_str(&sb), sb.len);
-    fg_sb_free(&sb);
+    }
     return rc;
 }
 
@@ -180,9 +187,7 @@ int fg_tmpl_render(const char *dir, const char *name, const fg_tmpl_value *vals,
                    fg_strbuf *out, fg_diag *d)
 {
     char path[4096], label[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    snprintf(label, sizeof label, "templates/%s", name);
-    char *text = fg_read_all(path, NULL);
+    char *text = read_template(dir, name, path, label);
     if (!text) {
         fg_error_at(d, path, 0, 0, "cannot read template");
         return -1;
