@@ -693,16 +693,16 @@ static int parse_args(int argc, char **argv, tune *t)
 
 /* ---- --target: the candidates generated and compiled first ---- */
 
-/* --target's paths (tune's point into them; freed by the caller). */
+/* --target's paths that tune uses after the compilation (freed by the caller). */
 typedef struct compile_paths {
-    fg_strbuf work, out, gen, kbuild, manifest, log;
+    fg_strbuf work, out, manifest;
 } compile_paths;
 
 static void compile_paths_free(compile_paths *p)
 {
-    fg_strbuf *all[] = {&p->work, &p->out, &p->gen, &p->kbuild, &p->manifest, &p->log};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        fg_sb_free(all[i]);
+    fg_sb_free(&p->work);
+    fg_sb_free(&p->out);
+    fg_sb_free(&p->manifest);
 }
 
 typedef struct compile_progress {
@@ -721,11 +721,12 @@ static unsigned fresh_kernels(const char *dir, time_t start)
     char path[4096];
     for (struct dirent *e; (e = readdir(dp));) {
         const size_t len = strlen(e->d_name);
-        const bool kernel = (len > 6 && !strcmp(e->d_name + len - 6, ".cubin")) ||
-                            (len > 3 && !strcmp(e->d_name + len - 3, ".co"));
+        if (!(len > 6 && !strcmp(e->d_name + len - 6, ".cubin")) &&
+            !(len > 3 && !strcmp(e->d_name + len - 3, ".co")))
+            continue;   /* (logs, the manifest) */
         struct stat st;
         snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-        if (kernel && stat(path, &st) == 0 && st.st_mtime >= start)
+        if (stat(path, &st) == 0 && st.st_mtime >= start)
             n++;
     }
     closedir(dp);
@@ -739,8 +740,9 @@ static void compile_tick(void *ctx)
     compile_progress *p = ctx;
     struct stat st;
     if (!p->selection && stat(p->gen_manifest, &st) == 0 && st.st_mtime >= p->start) {
-        json_object *m = json_object_from_file(p->gen_manifest), *insts;
-        if (m && json_object_object_get_ex(m, "instances", &insts))
+        json_object *m = json_object_from_file(p->gen_manifest);
+        json_object *insts = fg_json_get(m, "instances");
+        if (insts && json_object_is_type(insts, json_type_array))
             p->selection = (unsigned)json_object_array_length(insts);
         json_object_put(m);
     }
@@ -784,15 +786,16 @@ static void compile_candidates(tune *t, compile_paths *paths)
         fg_sb_printf(&paths->out, "specs/tuning/%s.yaml", name);
     t->work = fg_sb_str(&paths->work);
     t->out = fg_sb_str(&paths->out);
-    fg_sb_printf(&paths->gen, "GEN_OUT=%s/generated", t->work);
-    fg_sb_printf(&paths->kbuild, "KBUILD=%s/kernels", t->work);
     fg_sb_printf(&paths->manifest, "%s/kernels/manifest.json", t->work);
-    fg_sb_printf(&paths->log, "%s/compile.log", t->work);
     t->manifest_path = fg_sb_str(&paths->manifest);
-    const char *log = fg_sb_str(&paths->log);
+    fg_strbuf kbuild = {0}, log = {0}, gen_manifest = {0};
+    fg_sb_printf(&kbuild, "%s/kernels", t->work);
+    fg_sb_printf(&log, "%s/compile.log", t->work);
+    fg_sb_printf(&gen_manifest, "%s/generated/manifest.json", t->work);
 
-    /* the specs, and the target's shipped spec where none given is NAME.yaml */
-    fg_strbuf specs = {0}, opts = {0}, fusegen = {0}, gen_manifest = {0};
+    /* make's variables: the specs (and the target's shipped spec where none
+     * given is NAME.yaml), the selection, the folders, this fusegen */
+    fg_strbuf specs = {0}, opts = {0}, fusegen = {0}, gen_arg = {0}, kbuild_arg = {0};
     char named[FG_SPEC_NAME_MAX + 8], shipped[FG_SPEC_NAME_MAX + 32];
     snprintf(named, sizeof named, "%s.yaml", name);
     snprintf(shipped, sizeof shipped, "specs/targets/%s.yaml", name);
@@ -809,10 +812,11 @@ static void compile_candidates(tune *t, compile_paths *paths)
     for (unsigned i = 0; i < t->nfilters; i++)
         fg_sb_printf(&opts, " --filter '%s'", t->filters[i]);
     fg_sb_printf(&fusegen, "FUSEGEN=%s", self);
-    fg_sb_printf(&gen_manifest, "%s/generated/manifest.json", t->work);
+    fg_sb_printf(&gen_arg, "GEN_OUT=%s/generated", t->work);
+    fg_sb_printf(&kbuild_arg, "KBUILD=%s", fg_sb_str(&kbuild));
 
-    if (fg_mkdirs(t->work, d) == 0 && unlink(log) != 0 && errno != ENOENT)
-        fg_error(d, "cannot remove the old %s: %s", log, strerror(errno));
+    if (fg_mkdirs(t->work, d) == 0 && unlink(fg_sb_str(&log)) != 0 && errno != ENOENT)
+        fg_error(d, "cannot remove the old %s: %s", fg_sb_str(&log), strerror(errno));
     if (!d->errors) {
         const char *make = getenv("MAKE");
         char jobs[32];
@@ -820,21 +824,20 @@ static void compile_candidates(tune *t, compile_paths *paths)
         snprintf(jobs, sizeof jobs, "-j%ld", ncpu > 0 ? ncpu : 1);
         char *argv[] = {(char *)(make && *make ? make : "make"), "--no-print-directory", jobs,
                         "-f", "mk/kernels.mk", (char *)fg_sb_str(&fusegen),
-                        (char *)fg_sb_str(&paths->gen), (char *)fg_sb_str(&paths->kbuild),
+                        (char *)fg_sb_str(&gen_arg), (char *)fg_sb_str(&kbuild_arg),
                         (char *)fg_sb_str(&specs), (char *)fg_sb_str(&opts), "all", NULL};
         fprintf(stderr, "fusegen tune: generating and compiling the candidates for %s (log: %s)\n",
-                name, log);
+                name, fg_sb_str(&log));
         compile_progress p = {.gen_manifest = fg_sb_str(&gen_manifest),
-                              .kbuild = fg_sb_str(&paths->kbuild) + strlen("KBUILD="),
-                              .start = time(NULL)};
-        const int rc = fg_run_logged_progress(argv, log, compile_tick, &p);
+                              .kbuild = fg_sb_str(&kbuild), .start = time(NULL)};
+        const int rc = fg_run_logged_progress(argv, fg_sb_str(&log), compile_tick, &p);
         if (rc != 0)
-            fg_error(d, "compiling the candidates failed (%s exit %d): see %s", argv[0], rc, log);
+            fg_error(d, "compiling the candidates failed (%s exit %d): see %s", argv[0], rc,
+                     fg_sb_str(&log));
     }
-    fg_sb_free(&specs);
-    fg_sb_free(&opts);
-    fg_sb_free(&fusegen);
-    fg_sb_free(&gen_manifest);
+    fg_strbuf *all[] = {&specs, &opts, &fusegen, &gen_arg, &kbuild_arg, &kbuild, &log, &gen_manifest};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        fg_sb_free(all[i]);
 }
 
 /* The folder of `path` ("." for none), malloc'd. */
