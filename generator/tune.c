@@ -707,7 +707,7 @@ static void compile_paths_free(compile_paths *p)
 
 typedef struct compile_progress {
     const char *gen_manifest, *kbuild;
-    time_t start;
+    time_t start, manifest_time;   /* generate's manifest as last read */
     unsigned shown, selection;
 } compile_progress;
 
@@ -739,7 +739,10 @@ static void compile_tick(void *ctx)
 {
     compile_progress *p = ctx;
     struct stat st;
-    if (!p->selection && stat(p->gen_manifest, &st) == 0 && st.st_mtime >= p->start) {
+    /* generate rewrites its manifest only when it changes: read it whenever
+     * its time moves (an unchanged selection keeps the old one, still right) */
+    if (stat(p->gen_manifest, &st) == 0 && st.st_mtime != p->manifest_time) {
+        p->manifest_time = st.st_mtime;
         json_object *m = json_object_from_file(p->gen_manifest);
         json_object *insts = fg_json_get(m, "instances");
         if (insts && json_object_is_type(insts, json_type_array))
@@ -818,14 +821,17 @@ static void compile_candidates(tune *t, compile_paths *paths)
     if (fg_mkdirs(t->work, d) == 0 && unlink(fg_sb_str(&log)) != 0 && errno != ENOENT)
         fg_error(d, "cannot remove the old %s: %s", fg_sb_str(&log), strerror(errno));
     if (!d->errors) {
-        const char *make = getenv("MAKE");
+        const char *make = getenv("MAKE"), *flags = getenv("MAKEFLAGS");
         char jobs[32];
         const long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         snprintf(jobs, sizeof jobs, "-j%ld", ncpu > 0 ? ncpu : 1);
-        char *argv[] = {(char *)(make && *make ? make : "make"), "--no-print-directory", jobs,
-                        "-f", "mk/kernels.mk", (char *)fg_sb_str(&fusegen),
-                        (char *)fg_sb_str(&gen_arg), (char *)fg_sb_str(&kbuild_arg),
-                        (char *)fg_sb_str(&specs), (char *)fg_sb_str(&opts), "all", NULL};
+        /* under make (make tune) its jobserver sets the parallelism: a -j
+         * here would override it */
+        const bool jobserver = flags && strstr(flags, "--jobserver");
+        char *argv[] = {(char *)(make && *make ? make : "make"), "--no-print-directory", "-f",
+                        "mk/kernels.mk", (char *)fg_sb_str(&fusegen), (char *)fg_sb_str(&gen_arg),
+                        (char *)fg_sb_str(&kbuild_arg), (char *)fg_sb_str(&specs),
+                        (char *)fg_sb_str(&opts), "all", jobserver ? NULL : jobs, NULL};
         fprintf(stderr, "fusegen tune: generating and compiling the candidates for %s (log: %s)\n",
                 name, fg_sb_str(&log));
         compile_progress p = {.gen_manifest = fg_sb_str(&gen_manifest),
