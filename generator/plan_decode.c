@@ -177,9 +177,14 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
 static const unsigned CLUSTER_SIZES[] = {2, 4, 8, 16};
 #define NCLUSTER_SIZES (sizeof CLUSTER_SIZES / sizeof CLUSTER_SIZES[0])
 
-/* Why a model cannot use this family yet, or NULL. */
-static const char *unsupported(const fg_model *m)
+/* Why a model, on target t, cannot use this family yet, or NULL. */
+static const char *unsupported(const fg_model *m, const fg_target *t)
 {
+    if (t->arch != FG_ARCH_SM90A)
+        return "the HIP lowering of the fused decode family is not emitted yet";
+    if (t->max_cluster_size == 0)
+        return "no thread-block clusters on this target: the fused decode family's portable "
+               "form is not emitted yet (issue 10)";
     if (m->family != FG_FAMILY_LLAMA)
         return "family mla has its own kernels";
     const fg_attention *a = m->attention;
@@ -613,7 +618,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
-    if (t->arch != FG_ARCH_SM90A || t->max_cluster_size == 0 || unsupported(m))
+    if (unsupported(m, t))
         return 0; /* fg_plan_decode_skipped() says why in explain */
 
     const unsigned *sizes = CLUSTER_SIZES, ns = NCLUSTER_SIZES;
@@ -736,12 +741,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
 
 const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
 {
-    if (t->arch != FG_ARCH_SM90A)
-        return "the HIP lowering of the fused decode family is not emitted yet";
-    if (t->max_cluster_size == 0)
-        return "no thread-block clusters on this target: the fused decode family's portable "
-               "form is not emitted yet (issue 10)";
-    const char *why = unsupported(s->model);
+    const char *why = unsupported(s->model, t);
     if (why)
         return why;
     static char buf[256];
