@@ -67,6 +67,9 @@ FG_DEVICE unsigned fg_ticket(unsigned *p)
     asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
     return old;
 }
+#line 1 "templates/prelude_common.in"
+// What prelude.cu.in and prelude.hip.in share, written once (a partial of
+// both, after their fg_release_writes and fg_ticket).
 // The block's ticket: every thread's earlier global writes released, then
 // thread 0 takes fg_ticket(p) and the whole block gets its old value through
 // *slot (a shared variable).  Of n blocks, the one that gets n - 1 is the
@@ -80,6 +83,7 @@ FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
     __syncthreads();
     return *slot;
 }
+#line 67 "templates/prelude.cu.in"
 // A float another block wrote before its ticket (L1 is not coherent: from L2).
 // (Its reader took, or follows a barrier after, the acquiring ticket.)
 FG_DEVICE float fg_load_fresh(const float *p) { return __ldcg(p); }
