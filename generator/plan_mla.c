@@ -475,8 +475,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                             .block = {threads, 1, 1},
                             .cluster = {cluster, 1, 1},
                             .dynamic_smem = smem};
-    if (clusters > 1) {   /* the clusters' merged slices, each slice's (max, sum) */
-        in.workspace_bytes = bmax * groups * clusters * hpb * (kv * 4 + cluster * 8);
+    if (clusters > 1) {   /* the clusters' merged slices (normalized, stored type), their (max, sum) */
+        in.workspace_bytes = bmax * groups * clusters * hpb * (kv * elem + cluster * 8);
         in.counter_count = bmax * groups * cluster;
     }
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/hpb%u/%s/%s",
