@@ -30,6 +30,7 @@ Test(tmpl, unknown_placeholder_is_an_error_with_location)
     cr_assert_neq(render("void {{NAME}}()\n  {{MISSING}};\n", v, 1, &out, &d), 0);
     cr_assert_str_eq(d.first, "templates/t.in:2:3: error: no value for placeholder {{MISSING}}");
     cr_assert_eq(out.len, 0, "nothing is appended on error");
+    fg_sb_free(&out);   /* (a failed render keeps the buffer's room) */
 }
 
 Test(tmpl, unused_value_is_an_error)
@@ -39,6 +40,7 @@ Test(tmpl, unused_value_is_an_error)
     fg_diag d;
     cr_assert_neq(render("void {{NAME}}();\n", v, 2, &out, &d), 0);
     cr_assert_str_eq(d.first, "templates/t.in: error: value 'EXTRA' is not used by the template");
+    fg_sb_free(&out);   /* (a failed render keeps the buffer's room) */
 }
 
 Test(tmpl, malformed_placeholder)
@@ -48,6 +50,7 @@ Test(tmpl, malformed_placeholder)
     cr_assert_neq(render("a {{lower}} b\n", NULL, 0, &out, &d), 0);
     cr_assert_str_eq(d.first, "templates/t.in:1:3: error: malformed placeholder; expected "
                               "{{NAME}} with NAME in [A-Z0-9_]");
+    fg_sb_free(&out);   /* (a failed render keeps the buffer's room) */
 }
 
 Test(tmpl, multi_line_value_resyncs_line_numbers)
@@ -69,6 +72,7 @@ Test(tmpl, multi_line_value_must_stand_alone)
     cr_assert_neq(render("int a; {{BODY}}\n", v, 1, &out, &d), 0);
     cr_assert_str_eq(d.first, "templates/t.in:1:8: error: placeholder {{BODY}} takes several "
                               "lines and must stand alone on its line");
+    fg_sb_free(&out);   /* (a failed render keeps the buffer's room) */
 }
 
 Test(tmpl, shipped_templates_render)
