@@ -1,6 +1,6 @@
 #!/bin/sh
 # Runs each Criterion suite from the repository root and sums the results;
-# exits non-zero if any suite fails.  The closing line is `N passed, N failed`.
+# exits non-zero if any suite fails or a sanitizer reports.  The closing line is `N passed, N failed`.
 set -u
 passed=0 failed=0 skipped=0 status=0
 for t in "$@"; do
@@ -12,6 +12,13 @@ for t in "$@"; do
     f=$(printf '%s' "$line" | sed -n 's/.*Failing: \([0-9]*\).*/\1/p')
     c=$(printf '%s' "$line" | sed -n 's/.*Crashing: \([0-9]*\).*/\1/p')
     s=$(printf '%s' "$line" | sed -n 's/.*Skipped: \([0-9]*\).*/\1/p')
+    # a sanitizer's report in a test's process fails the suite even where
+    # Criterion counted the test as passed (a leak is reported at exit)
+    if printf '%s\n' "$out" | grep -qE 'ERROR: (Leak|Address)Sanitizer|runtime error'; then
+        echo "$t: sanitizer report"
+        status=1
+        failed=$((failed + 1))
+    fi
     if [ -z "$line" ] || [ $rc -ne 0 ]; then
         echo "$t: suite failed (exit $rc)"
         status=1
