@@ -185,6 +185,37 @@ FG_DEVICE void cluster_wait()
 {
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
+
+// n blocks (a group's, or the grid) meet here: a barrier in global memory
+// that counts arrivals, the last of which resets the count and moves the
+// generation on.  `sync` is the block's own barrier among the threads that
+// take part (thread 0 among them): what they wrote before it is released by
+// thread 0's ticket (fg_ticket, acq_rel), and the peers' writes are theirs
+// after thread 0's acquire of the new generation and `sync` again.  The
+// launch is cooperative, so every peer is resident: one that never arrives
+// is a bug, and the wait traps after about 2 s instead of hanging.
+template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, unsigned *gen, unsigned n, Sync sync)
+{
+    sync();
+    if (threadIdx.x == 0) {
+        unsigned g;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(g) : "l"(gen) : "memory");
+        if (fg_ticket(count) == n - 1) {
+            *count = 0;   // before the release below, so the next barrier counts from 0
+            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(gen) : "memory");
+        } else {
+            const long long start = clock64();
+            for (unsigned now = g; now == g;) {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(gen) : "memory");
+                if (clock64() - start > (1ll << 32))
+                    __trap();
+                if (now == g)
+                    __nanosleep(32);
+            }
+        }
+    }
+    sync();
+}
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per
