@@ -475,6 +475,12 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
             if (why)
                 printf("%s on %s: fused attention %s: %s\n", s->model->name, ts->target->name,
                        s->model->family == FG_FAMILY_MLA ? "(MLA)" : "(decode_attn)", why);
+            const char *block_why = s->model->family == FG_FAMILY_MLA
+                                        ? fg_plan_mla_block_skipped(s, ts->target)
+                                        : NULL;
+            if (block_why)
+                printf("%s on %s: the fused MLA block: %s\n", s->model->name, ts->target->name,
+                       block_why);
         }
     }
     for (size_t i = 0; i < l->count; i++) {

@@ -127,6 +127,7 @@ int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *
         rc = fg_plan_decode(set, s, t, d);
     if (m->family == FG_FAMILY_MLA) {
         rc |= fg_plan_mla(set, s, t, d);
+        rc |= fg_plan_mla_block(set, s, t, d);
         rc |= add_rmsnorm(set, s, t, m->mla->kv_lora_rank, "latent (kv_lora) RMSNorm", d);
         if (m->mla->q_lora_rank)
             rc |= add_rmsnorm(set, s, t, m->mla->q_lora_rank, "q_lora RMSNorm", d);

@@ -78,6 +78,10 @@ const char *fg_plan_decode_skipped(const fg_spec *model, const fg_target *target
 /* The MLA decode core (latent attention) of an MLA model, one instance per
  * batch size; why it emits nothing for this model and target, or NULL. */
 int fg_plan_mla(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
+/* The whole MLA attention block at decode (plan_mla_block.c), and why a
+ * spec and target get none (NULL: they do). */
+int fg_plan_mla_block(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
+const char *fg_plan_mla_block_skipped(const fg_spec *model, const fg_target *t);
 const char *fg_plan_mla_skipped(const fg_spec *model, const fg_target *target);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
 int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,

@@ -1,0 +1,169 @@
+/* The whole MLA attention block at decode (templates/mla_block.in): the
+ * projections, the latent RMSNorm and RoPE, the append, W_uk absorbed into
+ * q, the attention over the latent cache, W_uv and W_o in one cooperative
+ * launch, its phases meeting at grid barriers.  One block per SM, 256
+ * threads; the attention takes heads in groups of 16 on CUDA cores (this is
+ * the first form: correctness and the launch count first). */
+#include <stdio.h>
+#include <string.h>
+
+#include "plan.h"
+#include "rope.h"
+
+#define BLOCK_THREADS 256   /* two of kv_lora's 512 output columns a thread */
+#define BLOCK_GROUP 16      /* heads an attention item takes */
+#define BLOCK_TILE 32       /* keys a tile */
+#define BLOCK_CHUNK 16      /* W_uk rows an absorption item takes */
+#define BLOCK_MAX_BATCH 16
+#define BLOCK_MAX_ROPE 128   /* the frequency table's room */
+
+static unsigned block_heads(const fg_mla *a) { return a->heads / a->tensor_parallel; }
+
+/* Why this spec and target get no fused block, or NULL. */
+static const char *unsupported(const fg_model *m, const fg_target *t)
+{
+    const fg_mla *a = m->mla;
+    if (t->arch != FG_ARCH_SM90A)
+        return "the fused MLA block is emitted for sm_90a only so far";
+    if (a->kv_lora_rank != 2 * BLOCK_THREADS)
+        return "the fused MLA block takes kv_lora 512 (two output columns a thread)";
+    if (block_heads(a) % BLOCK_GROUP)
+        return "the fused MLA block takes heads per GPU in groups of 16";
+    if (a->qk_nope_head_dim % BLOCK_CHUNK || a->qk_rope_head_dim % 8 || m->hidden % 8 ||
+        a->q_lora_rank % 8 || (block_heads(a) * a->v_head_dim) % 8)
+        return "the fused MLA block takes rows of whole 16-byte vectors (hidden, q_lora, rope "
+               "and heads x v_head_dim multiples of 8, qk_nope_head_dim of 16)";
+    if (m->rope->layout != FG_ROPE_GPTJ)
+        return "the fused MLA block turns k_pe and q_pe in interleaved pairs (the GPT-J layout, "
+               "DeepSeek's): the NeoX layout is not emitted";
+    float inv[BLOCK_MAX_ROPE / 2];
+    if (a->qk_rope_head_dim > BLOCK_MAX_ROPE || !fg_rope_inv_freq(m->rope, a->qk_rope_head_dim, inv))
+        return "the spec's RoPE scaling gives no frequency table";
+    return NULL;
+}
+
+/* Shared memory of the kernel's Smem (an upper bound; the template checks). */
+static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned elem)
+{
+    const unsigned warps = BLOCK_THREADS / 32;
+    unsigned b = bmax * 4 + warps * 4 + BLOCK_GROUP * d * 4 + BLOCK_TILE * (d + 8) * elem +
+                 BLOCK_GROUP * BLOCK_TILE * 4 + 3 * BLOCK_GROUP * 4 + 4;
+    return (b + 15) / 16 * 16;
+}
+
+static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                    fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    const fg_mla *a = m->mla;
+    const unsigned heads = block_heads(a), kv = a->kv_lora_rank, rope = a->qk_rope_head_dim;
+    const unsigned nope = a->qk_nope_head_dim, vdim = a->v_head_dim, ql = a->q_lora_rank;
+    const unsigned width = kv + rope, qrows = heads * (nope + rope);
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned elem = fg_dtype_bytes(m->dtype), grid = t->compute_units;
+    const unsigned smem = smem_bytes(bmax, width, elem);
+    if (smem > t->shared_mem_per_block) {
+        fg_error(d, "mla_block: %u bytes of shared memory; %s allows %u", smem, t->name,
+                 t->shared_mem_per_block);
+        return -1;
+    }
+    char dims[96], paged[16] = "";
+    if (page)
+        snprintf(paged, sizeof paged, "_p%u", page);
+    snprintf(dims, sizeof dims, "h%u_nh%u_q%u_kv%u_r%u_s%u%s_b%u", m->hidden, heads, ql, kv,
+             rope, m->max_context, paged, bmax);
+    fg_instance in = {0};
+    if (!fg_instance_name(in.name, "mla_block", t->arch, fg_dtype_name(m->dtype), dims, "")) {
+        fg_error(d, "cannot name an mla_block instance");
+        return -1;
+    }
+    in.family = "mla_block";
+    in.op = "mla_block";
+    in.template_name = "mla_block.in";
+    in.target = t;
+    in.dtype = m->dtype;
+    fg_instance_add_param(&in, "HIDDEN", m->hidden);
+    fg_instance_add_param(&in, "HEADS", heads);
+    fg_instance_add_param(&in, "Q_LORA", ql);
+    fg_instance_add_param(&in, "KV_LORA", kv);
+    fg_instance_add_param(&in, "ROPE_DIM", rope);
+    fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
+    fg_instance_add_param(&in, "PAGE_SIZE", page);
+    fg_instance_add_param(&in, "BMAX", bmax);
+    in.nkey_params = 8;
+    in.key_max_mask = 1u << 7;   /* a call's batch may be below B_max */
+    fg_instance_add_param(&in, "NOPE", nope);
+    fg_instance_add_param(&in, "V_DIM", vdim);
+    fg_instance_add_param(&in, "W_O_LD", a->heads * vdim);
+    fg_instance_add_param(&in, "THREADS", BLOCK_THREADS);
+    fg_instance_add_param(&in, "SMEM_BYTES", smem);
+    float inv[BLOCK_MAX_ROPE / 2];
+    fg_rope_inv_freq(m->rope, rope, inv);   /* unsupported() checked that it gives one */
+    fg_strbuf *tab = fg_instance_add_text(&in, "INV_FREQ");
+    for (unsigned i = 0; i < rope / 2; i++)
+        fg_sb_printf(tab, "%s%.9ef", i ? ", " : "", (double)inv[i]);
+    fg_sb_printf(fg_instance_add_text(&in, "CS_SCALE"), "%.9ef",
+                 fg_rope_cos_sin_scale(m->rope));
+    in.launch = (fg_launch){.grid = FG_GRID_FIXED,
+                            .grid_dims = {grid, 1, 1},
+                            .block = {BLOCK_THREADS, 1, 1},
+                            .cluster = {1, 1, 1},
+                            .cooperative = true,
+                            .dynamic_smem = smem};
+    const unsigned long long chunks = nope / BLOCK_CHUNK;
+    const unsigned long long floats =
+        (unsigned long long)bmax * (ql + qrows + width) + chunks * bmax * heads * kv +
+        (unsigned long long)bmax * heads * (kv + vdim) +
+        (unsigned long long)grid * BLOCK_GROUP * (2 + kv);
+    in.workspace_bytes = (unsigned)(floats * 4);
+    in.counter_count = 2;   /* the grid barrier's count and generation */
+    snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
+             fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
+
+    /* explain: what it is for, how it runs, what it moves */
+    const unsigned long long weights =
+        ((unsigned long long)(ql ? ql * m->hidden + qrows * ql + ql : qrows * m->hidden) +
+         (unsigned long long)width * m->hidden + kv +
+         (unsigned long long)heads * (nope + vdim) * kv + (unsigned long long)m->hidden * heads * vdim) *
+        elem;
+    fg_sb_printf(&in.reasons, "used for: the whole MLA attention block of %s at decode (%u heads "
+                              "per GPU at tensor parallel %u%s), batch up to %u\n",
+                 m->name, heads, a->tensor_parallel,
+                 a->tensor_parallel > 1 ? ": y is this GPU's partial sum" : "", bmax);
+    fg_sb_printf(&in.reasons,
+                 "one launch: a cooperative grid of %u blocks (one per SM) x %u threads, %u grid "
+                 "barriers between its phases (projections%s, the new latent row and W_uk "
+                 "absorbed into q, attention, the splits' merge, W_uv, W_o)\n",
+                 grid, BLOCK_THREADS, ql ? 6 : 5, ql ? ", q_lora's second projection" : "");
+    fg_sb_printf(&in.reasons,
+                 "weights read once a step: %.1f MB (%.1f us at %s's %.0f GB/s read ceiling), "
+                 "plus each request's latent rows\n",
+                 weights / 1e6, t->ceilings ? weights / (t->ceilings->read_gbps * 1e3) : 0.0,
+                 t->name, t->ceilings ? t->ceilings->read_gbps : 0.0);
+    fg_sb_printf(&in.reasons,
+                 "attention on CUDA cores, heads in groups of %u, tiles of %u keys; a request's "
+                 "keys cut into splits over the grid at run time (SMs / (batch x head groups))\n",
+                 BLOCK_GROUP, BLOCK_TILE);
+    fg_sb_printf(&in.reasons, "RoPE on q_pe and k_pe in interleaved pairs, YaRN's cos/sin factor "
+                              "%.9f; %s; %u bytes of shared memory\n",
+                 fg_rope_cos_sin_scale(m->rope),
+                 page ? "paged cache through the block table" : "contiguous cache", smem);
+    return fg_plan_add(set, &in, s, ts, d);
+}
+
+int fg_plan_mla_block(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
+{
+    const fg_model *m = s->model;
+    if (unsupported(m, ts->target))
+        return 0;   /* fg_plan_mla_block_skipped() says why in explain */
+    for (unsigned i = 0; i < m->batch_sizes_count; i++)
+        if (m->batch_sizes[i] <= BLOCK_MAX_BATCH && plan_one(set, s, ts, m->batch_sizes[i], d))
+            return -1;
+    return 0;
+}
+
+const char *fg_plan_mla_block_skipped(const fg_spec *s, const fg_target *t)
+{
+    return unsupported(s->model, t);
+}
