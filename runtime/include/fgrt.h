@@ -197,6 +197,44 @@ typedef struct fg_mla_decode_args {
 FG_API fg_status fg_mla_decode_bind(fg_context *ctx, const fg_mla_decode_args *args,
                                     fg_binding **out);
 
+/* The whole MLA attention block at decode (DeepSeek, weight-absorbed; one
+ * cooperative launch).  For each active request b (positions[b] >= 0, the
+ * new token's position, < max_context), with xn = rmsnorm(x[b], input_norm)
+ * (x as is when input_norm is NULL):
+ *   q = W_q xn, or W_q_b rmsnorm(W_q_a xn, q_a_norm) when q_lora > 0
+ *   [c | k_pe] = W_kv_a xn; the row [rmsnorm(c, kv_a_norm) | rope(k_pe, pos)]
+ *   written to request b's latent cache at pos (README, "Tensor contracts")
+ *   q_abs_h = [W_uk_h^T q_nope_h | rope(q_pe_h, pos)]; attention over the
+ *   rows [0, pos] with `scale` (YaRN's mscale^2 in it) gives o_lat_h
+ *   y[b] = W_o [W_uv_0 o_lat_0 .. W_uv_{heads-1} o_lat_{heads-1}]
+ * Weights in Hugging Face's layout: w_q [heads (nope + rope), hidden] or
+ * w_q_a [q_lora, hidden], q_a_norm [q_lora], w_q_b [heads (nope + rope),
+ * q_lora]; w_kv_a [kv_lora + rope, hidden]; kv_a_norm [kv_lora]; w_kv_b
+ * [heads (nope + v_dim), kv_lora] (per head W_uk's rows, then W_uv's); w_o
+ * [hidden, all heads' v_dim], this GPU's columns (its heads' rows of w_q,
+ * w_q_b and w_kv_b; under tensor parallelism y is this GPU's partial sum).
+ * RoPE turns interleaved pairs (2i, 2i + 1) with the spec's frequencies.
+ * Key: hidden, heads (on this GPU), q_lora (0: none), kv_lora, rope_dim,
+ * max_context, page_size (0: contiguous cache [batch, max_context, kv_lora +
+ * rope_dim]; P: a page pool and block_table as for mla_decode), batch (<=
+ * B_max).  An inactive slot (positions[b] < 0) gets y zero and no write.
+ * The binding owns an fp32 workspace and the grid barrier's counters. */
+typedef struct fg_mla_block_args {
+    fg_reg_dtype dtype;
+    long long hidden, heads, q_lora, kv_lora, rope_dim, max_context, page_size, batch;
+    const char *instance;  /* NULL: the lookup's choice; else this instance (tests) */
+    const void *x, *input_norm;                 /* input_norm: NULL for none */
+    const void *w_q, *w_q_a, *q_a_norm, *w_q_b;  /* w_q without q_lora; the other three with */
+    const void *w_kv_a, *kv_a_norm, *w_kv_b, *w_o;
+    void *cache;
+    const int *block_table;   /* paged caches only */
+    const int *positions;
+    void *y;
+    float eps, scale;
+} fg_mla_block_args;
+FG_API fg_status fg_mla_block_bind(fg_context *ctx, const fg_mla_block_args *args,
+                                   fg_binding **out);
+
 /* The owner's reduction of a GEMM + reduce-scatter (overlap family): out =
  * the sum over the world ranks' partials of this rank's row block, `own`
  * for slot `rank` and recv's other slots, in fp32 in rank order, rounded

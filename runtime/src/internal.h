@@ -145,7 +145,7 @@ typedef struct fg_arg_desc {
     long long min;          /* I32: smallest accepted value (the largest is INT32_MAX) */
 } fg_arg_desc;
 
-#define FG_MAX_KERNEL_ARGS 16
+#define FG_MAX_KERNEL_ARGS 24
 
 /* Everything op-specific the generic bind needs. */
 typedef struct fg_op_desc {
@@ -167,6 +167,7 @@ typedef struct fg_op_desc {
 extern const fg_op_desc fg_op_rmsnorm;
 extern const fg_op_desc fg_op_decode_attn;
 extern const fg_op_desc fg_op_mla_decode;
+extern const fg_op_desc fg_op_mla_block;
 extern const fg_op_desc fg_op_overlap_reduce;
 
 fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg_binding **out);

@@ -196,6 +196,79 @@ fg_status fg_mla_decode_bind(fg_context *ctx, const fg_mla_decode_args *args, fg
     return fg_bind_op(ctx, &fg_op_mla_decode, args, out);
 }
 
+/* ---- mla_block: kernel (x, input_norm, w_q, w_q_a, q_a_norm, w_q_b, w_kv_a,
+ *      kv_a_norm, w_kv_b, w_o, cache, block_table, positions, y, workspace,
+ *      counters, int batch, float eps, float scale) ---- */
+
+#define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_mla_block_args, field), .align = bytes}
+#define OPT(field, bytes)                                                                        \
+    {#field, FG_ARG_DEVPTR, offsetof(fg_mla_block_args, field), .align = bytes, .nullable = true}
+
+static const fg_arg_desc mla_block_args[] = {
+    PTR(x, 16),
+    OPT(input_norm, 16),
+    OPT(w_q, 16),
+    OPT(w_q_a, 16),
+    OPT(q_a_norm, 16),
+    OPT(w_q_b, 16),
+    PTR(w_kv_a, 16),
+    PTR(kv_a_norm, 16),
+    PTR(w_kv_b, 16),
+    PTR(w_o, 16),
+    PTR(cache, 16),
+    OPT(block_table, 4),
+    PTR(positions, 4),
+    PTR(y, 16),
+    {"workspace", FG_ARG_WORKSPACE, 0, .align = 0},
+    {"counters", FG_ARG_COUNTERS, 0, .align = 0},
+    {"batch", FG_ARG_I32, offsetof(fg_mla_block_args, batch), .min = 1},
+    {"eps", FG_ARG_F32, offsetof(fg_mla_block_args, eps), .align = 0},
+    {"scale", FG_ARG_F32, offsetof(fg_mla_block_args, scale), .align = 0},
+};
+#undef PTR
+#undef OPT
+
+/* The q path the key names takes its weights and no others; a paged cache
+ * its block table. */
+static fg_status mla_block_check(const void *p)
+{
+    const fg_mla_block_args *a = p;
+    if (a->q_lora ? !a->w_q_a || !a->q_a_norm || !a->w_q_b : !a->w_q)
+        return fg_fail(FG_ERR_NULL_POINTER, "mla_block: q_lora %lld needs %s", a->q_lora,
+                       a->q_lora ? "w_q_a, q_a_norm and w_q_b" : "w_q");
+    if (a->q_lora ? a->w_q != NULL : a->w_q_a || a->q_a_norm || a->w_q_b)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "mla_block: q_lora %lld takes %s only",
+                       a->q_lora, a->q_lora ? "w_q_a, q_a_norm and w_q_b, not w_q" : "w_q");
+    const fg_status st = check_pages("mla_block", a->page_size, a->block_table, a->max_context);
+    if (st != FG_OK)
+        return st;
+    if (!(a->scale > 0) || !(a->eps > 0))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "mla_block: scale %g and eps %g; expected both "
+                       "above 0", (double)a->scale, (double)a->eps);
+    return FG_OK;
+}
+
+const fg_op_desc fg_op_mla_block = {
+    .op = "mla_block",
+    .dtype_offset = offsetof(fg_mla_block_args, dtype),
+    .nkeys = 8,
+    .optional_mask = 1u << 2 | 1u << 6,   /* q_lora and page_size: 0 is none */
+    .key_offsets = {offsetof(fg_mla_block_args, hidden), offsetof(fg_mla_block_args, heads),
+                    offsetof(fg_mla_block_args, q_lora), offsetof(fg_mla_block_args, kv_lora),
+                    offsetof(fg_mla_block_args, rope_dim),
+                    offsetof(fg_mla_block_args, max_context),
+                    offsetof(fg_mla_block_args, page_size), offsetof(fg_mla_block_args, batch)},
+    .instance_offset = offsetof(fg_mla_block_args, instance),
+    .args = mla_block_args,
+    .nargs = sizeof mla_block_args / sizeof mla_block_args[0],
+    .check = mla_block_check,
+};
+
+fg_status fg_mla_block_bind(fg_context *ctx, const fg_mla_block_args *args, fg_binding **out)
+{
+    return fg_bind_op(ctx, &fg_op_mla_block, args, out);
+}
+
 /* ---- overlap_reduce: kernel (own, recv, out, int rank, int vecs) ---- */
 
 #define PTR(field) {#field, FG_ARG_DEVPTR, offsetof(fg_overlap_reduce_args, field), .align = 16}

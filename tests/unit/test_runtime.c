@@ -959,6 +959,62 @@ Test(runtime_bind, mla_decode_arguments)
     cr_assert_eq(F.allocs, F.frees);
 }
 
+/* mla_block: eight keys (q_lora and page_size may be 0), the q path's
+ * weights and no others, the block table with pages only, positive scale
+ * and eps, a cooperative launch with its workspace and counters. */
+Test(runtime_bind, mla_block_arguments)
+{
+    const fg_kernel_entry e[] = {
+        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 8,
+              .dims = {2048, 16, 0, 512, 64, 16384, 64, 16}, .match = {[7] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {132, 1, 1}, .cooperative = true,
+              .workspace_bytes = 8192, .counter_count = 2),
+        ENTRY("blk_q", "mla_block", SM90, FG_REG_BF16, .ndims = 8,
+              .dims = {7168, 16, 1536, 512, 64, 16384, 64, 16}, .match = {[7] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {132, 1, 1}, .cooperative = true),
+    };
+    fg_context *ctx = fake_ctx(SM90, e, 2);
+    fg_mla_block_args a = {.dtype = FG_REG_BF16, .hidden = 2048, .heads = 16, .kv_lora = 512,
+                           .rope_dim = 64, .max_context = 16384, .page_size = 64, .batch = 1,
+                           .x = DEV(0x1000000000), .w_q = DEV(0x2000000000),
+                           .w_kv_a = DEV(0x3000000000), .kv_a_norm = DEV(0x4000000000),
+                           .w_kv_b = DEV(0x5000000000), .w_o = DEV(0x6000000000),
+                           .cache = DEV(0x7000000000), .block_table = DEV(0x8000000000),
+                           .positions = DEV(0x9000000000), .y = DEV(0xa000000000),
+                           .eps = 1e-6f, .scale = 0.1f};
+    fg_binding *b = NULL;
+    fg_binding_info info;
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    fg_binding_get_info(b, &info);
+    cr_assert_str_eq(info.entry->name, "blk");
+    cr_assert_eq(info.workspace_bytes, 8192 + 2 * 4, "the phases' workspace, then the barrier's");
+    fg_binding_free(b);
+    /* the q path: w_q without q_lora, the three q_lora weights with it */
+    a.w_q_a = DEV(0xb000000000);
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "mla_block: q_lora 0 takes w_q only"), "%s", fg_last_error());
+    a.w_q_a = NULL, a.w_q = NULL;
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
+    a.hidden = 7168, a.q_lora = 1536;
+    a.w_q_a = DEV(0xb000000000), a.q_a_norm = DEV(0xc000000000);
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NULL_POINTER, "w_q_b missing");
+    cr_assert(strstr(fg_last_error(), "needs w_q_a, q_a_norm and w_q_b"), "%s", fg_last_error());
+    a.w_q_b = DEV(0xd000000000);
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_OK, "q_lora: %s", fg_last_error());
+    fg_binding_get_info(b, &info);
+    cr_assert_str_eq(info.entry->name, "blk_q");
+    fg_binding_free(b);
+    /* pages, eps and scale */
+    a.block_table = NULL;
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
+    a.block_table = DEV(0x8000000000), a.eps = 0.f;
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT);
+    a.eps = 1e-6f, a.batch = 17;   /* past B_max */
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    fg_shutdown(ctx);
+    cr_assert_eq(F.allocs, F.frees);
+}
+
 Test(runtime_helpers, memory)
 {
     fg_context *ctx = fake_ctx(SM90, reg, nreg);
