@@ -1,0 +1,558 @@
+// GPU tests and benchmark of the whole MLA attention block at decode
+// (fgrt.h's fg_mla_block_args; templates/mla_block.in), launched through
+// libfgrt: registry rows made from the manifest -> fg_init -> fg_mla_block_bind
+// (by instance name) -> fg_launch.
+//
+// Kernels: DIR/mla_block_*.cubin (--kernels).  Everything else comes from the
+// generator's manifest.json (--manifest; default $FG_GEN_DIR/manifest.json,
+// else generated/manifest.json): params hidden, heads, q_lora, kv_lora,
+// rope_dim, max_context, page_size, bmax (the 8 key dims), nope, v_dim,
+// w_o_ld; texts inv_freq and cs_scale (the RoPE table the kernel was built
+// with); launch.grid/block/dynamic_smem/cooperative; workspace_bytes,
+// counters.
+//
+// Checks, per instance, on fresh random inputs (the run's seed, printed;
+// --seed), with y poisoned before every launch, against the C reference
+// computed the non-absorbed way (ref_mla_block.c: explicit per-head K and V,
+// so W_uk's absorption into q and W_uv's after the attention are checked):
+//   y: relative L2 per request <= 1e-2 (bf16) / 2e-3 (f16), NaN never passes;
+//   the appended latent row at pos: relative L2 <= 1e-2 / 2e-3 of the
+//   reference's row (rounded once to the cache's type);
+//   an inactive slot (position -1): y exactly 0;
+// at positions 0 (the new token alone), page and tile boundaries, and a
+// longer context, batch 1 and 2 (at most B_max), through a shuffled block
+// table where paged.
+// --bench [--json FILE]: per instance, B = 1 and B_max at S = 4K (<= S_max):
+// CUDA-graph replays over enough weight and cache sets that a set is reused
+// only after 2 x L2 of other traffic; us per launch, bytes (the weights once
+// and every request's latent rows), GB/s and the fraction of the read
+// ceiling measured in the same run.  (The unfused baseline of the issue,
+// cuBLAS projections + the core, is not here yet.)
+#include <cuda_runtime.h>
+#include <dirent.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "harness.h"
+#include "ref_decode.h"   // fgh_round_to
+#include "ref_mla_block.h"
+#ifdef FG_HAVE_FGRT
+#include "fgrt.h"
+#endif
+
+namespace {
+
+#ifdef FG_HAVE_FGRT
+constexpr int kMaxInsts = 32;
+
+struct Inst {
+    char name[160], family[64];
+    fgh_dtype dt;
+    int hidden, heads, q_lora, kv_lora, rope, smax, page, bmax, nope, vdim, w_o_ld;
+    long long grid[3], block[3], dynamic_smem, workspace, counters;
+    float inv_freq[64], cs_scale;
+    void *image;
+    size_t image_size;
+};
+
+Inst g_inst[kMaxInsts];
+int g_ninst, g_ncubins;
+fg_kernel_entry g_reg[kMaxInsts];
+size_t g_sizes[kMaxInsts];
+fg_context *g_fg;
+
+bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent)
+{
+    const char *n = in->name;
+    char buf[64];
+    *absent = fgh_manifest_text(m, n, "name", buf, sizeof buf) < 0;
+    if (*absent) {
+        snprintf(why, nwhy, "not in the manifest");
+        return false;
+    }
+    struct { const char *key; int *dst; } f[] = {
+        {"hidden", &in->hidden}, {"heads", &in->heads}, {"q_lora", &in->q_lora},
+        {"kv_lora", &in->kv_lora}, {"rope_dim", &in->rope}, {"max_context", &in->smax},
+        {"page_size", &in->page}, {"bmax", &in->bmax}, {"nope", &in->nope},
+        {"v_dim", &in->vdim}, {"w_o_ld", &in->w_o_ld}};
+    for (auto &e : f) {
+        const long long v = fgh_manifest_value(m, n, e.key);
+        if (v < 0) {
+            snprintf(why, nwhy, "manifest entry without params.%s", e.key);
+            return false;
+        }
+        *e.dst = (int)v;
+    }
+    char dt[16], cs[64];
+    if (fgh_manifest_text(m, n, "dtype", dt, sizeof dt) < 0 || (strcmp(dt, "bf16") && strcmp(dt, "f16"))) {
+        snprintf(why, nwhy, "dtype not f16 or bf16");
+        return false;
+    }
+    in->dt = strcmp(dt, "f16") ? FGH_BF16 : FGH_F16;
+    if (fgh_manifest_text(m, n, "family", in->family, sizeof in->family) < 0)
+        snprintf(in->family, sizeof in->family, "mla_block");
+    if (in->rope / 2 > 64 || !fgh_manifest_floats(m, n, "inv_freq", in->inv_freq, in->rope / 2) ||
+        fgh_manifest_text(m, n, "cs_scale", cs, sizeof cs) < 0) {
+        snprintf(why, nwhy, "manifest entry without texts.inv_freq (%d values) and cs_scale",
+                 in->rope / 2);
+        return false;
+    }
+    in->cs_scale = strtof(cs, nullptr);
+    if (fgh_manifest_ints(m, n, "launch.grid", in->grid, 3) != 3 ||
+        fgh_manifest_ints(m, n, "launch.block", in->block, 3) < 1) {
+        snprintf(why, nwhy, "manifest entry without launch.grid and launch.block");
+        return false;
+    }
+    in->dynamic_smem = fgh_manifest_value(m, n, "launch.dynamic_smem");
+    in->workspace = fgh_manifest_value(m, n, "workspace_bytes");
+    in->counters = fgh_manifest_value(m, n, "counters");
+    if (in->dynamic_smem < 0 || in->workspace < 0 || in->counters < 0) {
+        snprintf(why, nwhy, "manifest entry without dynamic_smem, workspace_bytes or counters");
+        return false;
+    }
+    return true;
+}
+
+int discover(const char *dir, const char *manifest)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return 0;
+    for (struct dirent *e; (e = readdir(d)) != nullptr;) {
+        const size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "mla_block_", 10) || len < 7 || strcmp(e->d_name + len - 6, ".cubin"))
+            continue;
+        g_ncubins++;
+        if (g_ninst == kMaxInsts) {
+            CHECKF("mla_block: kernel folder", false, "more than %d instances", kMaxInsts);
+            break;
+        }
+        Inst in = {};
+        snprintf(in.name, sizeof in.name, "%.*s", (int)(len - 6), e->d_name);
+        char why[256];
+        bool absent = false;
+        if (!from_manifest(manifest, &in, why, sizeof why, &absent)) {
+            if (absent)
+                fgh_skip(in.name, "not in the manifest (a cubin of another build?)");
+            else
+                CHECKF("mla_block: manifest entry", false, "%s: %s", in.name, why);
+            continue;
+        }
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        in.image = fgh_read_file(path, &in.image_size);
+        if (in.image)
+            g_inst[g_ninst++] = in;
+        else
+            CHECKF("mla_block: cubin read", false, "%s", path);
+    }
+    closedir(d);
+    std::sort(g_inst, g_inst + g_ninst,
+              [](const Inst &a, const Inst &b) { return strcmp(a.name, b.name) < 0; });
+    return g_ninst;
+}
+
+void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
+{
+    *e = fg_kernel_entry{};
+    e->name = in.name;
+    e->family = in.family;
+    e->op = "mla_block";
+    e->arch = FG_REG_ARCH_SM90A;
+    e->dtype = in.dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
+    // fgrt.h's key order: hidden, heads, q_lora, kv_lora, rope_dim,
+    // max_context, page_size, batch (a maximum)
+    e->ndims = 8;
+    const long long dims[8] = {in.hidden, in.heads, in.q_lora, in.kv_lora, in.rope, in.smax,
+                               in.page, in.bmax};
+    memcpy(e->dims, dims, sizeof dims);
+    e->match[7] = FG_REG_MATCH_MAX;
+    e->grid_rule = FG_REG_GRID_FIXED;
+    for (int i = 0; i < 3; i++) {
+        e->grid[i] = (unsigned)in.grid[i];
+        e->block[i] = (unsigned)in.block[i];
+        e->cluster[i] = 1;
+    }
+    e->cooperative = 1;
+    e->dynamic_smem = (unsigned)in.dynamic_smem;
+    e->workspace_bytes = (unsigned)in.workspace;
+    e->counter_count = (unsigned)in.counters;
+    *size_slot = in.image_size;
+    e->image = (const unsigned char *)in.image;
+    e->image_size = size_slot;
+}
+
+// One set of device inputs of an instance, at batch B.
+struct Problem {
+    const Inst *in;
+    int B;
+    size_t n_wq, n_wqa, n_wqb, n_wkva, n_wkvb, n_wo, pages, row;
+    void *x, *input_norm, *w_q, *w_q_a, *q_a_norm, *w_q_b, *w_kv_a, *kv_a_norm, *w_kv_b, *w_o;
+    void *cache, *y;
+    int *block_table, *positions;
+    std::vector<int> table;   // host copy of the block table (page of token t of request b)
+};
+
+// Norm weights around 1 (U(0.75, 1.25)), the rest U(-scale, scale).
+void *device_norm(int n, fgh_dtype t, uint64_t seed)
+{
+    std::vector<uint16_t> h(n);
+    for (int i = 0; i < n; i++)
+        h[i] = fgh_round_to(t, 1.0 + fgh_uniform(seed, i, 0.25f));
+    void *d = nullptr;
+    cudaMalloc(&d, n * 2);
+    cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice);
+    return d;
+}
+
+void *device_rand(size_t n, fgh_dtype t, float scale, cudaStream_t s)
+{
+    void *d = nullptr;
+    if (!fgh_ok(cudaMalloc(&d, n * 2)))
+        return nullptr;
+    fgh_fill_device(d, t, n, fgh_next_seed(), scale, s);
+    return d;
+}
+
+bool make_problem(Problem *p, const Inst *in, int B, cudaStream_t s)
+{
+    *p = Problem{};
+    p->in = in, p->B = B;
+    const int H = in->hidden, NH = in->heads, QD = in->nope + in->rope, D = in->kv_lora + in->rope;
+    const fgh_dtype t = in->dt;
+    const float sh = sqrtf(3.f / H);
+    p->x = device_rand((size_t)B * H, t, 1.f, s);
+    p->input_norm = device_norm(H, t, fgh_next_seed());
+    if (in->q_lora) {
+        p->w_q_a = device_rand((size_t)in->q_lora * H, t, sh, s);
+        p->q_a_norm = device_norm(in->q_lora, t, fgh_next_seed());
+        p->w_q_b = device_rand((size_t)NH * QD * in->q_lora, t, sqrtf(3.f / in->q_lora), s);
+    } else {
+        p->w_q = device_rand((size_t)NH * QD * H, t, sh, s);
+    }
+    p->w_kv_a = device_rand((size_t)D * H, t, sh, s);
+    p->kv_a_norm = device_norm(in->kv_lora, t, fgh_next_seed());
+    p->w_kv_b = device_rand((size_t)NH * (in->nope + in->vdim) * in->kv_lora, t,
+                            sqrtf(3.f / in->kv_lora), s);
+    p->w_o = device_rand((size_t)H * in->w_o_ld, t, sqrtf(3.f / (NH * in->vdim)), s);
+    // the cache: B requests' rows (a shuffled pool of pages where paged)
+    const int P = in->page ? in->page : in->smax;
+    p->pages = (size_t)B * (in->smax / P);
+    p->cache = device_rand(p->pages * P * D, t, 1.f, s);
+    if (in->page) {
+        p->table.resize(p->pages);
+        std::vector<int> perm(p->pages);
+        fgh_permutation(perm.data(), (int)p->pages, fgh_next_seed());
+        p->table = perm;
+        cudaMalloc(&p->block_table, p->pages * sizeof(int));
+        cudaMemcpy(p->block_table, perm.data(), p->pages * sizeof(int), cudaMemcpyHostToDevice);
+    }
+    cudaMalloc(&p->positions, B * sizeof(int));
+    cudaMalloc(&p->y, (size_t)B * H * 2);
+    return fgh_ok(cudaStreamSynchronize(s)) && p->x && p->cache && p->w_kv_b && p->w_o;
+}
+
+void free_problem(Problem *p)
+{
+    void *ptrs[] = {p->x, p->input_norm, p->w_q, p->w_q_a, p->q_a_norm, p->w_q_b, p->w_kv_a,
+                    p->kv_a_norm, p->w_kv_b, p->w_o, p->cache, p->y, p->block_table, p->positions};
+    for (void *q : ptrs)
+        cudaFree(q);
+}
+
+// Request b's cache row t in the pool.
+size_t pool_row(const Problem *p, int b, int t)
+{
+    const Inst *in = p->in;
+    if (!in->page)
+        return (size_t)b * in->smax + t;
+    return (size_t)p->table[(size_t)b * (in->smax / in->page) + t / in->page] * in->page + t % in->page;
+}
+
+fg_status bind(const Problem *p, fg_binding **out)
+{
+    const Inst *in = p->in;
+    fg_mla_block_args a = {};
+    a.dtype = in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
+    a.hidden = in->hidden, a.heads = in->heads, a.q_lora = in->q_lora, a.kv_lora = in->kv_lora;
+    a.rope_dim = in->rope, a.max_context = in->smax, a.page_size = in->page, a.batch = p->B;
+    a.instance = in->name;
+    a.x = p->x, a.input_norm = p->input_norm, a.w_q = p->w_q, a.w_q_a = p->w_q_a;
+    a.q_a_norm = p->q_a_norm, a.w_q_b = p->w_q_b, a.w_kv_a = p->w_kv_a, a.kv_a_norm = p->kv_a_norm;
+    a.w_kv_b = p->w_kv_b, a.w_o = p->w_o, a.cache = p->cache, a.block_table = p->block_table;
+    a.positions = p->positions, a.y = p->y;
+    a.eps = 1e-6f;
+    a.scale = 1.f / sqrtf((float)(in->nope + in->rope));
+    return fg_mla_block_bind(g_fg, &a, out);
+}
+
+// One case: positions pos[0..B), checked against the reference.
+void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStream_t s)
+{
+    const Inst *in = p->in;
+    const int B = p->B, H = in->hidden, D = in->kv_lora + in->rope;
+    char name[300];
+    snprintf(name, sizeof name, "%s: %s", in->name, what);
+    cudaMemcpyAsync(p->positions, pos.data(), B * sizeof(int), cudaMemcpyHostToDevice, s);
+    fgh_poison_device(p->y, (size_t)B * H * 2, s);
+    // the reference's contiguous view of every request's rows before pos
+    const int maxpos = *std::max_element(pos.begin(), pos.end());
+    const int rows = std::max(1, maxpos);
+    std::vector<uint16_t> view((size_t)B * in->smax * D);
+    std::vector<uint16_t> row(D);
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < std::min(rows, pos[b] < 0 ? 0 : pos[b]); t++)
+            cudaMemcpy(view.data() + ((size_t)b * in->smax + t) * D,
+                       (const uint16_t *)p->cache + pool_row(p, b, t) * D, D * 2,
+                       cudaMemcpyDeviceToHost);
+    fg_binding *bd = nullptr;
+    fg_status st = bind(p, &bd);
+    if (!CHECKF(name, st == FG_OK, "bind: %s (%s)", fg_status_string(st), fg_last_error()))
+        return;
+    st = fg_launch(bd, s);
+    const bool ran = CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
+                            fg_status_string(st), fg_last_error());
+    fg_binding_free(bd);
+    if (!ran)
+        return;
+    // the reference (x, weights to the host)
+    auto host = [](const void *d, size_t n) {
+        std::vector<uint16_t> h(n);
+        if (d)
+            cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost);
+        return h;
+    };
+    const int NH = in->heads, QD = in->nope + in->rope;
+    auto hx = host(p->x, (size_t)B * H), hn = host(p->input_norm, H);
+    auto hwq = host(p->w_q, in->q_lora ? 0 : (size_t)NH * QD * H);
+    auto hwqa = host(p->w_q_a, (size_t)in->q_lora * H), hqan = host(p->q_a_norm, in->q_lora);
+    auto hwqb = host(p->w_q_b, in->q_lora ? (size_t)NH * QD * in->q_lora : 0);
+    auto hwkva = host(p->w_kv_a, (size_t)D * H), hkvn = host(p->kv_a_norm, in->kv_lora);
+    auto hwkvb = host(p->w_kv_b, (size_t)NH * (in->nope + in->vdim) * in->kv_lora);
+    auto hwo = host(p->w_o, (size_t)H * in->w_o_ld);
+    fgh_mla_block_cfg c = {};
+    c.batch = B, c.hidden = H, c.heads = NH, c.q_lora = in->q_lora, c.kv_lora = in->kv_lora;
+    c.nope = in->nope, c.rope = in->rope, c.v_dim = in->vdim, c.max_context = in->smax;
+    c.w_o_ld = in->w_o_ld, c.eps = 1e-6, c.scale = 1.0 / sqrt((double)(in->nope + in->rope));
+    c.cs_scale = in->cs_scale, c.inv_freq = in->inv_freq, c.dtype = in->dt, c.round_new_row = true;
+    fgh_mla_block_weights w = {};
+    w.input_norm = hn.data();
+    w.w_q = in->q_lora ? nullptr : hwq.data();
+    w.w_q_a = hwqa.data(), w.q_a_norm = hqan.data(), w.w_q_b = hwqb.data();
+    w.w_kv_a = hwkva.data(), w.kv_a_norm = hkvn.data(), w.w_kv_b = hwkvb.data(), w.w_o = hwo.data();
+    std::vector<int> rpos(pos);
+    for (int &v : rpos)
+        v = std::max(v, 0);   // (an inactive slot's reference is not compared)
+    std::vector<double> y((size_t)B * H), new_row((size_t)B * D);
+    fgh_ref_mla_block(&c, &w, hx.data(), view.data(), rpos.data(), y.data(), new_row.data(), nullptr);
+    auto hy = host(p->y, (size_t)B * H);
+    const double tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;
+    for (int b = 0; b < B; b++) {
+        if (pos[b] < 0) {
+            bool zero = true;
+            for (int i = 0; i < H; i++)
+                zero &= hy[(size_t)b * H + i] == 0 || hy[(size_t)b * H + i] == 0x8000;
+            CHECKF(name, zero, "request %d (inactive): y not all zero", b);
+            continue;
+        }
+        const fgh_err e = fgh_compare(hy.data() + (size_t)b * H, in->dt, y.data() + (size_t)b * H, H);
+        CHECKF(name, e.nonfinite == 0 && e.rel_l2 <= tol, "request %d y: rel L2 %.3e (limit %.0e), %zu "
+               "non-finite", b, e.rel_l2, tol, e.nonfinite);
+        cudaMemcpy(row.data(), (const uint16_t *)p->cache + pool_row(p, b, pos[b]) * D, D * 2,
+                   cudaMemcpyDeviceToHost);
+        std::vector<double> want(D);
+        for (int i = 0; i < D; i++)
+            want[i] = fgh_rounded(in->dt, new_row[(size_t)b * D + i]);
+        const fgh_err r = fgh_compare(row.data(), in->dt, want.data(), D);
+        CHECKF(name, r.nonfinite == 0 && r.rel_l2 <= tol, "request %d appended row: rel L2 %.3e",
+               b, r.rel_l2);
+        printf("    %s: request %d pos %d: y rel L2 %.3e, new row %.3e\n", name, b, pos[b],
+               e.rel_l2, r.rel_l2);
+    }
+}
+
+void test_instance(const Inst *in, cudaStream_t s, bool quick)
+{
+    printf("== %s: hidden %d, heads %d, q_lora %d, kv_lora %d, rope %d, S_max %d, page %d, "
+           "B_max %d\n", in->name, in->hidden, in->heads, in->q_lora, in->kv_lora, in->rope,
+           in->smax, in->page, in->bmax);
+    const int P = in->page ? in->page : 64;
+    std::vector<std::vector<int>> cases = {{0}, {P - 1}, {P}, {33}};
+    if (!quick)
+        cases.push_back({std::min(in->smax - 1, 1000)});
+    for (auto &c : cases) {
+        Problem p;
+        if (!CHECKF(in->name, make_problem(&p, in, 1, s), "inputs"))
+            return;
+        char what[64];
+        snprintf(what, sizeof what, "B=1, pos %d", c[0]);
+        run_case(&p, c, what, s);
+        free_problem(&p);
+    }
+    if (in->bmax >= 2) {
+        Problem p;
+        if (!CHECKF(in->name, make_problem(&p, in, 2, s), "inputs"))
+            return;
+        run_case(&p, {P + 1, 5}, "B=2, mixed positions", s);
+        run_case(&p, {-1, 70}, "B=2, slot 0 inactive", s);
+        free_problem(&p);
+    }
+}
+
+// ---- bench ----
+
+struct BenchCtx {
+    std::vector<fg_binding *> b;
+};
+void enqueue(void *ctx, int i, cudaStream_t s)
+{
+    auto *c = (BenchCtx *)ctx;
+    fg_launch(c->b[i % c->b.size()], s);
+}
+
+void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel)
+{
+    fgh_ceilings ceil;
+    fgh_measure_ceilings(s, (size_t)1 << 30, &ceil);
+    fgh_json_ceilings(j, &ceil);
+    fgh_json_arr_begin(j, "cases");
+    for (int k : sel) {
+        const Inst *in = &g_inst[k];
+        const int S = std::min(4096, in->smax);
+        const int H = in->hidden, NH = in->heads, D = in->kv_lora + in->rope, QD = in->nope + in->rope;
+        const double wbytes = 2.0 * ((in->q_lora ? (double)in->q_lora * H + (double)NH * QD * in->q_lora
+                                                 : (double)NH * QD * H) +
+                                     (double)D * H + (double)NH * (in->nope + in->vdim) * in->kv_lora +
+                                     (double)H * NH * in->vdim);
+        for (int B : {1, in->bmax}) {
+            const double bytes = wbytes + 2.0 * B * (double)S * D;
+            const int nsets = std::min(8, fgh_rotation_sets((size_t)bytes, dev->l2_bytes));
+            std::vector<Problem> ps(nsets);
+            BenchCtx ctx;
+            bool ok = true;
+            for (int i = 0; i < nsets && ok; i++) {
+                ok = make_problem(&ps[i], in, B, s);
+                std::vector<int> pos(B, S - 1);
+                cudaMemcpy(ps[i].positions, pos.data(), B * sizeof(int), cudaMemcpyHostToDevice);
+                fg_binding *bd = nullptr;
+                ok = ok && bind(&ps[i], &bd) == FG_OK;
+                ctx.b.push_back(bd);
+            }
+            char name[200];
+            snprintf(name, sizeof name, "%s: bench B=%d S=%d", in->name, B, S);
+            fgh_timing t = {};
+            if (CHECKF(name, ok, "inputs or bind: %s", fg_last_error()))
+                ok = fgh_bench(s, enqueue, &ctx, nsets, 20.0, 7, &t) == 0;
+            CHECKF(name, ok, "timing");
+            if (ok) {
+                const double us = t.med_us;
+                printf("%-70s %8.2f us  %7.0f GB/s  %5.1f%% of read\n", name, us, bytes / us / 1e3,
+                       100.0 * bytes / us / 1e3 / ceil.read_gbps);
+                fgh_json_obj_begin(j, nullptr);
+                fgh_json_str(j, "instance", in->name);
+                fgh_json_int(j, "batch", B);
+                fgh_json_int(j, "S", S);
+                fgh_json_num(j, "bytes", bytes);
+                fgh_json_timing(j, "time", &t);
+                fgh_json_num(j, "gbps", bytes / us / 1e3);
+                fgh_json_num(j, "fraction_of_read_ceiling", bytes / us / 1e3 / ceil.read_gbps);
+                fgh_json_obj_end(j);
+            }
+            for (auto *bd : ctx.b)
+                fg_binding_free(bd);
+            for (auto &p : ps)
+                free_problem(&p);
+            if (B == 1 && in->bmax == 1)
+                break;
+        }
+    }
+    fgh_json_arr_end(j);
+}
+#endif
+
+}   // namespace
+
+int main(int argc, char **argv)
+{
+    fgh_args a;
+    fgh_args_init(&a);
+    for (int i = 1; i < argc; i++) {
+        if (fgh_common_arg(&a, argc, argv, &i))
+            continue;
+        fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
+                        "[--quick] [--verbose] [--bench [--json FILE] [--commit C]]\n", argv[0]);
+        return 2;
+    }
+    fgh_args_apply(&a);
+    printf("test_mla_block: seed 0x%llx (--seed), kernels %s\n", (unsigned long long)fgh_base_seed(),
+           a.kernels);
+#ifndef FG_HAVE_FGRT
+    fgh_skip("mla_block", "built without libfgrt (no runtime/include/fgrt.h)");
+    return fgh_summary() ? 1 : 0;
+#else
+    char mpath[512];
+    const char *manifest_path = a.manifest;
+    if (!manifest_path) {
+        const char *gen = getenv("FG_GEN_DIR");
+        snprintf(mpath, sizeof mpath, "%s/manifest.json", gen && *gen ? gen : "generated");
+        manifest_path = mpath;
+    }
+    char *manifest = fgh_read_text(manifest_path);
+    discover(a.kernels, manifest);
+    if (g_ncubins == 0) {
+        char why[600];
+        snprintf(why, sizeof why, "no mla_block_*.cubin in %s", a.kernels);
+        fgh_skip("mla_block", why);
+        return fgh_summary() ? 1 : 0;
+    }
+    if (!g_ninst)
+        CHECKF("mla_block: kernel folder", false, "%d mla_block cubins, none described by the "
+               "manifest (--manifest)", g_ncubins);
+    for (int k = 0; k < g_ninst; k++)
+        make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
+    std::vector<const char *> names;
+    for (int k = 0; k < g_ninst; k++)
+        names.push_back(g_inst[k].name);
+    std::unique_ptr<bool[]> chosen(new bool[g_ninst]);
+    fgh_select(a.only, names.data(), names.size(), chosen.get());
+    std::vector<int> sel;
+    for (int k = 0; k < g_ninst; k++)
+        if (chosen[k] && fgh_in_shard(g_inst[k].name))
+            sel.push_back(k);
+    if (a.only)
+        CHECKF("mla_block: --only", !sel.empty(), "no instance matches '%s'", a.only);
+    fgh_device dev;
+    if (sel.empty() || fgh_device_open(0, &dev) != 0) {
+        if (!sel.empty())
+            fgh_skip("mla_block", "no usable GPU");
+        return fgh_summary() ? 1 : 0;
+    }
+    const fg_status st = fg_init(g_reg, g_ninst, 0, &g_fg);
+    if (!CHECKF("fgrt: fg_init", st == FG_OK, "%s (%s)", fg_status_string(st), fg_last_error()))
+        return fgh_summary() ? 1 : 0;
+    cudaStream_t s;
+    cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (a.bench) {
+        FILE *f;
+        fgh_json j;
+        if (fgh_bench_doc_begin(&j, &f, a.json, &dev, a.commit, "test_mla_block --bench") != 0)
+            return 2;
+        bench(s, &dev, &j, sel);
+        fgh_bench_doc_end(&j, f, a.json);
+    } else {
+        for (int k : sel)
+            test_instance(&g_inst[k], s, a.quick);
+    }
+    CHECK("mla_block: no CUDA error left", fgh_ok(cudaDeviceSynchronize()) && fgh_ok(cudaGetLastError()));
+    cudaStreamDestroy(s);
+    fg_shutdown(g_fg);
+    free(manifest);
+    return fgh_summary() ? 1 : 0;
+#endif
+}
