@@ -46,8 +46,8 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
 static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned elem)
 {
     const unsigned warps = BLOCK_THREADS / 32;
-    unsigned b = bmax * 4 + warps * 4 + BLOCK_GROUP * d * 4 + BLOCK_TILE * (d + 8) * elem +
-                 BLOCK_GROUP * BLOCK_TILE * 4 + 3 * BLOCK_GROUP * 4 + 4;
+    unsigned b = bmax * 4 + warps * 4 + BLOCK_GROUP * d * 4 + 16 /* the tile's alignment */ +
+                 BLOCK_TILE * (d + 8) * elem + BLOCK_GROUP * BLOCK_TILE * 4 + 3 * BLOCK_GROUP * 4;
     return (b + 15) / 16 * 16;
 }
 
