@@ -88,14 +88,14 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "Q_LORA", ql);
     fg_instance_add_param(&in, "KV_LORA", kv);
     fg_instance_add_param(&in, "ROPE_DIM", rope);
+    fg_instance_add_param(&in, "NOPE", nope);
+    fg_instance_add_param(&in, "V_DIM", vdim);
+    fg_instance_add_param(&in, "W_O_LD", a->heads * vdim);   /* all heads' columns (TP: more) */
     fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
     fg_instance_add_param(&in, "PAGE_SIZE", page);
     fg_instance_add_param(&in, "BMAX", bmax);
-    in.nkey_params = 8;
-    in.key_max_mask = 1u << 7;   /* a call's batch may be below B_max */
-    fg_instance_add_param(&in, "NOPE", nope);
-    fg_instance_add_param(&in, "V_DIM", vdim);
-    fg_instance_add_param(&in, "W_O_LD", a->heads * vdim);
+    in.nkey_params = 11;
+    in.key_max_mask = 1u << 10;   /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "THREADS", BLOCK_THREADS);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
     float inv[BLOCK_MAX_ROPE / 2];
@@ -112,10 +112,14 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                             .cooperative = true,
                             .dynamic_smem = smem};
     const unsigned long long chunks = nope / BLOCK_CHUNK;
+    /* attention items: the kernel cuts each request's keys into grid / (batch x
+     * head groups) splits, at least one */
+    const unsigned long long groups = heads / BLOCK_GROUP,
+                             items = grid > bmax * groups ? grid : bmax * groups;
     const unsigned long long floats =
         (unsigned long long)bmax * (ql + qrows + width) + chunks * bmax * heads * kv +
         (unsigned long long)bmax * heads * (kv + vdim) +
-        (unsigned long long)grid * BLOCK_GROUP * (2 + kv);
+        (unsigned long long)items * BLOCK_GROUP * (2 + kv);
     in.workspace_bytes = (unsigned)(floats * 4);
     in.counter_count = 2;   /* the grid barrier's count and generation */
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),

@@ -215,13 +215,17 @@ FG_API fg_status fg_mla_decode_bind(fg_context *ctx, const fg_mla_decode_args *a
  * w_q_b and w_kv_b; under tensor parallelism y is this GPU's partial sum).
  * RoPE turns interleaved pairs (2i, 2i + 1) with the spec's frequencies.
  * Key: hidden, heads (on this GPU), q_lora (0: none), kv_lora, rope_dim,
- * max_context, page_size (0: contiguous cache [batch, max_context, kv_lora +
- * rope_dim]; P: a page pool and block_table as for mla_decode), batch (<=
- * B_max).  An inactive slot (positions[b] < 0) gets y zero and no write.
+ * nope_dim (qk_nope_head_dim), v_dim, w_o_ld (w_o's row length: every GPU's
+ * heads x v_dim), max_context, page_size (0: contiguous cache [batch,
+ * max_context, kv_lora + rope_dim]; P: a page pool and block_table as for
+ * mla_decode), batch (<= B_max).  An inactive slot (positions[b] < 0) gets y
+ * zero and no write; so does a position at or past max_context, which the
+ * kernel cannot report.  y must not overlap x.
  * The binding owns an fp32 workspace and the grid barrier's counters. */
 typedef struct fg_mla_block_args {
     fg_reg_dtype dtype;
-    long long hidden, heads, q_lora, kv_lora, rope_dim, max_context, page_size, batch;
+    long long hidden, heads, q_lora, kv_lora, rope_dim, nope_dim, v_dim, w_o_ld, max_context,
+        page_size, batch;
     const char *instance;  /* NULL: the lookup's choice; else this instance (tests) */
     const void *x, *input_norm;                 /* input_norm: NULL for none */
     const void *w_q, *w_q_a, *q_a_norm, *w_q_b;  /* w_q without q_lora; the other three with */

@@ -245,17 +245,21 @@ static fg_status mla_block_check(const void *p)
     if (!(a->scale > 0) || !(a->eps > 0))
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "mla_block: scale %g and eps %g; expected both "
                        "above 0", (double)a->scale, (double)a->eps);
+    const size_t all = (size_t)a->batch * (size_t)a->hidden * fg_reg_dtype_bytes(a->dtype);
+    if (overlap((uintptr_t)a->y, all, (uintptr_t)a->x, all))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT, "mla_block: y overlaps x; the kernel is not in-place");
     return FG_OK;
 }
 
 const fg_op_desc fg_op_mla_block = {
     .op = "mla_block",
     .dtype_offset = offsetof(fg_mla_block_args, dtype),
-    .nkeys = 8,
-    .optional_mask = 1u << 2 | 1u << 6,   /* q_lora and page_size: 0 is none */
+    .nkeys = 11,
+    .optional_mask = 1u << 2 | 1u << 9,   /* q_lora and page_size: 0 is none */
     .key_offsets = {offsetof(fg_mla_block_args, hidden), offsetof(fg_mla_block_args, heads),
                     offsetof(fg_mla_block_args, q_lora), offsetof(fg_mla_block_args, kv_lora),
-                    offsetof(fg_mla_block_args, rope_dim),
+                    offsetof(fg_mla_block_args, rope_dim), offsetof(fg_mla_block_args, nope_dim),
+                    offsetof(fg_mla_block_args, v_dim), offsetof(fg_mla_block_args, w_o_ld),
                     offsetof(fg_mla_block_args, max_context),
                     offsetof(fg_mla_block_args, page_size), offsetof(fg_mla_block_args, batch)},
     .instance_offset = offsetof(fg_mla_block_args, instance),

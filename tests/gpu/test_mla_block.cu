@@ -70,7 +70,7 @@ fg_context *g_fg;
 bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent)
 {
     const char *n = in->name;
-    char buf[64];
+    char buf[sizeof in->name];
     *absent = fgh_manifest_text(m, n, "name", buf, sizeof buf) < 0;
     if (*absent) {
         snprintf(why, nwhy, "not in the manifest");
@@ -166,13 +166,13 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     e->op = "mla_block";
     e->arch = FG_REG_ARCH_SM90A;
     e->dtype = in.dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
-    // fgrt.h's key order: hidden, heads, q_lora, kv_lora, rope_dim,
-    // max_context, page_size, batch (a maximum)
-    e->ndims = 8;
-    const long long dims[8] = {in.hidden, in.heads, in.q_lora, in.kv_lora, in.rope, in.smax,
-                               in.page, in.bmax};
+    // fgrt.h's key order: hidden, heads, q_lora, kv_lora, rope_dim, nope_dim,
+    // v_dim, w_o_ld, max_context, page_size, batch (a maximum)
+    e->ndims = 11;
+    const long long dims[11] = {in.hidden, in.heads, in.q_lora, in.kv_lora, in.rope, in.nope,
+                                in.vdim, in.w_o_ld, in.smax, in.page, in.bmax};
     memcpy(e->dims, dims, sizeof dims);
-    e->match[7] = FG_REG_MATCH_MAX;
+    e->match[10] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
     for (int i = 0; i < 3; i++) {
         e->grid[i] = (unsigned)in.grid[i];
@@ -197,6 +197,7 @@ struct Problem {
     void *cache, *y;
     int *block_table, *positions;
     std::vector<int> table;   // host copy of the block table (page of token t of request b)
+    bool no_input_norm;       // bind with input_norm NULL (x as is)
 };
 
 // Norm weights around 1 (U(0.75, 1.25)), the rest U(-scale, scale).
@@ -255,7 +256,10 @@ bool make_problem(Problem *p, const Inst *in, int B, cudaStream_t s)
     }
     cudaMalloc(&p->positions, B * sizeof(int));
     cudaMalloc(&p->y, (size_t)B * H * 2);
-    return fgh_ok(cudaStreamSynchronize(s)) && p->x && p->cache && p->w_kv_b && p->w_o;
+    const bool q_ok = in->q_lora ? p->w_q_a && p->q_a_norm && p->w_q_b : p->w_q != nullptr;
+    return fgh_ok(cudaStreamSynchronize(s)) && p->x && p->input_norm && q_ok && p->w_kv_a &&
+           p->kv_a_norm && p->w_kv_b && p->w_o && p->cache && p->y && p->positions &&
+           (!in->page || p->block_table);
 }
 
 void free_problem(Problem *p)
@@ -281,9 +285,11 @@ fg_status bind(const Problem *p, fg_binding **out)
     fg_mla_block_args a = {};
     a.dtype = in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
     a.hidden = in->hidden, a.heads = in->heads, a.q_lora = in->q_lora, a.kv_lora = in->kv_lora;
-    a.rope_dim = in->rope, a.max_context = in->smax, a.page_size = in->page, a.batch = p->B;
+    a.rope_dim = in->rope, a.nope_dim = in->nope, a.v_dim = in->vdim, a.w_o_ld = in->w_o_ld;
+    a.max_context = in->smax, a.page_size = in->page, a.batch = p->B;
     a.instance = in->name;
-    a.x = p->x, a.input_norm = p->input_norm, a.w_q = p->w_q, a.w_q_a = p->w_q_a;
+    a.x = p->x, a.input_norm = p->no_input_norm ? nullptr : p->input_norm, a.w_q = p->w_q;
+    a.w_q_a = p->w_q_a;
     a.q_a_norm = p->q_a_norm, a.w_q_b = p->w_q_b, a.w_kv_a = p->w_kv_a, a.kv_a_norm = p->kv_a_norm;
     a.w_kv_b = p->w_kv_b, a.w_o = p->w_o, a.cache = p->cache, a.block_table = p->block_table;
     a.positions = p->positions, a.y = p->y;
@@ -342,7 +348,7 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
     c.w_o_ld = in->w_o_ld, c.eps = 1e-6, c.scale = 1.0 / sqrt((double)(in->nope + in->rope));
     c.cs_scale = in->cs_scale, c.inv_freq = in->inv_freq, c.dtype = in->dt, c.round_new_row = true;
     fgh_mla_block_weights w = {};
-    w.input_norm = hn.data();
+    w.input_norm = p->no_input_norm ? nullptr : hn.data();
     w.w_q = in->q_lora ? nullptr : hwq.data();
     w.w_q_a = hwqa.data(), w.q_a_norm = hqan.data(), w.w_q_b = hwqb.data();
     w.w_kv_a = hwkva.data(), w.kv_a_norm = hkvn.data(), w.w_kv_b = hwkvb.data(), w.w_o = hwo.data();
@@ -391,19 +397,30 @@ void test_instance(const Inst *in, cudaStream_t s, bool quick)
         cases.push_back({cap});
     for (auto &c : cases) {
         Problem p;
-        if (!CHECKF(in->name, make_problem(&p, in, 1, s), "inputs"))
+        const bool ok = CHECKF(in->name, make_problem(&p, in, 1, s), "inputs");
+        if (ok) {
+            char what[64];
+            snprintf(what, sizeof what, "B=1, pos %d", c[0]);
+            run_case(&p, c, what, s);
+        }
+        free_problem(&p);
+        if (!ok)
             return;
-        char what[64];
-        snprintf(what, sizeof what, "B=1, pos %d", c[0]);
-        run_case(&p, c, what, s);
+    }
+    {   // without an input norm (x as is)
+        Problem p;
+        if (CHECKF(in->name, make_problem(&p, in, 1, s), "inputs")) {
+            p.no_input_norm = true;
+            run_case(&p, {std::min(P + 1, cap)}, "B=1, no input norm", s);
+        }
         free_problem(&p);
     }
     if (in->bmax >= 2) {
         Problem p;
-        if (!CHECKF(in->name, make_problem(&p, in, 2, s), "inputs"))
-            return;
-        run_case(&p, {std::min(P + 1, cap), 5}, "B=2, mixed positions", s);
-        run_case(&p, {-1, 70}, "B=2, slot 0 inactive", s);
+        if (CHECKF(in->name, make_problem(&p, in, 2, s), "inputs")) {
+            run_case(&p, {std::min(P + 1, cap), 5}, "B=2, mixed positions", s);
+            run_case(&p, {-1, 70}, "B=2, slot 0 inactive", s);
+        }
         free_problem(&p);
     }
 }

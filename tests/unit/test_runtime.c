@@ -965,17 +965,18 @@ Test(runtime_bind, mla_decode_arguments)
 Test(runtime_bind, mla_block_arguments)
 {
     const fg_kernel_entry e[] = {
-        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 8,
-              .dims = {2048, 16, 0, 512, 64, 16384, 64, 16}, .match = {[7] = MAX},
+        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 11,
+              .dims = {2048, 16, 0, 512, 64, 128, 128, 2048, 16384, 64, 16}, .match = {[10] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {132, 1, 1}, .cooperative = true,
               .workspace_bytes = 8192, .counter_count = 2),
-        ENTRY("blk_q", "mla_block", SM90, FG_REG_BF16, .ndims = 8,
-              .dims = {7168, 16, 1536, 512, 64, 16384, 64, 16}, .match = {[7] = MAX},
+        ENTRY("blk_q", "mla_block", SM90, FG_REG_BF16, .ndims = 11,
+              .dims = {7168, 16, 1536, 512, 64, 128, 128, 16384, 16384, 64, 16}, .match = {[10] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {132, 1, 1}, .cooperative = true),
     };
     fg_context *ctx = fake_ctx(SM90, e, 2);
     fg_mla_block_args a = {.dtype = FG_REG_BF16, .hidden = 2048, .heads = 16, .kv_lora = 512,
-                           .rope_dim = 64, .max_context = 16384, .page_size = 64, .batch = 1,
+                           .rope_dim = 64, .nope_dim = 128, .v_dim = 128, .w_o_ld = 2048,
+                           .max_context = 16384, .page_size = 64, .batch = 1,
                            .x = DEV(0x1000000000), .w_q = DEV(0x2000000000),
                            .w_kv_a = DEV(0x3000000000), .kv_a_norm = DEV(0x4000000000),
                            .w_kv_b = DEV(0x5000000000), .w_o = DEV(0x6000000000),
@@ -995,7 +996,7 @@ Test(runtime_bind, mla_block_arguments)
     cr_assert(strstr(fg_last_error(), "mla_block: q_lora 0 takes w_q only"), "%s", fg_last_error());
     a.w_q_a = NULL, a.w_q = NULL;
     cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
-    a.hidden = 7168, a.q_lora = 1536;
+    a.hidden = 7168, a.q_lora = 1536, a.w_o_ld = 16384;   /* V3 at TP=8: all 128 heads' columns */
     a.w_q_a = DEV(0xb000000000), a.q_a_norm = DEV(0xc000000000);
     cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NULL_POINTER, "w_q_b missing");
     cr_assert(strstr(fg_last_error(), "needs w_q_a, q_a_norm and w_q_b"), "%s", fg_last_error());
@@ -1009,7 +1010,12 @@ Test(runtime_bind, mla_block_arguments)
     cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NULL_POINTER);
     a.block_table = DEV(0x8000000000), a.eps = 0.f;
     cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT);
-    a.eps = 1e-6f, a.batch = 17;   /* past B_max */
+    a.eps = 1e-6f, a.w_o_ld = 2048;   /* another W_o row length is another kernel */
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
+    a.w_o_ld = 16384, a.y = DEV(0x1000000800);   /* y over x */
+    cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "y overlaps x"), "%s", fg_last_error());
+    a.y = DEV(0xa000000000), a.batch = 17;   /* past B_max */
     cr_assert_eq(fg_mla_block_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
     fg_shutdown(ctx);
     cr_assert_eq(F.allocs, F.frees);
