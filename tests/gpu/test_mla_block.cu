@@ -26,8 +26,15 @@
 // CUDA-graph replays over enough weight and cache sets that a set is reused
 // only after 2 x L2 of other traffic; us per launch, bytes (the weights once
 // and every request's latent rows), GB/s and the fraction of the read
-// ceiling measured in the same run.  (The unfused baseline of the issue,
-// cuBLAS projections + the core, is not here yet.)
+// ceiling measured in the same run, beside the unfused baseline: cuBLAS
+// projections (bf16 in and out, fp32 accumulation; W_uk and W_uv as strided
+// batched products over the heads), small kernels for the norms, RoPE and
+// the append, and the MLA core (mla_decode, looked up through libfgrt among
+// the mla_decode_*.cubin beside the block's; none there: the baseline is
+// skipped, and says so).  The baseline is checked against the reference
+// once per instance (relative L2 <= 3e-2: it rounds q, q_abs and o to the
+// storage type between its steps).
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <dirent.h>
 
@@ -36,9 +43,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "device_convert.cuh"
 #include "harness.h"
 #include "ref_decode.h"   // fgh_round_to
 #include "ref_mla_block.h"
@@ -63,9 +72,75 @@ struct Inst {
 
 Inst g_inst[kMaxInsts];
 int g_ninst, g_ncubins;
-fg_kernel_entry g_reg[kMaxInsts];
-size_t g_sizes[kMaxInsts];
+fg_kernel_entry g_reg[2 * kMaxInsts];   // the blocks', then the cores' (the baseline's)
+size_t g_sizes[2 * kMaxInsts];
+int g_nreg;
 fg_context *g_fg;
+
+// The MLA cores (mla_decode_*.cubin) the manifest describes, as registry
+// rows, for the baseline: fgrt.h's key order heads, kv_lora, rope_dim,
+// max_context, page_size, batch (a maximum).
+struct Core {
+    char name[160], family[64];
+    void *image;
+};
+Core g_core[kMaxInsts];
+int g_ncore;
+
+void discover_cores(const char *dir, const char *manifest)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    for (struct dirent *e; (e = readdir(d)) != nullptr && g_ncore < kMaxInsts;) {
+        const size_t len = strlen(e->d_name);
+        if (strncmp(e->d_name, "mla_decode_", 11) || len < 7 || strcmp(e->d_name + len - 6, ".cubin"))
+            continue;
+        Core &c = g_core[g_ncore];
+        snprintf(c.name, sizeof c.name, "%.*s", (int)(len - 6), e->d_name);
+        const char *keys[6] = {"heads", "kv_lora", "rope_dim", "max_context", "page_size", "bmax"};
+        long long dims[6], grid[3], block[3], cluster[3] = {1, 1, 1};
+        bool ok = fgh_manifest_text(manifest, c.name, "family", c.family, sizeof c.family) >= 0 &&
+                  fgh_manifest_ints(manifest, c.name, "launch.grid", grid, 3) == 3 &&
+                  fgh_manifest_ints(manifest, c.name, "launch.block", block, 3) >= 1;
+        for (int i = 0; ok && i < 6; i++)
+            ok = (dims[i] = fgh_manifest_value(manifest, c.name, keys[i])) >= 0;
+        char dt[16];
+        ok = ok && fgh_manifest_text(manifest, c.name, "dtype", dt, sizeof dt) >= 0;
+        if (!ok)
+            continue;   // a core of another build: the baseline of its shape is skipped
+        fgh_manifest_ints(manifest, c.name, "launch.cluster", cluster, 3);
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        size_t size = 0;
+        c.image = fgh_read_file(path, &size);
+        if (!c.image)
+            continue;
+        fg_kernel_entry *r = &g_reg[g_nreg];
+        *r = fg_kernel_entry{};
+        r->name = c.name, r->family = c.family, r->op = "mla_decode", r->arch = FG_REG_ARCH_SM90A;
+        r->dtype = strcmp(dt, "f16") ? FG_REG_BF16 : FG_REG_F16;
+        r->ndims = 6;
+        memcpy(r->dims, dims, sizeof dims);
+        r->match[5] = FG_REG_MATCH_MAX;
+        r->grid_rule = FG_REG_GRID_FIXED;
+        for (int i = 0; i < 3; i++)
+            r->grid[i] = (unsigned)grid[i], r->block[i] = (unsigned)block[i],
+            r->cluster[i] = (unsigned)cluster[i];
+        r->cooperative = (unsigned char)std::max(0LL, fgh_manifest_value(manifest, c.name, "launch.cooperative"));
+        r->nonportable_cluster =
+            (unsigned char)std::max(0LL, fgh_manifest_value(manifest, c.name, "launch.nonportable_cluster"));
+        r->dynamic_smem = (unsigned)std::max(0LL, fgh_manifest_value(manifest, c.name, "launch.dynamic_smem"));
+        r->workspace_bytes = (unsigned)std::max(0LL, fgh_manifest_value(manifest, c.name, "workspace_bytes"));
+        r->counter_count = (unsigned)std::max(0LL, fgh_manifest_value(manifest, c.name, "counters"));
+        r->priority = (int)std::max(0LL, fgh_manifest_value(manifest, c.name, "priority"));
+        g_sizes[g_nreg] = size;
+        r->image = (const unsigned char *)c.image;
+        r->image_size = &g_sizes[g_nreg];
+        g_nreg++, g_ncore++;
+    }
+    closedir(d);
+}
 
 bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent)
 {
@@ -298,8 +373,11 @@ fg_status bind(const Problem *p, fg_binding **out)
     return fg_mla_block_bind(g_fg, &a, out);
 }
 
-// One case: positions pos[0..B), checked against the reference.
-void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStream_t s)
+// One case: positions pos[0..B), checked against the reference; `step`
+// (default: bind and launch the block) computes y, `tol` overrides the
+// dtype's limit.
+void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStream_t s,
+              const std::function<bool(cudaStream_t)> &step = {}, double tol = 0)
 {
     const Inst *in = p->in;
     const int B = p->B, H = in->hidden, D = in->kv_lora + in->rope;
@@ -317,14 +395,19 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
             cudaMemcpy(view.data() + ((size_t)b * in->smax + t) * D,
                        (const uint16_t *)p->cache + pool_row(p, b, t) * D, D * 2,
                        cudaMemcpyDeviceToHost);
-    fg_binding *bd = nullptr;
-    fg_status st = bind(p, &bd);
-    if (!CHECKF(name, st == FG_OK, "bind: %s (%s)", fg_status_string(st), fg_last_error()))
-        return;
-    st = fg_launch(bd, s);
-    const bool ran = CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
-                            fg_status_string(st), fg_last_error());
-    fg_binding_free(bd);
+    bool ran;
+    if (step) {
+        ran = CHECKF(name, step(s) && fgh_ok(cudaStreamSynchronize(s)), "run: %s", fg_last_error());
+    } else {
+        fg_binding *bd = nullptr;
+        fg_status st = bind(p, &bd);
+        if (!CHECKF(name, st == FG_OK, "bind: %s (%s)", fg_status_string(st), fg_last_error()))
+            return;
+        st = fg_launch(bd, s);
+        ran = CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
+                     fg_status_string(st), fg_last_error());
+        fg_binding_free(bd);
+    }
     if (!ran)
         return;
     // the reference (x, weights to the host)
@@ -358,7 +441,8 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
     std::vector<double> y((size_t)B * H), new_row((size_t)B * D);
     fgh_ref_mla_block(&c, &w, hx.data(), view.data(), rpos.data(), y.data(), new_row.data(), nullptr);
     auto hy = host(p->y, (size_t)B * H);
-    const double tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;
+    if (!tol)
+        tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;
     for (int b = 0; b < B; b++) {
         if (pos[b] < 0) {
             bool zero = true;
@@ -425,6 +509,238 @@ void test_instance(const Inst *in, cudaStream_t s, bool quick)
     }
 }
 
+// ---- the unfused baseline ----
+
+// y[b] = x[b] * rsqrt(mean(x[b]^2) + eps) * w, a block a row
+template <typename T>
+__global__ void bl_rmsnorm(const T *x, const T *w, T *y, int n, float eps)
+{
+    __shared__ float red[32];
+    const T *xb = x + (size_t)blockIdx.x * n;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) {
+        const float v = fgh_to_f(xb[i]);
+        ss += v * v;
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x % 32 == 0)
+        red[threadIdx.x / 32] = ss;
+    __syncthreads();
+    float t = 0.f;
+    for (int i = 0; i < (int)blockDim.x / 32; i++)
+        t += red[i];
+    const float inv = rsqrtf(t / n + eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        y[(size_t)blockIdx.x * n + i] = fgh_from_f<T>(fgh_to_f(xb[i]) * inv * fgh_to_f(w[i]));
+}
+
+// the new latent row of request b: rmsnorm(c, kv_a_norm) | k_pe turned at
+// pos, into the cache; the core's length pos + 1 (0: an inactive slot)
+template <typename T>
+__global__ void bl_append(const T *kv, const T *kv_norm, T *cache, const int *block_table,
+                          const int *positions, int *lengths, const float *inv_freq, float cs,
+                          int kvl, int rope, int smax, int page, float eps)
+{
+    __shared__ float red[32];
+    const int b = blockIdx.x, D = kvl + rope, pos = positions[b];
+    const bool active = pos >= 0 && pos < smax;
+    if (threadIdx.x == 0)
+        lengths[b] = active ? pos + 1 : 0;
+    if (!active)
+        return;
+    const T *r = kv + (size_t)b * D;
+    float ss = 0.f;
+    for (int i = threadIdx.x; i < kvl; i += blockDim.x) {
+        const float v = fgh_to_f(r[i]);
+        ss += v * v;
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        ss += __shfl_xor_sync(0xffffffffu, ss, o);
+    if (threadIdx.x % 32 == 0)
+        red[threadIdx.x / 32] = ss;
+    __syncthreads();
+    float t = 0.f;
+    for (int i = 0; i < (int)blockDim.x / 32; i++)
+        t += red[i];
+    const float inv = rsqrtf(t / kvl + eps);
+    const size_t row = page ? (size_t)block_table[(size_t)b * (smax / page) + pos / page] * page + pos % page
+                            : (size_t)b * smax + pos;
+    T *dst = cache + row * D;
+    for (int i = threadIdx.x; i < kvl; i += blockDim.x)
+        dst[i] = fgh_from_f<T>(fgh_to_f(r[i]) * inv * fgh_to_f(kv_norm[i]));
+    for (int i = threadIdx.x; i < rope / 2; i += blockDim.x) {
+        float sn, c;
+        sincosf((float)pos * inv_freq[i], &sn, &c);
+        c *= cs, sn *= cs;
+        const float x0 = fgh_to_f(r[kvl + 2 * i]), x1 = fgh_to_f(r[kvl + 2 * i + 1]);
+        dst[kvl + 2 * i] = fgh_from_f<T>(x0 * c - x1 * sn);
+        dst[kvl + 2 * i + 1] = fgh_from_f<T>(x0 * sn + x1 * c);
+    }
+}
+
+// q_abs[b][h][kvl + 2i, +1] = q_pe of head h turned at pos (block (h, b))
+template <typename T>
+__global__ void bl_qpe(const T *q, T *q_abs, const int *positions, const float *inv_freq, float cs,
+                       int heads, int nope, int rope, int kvl)
+{
+    const int h = blockIdx.x, b = blockIdx.y, i = threadIdx.x;
+    const int pos = max(positions[b], 0), QD = nope + rope, D = kvl + rope;
+    if (i >= rope / 2)
+        return;
+    const T *src = q + ((size_t)b * heads + h) * QD + nope;
+    float sn, c;
+    sincosf((float)pos * inv_freq[i], &sn, &c);
+    c *= cs, sn *= cs;
+    const float x0 = fgh_to_f(src[2 * i]), x1 = fgh_to_f(src[2 * i + 1]);
+    T *dst = q_abs + ((size_t)b * heads + h) * D + kvl;
+    dst[2 * i] = fgh_from_f<T>(x0 * c - x1 * sn);
+    dst[2 * i + 1] = fgh_from_f<T>(x0 * sn + x1 * c);
+}
+
+struct Baseline {
+    cublasHandle_t blas = nullptr;
+    void *xn = nullptr, *qa = nullptr, *qan = nullptr, *q = nullptr, *kv = nullptr;
+    void *q_abs = nullptr, *o_lat = nullptr, *o = nullptr;
+    float *lse = nullptr, *inv_freq = nullptr;
+    int *lengths = nullptr;
+    fg_binding *core = nullptr;
+};
+
+void baseline_free(Baseline *bl)
+{
+    if (bl->blas)
+        cublasDestroy(bl->blas);
+    fg_binding_free(bl->core);
+    void *ptrs[] = {bl->xn, bl->qa, bl->qan, bl->q, bl->kv, bl->q_abs, bl->o_lat, bl->o,
+                    bl->lse, bl->inv_freq, bl->lengths};
+    for (void *q : ptrs)
+        cudaFree(q);
+    *bl = Baseline{};
+}
+
+// Buffers, cuBLAS and the core's binding for problem p; false (why in
+// *why) where no core instance of its shape is there.
+bool baseline_init(Baseline *bl, const Problem *p, char *why, size_t nwhy)
+{
+    const Inst *in = p->in;
+    const int B = p->B, NH = in->heads, QD = in->nope + in->rope, D = in->kv_lora + in->rope;
+    const size_t e = 2;
+    bool ok = fgh_ok(cudaMalloc(&bl->xn, (size_t)B * in->hidden * e)) &&
+              fgh_ok(cudaMalloc(&bl->q, (size_t)B * NH * QD * e)) &&
+              fgh_ok(cudaMalloc(&bl->kv, (size_t)B * D * e)) &&
+              fgh_ok(cudaMalloc(&bl->q_abs, (size_t)B * NH * D * e)) &&
+              fgh_ok(cudaMalloc(&bl->o_lat, (size_t)B * NH * in->kv_lora * e)) &&
+              fgh_ok(cudaMalloc(&bl->o, (size_t)B * NH * in->vdim * e)) &&
+              fgh_ok(cudaMalloc(&bl->lse, sizeof(float) * B * NH)) &&
+              fgh_ok(cudaMalloc(&bl->lengths, sizeof(int) * B)) &&
+              fgh_ok(cudaMalloc(&bl->inv_freq, sizeof(float) * in->rope / 2)) &&
+              fgh_ok(cudaMemcpy(bl->inv_freq, in->inv_freq, sizeof(float) * in->rope / 2,
+                                cudaMemcpyHostToDevice)) &&
+              cublasCreate(&bl->blas) == CUBLAS_STATUS_SUCCESS;
+    if (ok && in->q_lora)
+        ok = fgh_ok(cudaMalloc(&bl->qa, (size_t)B * in->q_lora * e)) &&
+             fgh_ok(cudaMalloc(&bl->qan, (size_t)B * in->q_lora * e));
+    if (!ok) {
+        snprintf(why, nwhy, "baseline buffers");
+        return false;
+    }
+    fg_mla_decode_args a = {};
+    a.dtype = in->dt == FGH_F16 ? FG_REG_F16 : FG_REG_BF16;
+    a.heads = NH, a.kv_lora = in->kv_lora, a.rope_dim = in->rope, a.max_context = in->smax;
+    a.page_size = in->page, a.batch = B;
+    a.q = bl->q_abs, a.cache = p->cache, a.block_table = p->block_table, a.lengths = bl->lengths;
+    a.out = bl->o_lat, a.lse = bl->lse;
+    a.scale = 1.f / sqrtf((float)(in->nope + in->rope));
+    const fg_status st = fg_mla_decode_bind(g_fg, &a, &bl->core);
+    if (st != FG_OK) {
+        snprintf(why, nwhy, "no MLA core of this shape (%s: %s)", fg_status_string(st), fg_last_error());
+        return false;
+    }
+    return true;
+}
+
+template <typename T>
+bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataType dt)
+{
+    const Inst *in = p->in;
+    const int B = p->B, H = in->hidden, NH = in->heads, QD = in->nope + in->rope;
+    const int D = in->kv_lora + in->rope, KV = in->kv_lora, V = in->vdim, NOPE = in->nope;
+    const long long WKVB = (long long)(NOPE + V) * KV;   // a head's rows of W_kv_b
+    const float one = 1.f, zero = 0.f, eps = 1e-6f;
+    cublasSetStream(bl->blas, s);
+    auto gemm = [&](cublasOperation_t ta, int m, int n, int k, const void *A, int lda, const void *Bm,
+                    int ldb, void *C, int ldc) {
+        return cublasGemmEx(bl->blas, ta, CUBLAS_OP_N, m, n, k, &one, A, dt, lda, Bm, dt, ldb, &zero, C,
+                            dt, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    };
+    auto batched = [&](cublasOperation_t ta, int m, int n, int k, const void *A, int lda, long long sa,
+                       const void *Bm, int ldb, long long sb, void *C, int ldc, long long sc) {
+        return cublasGemmStridedBatchedEx(bl->blas, ta, CUBLAS_OP_N, m, n, k, &one, A, dt, lda, sa, Bm, dt,
+                                          ldb, sb, &zero, C, dt, ldc, sc, NH, CUBLAS_COMPUTE_32F,
+                                          CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    };
+    // rows are row-major [rows, k]: in cuBLAS's column-major terms W^T
+    bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)p->x, (const T *)p->input_norm, (T *)bl->xn, H, eps);
+    bool ok;
+    if (in->q_lora) {
+        ok = gemm(CUBLAS_OP_T, in->q_lora, B, H, p->w_q_a, H, bl->xn, H, bl->qa, in->q_lora);
+        bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)bl->qa, (const T *)p->q_a_norm, (T *)bl->qan,
+                                        in->q_lora, eps);
+        ok = ok && gemm(CUBLAS_OP_T, NH * QD, B, in->q_lora, p->w_q_b, in->q_lora, bl->qan, in->q_lora,
+                        bl->q, NH * QD);
+    } else {
+        ok = gemm(CUBLAS_OP_T, NH * QD, B, H, p->w_q, H, bl->xn, H, bl->q, NH * QD);
+    }
+    ok = ok && gemm(CUBLAS_OP_T, D, B, H, p->w_kv_a, H, bl->xn, H, bl->kv, D);
+    bl_append<T><<<B, 256, 0, s>>>((const T *)bl->kv, (const T *)p->kv_a_norm, (T *)p->cache,
+                                   p->block_table, p->positions, bl->lengths, bl->inv_freq,
+                                   in->cs_scale, KV, in->rope, in->smax, in->page, eps);
+    // q_abs_h = W_uk_h^T q_nope_h: W_uk_h is [nope, kv_lora] row-major, i.e. [kv_lora, nope]
+    // column-major; q_nope_h the nope rows of head h's column of q
+    ok = ok && batched(CUBLAS_OP_N, KV, B, NOPE, p->w_kv_b, KV, WKVB, bl->q, NH * QD, QD, bl->q_abs,
+                       NH * D, D);
+    bl_qpe<T><<<dim3(NH, B), 32, 0, s>>>((const T *)bl->q, (T *)bl->q_abs, p->positions, bl->inv_freq,
+                                         in->cs_scale, NH, NOPE, in->rope, KV);
+    ok = ok && fg_launch(bl->core, s) == FG_OK;
+    // o_h = W_uv_h o_lat_h: W_uv_h is [v_dim, kv_lora] row-major
+    ok = ok && batched(CUBLAS_OP_T, V, B, KV, (const T *)p->w_kv_b + (size_t)NOPE * KV, KV, WKVB, bl->o_lat,
+                       NH * KV, KV, bl->o, NH * V, V);
+    ok = ok && gemm(CUBLAS_OP_T, H, B, NH * V, p->w_o, in->w_o_ld, bl->o, NH * V, p->y, H);
+    return ok && cudaPeekAtLastError() == cudaSuccess;
+}
+
+bool baseline_step(Baseline *bl, const Problem *p, cudaStream_t s)
+{
+    return p->in->dt == FGH_F16 ? baseline_step_t<__half>(bl, p, s, CUDA_R_16F)
+                                : baseline_step_t<__nv_bfloat16>(bl, p, s, CUDA_R_16BF);
+}
+
+// The baseline is a yardstick only if it is right: once per instance, against
+// the reference, at a position past the first page (no input-norm case).
+void check_baseline(const Inst *in, cudaStream_t s)
+{
+    char name[240];
+    snprintf(name, sizeof name, "%s: the unfused baseline against the reference", in->name);
+    Problem p;
+    Baseline bl;
+    char why[300] = "";
+    if (!CHECKF(name, make_problem(&p, in, 1, s), "inputs")) {
+        free_problem(&p);
+        return;
+    }
+    const int pos = std::min(in->smax - 1, std::max(64, 16000 / in->heads));
+    if (!baseline_init(&bl, &p, why, sizeof why)) {
+        fgh_skip(name, why);
+    } else {
+        const std::vector<int> ps = {pos};
+        run_case(&p, ps, "the unfused baseline", s, [&](cudaStream_t st) { return baseline_step(&bl, &p, st); },
+                 3e-2);
+    }
+    baseline_free(&bl);
+    free_problem(&p);
+}
+
 // ---- bench ----
 
 struct BenchCtx {
@@ -434,6 +750,16 @@ void enqueue(void *ctx, int i, cudaStream_t s)
 {
     auto *c = (BenchCtx *)ctx;
     fg_launch(c->b[i % c->b.size()], s);
+}
+struct BaselineCtx {
+    std::vector<Baseline> bl;
+    std::vector<Problem> *ps;
+};
+void enqueue_baseline(void *ctx, int i, cudaStream_t s)
+{
+    auto *c = (BaselineCtx *)ctx;
+    const size_t k = i % c->bl.size();
+    baseline_step(&c->bl[k], &(*c->ps)[k], s);
 }
 
 void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel)
@@ -470,10 +796,26 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             if (CHECKF(name, ok, "inputs or bind: %s", fg_last_error()))
                 ok = fgh_bench(s, enqueue, &ctx, nsets, 20.0, 7, &t) == 0;
             CHECKF(name, ok, "timing");
+            // the unfused baseline over the same sets, where a core of the shape is there
+            BaselineCtx bc;
+            bc.ps = &ps;
+            bc.bl.resize(nsets);
+            char why[300] = "";
+            bool bl_ok = ok;
+            for (int i = 0; i < nsets && bl_ok; i++)
+                bl_ok = baseline_init(&bc.bl[i], &ps[i], why, sizeof why);
+            fgh_timing tb = {};
+            if (bl_ok)
+                bl_ok = fgh_bench(s, enqueue_baseline, &bc, nsets, 20.0, 7, &tb) == 0;
+            else
+                printf("%s: baseline skipped: %s\n", name, why);
+            for (auto &b : bc.bl)
+                baseline_free(&b);
             if (ok) {
                 const double us = t.med_us;
-                printf("%-70s %8.2f us  %7.0f GB/s  %5.1f%% of read\n", name, us, bytes / us / 1e3,
-                       100.0 * bytes / us / 1e3 / ceil.read_gbps);
+                printf("%-70s %8.2f us  %7.0f GB/s  %5.1f%% of read  baseline %8.2f us\n", name, us,
+                       bytes / us / 1e3, 100.0 * bytes / us / 1e3 / ceil.read_gbps,
+                       bl_ok ? tb.med_us : -1.0);
                 fgh_json_obj_begin(j, nullptr);
                 fgh_json_str(j, "instance", in->name);
                 fgh_json_int(j, "batch", B);
@@ -482,6 +824,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                 fgh_json_timing(j, "time", &t);
                 fgh_json_num(j, "gbps", bytes / us / 1e3);
                 fgh_json_num(j, "fraction_of_read_ceiling", bytes / us / 1e3 / ceil.read_gbps);
+                if (bl_ok)
+                    fgh_json_timing(j, "baseline_unfused_cublas_core", &tb);
                 fgh_json_obj_end(j);
             }
             for (auto *bd : ctx.b)
@@ -536,6 +880,8 @@ int main(int argc, char **argv)
                "manifest (--manifest)", g_ncubins);
     for (int k = 0; k < g_ninst; k++)
         make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
+    g_nreg = g_ninst;
+    discover_cores(a.kernels, manifest);
     std::vector<const char *> names;
     for (int k = 0; k < g_ninst; k++)
         names.push_back(g_inst[k].name);
@@ -553,7 +899,7 @@ int main(int argc, char **argv)
             fgh_skip("mla_block", "no usable GPU");
         return fgh_summary() ? 1 : 0;
     }
-    const fg_status st = fg_init(g_reg, g_ninst, 0, &g_fg);
+    const fg_status st = fg_init(g_reg, g_nreg, 0, &g_fg);
     if (!CHECKF("fgrt: fg_init", st == FG_OK, "%s (%s)", fg_status_string(st), fg_last_error()))
         return fgh_summary() ? 1 : 0;
     cudaStream_t s;
@@ -566,8 +912,10 @@ int main(int argc, char **argv)
         bench(s, &dev, &j, sel);
         fgh_bench_doc_end(&j, f, a.json);
     } else {
-        for (int k : sel)
+        for (int k : sel) {
             test_instance(&g_inst[k], s, a.quick);
+            check_baseline(&g_inst[k], s);
+        }
     }
     CHECK("mla_block: no CUDA error left", fgh_ok(cudaDeviceSynchronize()) && fgh_ok(cudaGetLastError()));
     cudaStreamDestroy(s);
