@@ -460,7 +460,8 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
         for (int i = 0; i < D; i++)
             want[i] = fgh_rounded(in->dt, new_row[(size_t)b * D + i]);
         const fgh_err r = fgh_compare(row.data(), in->dt, want.data(), D);
-        CHECKF(name, r.nonfinite == 0 && r.rel_l2 <= tol, "request %d appended row: rel L2 %.3e",
+        const double row_tol = in->dt == FGH_F16 ? 2e-3 : 1e-2;   // the row is the same math in both
+        CHECKF(name, r.nonfinite == 0 && r.rel_l2 <= row_tol, "request %d appended row: rel L2 %.3e",
                b, r.rel_l2);
         printf("    %s: request %d pos %d: y rel L2 %.3e, new row %.3e\n", name, b, pos[b],
                e.rel_l2, r.rel_l2);
@@ -584,22 +585,23 @@ template <typename T>
 __global__ void bl_qpe(const T *q, T *q_abs, const int *positions, const float *inv_freq, float cs,
                        int heads, int nope, int rope, int kvl)
 {
-    const int h = blockIdx.x, b = blockIdx.y, i = threadIdx.x;
+    const int h = blockIdx.x, b = blockIdx.y;
     const int pos = max(positions[b], 0), QD = nope + rope, D = kvl + rope;
-    if (i >= rope / 2)
-        return;
     const T *src = q + ((size_t)b * heads + h) * QD + nope;
-    float sn, c;
-    sincosf((float)pos * inv_freq[i], &sn, &c);
-    c *= cs, sn *= cs;
-    const float x0 = fgh_to_f(src[2 * i]), x1 = fgh_to_f(src[2 * i + 1]);
     T *dst = q_abs + ((size_t)b * heads + h) * D + kvl;
-    dst[2 * i] = fgh_from_f<T>(x0 * c - x1 * sn);
-    dst[2 * i + 1] = fgh_from_f<T>(x0 * sn + x1 * c);
+    for (int i = threadIdx.x; i < rope / 2; i += blockDim.x) {
+        float sn, c;
+        sincosf((float)pos * inv_freq[i], &sn, &c);
+        c *= cs, sn *= cs;
+        const float x0 = fgh_to_f(src[2 * i]), x1 = fgh_to_f(src[2 * i + 1]);
+        dst[2 * i] = fgh_from_f<T>(x0 * c - x1 * sn);
+        dst[2 * i + 1] = fgh_from_f<T>(x0 * sn + x1 * c);
+    }
 }
 
 struct Baseline {
     cublasHandle_t blas = nullptr;
+    void *blas_ws = nullptr;   // cuBLAS's workspace, ours (nothing allocated while a graph is captured)
     void *xn = nullptr, *qa = nullptr, *qan = nullptr, *q = nullptr, *kv = nullptr;
     void *q_abs = nullptr, *o_lat = nullptr, *o = nullptr;
     float *lse = nullptr, *inv_freq = nullptr;
@@ -613,15 +615,16 @@ void baseline_free(Baseline *bl)
         cublasDestroy(bl->blas);
     fg_binding_free(bl->core);
     void *ptrs[] = {bl->xn, bl->qa, bl->qan, bl->q, bl->kv, bl->q_abs, bl->o_lat, bl->o,
-                    bl->lse, bl->inv_freq, bl->lengths};
+                    bl->lse, bl->inv_freq, bl->lengths, bl->blas_ws};
     for (void *q : ptrs)
         cudaFree(q);
     *bl = Baseline{};
 }
 
-// Buffers, cuBLAS and the core's binding for problem p; false (why in
-// *why) where no core instance of its shape is there.
-bool baseline_init(Baseline *bl, const Problem *p, char *why, size_t nwhy)
+// Buffers, cuBLAS (on stream s, with a workspace of its own) and the core's
+// binding for problem p; false (why in *why) where no core instance of its
+// shape is there.
+bool baseline_init(Baseline *bl, const Problem *p, cudaStream_t s, char *why, size_t nwhy)
 {
     const Inst *in = p->in;
     const int B = p->B, NH = in->heads, QD = in->nope + in->rope, D = in->kv_lora + in->rope;
@@ -637,7 +640,10 @@ bool baseline_init(Baseline *bl, const Problem *p, char *why, size_t nwhy)
               fgh_ok(cudaMalloc(&bl->inv_freq, sizeof(float) * in->rope / 2)) &&
               fgh_ok(cudaMemcpy(bl->inv_freq, in->inv_freq, sizeof(float) * in->rope / 2,
                                 cudaMemcpyHostToDevice)) &&
-              cublasCreate(&bl->blas) == CUBLAS_STATUS_SUCCESS;
+              cublasCreate(&bl->blas) == CUBLAS_STATUS_SUCCESS &&
+              fgh_ok(cudaMalloc(&bl->blas_ws, (size_t)32 << 20)) &&
+              cublasSetStream(bl->blas, s) == CUBLAS_STATUS_SUCCESS &&
+              cublasSetWorkspace(bl->blas, bl->blas_ws, (size_t)32 << 20) == CUBLAS_STATUS_SUCCESS;
     if (ok && in->q_lora)
         ok = fgh_ok(cudaMalloc(&bl->qa, (size_t)B * in->q_lora * e)) &&
              fgh_ok(cudaMalloc(&bl->qan, (size_t)B * in->q_lora * e));
@@ -668,7 +674,7 @@ bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataTyp
     const int D = in->kv_lora + in->rope, KV = in->kv_lora, V = in->vdim, NOPE = in->nope;
     const long long WKVB = (long long)(NOPE + V) * KV;   // a head's rows of W_kv_b
     const float one = 1.f, zero = 0.f, eps = 1e-6f;
-    cublasSetStream(bl->blas, s);
+    (void)s;   // cuBLAS's stream was set at init; the kernels and the core take s
     auto gemm = [&](cublasOperation_t ta, int m, int n, int k, const void *A, int lda, const void *Bm,
                     int ldb, void *C, int ldc) {
         return cublasGemmEx(bl->blas, ta, CUBLAS_OP_N, m, n, k, &one, A, dt, lda, Bm, dt, ldb, &zero, C,
@@ -681,18 +687,22 @@ bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataTyp
                                           CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
     };
     // rows are row-major [rows, k]: in cuBLAS's column-major terms W^T
-    bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)p->x, (const T *)p->input_norm, (T *)bl->xn, H, eps);
+    const void *xin = p->x;   // x as is without an input norm
+    if (!p->no_input_norm) {
+        bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)p->x, (const T *)p->input_norm, (T *)bl->xn, H, eps);
+        xin = bl->xn;
+    }
     bool ok;
     if (in->q_lora) {
-        ok = gemm(CUBLAS_OP_T, in->q_lora, B, H, p->w_q_a, H, bl->xn, H, bl->qa, in->q_lora);
+        ok = gemm(CUBLAS_OP_T, in->q_lora, B, H, p->w_q_a, H, xin, H, bl->qa, in->q_lora);
         bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)bl->qa, (const T *)p->q_a_norm, (T *)bl->qan,
                                         in->q_lora, eps);
         ok = ok && gemm(CUBLAS_OP_T, NH * QD, B, in->q_lora, p->w_q_b, in->q_lora, bl->qan, in->q_lora,
                         bl->q, NH * QD);
     } else {
-        ok = gemm(CUBLAS_OP_T, NH * QD, B, H, p->w_q, H, bl->xn, H, bl->q, NH * QD);
+        ok = gemm(CUBLAS_OP_T, NH * QD, B, H, p->w_q, H, xin, H, bl->q, NH * QD);
     }
-    ok = ok && gemm(CUBLAS_OP_T, D, B, H, p->w_kv_a, H, bl->xn, H, bl->kv, D);
+    ok = ok && gemm(CUBLAS_OP_T, D, B, H, p->w_kv_a, H, xin, H, bl->kv, D);
     bl_append<T><<<B, 256, 0, s>>>((const T *)bl->kv, (const T *)p->kv_a_norm, (T *)p->cache,
                                    p->block_table, p->positions, bl->lengths, bl->inv_freq,
                                    in->cs_scale, KV, in->rope, in->smax, in->page, eps);
@@ -717,49 +727,60 @@ bool baseline_step(Baseline *bl, const Problem *p, cudaStream_t s)
 }
 
 // The baseline is a yardstick only if it is right: once per instance, against
-// the reference, at a position past the first page (no input-norm case).
+// the reference, at batch 1 and (B_max >= 2) 2 with mixed and inactive slots.
 void check_baseline(const Inst *in, cudaStream_t s)
 {
-    char name[240];
-    snprintf(name, sizeof name, "%s: the unfused baseline against the reference", in->name);
-    Problem p;
-    Baseline bl;
-    char why[300] = "";
-    if (!CHECKF(name, make_problem(&p, in, 1, s), "inputs")) {
-        free_problem(&p);
-        return;
-    }
     const int pos = std::min(in->smax - 1, std::max(64, 16000 / in->heads));
-    if (!baseline_init(&bl, &p, why, sizeof why)) {
-        fgh_skip(name, why);
-    } else {
-        const std::vector<int> ps = {pos};
-        run_case(&p, ps, "the unfused baseline", s, [&](cudaStream_t st) { return baseline_step(&bl, &p, st); },
-                 3e-2);
+    for (int B : {1, 2}) {
+        if (B > in->bmax)
+            break;
+        char name[240];
+        snprintf(name, sizeof name, "%s: the unfused baseline against the reference, B=%d", in->name, B);
+        Problem p;
+        Baseline bl;
+        char why[300] = "";
+        if (!CHECKF(name, make_problem(&p, in, B, s), "inputs")) {
+            free_problem(&p);
+            return;
+        }
+        if (!baseline_init(&bl, &p, s, why, sizeof why)) {
+            fgh_skip(name, why);
+        } else {
+            auto step = [&](cudaStream_t st) { return baseline_step(&bl, &p, st); };
+            if (B == 1) {
+                run_case(&p, {pos}, "the unfused baseline", s, step, 3e-2);
+            } else {
+                run_case(&p, {pos, 5}, "the unfused baseline, B=2", s, step, 3e-2);
+                run_case(&p, {-1, pos}, "the unfused baseline, B=2, slot 0 inactive", s, step, 3e-2);
+            }
+        }
+        baseline_free(&bl);
+        free_problem(&p);
     }
-    baseline_free(&bl);
-    free_problem(&p);
 }
 
 // ---- bench ----
 
+// (a launch that fails while a graph is captured leaves a shorter graph: counted, must be 0)
 struct BenchCtx {
     std::vector<fg_binding *> b;
+    int failed = 0;
 };
 void enqueue(void *ctx, int i, cudaStream_t s)
 {
     auto *c = (BenchCtx *)ctx;
-    fg_launch(c->b[i % c->b.size()], s);
+    c->failed += fg_launch(c->b[i % c->b.size()], s) != FG_OK;
 }
 struct BaselineCtx {
     std::vector<Baseline> bl;
     std::vector<Problem> *ps;
+    int failed = 0;
 };
 void enqueue_baseline(void *ctx, int i, cudaStream_t s)
 {
     auto *c = (BaselineCtx *)ctx;
     const size_t k = i % c->bl.size();
-    baseline_step(&c->bl[k], &(*c->ps)[k], s);
+    c->failed += !baseline_step(&c->bl[k], &(*c->ps)[k], s);
 }
 
 void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel)
@@ -794,7 +815,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             snprintf(name, sizeof name, "%s: bench B=%d S=%d", in->name, B, S);
             fgh_timing t = {};
             if (CHECKF(name, ok, "inputs or bind: %s", fg_last_error()))
-                ok = fgh_bench(s, enqueue, &ctx, nsets, 20.0, 7, &t) == 0;
+                ok = fgh_bench(s, enqueue, &ctx, nsets, 20.0, 7, &t) == 0 && ctx.failed == 0;
             CHECKF(name, ok, "timing");
             // the unfused baseline over the same sets, where a core of the shape is there
             BaselineCtx bc;
@@ -802,13 +823,14 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             bc.bl.resize(nsets);
             char why[300] = "";
             bool bl_ok = ok;
-            for (int i = 0; i < nsets && bl_ok; i++)
-                bl_ok = baseline_init(&bc.bl[i], &ps[i], why, sizeof why);
+            for (int i = 0; i < nsets && bl_ok; i++)   // each set run once outside a capture
+                bl_ok = baseline_init(&bc.bl[i], &ps[i], s, why, sizeof why) &&
+                        baseline_step(&bc.bl[i], &ps[i], s) && fgh_ok(cudaStreamSynchronize(s));
             fgh_timing tb = {};
             if (bl_ok)
-                bl_ok = fgh_bench(s, enqueue_baseline, &bc, nsets, 20.0, 7, &tb) == 0;
-            else
-                printf("%s: baseline skipped: %s\n", name, why);
+                bl_ok = fgh_bench(s, enqueue_baseline, &bc, nsets, 20.0, 7, &tb) == 0 && bc.failed == 0;
+            if (!bl_ok && ok)
+                printf("%s: baseline skipped: %s\n", name, why[0] ? why : "its run or timing failed");
             for (auto &b : bc.bl)
                 baseline_free(&b);
             if (ok) {
