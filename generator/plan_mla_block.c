@@ -2,8 +2,10 @@
  * projections, the latent RMSNorm and RoPE, the append, W_uk absorbed into
  * q, the attention over the latent cache, W_uv and W_o in one cooperative
  * launch, its phases meeting at grid barriers.  One block per SM, 256
- * threads; the attention takes heads in groups of 16 on CUDA cores (this is
- * the first form: correctness and the launch count first). */
+ * threads; what a block reads from HBM streams through a ring of shared-memory
+ * slots in the order the phases take it, so later phases' bytes are in flight
+ * during earlier phases and barriers.  The attention takes heads in groups of
+ * 16 on CUDA cores. */
 #include <stdio.h>
 #include <string.h>
 
@@ -13,9 +15,11 @@
 #define BLOCK_THREADS 256   /* two of kv_lora's 512 output columns a thread */
 #define BLOCK_GROUP 16      /* heads an attention item takes */
 #define BLOCK_TILE 32       /* keys a tile */
-#define BLOCK_CHUNK 16      /* W_uk rows an absorption item takes */
+#define BLOCK_CHUNK 32      /* W_uk rows a piece of the absorption holds */
 #define BLOCK_MAX_BATCH 16
 #define BLOCK_MAX_ROPE 128   /* the frequency table's room */
+#define BLOCK_PIECE_ROWS 16  /* weight rows a ring slot holds at most */
+#define BLOCK_MAX_SLOTS 8
 
 static unsigned block_heads(const fg_mla *a) { return a->heads / a->tensor_parallel; }
 
@@ -29,10 +33,11 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
         return "the fused MLA block takes kv_lora 512 (two output columns a thread)";
     if (block_heads(a) % BLOCK_GROUP)
         return "the fused MLA block takes heads per GPU in groups of 16";
-    if (a->qk_nope_head_dim % BLOCK_CHUNK || a->qk_rope_head_dim % 8 || m->hidden % 8 ||
-        a->q_lora_rank % 8 || (block_heads(a) * a->v_head_dim) % 8)
-        return "the fused MLA block takes rows of whole 16-byte vectors (hidden, q_lora, rope "
-               "and heads x v_head_dim multiples of 8, qk_nope_head_dim of 16)";
+    if (a->qk_nope_head_dim % BLOCK_CHUNK || a->qk_rope_head_dim % 8 || m->hidden % 256 ||
+        a->q_lora_rank % 256 || (block_heads(a) * a->v_head_dim) % 256)
+        return "the fused MLA block takes weight rows of whole warps of 16-byte vectors (hidden, "
+               "q_lora and heads x v_head_dim multiples of 256), rope a multiple of 8 and "
+               "qk_nope_head_dim of 16";
     if (m->rope->layout != FG_ROPE_GPTJ)
         return "the fused MLA block turns k_pe and q_pe in interleaved pairs (the GPT-J layout, "
                "DeepSeek's): the NeoX layout is not emitted";
@@ -42,13 +47,31 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     return NULL;
 }
 
-/* Shared memory of the kernel's Smem (an upper bound; the template checks). */
-static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned elem)
+/* The ring's slot: a tile of keys (rows padded by 16 bytes), a W_uk chunk or
+ * a weight row, whichever is largest, in 128-byte units. */
+static unsigned slot_bytes(const fg_model *m, unsigned elem)
+{
+    const fg_mla *a = m->mla;
+    const unsigned d = a->kv_lora_rank + a->qk_rope_head_dim;
+    unsigned b = BLOCK_TILE * (d + 8) * elem;
+    const unsigned rows[] = {BLOCK_CHUNK * a->kv_lora_rank, m->hidden, a->q_lora_rank,
+                             block_heads(a) * a->v_head_dim};
+    for (unsigned i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        if (rows[i] * elem > b)
+            b = rows[i] * elem;
+    return (b + 127) / 128 * 128;
+}
+
+/* Shared memory of the kernel's Smem with `slots` slots (an upper bound; the
+ * template checks): the barriers, the attention's queries, scores and
+ * statistics, the pieces' partial sums, then the slots. */
+static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned slot)
 {
     const unsigned warps = BLOCK_THREADS / 32;
-    unsigned b = bmax * 4 + warps * 4 + BLOCK_GROUP * d * 4 + 16 /* the tile's alignment */ +
-                 BLOCK_TILE * (d + 8) * elem + BLOCK_GROUP * BLOCK_TILE * 4 + 3 * BLOCK_GROUP * 4;
-    return (b + 15) / 16 * 16;
+    unsigned b = slots * 8 + bmax * 4 + warps * 4 + BLOCK_GROUP * d * 4 +
+                 BLOCK_GROUP * BLOCK_TILE * 4 + 3 * BLOCK_GROUP * 4 +
+                 BLOCK_PIECE_ROWS * warps * bmax * 4 + 16 /* q's alignment */;
+    return (b + 127) / 128 * 128 + slots * slot;
 }
 
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
@@ -62,12 +85,17 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned width = kv + rope, qrows = heads * (nope + rope);
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
     const unsigned elem = fg_dtype_bytes(m->dtype), grid = t->compute_units;
-    const unsigned smem = smem_bytes(bmax, width, elem);
-    if (smem > t->shared_mem_per_block) {
-        fg_error(d, "mla_block: %u bytes of shared memory; %s allows %u", smem, t->name,
-                 t->shared_mem_per_block);
+    const unsigned slot = slot_bytes(m, elem);
+    unsigned slots = 0;   /* as many as fit, two at least */
+    while (slots < BLOCK_MAX_SLOTS &&
+           smem_bytes(bmax, width, slots + 1, slot) <= t->shared_mem_per_block)
+        slots++;
+    if (slots < 2) {
+        fg_error(d, "mla_block: two slots of %u bytes need %u bytes of shared memory; %s allows %u",
+                 slot, smem_bytes(bmax, width, 2, slot), t->name, t->shared_mem_per_block);
         return -1;
     }
+    const unsigned smem = smem_bytes(bmax, width, slots, slot);
     char dims[96], paged[16] = "";
     if (page)
         snprintf(paged, sizeof paged, "_p%u", page);
@@ -98,6 +126,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.key_max_mask = 1u << 10;   /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "THREADS", BLOCK_THREADS);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
+    fg_instance_add_param(&in, "SLOTS", slots);
+    fg_instance_add_param(&in, "SLOT_BYTES", slot);
+    fg_instance_add_param(&in, "PIECE_ROWS", BLOCK_PIECE_ROWS);
+    fg_instance_add_param(&in, "CHUNK_ROWS", BLOCK_CHUNK);
     float inv[BLOCK_MAX_ROPE / 2];
     fg_rope_inv_freq(m->rope, rope, inv);   /* unsupported() checked that it gives one */
     fg_strbuf *tab = fg_instance_add_text(&in, "INV_FREQ");
@@ -111,13 +143,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                             .cluster = {1, 1, 1},
                             .cooperative = true,
                             .dynamic_smem = smem};
-    const unsigned long long chunks = nope / BLOCK_CHUNK;
     /* attention items: the kernel cuts each request's keys into grid / (batch x
      * head groups) splits, at least one */
     const unsigned long long groups = heads / BLOCK_GROUP,
                              items = grid > bmax * groups ? grid : bmax * groups;
     const unsigned long long floats =
-        (unsigned long long)bmax * (ql + qrows + width) + chunks * bmax * heads * kv +
+        (unsigned long long)bmax * (ql + qrows + 2 * width) + (unsigned long long)bmax * heads * kv +
         (unsigned long long)bmax * heads * (kv + vdim) +
         (unsigned long long)items * BLOCK_GROUP * (2 + kv);
     in.workspace_bytes = (unsigned)(floats * 4);
@@ -149,6 +180,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  "attention on CUDA cores, heads in groups of %u, tiles of %u keys; a request's "
                  "keys cut into splits over the grid at run time (SMs / (batch x head groups))\n",
                  BLOCK_GROUP, BLOCK_TILE);
+    fg_sb_printf(&in.reasons,
+                 "a block's weight rows and latent rows stream in by bulk copies through a ring "
+                 "of %u slots of %u bytes (as many as fit), in the order the phases take them, "
+                 "so the next phases' bytes are in flight during a phase and its barrier\n",
+                 slots, slot);
     fg_sb_printf(&in.reasons, "RoPE on q_pe and k_pe in interleaved pairs, YaRN's cos/sin factor "
                               "%.9f; %s; %u bytes of shared memory\n",
                  fg_rope_cos_sin_scale(m->rope),
