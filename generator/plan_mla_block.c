@@ -12,7 +12,7 @@
 #include "plan.h"
 #include "rope.h"
 
-#define BLOCK_THREADS 256   /* two of kv_lora's 512 output columns a thread */
+#define BLOCK_THREADS 256   /* consumers: two of kv_lora's 512 output columns a thread */
 #define BLOCK_GROUP 16      /* heads an attention item takes */
 #define BLOCK_TILE 32       /* keys a tile */
 #define BLOCK_CHUNK 32      /* W_uk rows a piece of the absorption holds */
@@ -68,7 +68,7 @@ static unsigned slot_bytes(const fg_model *m, unsigned elem)
 static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned slot)
 {
     const unsigned warps = BLOCK_THREADS / 32;
-    unsigned b = slots * 8 + bmax * 4 + warps * 4 + BLOCK_GROUP * d * 4 +
+    unsigned b = slots * 16 + bmax * 4 + warps * 4 + BLOCK_GROUP * d * 4 +
                  BLOCK_GROUP * BLOCK_TILE * 4 + 3 * BLOCK_GROUP * 4 +
                  BLOCK_PIECE_ROWS * warps * bmax * 4 + 16 /* q's alignment */;
     return (b + 127) / 128 * 128 + slots * slot;
@@ -139,7 +139,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  fg_rope_cos_sin_scale(m->rope));
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {grid, 1, 1},
-                            .block = {BLOCK_THREADS, 1, 1},
+                            .block = {BLOCK_THREADS + 32, 1, 1},   /* a producer warp besides */
                             .cluster = {1, 1, 1},
                             .cooperative = true,
                             .dynamic_smem = smem};
