@@ -216,6 +216,33 @@ template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, unsigned *
     }
     sync();
 }
+// mma.sync's operands from shared memory (four 8 x 8 matrices of 16-bit
+// values, plain or transposed), and the m16n8k16 product with fp32 sums.
+FG_DEVICE void ldmatrix_x4(unsigned r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+FG_DEVICE void ldmatrix_x4_trans(unsigned r[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(smem_addr(p)));
+}
+
+// d += a . b, m16n8k16, fp32 accumulators.
+FG_DEVICE void mma16816(float d[4], const unsigned a[4], const unsigned b[2])
+{
+#if defined(FG_DTYPE_F16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#endif
+                 "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per
