@@ -33,11 +33,11 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
         return "the fused MLA block takes kv_lora 512 (two output columns a thread)";
     if (block_heads(a) % BLOCK_GROUP)
         return "the fused MLA block takes heads per GPU in groups of 16";
-    if (a->qk_nope_head_dim % BLOCK_CHUNK || a->qk_rope_head_dim % 8 || m->hidden % 256 ||
+    if (a->qk_nope_head_dim % BLOCK_CHUNK || a->qk_rope_head_dim % 64 || m->hidden % 256 ||
         a->q_lora_rank % 256 || (block_heads(a) * a->v_head_dim) % 256)
         return "the fused MLA block takes weight rows of whole warps of 16-byte vectors (hidden, "
-               "q_lora and heads x v_head_dim multiples of 256), rope a multiple of 8 and "
-               "qk_nope_head_dim of 16";
+               "q_lora and heads x v_head_dim multiples of 256), qk_nope_head_dim a multiple of 16 "
+               "and rope of 64 (the attention's column quarters are whole mma k-steps)";
     if (m->rope->layout != FG_ROPE_GPTJ)
         return "the fused MLA block turns k_pe and q_pe in interleaved pairs (the GPT-J layout, "
                "DeepSeek's): the NeoX layout is not emitted";
