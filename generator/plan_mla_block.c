@@ -177,9 +177,26 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  weights / 1e6, t->ceilings ? weights / (t->ceilings->read_gbps * 1e3) : 0.0,
                  t->name, t->ceilings ? t->ceilings->read_gbps : 0.0);
     fg_sb_printf(&in.reasons,
-                 "attention on CUDA cores, heads in groups of %u, tiles of %u keys; a request's "
-                 "keys cut into splits over the grid at run time (SMs / (batch x head groups))\n",
+                 "attention on tensor cores (mma.sync m16n8k16, a group's %u heads the rows), "
+                 "tiles of %u keys; a request's keys cut into splits over the grid at run time "
+                 "(SMs / (batch x head groups))\n",
                  BLOCK_GROUP, BLOCK_TILE);
+    /* the projections' input vectors staged in shared memory where every
+     * request's fits the attention's scratch (the template's kStageFloats) */
+    const unsigned long long stage = (unsigned long long)BLOCK_GROUP * width;
+    const unsigned long long lens[4] = {m->hidden, ql, (unsigned long long)heads * kv,
+                                        (unsigned long long)heads * vdim};
+    const char *const names[4] = {"q/kv projection", "q_lora's second", "W_uv", "W_o"};
+    char staged[96] = "";
+    for (unsigned i = 0; i < 4; i++)
+        if (lens[i] && bmax * lens[i] <= stage)
+            snprintf(staged + strlen(staged), sizeof staged - strlen(staged), "%s%s",
+                     *staged ? ", " : "", names[i]);
+    fg_sb_printf(&in.reasons,
+                 "projections: a piece's rows shared evenly by the %u consumer warps; every "
+                 "request's input vector staged in shared memory where B_max x its length fits "
+                 "%llu floats (here: %s), else read from global memory at each step\n",
+                 BLOCK_THREADS / 32, stage, *staged ? staged : "none");
     fg_sb_printf(&in.reasons,
                  "a block's weight rows and latent rows stream in by bulk copies through a ring "
                  "of %u slots of %u bytes (as many as fit), in the order the phases take them, "
