@@ -47,11 +47,11 @@ report() {   # FAMILY RESULTS.json
     fi
 }
 # One results file per family: rmsnorm, the fused decode attention, the MLA
-# decode core.  A family whose kernels this build may lack (the MLA core: a
+# decode core, the whole MLA block.  A family whose kernels this build may lack (the MLA core: a
 # kernel folder from before it, or specs without it) is SKIPPED, and says so,
 # when the folder holds none of its cubins.
-optional="mla_decode"
-for fam in rmsnorm decode_attn mla_decode; do
+optional="mla_decode mla_block"
+for fam in rmsnorm decode_attn mla_decode mla_block; do
     case " $optional " in
         *" $fam "*)
             if ! ls "$FG_KERNELS_DIR/${fam}_"*.cubin >/dev/null 2>&1; then

@@ -30,6 +30,9 @@ decode_only=s4096_b1_c2_,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_,
 # cuBLAS's own TMA kernels (docs/reliability.md), so the ring form is
 # skipped there, and says so.
 race_only=s4096_b1_c2_t512_norm,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_t512_norm
+# the whole MLA block: the shipped V2-Lite (no q_lora) and V3 TP=8 (q_lora)
+# kernels of batch 1, every phase's path among them
+block_only=mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1,mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b1
 passed=0 failed=0 skipped=0
 # One tool over one test program: ok, SKIPPED when the program checked
 # nothing (its closing line says 0 passed), or FAILED.
@@ -54,7 +57,7 @@ sanitize() {
     fi
 }
 for tool in memcheck synccheck racecheck; do
-    for t in rmsnorm decode_attn mla_decode; do
+    for t in rmsnorm decode_attn mla_decode mla_block; do
         case $t/$tool in
             rmsnorm/*) args="--quick" ;;
             # the MLA core: one instance per code path (dtype, cache layout,
@@ -90,6 +93,14 @@ for tool in memcheck synccheck racecheck; do
                      "WAR reports on TMA ring handoffs, as on cuBLAS's TMA kernels)"
                 skipped=$((skipped + 1)) ;;
             decode_attn/*) args="--only $decode_only" ;;
+            mla_block/racecheck)
+                echo "check-gpu-sanitize: racecheck mla_block: SKIPPED (potential WAR reports on" \
+                     "its ring's handoffs from the consumers' reads to the producer warp's next" \
+                     "bulk copy, ordered by a named barrier and an mbarrier, as on the decode" \
+                     "ring form and cuBLAS's TMA kernels)"
+                skipped=$((skipped + 1))
+                continue ;;
+            mla_block/*) args="--quick --only $block_only" ;;
         esac
         sanitize "$tool" "$t" "" "$args"
     done
