@@ -512,47 +512,13 @@ void test_instance(const Inst *in, cudaStream_t s, bool quick)
 
 // ---- the unfused baseline ----
 
-// y[b] = x[b] * rsqrt(mean(x[b]^2) + eps) * w, a block a row
+// rsqrt(mean(r[0..n)^2) + eps), the whole block taking part
 template <typename T>
-__global__ void bl_rmsnorm(const T *x, const T *w, T *y, int n, float eps)
+__device__ float bl_inv_rms(const T *r, int n, float eps)
 {
     __shared__ float red[32];
-    const T *xb = x + (size_t)blockIdx.x * n;
     float ss = 0.f;
     for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = fgh_to_f(xb[i]);
-        ss += v * v;
-    }
-    for (int o = 16; o > 0; o >>= 1)
-        ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (threadIdx.x % 32 == 0)
-        red[threadIdx.x / 32] = ss;
-    __syncthreads();
-    float t = 0.f;
-    for (int i = 0; i < (int)blockDim.x / 32; i++)
-        t += red[i];
-    const float inv = rsqrtf(t / n + eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        y[(size_t)blockIdx.x * n + i] = fgh_from_f<T>(fgh_to_f(xb[i]) * inv * fgh_to_f(w[i]));
-}
-
-// the new latent row of request b: rmsnorm(c, kv_a_norm) | k_pe turned at
-// pos, into the cache; the core's length pos + 1 (0: an inactive slot)
-template <typename T>
-__global__ void bl_append(const T *kv, const T *kv_norm, T *cache, const int *block_table,
-                          const int *positions, int *lengths, const float *inv_freq, float cs,
-                          int kvl, int rope, int smax, int page, float eps)
-{
-    __shared__ float red[32];
-    const int b = blockIdx.x, D = kvl + rope, pos = positions[b];
-    const bool active = pos >= 0 && pos < smax;
-    if (threadIdx.x == 0)
-        lengths[b] = active ? pos + 1 : 0;
-    if (!active)
-        return;
-    const T *r = kv + (size_t)b * D;
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < kvl; i += blockDim.x) {
         const float v = fgh_to_f(r[i]);
         ss += v * v;
     }
@@ -564,7 +530,34 @@ __global__ void bl_append(const T *kv, const T *kv_norm, T *cache, const int *bl
     float t = 0.f;
     for (int i = 0; i < (int)blockDim.x / 32; i++)
         t += red[i];
-    const float inv = rsqrtf(t / kvl + eps);
+    return rsqrtf(t / n + eps);
+}
+
+// y[b] = x[b] * rsqrt(mean(x[b]^2) + eps) * w, a block a row
+template <typename T>
+__global__ void bl_rmsnorm(const T *x, const T *w, T *y, int n, float eps)
+{
+    const T *xb = x + (size_t)blockIdx.x * n;
+    const float inv = bl_inv_rms(xb, n, eps);
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        y[(size_t)blockIdx.x * n + i] = fgh_from_f<T>(fgh_to_f(xb[i]) * inv * fgh_to_f(w[i]));
+}
+
+// the new latent row of request b: rmsnorm(c, kv_a_norm) | k_pe turned at
+// pos, into the cache; the core's length pos + 1 (0: an inactive slot)
+template <typename T>
+__global__ void bl_append(const T *kv, const T *kv_norm, T *cache, const int *block_table,
+                          const int *positions, int *lengths, const float *inv_freq, float cs,
+                          int kvl, int rope, int smax, int page, float eps)
+{
+    const int b = blockIdx.x, D = kvl + rope, pos = positions[b];
+    const bool active = pos >= 0 && pos < smax;
+    if (threadIdx.x == 0)
+        lengths[b] = active ? pos + 1 : 0;
+    if (!active)
+        return;
+    const T *r = kv + (size_t)b * D;
+    const float inv = bl_inv_rms(r, kvl, eps);
     const size_t row = page ? (size_t)block_table[(size_t)b * (smax / page) + pos / page] * page + pos % page
                             : (size_t)b * smax + pos;
     T *dst = cache + row * D;
