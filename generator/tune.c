@@ -32,7 +32,7 @@ static const char usage[] =
     "With --target, first generates the tuning candidates of SPEC... for that\n"
     "target (generate --candidates; --filter keeps the instances whose names\n"
     "match a glob; the checkout's specs/targets/NAME.yaml is added when no\n"
-    "spec given is named NAME.yaml) and compiles them through the resource gate\n"
+    "spec given is target NAME's) and compiles them through the resource gate\n"
     "with mk/kernels.mk (run it from a fusegen checkout; $MAKE, default make),\n"
     "showing the kernels compiled so far, into --work (default\n"
     "build/tune/NAME: generated/, kernels/, compile.log).  Then, or with a gate's\n"
@@ -760,6 +760,22 @@ static void compile_tick(void *ctx)
     }
 }
 
+/* Whether one of the specs is target `name`'s spec, by the name inside it
+ * (a spec that does not load is not; make reports it when it runs). */
+static bool gives_target(char *const *specs, int n, const char *name)
+{
+    for (int i = 0; i < n; i++) {
+        fg_diag quiet;
+        fg_diag_init(&quiet, NULL);
+        fg_spec *s = fg_spec_load(specs[i], &quiet);
+        const bool hit = s && s->kind == FG_SPEC_TARGET && !strcmp(s->target->name, name);
+        fg_spec_free(s);
+        if (hit)
+            return true;
+    }
+    return false;
+}
+
 /* Generates the candidates of t->specs for t->compile_target and compiles
  * them through the gate (mk/kernels.mk); t->manifest_path is then the
  * gate's manifest, t->work and t->out their --target defaults where not
@@ -797,19 +813,14 @@ static void compile_candidates(tune *t, compile_paths *paths)
     fg_sb_printf(&gen_manifest, "%s/generated/manifest.json", t->work);
 
     /* make's variables: the specs (and the target's shipped spec where none
-     * given is NAME.yaml), the selection, the folders, this fusegen */
+     * given is target NAME's), the selection, the folders, this fusegen */
     fg_strbuf specs = {0}, opts = {0}, fusegen = {0}, gen_arg = {0}, kbuild_arg = {0};
-    char named[FG_SPEC_NAME_MAX + 8], shipped[FG_SPEC_NAME_MAX + 32];
-    snprintf(named, sizeof named, "%s.yaml", name);
+    char shipped[FG_SPEC_NAME_MAX + 32];
     snprintf(shipped, sizeof shipped, "specs/targets/%s.yaml", name);
-    bool has_target = false;
     fg_sb_puts(&specs, "SPECS=");
-    for (int i = 0; i < t->nspecs; i++) {
-        const char *base = strrchr(t->specs[i], '/');
-        has_target |= !strcmp(base ? base + 1 : t->specs[i], named);
+    for (int i = 0; i < t->nspecs; i++)
         fg_sb_printf(&specs, "%s%s", i ? " " : "", t->specs[i]);
-    }
-    if (!has_target && access(shipped, R_OK) == 0)
+    if (!gives_target(t->specs, t->nspecs, name) && access(shipped, R_OK) == 0)
         fg_sb_printf(&specs, " %s", shipped);
     fg_sb_printf(&opts, "LIST_OPTS=--candidates --target %s", name);
     for (unsigned i = 0; i < t->nfilters; i++)

@@ -992,6 +992,52 @@ Test(cli, tune_target_compiles_then_times)
     free(spec);
 }
 
+/* tune --target adds the shipped target spec only when no spec given is that
+ * target's, which it tells by the name inside the spec, not by the file's:
+ * h200's spec under another name is not added twice, and a file named
+ * h200.yaml that holds another target does not stand in for h200's. */
+Test(cli, tune_target_knows_its_spec_by_name)
+{
+    const struct { const char *file, *copy_of; bool shipped_added; } cases[] = {
+        {"renamed-target.yaml", "specs/targets/h200.yaml", false},
+        {"h200.yaml", "specs/targets/h100.yaml", true},
+    };
+    for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        char dir[128], make[160], ring[160], mla[160], out[160], work[160], path[192], given[192];
+        snprintf(dir, sizeof dir, "%s/tname%u", tmp, c);
+        snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
+        cr_assert_eq(mkdir(dir, 0755), 0);
+        snprintf(make, sizeof make, "%s/make", dir);
+        snprintf(mla, sizeof mla, "%s/test_mla_decode", dir);
+        snprintf(out, sizeof out, "%s/tuned.yaml", dir);
+        snprintf(work, sizeof work, "%s/work", dir);
+        snprintf(path, sizeof path, "%s/gated.json", dir);
+        write_file(path, "{\"instances\": [" MLA_INST("g16_c2x4", "", 5, 2, 4) ", "
+                         MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) "]}");
+        write_program(make, make_stand_in_text);
+        write_program(ring, "#!/bin/sh\nexit 1\n");
+        write_program(mla, mla_harness_text);
+        snprintf(given, sizeof given, "%s/%s", dir, cases[c].file);
+        char *text = slurp(cases[c].copy_of);
+        write_file(given, text);
+        free(text);
+        cr_assert_eq(setenv("MAKE", make, 1), 0);
+        char *log;
+        const int rc = run(&log, "tune --target h200 --filter 'mla_*_b16_*' --work %s --out %s "
+                                 "--harness %s specs/models/deepseek-v2-lite.yaml %s",
+                           work, out, ring, given);
+        unsetenv("MAKE");
+        cr_expect_eq(rc, 0, "%s", log);
+        free(log);
+        snprintf(path, sizeof path, "%s/make-args", dir);
+        char *args = slurp(path), want[512];
+        snprintf(want, sizeof want, "\nSPECS=specs/models/deepseek-v2-lite.yaml %s%s\n", given,
+                 cases[c].shipped_added ? " specs/targets/h200.yaml" : "");
+        cr_expect_not_null(strstr(args, want), "%s: want %s in %s", cases[c].file, want, args);
+        free(args);
+    }
+}
+
 /* The forms do not mix, and what passes through Make is checked first: each
  * a usage error (2) that makes nothing. */
 Test(cli, tune_target_refuses_what_it_cannot_pass_on)
