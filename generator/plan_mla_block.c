@@ -5,7 +5,7 @@
  * threads; what a block reads from HBM streams through a ring of shared-memory
  * slots in the order the phases take it, so later phases' bytes are in flight
  * during earlier phases and barriers.  The attention takes heads in groups of
- * 16 on CUDA cores. */
+ * 16 on tensor cores. */
 #include <stdio.h>
 #include <string.h>
 
@@ -29,6 +29,11 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     const fg_mla *a = m->mla;
     if (t->arch != FG_ARCH_SM90A)
         return "the fused MLA block is emitted for sm_90a only so far";
+    if (t->compute_units > 1024)
+        return "the fused MLA block's merge weighs at most 1024 splits a request (one a block)";
+    if (m->kv_cache->layout == FG_KV_PAGED && m->max_context % m->kv_cache->page_size)
+        return "the fused MLA block takes a paged cache of whole pages (max_context a multiple "
+               "of page_size)";
     if (a->kv_lora_rank != 2 * BLOCK_THREADS)
         return "the fused MLA block takes kv_lora 512 (two output columns a thread)";
     if (block_heads(a) % BLOCK_GROUP)
@@ -36,7 +41,7 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     if (a->qk_nope_head_dim % BLOCK_CHUNK || a->qk_rope_head_dim % 64 || m->hidden % 256 ||
         a->q_lora_rank % 256 || (block_heads(a) * a->v_head_dim) % 256)
         return "the fused MLA block takes weight rows of whole warps of 16-byte vectors (hidden, "
-               "q_lora and heads x v_head_dim multiples of 256), qk_nope_head_dim a multiple of 16 "
+               "q_lora and heads x v_head_dim multiples of 256), qk_nope_head_dim a multiple of 32 "
                "and rope of 64 (the attention's column quarters are whole mma k-steps)";
     if (m->rope->layout != FG_ROPE_GPTJ)
         return "the fused MLA block turns k_pe and q_pe in interleaved pairs (the GPT-J layout, "
