@@ -992,6 +992,30 @@ Test(cli, tune_target_compiles_then_times)
     free(spec);
 }
 
+/* The fused MLA block is planned for whole pages only (its block table holds
+ * max_context / page entries a request): a partial last page is refused, and
+ * explain says why, as the MLA core's planner does. */
+Test(cli, mla_block_refuses_a_partial_last_page)
+{
+    char *text = slurp("specs/models/deepseek-v3-tp8.yaml"), *out, path[128];
+    char *p = strstr(text, "max_context: 16384");
+    cr_assert_not_null(p, "the shipped spec changed");
+    memcpy(p + strlen("max_context: "), "16010", 5);
+    snprintf(path, sizeof path, "%s/v3-odd-pages.yaml", tmp);
+    write_file(path, text);
+    free(text);
+    cr_assert_eq(run(&out, "explain --filter 'mla_block*' %s specs/targets/h200.yaml", path), 0, "%s",
+                 out);
+    cr_expect_not_null(strstr(out, "the fused MLA block takes a paged cache of whole pages"), "%s", out);
+    cr_expect_null(strstr(out, "mla_block_sm90a"), "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "explain --filter 'mla_block*' specs/models/deepseek-v3-tp8.yaml "
+                           "specs/targets/h200.yaml"), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b1\n"),
+                       "%s", out);
+    free(out);
+}
+
 /* tune --target adds the shipped target spec only when no spec given is that
  * target's, which it tells by the name inside the spec, not by the file's:
  * h200's spec under another name is not added twice, and a file named
