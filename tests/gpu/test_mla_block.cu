@@ -373,6 +373,41 @@ fg_status bind(const Problem *p, fg_binding **out)
     return fg_mla_block_bind(g_fg, &a, out);
 }
 
+// A NaN in request 0's input reaches every one of its outputs and none of
+// request 1's: the attention must not read a split whose scores are all NaN
+// as a split without keys (that gave y = 0).  Both requests at position pos.
+void run_nan_case(Problem *p, int pos, cudaStream_t s)
+{
+    const Inst *in = p->in;
+    const int B = p->B, H = in->hidden;
+    char name[300];
+    snprintf(name, sizeof name, "%s: B=%d, a NaN in request 0's x", in->name, B);
+    const std::vector<int> positions(B, pos);
+    cudaMemcpyAsync(p->positions, positions.data(), B * sizeof(int), cudaMemcpyHostToDevice, s);
+    const uint16_t nan = in->dt == FGH_F16 ? 0x7e00 : 0x7fc0;
+    cudaMemcpyAsync(p->x, &nan, sizeof nan, cudaMemcpyHostToDevice, s);
+    fgh_poison_device(p->y, (size_t)B * H * 2, s);
+    fg_binding *bd = nullptr;
+    fg_status st = bind(p, &bd);
+    if (!CHECKF(name, st == FG_OK, "bind: %s (%s)", fg_status_string(st), fg_last_error()))
+        return;
+    st = fg_launch(bd, s);
+    const bool ran = CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
+                            fg_status_string(st), fg_last_error());
+    fg_binding_free(bd);
+    if (!ran)
+        return;
+    std::vector<uint16_t> hy((size_t)B * H);
+    cudaMemcpy(hy.data(), p->y, hy.size() * 2, cudaMemcpyDeviceToHost);
+    std::vector<size_t> nonfinite(B, 0);
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < H; i++)
+            nonfinite[b] += (hy[(size_t)b * H + i] & 0x7fff) >= (in->dt == FGH_F16 ? 0x7c00 : 0x7f80);
+    CHECKF(name, nonfinite[0] == (size_t)H, "request 0: %zu of %d outputs NaN or inf", nonfinite[0], H);
+    for (int b = 1; b < B; b++)
+        CHECKF(name, nonfinite[b] == 0, "request %d: %zu outputs NaN or inf", b, nonfinite[b]);
+}
+
 // One case: positions pos[0..B), checked against the reference; `step`
 // (default: bind and launch the block) computes y, `tol` overrides the
 // dtype's limit.
@@ -505,6 +540,7 @@ void test_instance(const Inst *in, cudaStream_t s, bool quick)
         if (CHECKF(in->name, make_problem(&p, in, 2, s), "inputs")) {
             run_case(&p, {std::min(P + 1, cap), 5}, "B=2, mixed positions", s);
             run_case(&p, {-1, 70}, "B=2, slot 0 inactive", s);
+            run_nan_case(&p, 40, s);   // (last: it leaves a NaN row in request 0's cache)
         }
         free_problem(&p);
     }
