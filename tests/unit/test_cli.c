@@ -949,19 +949,18 @@ static const char make_stand_in_text[] =
     "for a in \"$@\"; do echo \"$a\" >> $log; case $a in KBUILD=*) kb=${a#KBUILD=};; esac; done\n"
     "mkdir -p $kb && cp $(dirname $0)/gated.json $kb/manifest.json\n";
 
-/* `tune --target NAME SPEC...` generates and compiles the candidates through
- * mk/kernels.mk ($MAKE), then times them as with --manifest; its defaults
- * and the target spec it adds are what make is given. */
-Test(cli, tune_target_compiles_then_times)
+/* Runs `tune --target h200 --filter 'mla_*_b16_*' ... SPECS` from a new
+ * folder `dir` holding make's stand-in ($MAKE; its arguments go to
+ * dir/make-args), the gate's manifest it leaves (two MLA configurations) and
+ * the harnesses' stand-ins; returns the exit status, the output in *log. */
+static int run_tune_target(const char *dir, const char *work, const char *out, const char *specs,
+                           char **log)
 {
-    char dir[128], make[160], ring[160], mla[160], out[128], work[128], path[192];
-    snprintf(dir, sizeof dir, "%s/tgpu", tmp);
+    char make[160], ring[160], mla[160], path[192];
     cr_assert_eq(mkdir(dir, 0755), 0);
     snprintf(make, sizeof make, "%s/make", dir);
     snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
     snprintf(mla, sizeof mla, "%s/test_mla_decode", dir);
-    snprintf(out, sizeof out, "%s/h200-tuned.yaml", tmp);
-    snprintf(work, sizeof work, "%s/work", tmp);
     snprintf(path, sizeof path, "%s/gated.json", dir);
     write_file(path, "{\"instances\": [" MLA_INST("g16_c2x4", "", 5, 2, 4) ", "
                      MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) "]}");
@@ -969,10 +968,23 @@ Test(cli, tune_target_compiles_then_times)
     write_program(ring, "#!/bin/sh\nexit 1\n");
     write_program(mla, mla_harness_text);
     cr_assert_eq(setenv("MAKE", make, 1), 0);
-    char *log;
-    const int rc = run(&log, "tune --target h200 --filter 'mla_*_b16_*' --work %s --out %s "
-                             "--harness %s specs/models/deepseek-v2-lite.yaml", work, out, ring);
+    const int rc = run(log, "tune --target h200 --filter 'mla_*_b16_*' --work %s --out %s "
+                            "--harness %s %s", work, out, ring, specs);
     unsetenv("MAKE");
+    return rc;
+}
+
+/* `tune --target NAME SPEC...` generates and compiles the candidates through
+ * mk/kernels.mk ($MAKE), then times them as with --manifest; its defaults
+ * and the target spec it adds are what make is given. */
+Test(cli, tune_target_compiles_then_times)
+{
+    char dir[128], out[128], work[128], path[192];
+    snprintf(dir, sizeof dir, "%s/tgpu", tmp);
+    snprintf(out, sizeof out, "%s/h200-tuned.yaml", tmp);
+    snprintf(work, sizeof work, "%s/work", tmp);
+    char *log;
+    const int rc = run_tune_target(dir, work, out, "specs/models/deepseek-v2-lite.yaml", &log);
     cr_assert_eq(rc, 0, "%s", log);
     cr_expect_not_null(strstr(log, "generating and compiling the candidates for h200"), "%s", log);
     cr_expect_not_null(strstr(log, "timing 2 mla_decode configurations"), "%s", log);
@@ -1027,30 +1039,19 @@ Test(cli, tune_target_knows_its_spec_by_name)
         {"h200.yaml", "specs/targets/h100.yaml", true},
     };
     for (unsigned c = 0; c < sizeof cases / sizeof cases[0]; c++) {
-        char dir[128], make[160], ring[160], mla[160], out[160], work[160], path[192], given[192];
+        char dir[128], out[160], work[160], path[192], given[256], specs[320];
         snprintf(dir, sizeof dir, "%s/tname%u", tmp, c);
-        snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
-        cr_assert_eq(mkdir(dir, 0755), 0);
-        snprintf(make, sizeof make, "%s/make", dir);
-        snprintf(mla, sizeof mla, "%s/test_mla_decode", dir);
         snprintf(out, sizeof out, "%s/tuned.yaml", dir);
         snprintf(work, sizeof work, "%s/work", dir);
-        snprintf(path, sizeof path, "%s/gated.json", dir);
-        write_file(path, "{\"instances\": [" MLA_INST("g16_c2x4", "", 5, 2, 4) ", "
-                         MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) "]}");
-        write_program(make, make_stand_in_text);
-        write_program(ring, "#!/bin/sh\nexit 1\n");
-        write_program(mla, mla_harness_text);
-        snprintf(given, sizeof given, "%s/%s", dir, cases[c].file);
+        snprintf(path, sizeof path, "%s/tname%u-specs", tmp, c);   /* the spec under its file name */
+        cr_assert_eq(mkdir(path, 0755), 0);
+        snprintf(given, sizeof given, "%s/%s", path, cases[c].file);
         char *text = slurp(cases[c].copy_of);
         write_file(given, text);
         free(text);
-        cr_assert_eq(setenv("MAKE", make, 1), 0);
+        snprintf(specs, sizeof specs, "specs/models/deepseek-v2-lite.yaml %s", given);
         char *log;
-        const int rc = run(&log, "tune --target h200 --filter 'mla_*_b16_*' --work %s --out %s "
-                                 "--harness %s specs/models/deepseek-v2-lite.yaml %s",
-                           work, out, ring, given);
-        unsetenv("MAKE");
+        const int rc = run_tune_target(dir, work, out, specs, &log);
         cr_expect_eq(rc, 0, "%s", log);
         free(log);
         snprintf(path, sizeof path, "%s/make-args", dir);
