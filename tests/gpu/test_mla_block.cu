@@ -373,6 +373,20 @@ fg_status bind(const Problem *p, fg_binding **out)
     return fg_mla_block_bind(g_fg, &a, out);
 }
 
+// Binds the block to p and launches it on s; false (a failed check) if either fails.
+bool launch_block(Problem *p, const char *name, cudaStream_t s)
+{
+    fg_binding *bd = nullptr;
+    fg_status st = bind(p, &bd);
+    if (!CHECKF(name, st == FG_OK, "bind: %s (%s)", fg_status_string(st), fg_last_error()))
+        return false;
+    st = fg_launch(bd, s);
+    const bool ran = CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
+                            fg_status_string(st), fg_last_error());
+    fg_binding_free(bd);
+    return ran;
+}
+
 // A NaN in request 0's input reaches every one of its outputs and none of
 // request 1's: the attention must not read a split whose scores are all NaN
 // as a split without keys (that gave y = 0).  Both requests at position pos.
@@ -387,15 +401,7 @@ void run_nan_case(Problem *p, int pos, cudaStream_t s)
     const uint16_t nan = in->dt == FGH_F16 ? 0x7e00 : 0x7fc0;
     cudaMemcpyAsync(p->x, &nan, sizeof nan, cudaMemcpyHostToDevice, s);
     fgh_poison_device(p->y, (size_t)B * H * 2, s);
-    fg_binding *bd = nullptr;
-    fg_status st = bind(p, &bd);
-    if (!CHECKF(name, st == FG_OK, "bind: %s (%s)", fg_status_string(st), fg_last_error()))
-        return;
-    st = fg_launch(bd, s);
-    const bool ran = CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
-                            fg_status_string(st), fg_last_error());
-    fg_binding_free(bd);
-    if (!ran)
+    if (!launch_block(p, name, s))
         return;
     std::vector<uint16_t> hy((size_t)B * H);
     cudaMemcpy(hy.data(), p->y, hy.size() * 2, cudaMemcpyDeviceToHost);
@@ -430,19 +436,9 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
             cudaMemcpy(view.data() + ((size_t)b * in->smax + t) * D,
                        (const uint16_t *)p->cache + pool_row(p, b, t) * D, D * 2,
                        cudaMemcpyDeviceToHost);
-    bool ran;
-    if (step) {
-        ran = CHECKF(name, step(s) && fgh_ok(cudaStreamSynchronize(s)), "run: %s", fg_last_error());
-    } else {
-        fg_binding *bd = nullptr;
-        fg_status st = bind(p, &bd);
-        if (!CHECKF(name, st == FG_OK, "bind: %s (%s)", fg_status_string(st), fg_last_error()))
-            return;
-        st = fg_launch(bd, s);
-        ran = CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",
-                     fg_status_string(st), fg_last_error());
-        fg_binding_free(bd);
-    }
+    const bool ran = step ? CHECKF(name, step(s) && fgh_ok(cudaStreamSynchronize(s)), "run: %s",
+                                   fg_last_error())
+                          : launch_block(p, name, s);
     if (!ran)
         return;
     // the reference (x, weights to the host)
