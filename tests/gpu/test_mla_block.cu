@@ -540,6 +540,18 @@ void test_instance(const Inst *in, cudaStream_t s, bool quick)
         }
         free_problem(&p);
     }
+    if (in->bmax > 2) {   // every slot of the launch (from B_max 4: the tensor-core form's second n-tile)
+        Problem p;
+        if (CHECKF(in->name, make_problem(&p, in, in->bmax, s), "inputs")) {
+            std::vector<int> pos(in->bmax);
+            for (int b = 0; b < in->bmax; b++)
+                pos[b] = b == 1 ? -1 : b * 37 % (cap + 1);
+            char what[64];
+            snprintf(what, sizeof what, "B=%d (B_max), mixed positions, slot 1 inactive", in->bmax);
+            run_case(&p, pos, what, s);
+        }
+        free_problem(&p);
+    }
 }
 
 // ---- the unfused baseline ----
