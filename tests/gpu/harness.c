@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <limits.h>
@@ -490,6 +491,49 @@ void *fgh_read_file(const char *path, size_t *len)
     fclose(f);
     *len = buf ? (size_t)n : 0;
     return buf;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+char **fgh_list_cubins(const char *dir, const char *prefix, int *n)
+{
+    *n = -1;
+    DIR *d = opendir(dir);
+    if (!d)
+        return NULL;
+    /* two passes over the folder: the count and the names' bytes, then the names */
+    const size_t plen = strlen(prefix);
+    size_t count = 0, bytes = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const size_t len = strlen(e->d_name);
+        if (len > plen + 6 && !strncmp(e->d_name, prefix, plen) && !strcmp(e->d_name + len - 6, ".cubin"))
+            count++, bytes += len - 5;
+    }
+    char **names = malloc((count + 1) * sizeof *names + bytes);
+    if (!names) {
+        closedir(d);
+        return NULL;
+    }
+    char *text = (char *)(names + count + 1);
+    size_t k = 0;
+    rewinddir(d);
+    for (struct dirent *e; (e = readdir(d)) != NULL && k < count;) {
+        const size_t len = strlen(e->d_name);
+        if (len > plen + 6 && !strncmp(e->d_name, prefix, plen) && !strcmp(e->d_name + len - 6, ".cubin")) {
+            memcpy(text, e->d_name, len - 6);
+            text[len - 6] = '\0';
+            names[k++] = text;
+            text += len - 5;
+        }
+    }
+    closedir(d);
+    names[k] = NULL;
+    qsort(names, k, sizeof *names, name_cmp);
+    *n = (int)k;
+    return names;
 }
 
 char *fgh_read_text(const char *path)

@@ -214,6 +214,10 @@ int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
 void *fgh_read_file(const char *path, size_t *len);
 /* The same, NUL-terminated (a manifest to scan); NULL if it cannot be read. */
 char *fgh_read_text(const char *path);
+/* The names (without ".cubin") of the files prefix*.cubin in dir, sorted,
+ * in one malloc'd block (free() it); *n their count.  NULL with *n = -1 if
+ * dir cannot be opened or memory runs out. */
+char **fgh_list_cubins(const char *dir, const char *prefix, int *n);
 
 /* The generator's manifest.json, read by a plain text scan (the harness has
  * no JSON library).  `key` is looked for inside instance `name`'s entry (from

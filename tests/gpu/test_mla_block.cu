@@ -36,7 +36,6 @@
 // storage type between its steps).
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <dirent.h>
 
 #include <algorithm>
 #include <cmath>
@@ -89,15 +88,11 @@ int g_ncore;
 
 void discover_cores(const char *dir, const char *manifest)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return;
-    for (struct dirent *e; (e = readdir(d)) != nullptr && g_ncore < kMaxInsts;) {
-        const size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "mla_decode_", 11) || len < 7 || strcmp(e->d_name + len - 6, ".cubin"))
-            continue;
+    int n;
+    char **names = fgh_list_cubins(dir, "mla_decode_", &n);
+    for (int k = 0; k < n && g_ncore < kMaxInsts; k++) {
         Core &c = g_core[g_ncore];
-        snprintf(c.name, sizeof c.name, "%.*s", (int)(len - 6), e->d_name);
+        snprintf(c.name, sizeof c.name, "%s", names[k]);
         const char *keys[6] = {"heads", "kv_lora", "rope_dim", "max_context", "page_size", "bmax"};
         long long dims[6], grid[3], block[3], cluster[3] = {1, 1, 1};
         bool ok = fgh_manifest_text(manifest, c.name, "family", c.family, sizeof c.family) >= 0 &&
@@ -111,7 +106,7 @@ void discover_cores(const char *dir, const char *manifest)
             continue;   // a core of another build: the baseline of its shape is skipped
         fgh_manifest_ints(manifest, c.name, "launch.cluster", cluster, 3);
         char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s.cubin", dir, c.name);
         size_t size = 0;
         c.image = fgh_read_file(path, &size);
         if (!c.image)
@@ -139,7 +134,7 @@ void discover_cores(const char *dir, const char *manifest)
         r->image_size = &g_sizes[g_nreg];
         g_nreg++, g_ncore++;
     }
-    closedir(d);
+    free(names);
 }
 
 bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent)
@@ -196,20 +191,16 @@ bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent
 
 int discover(const char *dir, const char *manifest)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
-    for (struct dirent *e; (e = readdir(d)) != nullptr;) {
-        const size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "mla_block_", 10) || len < 7 || strcmp(e->d_name + len - 6, ".cubin"))
-            continue;
+    int n;
+    char **names = fgh_list_cubins(dir, "mla_block_", &n);
+    for (int k = 0; k < n; k++) {
         g_ncubins++;
         if (g_ninst == kMaxInsts) {
             CHECKF("mla_block: kernel folder", false, "more than %d instances", kMaxInsts);
             break;
         }
         Inst in = {};
-        snprintf(in.name, sizeof in.name, "%.*s", (int)(len - 6), e->d_name);
+        snprintf(in.name, sizeof in.name, "%s", names[k]);
         char why[256];
         bool absent = false;
         if (!from_manifest(manifest, &in, why, sizeof why, &absent)) {
@@ -220,16 +211,14 @@ int discover(const char *dir, const char *manifest)
             continue;
         }
         char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s.cubin", dir, in.name);
         in.image = fgh_read_file(path, &in.image_size);
         if (in.image)
             g_inst[g_ninst++] = in;
         else
             CHECKF("mla_block: cubin read", false, "%s", path);
     }
-    closedir(d);
-    std::sort(g_inst, g_inst + g_ninst,
-              [](const Inst &a, const Inst &b) { return strcmp(a.name, b.name) < 0; });
+    free(names);   // (sorted by name: so is g_inst)
     return g_ninst;
 }
 

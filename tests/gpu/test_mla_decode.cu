@@ -62,7 +62,6 @@
 #include <algorithm>
 #include <memory>
 #include <atomic>
-#include <dirent.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -389,21 +388,17 @@ bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent
 
 int discover(const char *dir, const char *manifest)
 {
-    DIR *d = opendir(dir);
-    if (!d)
-        return 0;
+    int n;
+    char **names = fgh_list_cubins(dir, "mla_decode_", &n);
     int overflow = 0;
-    for (struct dirent *e; (e = readdir(d)) != nullptr;) {
-        const size_t len = strlen(e->d_name);
-        if (strncmp(e->d_name, "mla_decode_", 11) || len < 7 || strcmp(e->d_name + len - 6, ".cubin"))
-            continue;
+    for (int k = 0; k < n; k++) {
         g_ncubins++;
         if (g_ninst == kMaxInsts) {
             overflow++;
             continue;
         }
         Inst in = {};
-        snprintf(in.name, sizeof in.name, "%.*s", (int)(len - 6), e->d_name);
+        snprintf(in.name, sizeof in.name, "%s", names[k]);
         char why[256];
         bool absent = false;
         if (!from_manifest(manifest, &in, why, sizeof why, &absent)) {
@@ -414,20 +409,17 @@ int discover(const char *dir, const char *manifest)
             continue;
         }
         char path[512];
-        snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+        snprintf(path, sizeof path, "%s/%s.cubin", dir, in.name);
         in.image = fgh_read_file(path, &in.image_size);
         if (in.image)
             g_inst[g_ninst++] = in;
         else   // (failures only: finding the kernels is no pass)
             CHECKF("mla_decode: cubin read", false, "%s", path);
     }
-    closedir(d);
+    free(names);   // (sorted by name: so is g_inst)
     if (overflow)
         CHECKF("mla_decode: kernel folder", false,
                "%d instances past the %d this program holds were not tested", overflow, kMaxInsts);
-    qsort(g_inst, g_ninst, sizeof(Inst), [](const void *a, const void *b) {
-        return strcmp(((const Inst *)a)->name, ((const Inst *)b)->name);
-    });
     return g_ninst;
 }
 
