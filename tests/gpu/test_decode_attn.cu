@@ -45,7 +45,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "device_convert.cuh"
+#include "baseline_norm.cuh"
 #include "fgrt.h"
 #include "harness.h"
 #include "ref_decode.h"
@@ -572,27 +572,6 @@ void test_instance(const Inst *in, cudaStream_t s)
 // same storage roundings as the reference.  Checked against the reference
 // before it is timed.
 
-template <typename T>
-__global__ void bl_rmsnorm(const T *x, const T *g, T *xn, int H, float eps)
-{
-    __shared__ float red[32];
-    const T *xr = x + (size_t)blockIdx.x * H;
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < H; i += blockDim.x)
-        ss += fgh_to_f(xr[i]) * fgh_to_f(xr[i]);
-    for (int o = 16; o > 0; o >>= 1)
-        ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (threadIdx.x % 32 == 0)
-        red[threadIdx.x / 32] = ss;
-    __syncthreads();
-    float t = 0.f;
-    for (int w = 0; w < (int)blockDim.x / 32; w++)
-        t += red[w];
-    const float r = rsqrtf(t / H + eps);
-    for (int i = threadIdx.x; i < H; i += blockDim.x)
-        xn[(size_t)blockIdx.x * H + i] = fgh_from_f<T>(fgh_to_f(xr[i]) * r * fgh_to_f(g[i]));
-}
-
 // The shape of one baseline step: heads, KV heads (GQA: NH / NKV query heads
 // share one), head dim, the cache (contiguous [B, NKV, S, HD], or pages of
 // `page` tokens: a pool [pages, NKV, page, HD] behind the block table `bt`
@@ -772,7 +751,7 @@ bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataTyp
     const BlShape sh = {NH, in->kv, HD, in->smax, in->page, in->window, p->dbt};
     const float one = 1.f, zero = 0.f;
     cublasSetStream(bl->blas, s);
-    bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)p->dx, (const T *)p->dg, (T *)bl->xn, H, p->cfg.eps);
+    fgh_rmsnorm_rows<T><<<B, 256, 0, s>>>((const T *)p->dx, (const T *)p->dg, (T *)bl->xn, H, p->cfg.eps);
     bool ok = cublasGemmEx(bl->blas, CUBLAS_OP_T, CUBLAS_OP_N, QKVD, B, H, &one, p->dwqkv, dt, H,
                            bl->xn, dt, H, &zero, bl->qkv, dt, QKVD, CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;

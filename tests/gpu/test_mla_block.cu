@@ -46,7 +46,7 @@
 #include <memory>
 #include <vector>
 
-#include "device_convert.cuh"
+#include "baseline_norm.cuh"
 #include "harness.h"
 #include "ref_decode.h"   // fgh_round_to
 #include "ref_mla_block.h"
@@ -545,37 +545,6 @@ void test_instance(const Inst *in, cudaStream_t s, bool quick)
 
 // ---- the unfused baseline ----
 
-// rsqrt(mean(r[0..n)^2) + eps), the whole block taking part
-template <typename T>
-__device__ float bl_inv_rms(const T *r, int n, float eps)
-{
-    __shared__ float red[32];
-    float ss = 0.f;
-    for (int i = threadIdx.x; i < n; i += blockDim.x) {
-        const float v = fgh_to_f(r[i]);
-        ss += v * v;
-    }
-    for (int o = 16; o > 0; o >>= 1)
-        ss += __shfl_xor_sync(0xffffffffu, ss, o);
-    if (threadIdx.x % 32 == 0)
-        red[threadIdx.x / 32] = ss;
-    __syncthreads();
-    float t = 0.f;
-    for (int i = 0; i < (int)blockDim.x / 32; i++)
-        t += red[i];
-    return rsqrtf(t / n + eps);
-}
-
-// y[b] = x[b] * rsqrt(mean(x[b]^2) + eps) * w, a block a row
-template <typename T>
-__global__ void bl_rmsnorm(const T *x, const T *w, T *y, int n, float eps)
-{
-    const T *xb = x + (size_t)blockIdx.x * n;
-    const float inv = bl_inv_rms(xb, n, eps);
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        y[(size_t)blockIdx.x * n + i] = fgh_from_f<T>(fgh_to_f(xb[i]) * inv * fgh_to_f(w[i]));
-}
-
 // the new latent row of request b: rmsnorm(c, kv_a_norm) | k_pe turned at
 // pos, into the cache; the core's length pos + 1 (0: an inactive slot)
 template <typename T>
@@ -590,7 +559,7 @@ __global__ void bl_append(const T *kv, const T *kv_norm, T *cache, const int *bl
     if (!active)
         return;
     const T *r = kv + (size_t)b * D;
-    const float inv = bl_inv_rms(r, kvl, eps);
+    const float inv = fgh_inv_rms(r, kvl, eps);
     const size_t row = page ? (size_t)block_table[(size_t)b * (smax / page) + pos / page] * page + pos % page
                             : (size_t)b * smax + pos;
     T *dst = cache + row * D;
@@ -715,13 +684,13 @@ bool baseline_step_t(Baseline *bl, const Problem *p, cudaStream_t s, cudaDataTyp
     // rows are row-major [rows, k]: in cuBLAS's column-major terms W^T
     const void *xin = p->x;   // x as is without an input norm
     if (!p->no_input_norm) {
-        bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)p->x, (const T *)p->input_norm, (T *)bl->xn, H, eps);
+        fgh_rmsnorm_rows<T><<<B, 256, 0, s>>>((const T *)p->x, (const T *)p->input_norm, (T *)bl->xn, H, eps);
         xin = bl->xn;
     }
     bool ok;
     if (in->q_lora) {
         ok = gemm(CUBLAS_OP_T, in->q_lora, B, H, p->w_q_a, H, xin, H, bl->qa, in->q_lora);
-        bl_rmsnorm<T><<<B, 256, 0, s>>>((const T *)bl->qa, (const T *)p->q_a_norm, (T *)bl->qan,
+        fgh_rmsnorm_rows<T><<<B, 256, 0, s>>>((const T *)bl->qa, (const T *)p->q_a_norm, (T *)bl->qan,
                                         in->q_lora, eps);
         ok = ok && gemm(CUBLAS_OP_T, NH * QD, B, in->q_lora, p->w_q_b, in->q_lora, bl->qan, in->q_lora,
                         bl->q, NH * QD);
