@@ -17,6 +17,9 @@
 #define BLOCK_TILE 32       /* keys a tile */
 #define BLOCK_CHUNK 32      /* W_uk rows a piece of the absorption holds */
 #define BLOCK_MAX_BATCH 16
+#define BLOCK_MMA_BATCH 4    /* from this B_max on, the projections and W_uk's absorption
+                              * run on tensor cores (below, a multiply-add a weight a request
+                              * on CUDA cores is cheaper than feeding mma's 8-request tiles) */
 #define BLOCK_MAX_ROPE 128   /* the frequency table's room */
 #define BLOCK_PIECE_ROWS 16  /* weight rows a ring slot holds at most */
 #define BLOCK_MAX_SLOTS 8
@@ -135,6 +138,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "SLOT_BYTES", slot);
     fg_instance_add_param(&in, "PIECE_ROWS", BLOCK_PIECE_ROWS);
     fg_instance_add_param(&in, "CHUNK_ROWS", BLOCK_CHUNK);
+    const bool mma = bmax >= BLOCK_MMA_BATCH;
+    fg_instance_add_param(&in, "MMA_PROJ", mma);
     float inv[BLOCK_MAX_ROPE / 2];
     fg_rope_inv_freq(m->rope, rope, inv);   /* unsupported() checked that it gives one */
     fg_strbuf *tab = fg_instance_add_text(&in, "INV_FREQ");
@@ -186,22 +191,32 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  "tiles of %u keys; a request's keys cut into splits over the grid at run time "
                  "(SMs / (batch x head groups))\n",
                  BLOCK_GROUP, BLOCK_TILE);
-    /* the projections' input vectors staged in shared memory where every
-     * request's fits the attention's scratch (the template's kStageFloats) */
-    const unsigned long long stage = (unsigned long long)BLOCK_GROUP * width;
-    const unsigned long long lens[4] = {m->hidden, ql, (unsigned long long)heads * kv,
-                                        (unsigned long long)heads * vdim};
-    const char *const names[4] = {"q/kv projection", "q_lora's second", "W_uv", "W_o"};
-    char staged[96] = "";
-    for (unsigned i = 0; i < 4; i++)
-        if (lens[i] && bmax * lens[i] <= stage)
-            snprintf(staged + strlen(staged), sizeof staged - strlen(staged), "%s%s",
-                     *staged ? ", " : "", names[i]);
-    fg_sb_printf(&in.reasons,
-                 "projections: a piece's rows shared evenly by the %u consumer warps; every "
-                 "request's input vector staged in shared memory where B_max x its length fits "
-                 "%llu floats (here: %s), else read from global memory at each step\n",
-                 BLOCK_THREADS / 32, stage, *staged ? staged : "none");
+    if (mma) {
+        fg_sb_printf(&in.reasons,
+                     "projections and W_uk's absorption on tensor cores (B_max %u >= %u; mma.sync "
+                     "m16n8k16, a piece's weight rows the M, the requests the N): pieces of up to "
+                     "32 rows x 512 columns at a padded stride, the requests' input vectors for "
+                     "those columns by bulk copies into two buffers, a chunk ahead\n",
+                     bmax, BLOCK_MMA_BATCH);
+    } else {
+        /* the projections' input vectors staged in shared memory where every
+         * request's fits the attention's scratch (the template's kStageFloats) */
+        const unsigned long long stage = (unsigned long long)BLOCK_GROUP * width;
+        const unsigned long long lens[4] = {m->hidden, ql, (unsigned long long)heads * kv,
+                                            (unsigned long long)heads * vdim};
+        const char *const names[4] = {"q/kv projection", "q_lora's second", "W_uv", "W_o"};
+        char staged[96] = "";
+        for (unsigned i = 0; i < 4; i++)
+            if (lens[i] && bmax * lens[i] <= stage)
+                snprintf(staged + strlen(staged), sizeof staged - strlen(staged), "%s%s",
+                         *staged ? ", " : "", names[i]);
+        fg_sb_printf(&in.reasons,
+                     "projections on CUDA cores (B_max %u < %u): a piece's rows shared evenly by "
+                     "the %u consumer warps; every "
+                     "request's input vector staged in shared memory where B_max x its length fits "
+                     "%llu floats (here: %s), else read from global memory at each step\n",
+                     bmax, BLOCK_MMA_BATCH, BLOCK_THREADS / 32, stage, *staged ? staged : "none");
+    }
     fg_sb_printf(&in.reasons,
                  "a block's weight rows and latent rows stream in by bulk copies through a ring "
                  "of %u slots of %u bytes (as many as fit), in the order the phases take them, "
