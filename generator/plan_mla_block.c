@@ -77,7 +77,7 @@ static unsigned slot_bytes(const fg_model *m, unsigned elem)
 static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned slot)
 {
     const unsigned warps = BLOCK_THREADS / 32;
-    unsigned b = slots * 16 + 16 /* the vector buffers' two */ + bmax * 4 + warps * 4 +
+    unsigned b = slots * 16 + bmax * 4 + warps * 4 +
                  warps * bmax * 4 + BLOCK_GROUP * d * 4 + 3 * BLOCK_GROUP * 4 + 16 /* q's alignment */;
     return (b + 127) / 128 * 128 + slots * slot;
 }

@@ -174,9 +174,6 @@ FG_DEVICE void named_arrive(int id, int threads)
 // Shared-memory writes of the generic proxy (st.shared, cp.async) before the
 // async proxy's accesses (wgmma, bulk copies) to the same memory.
 FG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// Global writes of the generic proxy (this launch's, other blocks' too once a
-// grid barrier acquired them) before bulk copies read the same memory.
-FG_DEVICE void fence_proxy_async_global() { asm volatile("fence.proxy.async.global;" ::: "memory"); }
 // The cluster barrier in halves: arrive, releasing this thread's earlier
 // memory operations (loads from a peer's shared memory included: a relaxed
 // arrive could overtake them in flight), and wait, acquiring the peers'.
