@@ -24,7 +24,7 @@ SPECS     := $(sort $(wildcard specs/models/*.yaml specs/gemm/*.yaml specs/targe
                                specs/tuning/*.yaml))
 GEN_OUT   ?= generated
 
-.PHONY: all run check deps generate kernels kernels-ci profile test check-asan check-valgrind check-gpu \
+.PHONY: all run check deps generate kernels kernels-ci profile test check-asan check-valgrind check-gpu bench-ring \
         check-gpu-sanitize bench candidates tune fusegen-static \
         clean help install update-golden runtime example
 
@@ -55,6 +55,7 @@ help:
 	@echo "make check-gpu-sanitize  compute-sanitizer memcheck, synccheck, racecheck over every"
 	@echo "                 kernel family at small dims (GPU only)"
 	@echo "make bench       GPU benchmarks into bench/results (needs a GPU; overlap: 2 GPUs)"
+	@echo "make bench-ring  the MLA block's ring alone: bulk-copy piece shapes against LSU loads (GPU, sm_90a)"
 	@echo "make runtime     libfgrt (static and shared)"
 	@echo "make example     build and run examples/downstream (reports a missing GPU)"
 	@echo "make install     PREFIX=... bin, lib, include, share/fusegen, pkg-config"
@@ -186,6 +187,13 @@ update-golden: $(FUSEGEN) $(BUILD)/tests/test_ref_decode
 
 bench:
 	@BUILD=$(BUILD) scripts/bench.sh
+
+# The ring microbenchmark (GPU machine, sm_90a): bulk-copy piece shapes through
+# a ring of shared-memory slots against the LSU's loads, GB/s a shape.
+bench-ring:
+	@mkdir -p $(BUILD)/bench
+	$(CUDA_HOME)/bin/nvcc -O3 -std=c++17 -arch=sm_90a -o $(BUILD)/bench/ring_bench bench/ring_bench.cu
+	$(BUILD)/bench/ring_bench
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz examples/downstream/build $(GEN_OUT)/*.cu $(GEN_OUT)/*.hip $(GEN_OUT)/fg_registry.c \
