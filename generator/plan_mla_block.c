@@ -77,8 +77,8 @@ static unsigned slot_bytes(const fg_model *m, unsigned elem)
 static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned slot)
 {
     const unsigned warps = BLOCK_THREADS / 32;
-    unsigned b = slots * 16 + bmax * 4 + warps * 4 +
-                 warps * bmax * 4 + BLOCK_GROUP * d * 4 + 3 * BLOCK_GROUP * 4 + 16 /* q's alignment */;
+    unsigned b = slots * 16 + bmax * 4 + warps * 4 + warps * bmax * 4 + BLOCK_GROUP * d * 4 +
+                 3 * BLOCK_GROUP * 4 + 16 /* q's alignment */;
     return (b + 127) / 128 * 128 + slots * slot;
 }
 
@@ -195,8 +195,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_sb_printf(&in.reasons,
                      "projections and W_uk's absorption on tensor cores (B_max %u >= %u; mma.sync "
                      "m16n8k16, a piece's weight rows the M, the requests the N): pieces of up to "
-                     "32 rows x 512 columns at a padded stride, the requests' input vectors for "
-                     "those columns by bulk copies into two buffers, a chunk ahead\n",
+                     "32 rows x 512 columns at a padded stride, each warp loading its slice of the "
+                     "requests' input vectors for those columns into registers a chunk ahead\n",
                      bmax, BLOCK_MMA_BATCH);
     } else {
         /* the projections' input vectors staged in shared memory where every
