@@ -498,6 +498,13 @@ static int name_cmp(const void *a, const void *b)
     return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
+/* The length of name without ".cubin" if it is prefix*.cubin, else 0. */
+static size_t cubin_stem(const char *name, const char *prefix)
+{
+    const size_t len = strlen(name), plen = strlen(prefix);
+    return len > plen + 6 && !strncmp(name, prefix, plen) && !strcmp(name + len - 6, ".cubin") ? len - 6 : 0;
+}
+
 char **fgh_list_cubins(const char *dir, const char *prefix, int *n)
 {
     *n = -1;
@@ -505,12 +512,11 @@ char **fgh_list_cubins(const char *dir, const char *prefix, int *n)
     if (!d)
         return NULL;
     /* two passes over the folder: the count and the names' bytes, then the names */
-    const size_t plen = strlen(prefix);
     size_t count = 0, bytes = 0;
     for (struct dirent *e; (e = readdir(d)) != NULL;) {
-        const size_t len = strlen(e->d_name);
-        if (len > plen + 6 && !strncmp(e->d_name, prefix, plen) && !strcmp(e->d_name + len - 6, ".cubin"))
-            count++, bytes += len - 5;
+        const size_t stem = cubin_stem(e->d_name, prefix);
+        if (stem)
+            count++, bytes += stem + 1;
     }
     char **names = malloc((count + 1) * sizeof *names + bytes);
     if (!names) {
@@ -521,12 +527,12 @@ char **fgh_list_cubins(const char *dir, const char *prefix, int *n)
     size_t k = 0;
     rewinddir(d);
     for (struct dirent *e; (e = readdir(d)) != NULL && k < count;) {
-        const size_t len = strlen(e->d_name);
-        if (len > plen + 6 && !strncmp(e->d_name, prefix, plen) && !strcmp(e->d_name + len - 6, ".cubin")) {
-            memcpy(text, e->d_name, len - 6);
-            text[len - 6] = '\0';
+        const size_t stem = cubin_stem(e->d_name, prefix);
+        if (stem) {
+            memcpy(text, e->d_name, stem);
+            text[stem] = '\0';
             names[k++] = text;
-            text += len - 5;
+            text += stem + 1;
         }
     }
     closedir(d);
