@@ -418,11 +418,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         /* the heads' q, k, v (P > 1) and the clusters' softmax states; barrier counters
          * of the heads and of the grid */
         ws_floats = heads * bmax * ((p > 1 ? qkv : 0) + p * (a->head_dim + 4ull));
-        in.counter_count = 2 * a->heads + 2;
+        in.counter_count = a->heads + 1;
     } else {
         ws_floats = (det ? heads : 1) * bmax * m->hidden +
                     (p > 1 ? heads * p * bmax * (qkv + a->head_dim + 2) : 0);
-        in.counter_count = c * p + (p > 1 ? 2 * a->heads : 0);
+        in.counter_count = c * p + (p > 1 ? a->heads : 0);
     }
     if (ws_floats * sizeof(float) > UINT32_MAX) {
         fg_error(d, "%s: a workspace of %llu bytes does not fit the registry's 32-bit field",

@@ -162,7 +162,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         (unsigned long long)bmax * heads * (kv + vdim) +
         (unsigned long long)items * BLOCK_GROUP * (2 + kv);
     in.workspace_bytes = (unsigned)(floats * 4);
-    in.counter_count = 2;   /* the grid barrier's count and generation */
+    in.counter_count = 1;   /* the grid barrier's count */
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
 

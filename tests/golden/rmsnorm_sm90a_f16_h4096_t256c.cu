@@ -187,29 +187,33 @@ FG_DEVICE void cluster_wait()
 }
 
 // n blocks (a group's, or the grid) meet here: a barrier in global memory
-// that counts arrivals, the last of which resets the count and moves the
-// generation on.  `sync` is the block's own barrier among the threads that
-// take part (thread 0 among them): what they wrote before it is released by
-// thread 0's ticket (fg_ticket, acq_rel), and the peers' writes are theirs
-// after thread 0's acquire of the new generation and `sync` again.  The
-// launch is cooperative, so every peer is resident: one that never arrives
-// is a bug, and the wait traps after about 2 s instead of hanging.
-template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, unsigned *gen, unsigned n, Sync sync)
+// on one count that is never reset.  The group's first block adds
+// 2^31 - (n - 1), the others 1, so the count's top bit flips exactly when
+// the last of the n arrives and its other bits end as they began; each block
+// waits for the flip from the value its own add saw.  One atomic a block and
+// no second round trip for the last (a count reset, then a generation moved
+// on, cost ~1 us more a barrier while the ring's copies load the memory
+// system).  `sync` is the block's own barrier among the threads that take
+// part (thread 0 among them): what they wrote before it is released by
+// thread 0's acq_rel add, and the peers' writes are theirs after thread 0's
+// acquire of the flipped count and `sync` again.  The launch is cooperative,
+// so every peer is resident: one that never arrives is a bug, and the wait
+// traps after about 2 s instead of hanging.
+template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
 {
     sync();
     if (threadIdx.x == 0) {
-        unsigned g;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(g) : "l"(gen) : "memory");
-        if (fg_ticket(count) == n - 1) {
-            *count = 0;   // before the release below, so the next barrier counts from 0
-            asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(gen) : "memory");
-        } else {
+        constexpr unsigned kTop = 0x80000000u;
+        const unsigned add = first ? kTop - (n - 1) : 1u;
+        unsigned old;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(count), "r"(add) : "memory");
+        if (!(((old + add) ^ old) & kTop)) {   // (the last block's own add flipped it)
             const long long start = clock64();
-            for (unsigned now = g; now == g;) {
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(gen) : "memory");
+            for (unsigned now = old; !((now ^ old) & kTop);) {
+                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(count) : "memory");
                 if (clock64() - start > (1ll << 32))
                     __trap();
-                if (now == g)
+                if (!((now ^ old) & kTop))
                     __nanosleep(32);
             }
         }
