@@ -47,7 +47,9 @@ typedef struct fg_kernel_entry {
     unsigned char cooperative;
     unsigned dynamic_smem;
     /* Owned by each binding, zeroed when it is made; the kernels leave them
-     * zeroed after every launch (the last block to arrive clears them). */
+     * as the next launch needs them (a ticket cleared by the last block to
+     * take one; a grid barrier's count with its low 31 bits back at zero,
+     * its top bit flipped at each barrier). */
     unsigned workspace_bytes;    /* fp32 workspace */
     unsigned counter_count;      /* 32-bit arrival counters */
     int priority;                /* among equally specialized entries, higher wins */

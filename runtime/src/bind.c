@@ -167,7 +167,8 @@ static fg_status check_occupancy(fg_context *ctx, const fg_kernel_entry *e, void
 
 /* The entry's workspace and arrival counters, in one allocation (counters
  * after the workspace, 16-byte aligned).  Zeroed here, once: the kernels
- * leave them zeroed after every launch, so the launch path never clears. */
+ * leave them as the next launch needs them (fg_registry.h), so the launch
+ * path never clears. */
 static fg_status make_workspace(fg_context *ctx, const fg_op_desc *op, fg_binding *b)
 {
     const size_t ws = ((size_t)b->entry->workspace_bytes + 15) / 16 * 16;
