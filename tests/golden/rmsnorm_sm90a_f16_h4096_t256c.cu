@@ -55,18 +55,20 @@ FG_DEVICE float fg_warp_sum(float v)
 // released at device scope.  CUDA: nothing (the ticket's release after the
 // barrier is cumulative over what the barrier ordered).
 FG_DEVICE void fg_release_writes() {}
-// A ticket: atomically adds 1 to *p and returns the old value, with
-// device-scope release (this thread's earlier writes, and what a barrier
-// ordered before it, are visible to whoever takes a later ticket) and
-// acquire (theirs to this thread, and after a barrier to its block).  One
-// acq_rel atomic: a release fence and an L1 invalidate, not the two
-// sequentially consistent fences of __threadfence() around an atomicAdd.
-FG_DEVICE unsigned fg_ticket(unsigned *p)
+// Atomically adds v to *p and returns the old value, with device-scope
+// release (this thread's earlier writes, and what a barrier ordered before
+// it, are visible to whoever adds later) and acquire (theirs to this
+// thread, and after a barrier to its block).  One acq_rel atomic: a release
+// fence and an L1 invalidate, not the two sequentially consistent fences of
+// __threadfence() around an atomicAdd.
+FG_DEVICE unsigned fg_add_acq_rel(unsigned *p, unsigned v)
 {
     unsigned old;
-    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(old) : "l"(p) : "memory");
+    asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
     return old;
 }
+// A ticket: adds 1 to *p and returns the old value (fg_add_acq_rel's order).
+FG_DEVICE unsigned fg_ticket(unsigned *p) { return fg_add_acq_rel(p, 1u); }
 #line 1 "templates/prelude_common.in"
 // What prelude.cu.in and prelude.hip.in share, written once (a partial of
 // both, after their fg_release_writes and fg_ticket).
@@ -83,7 +85,7 @@ FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
     __syncthreads();
     return *slot;
 }
-#line 67 "templates/prelude.cu.in"
+#line 69 "templates/prelude.cu.in"
 // A float another block wrote before its ticket (L1 is not coherent: from L2).
 // (Its reader took, or follows a barrier after, the acquiring ticket.)
 FG_DEVICE float fg_load_fresh(const float *p) { return __ldcg(p); }
@@ -195,18 +197,17 @@ FG_DEVICE void cluster_wait()
 // on, cost ~1 us more a barrier while the ring's copies load the memory
 // system).  `sync` is the block's own barrier among the threads that take
 // part (thread 0 among them): what they wrote before it is released by
-// thread 0's acq_rel add, and the peers' writes are theirs after thread 0's
-// acquire of the flipped count and `sync` again.  The launch is cooperative,
-// so every peer is resident: one that never arrives is a bug, and the wait
-// traps after about 2 s instead of hanging.
+// thread 0's add (fg_add_acq_rel), and the peers' writes are theirs after
+// thread 0's acquire of the flipped count and `sync` again.  The launch is
+// cooperative, so every peer is resident: one that never arrives is a bug,
+// and the wait traps after about 2 s instead of hanging.
 template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
 {
     sync();
     if (threadIdx.x == 0) {
         constexpr unsigned kTop = 0x80000000u;
         const unsigned add = first ? kTop - (n - 1) : 1u;
-        unsigned old;
-        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(count), "r"(add) : "memory");
+        const unsigned old = fg_add_acq_rel(count, add);
         if (!(((old + add) ^ old) & kTop)) {   // (the last block's own add flipped it)
             const long long start = clock64();
             for (unsigned now = old; !((now ^ old) & kTop);) {
