@@ -88,11 +88,13 @@ for tool in memcheck synccheck racecheck; do
                 fi
                 args="--smallest --quick --no-baseline --only _g32_" ;;
             mla_decode/*) args="--smallest --quick" ;;
-            decode_attn/racecheck) args="--no-baseline --only $race_only"
+            # the decode family: its three code-path cases (--quick: not the
+            # input-scale ones, 2 deterministic launches; check-gpu runs the 1000)
+            decode_attn/racecheck) args="--quick --no-baseline --only $race_only"
                 echo "check-gpu-sanitize: racecheck decode_attn ring form: SKIPPED (potential" \
                      "WAR reports on TMA ring handoffs, as on cuBLAS's TMA kernels)"
                 skipped=$((skipped + 1)) ;;
-            decode_attn/*) args="--only $decode_only" ;;
+            decode_attn/*) args="--quick --only $decode_only" ;;
             mla_block/racecheck)
                 echo "check-gpu-sanitize: racecheck mla_block: SKIPPED (potential WAR reports on" \
                      "its ring's handoffs from the consumers' reads to the producer warp's next" \
