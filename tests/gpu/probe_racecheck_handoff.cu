@@ -15,13 +15,27 @@
 //   mode 4  the second sync left out (a real WAR race on the next tile)
 //   mode 5  one team only (the other idle), the same syncs: is it the
 //           partial thread count or the second barrier id that matters?
+//   mode 9  as 3, then a block barrier (__syncthreads) and each thread
+//           writing the other team's buffer (as the core writes its partial
+//           output over stages the other team read; correct)
+//   mode 10 as 9 without the block barrier (a real WAR race)
+// and the MLA core's stage reuse: each block bulk-copies 16 KB into its
+// shared memory (cp.async.bulk on an mbarrier), reads it, syncs the block,
+// then writes the same bytes with plain stores (as the core writes its
+// partial output over the stages after its loop); 160 KB a block, so one
+// block an SM at a time:
+//   mode 6  one block an SM (132 blocks; no SM runs a second)
+//   mode 7  8 blocks an SM, one after another on each
+//   mode 8  as 7 with plain stores, a block barrier, then the reads in place
+//           of the bulk copy
 // With compute-sanitizer 2025.3.1 on an H200 racecheck reports hazards in
 // all three (8, 7 or 8, 6 over 2 blocks, in two runs), and none on a
 // one-phase arrive/sync handoff in either direction.
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
-//   for m in 0 1 2 3 4 5; do compute-sanitizer --tool racecheck ./probe $m; done
+//   for m in $(seq 0 10); do compute-sanitizer --tool racecheck ./probe $m; done
 #include <cuda_runtime.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -74,24 +88,77 @@ __global__ void teams(int mode, int tiles, int *out)
         if (mode != 4)
             asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");
     }
+    if (mode >= 9) {
+        if (mode == 9)
+            __syncthreads();
+        for (int i = 0; i < 8; i++)
+            buf[1 - team][t128 * 8 + i] = acc + i;
+    }
     out[threadIdx.x] = acc;
+}
+
+__global__ void reuse(int mode, const int4 *src, int *out)
+{
+    extern __shared__ int4 stage[];   // 160 KB; the first 16 KB used
+    __shared__ alignas(8) uint64_t bar;
+    constexpr unsigned kBytes = 16384;
+    const unsigned addr = (unsigned)__cvta_generic_to_shared(stage);
+    const unsigned bar_addr = (unsigned)__cvta_generic_to_shared(&bar);
+    if (mode == 8) {
+        for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x)
+            stage[i] = src[i];
+        __syncthreads();
+    } else {
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr),
+                         "r"(kBytes) : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                         "%2, [%3];" ::"r"(addr), "l"(src), "r"(kBytes), "r"(bar_addr) : "memory");
+        }
+        for (unsigned ok = 0; !ok;)
+            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
+                         "selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar_addr) : "memory");
+    }
+    int acc = 0;
+    for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x)
+        acc += stage[(i * 7) % (kBytes / 16)].x;
+    __syncthreads();
+    for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x)
+        stage[i] = make_int4(acc, i, 0, 0);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
 int main(int argc, char **argv)
 {
     const int mode = argc > 1 ? atoi(argv[1]) : 0;
     int *out;
-    if (mode < 0 || mode > 5) {
-        fprintf(stderr, "usage: %s [0|1|2|3|4|5]\n", argv[0]);
+    if (mode < 0 || mode > 10) {
+        fprintf(stderr, "usage: %s [0..10]\n", argv[0]);
         return 2;
     }
-    cudaMalloc(&out, 256 * sizeof(int));
-    if (mode <= 2)
+    int sms = 0;
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0);
+    cudaMalloc(&out, 8 * sms * 256 * sizeof(int));
+    int4 *src;
+    cudaMalloc(&src, 16384);
+    cudaMemset(src, 1, 16384);
+    if (mode <= 2) {
         handoff<<<2, 256>>>(mode, 4, out);
-    else
+    } else if (mode <= 5 || mode >= 9) {
         teams<<<2, 256>>>(mode, 4, out);
+    } else {
+        const int smem = 160 * 1024;
+        cudaFuncSetAttribute(reuse, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        reuse<<<mode == 6 ? sms : 8 * sms, 256, smem>>>(mode, src, out);
+    }
     const cudaError_t e = cudaDeviceSynchronize();
     printf("mode %d: %s\n", mode, cudaGetErrorString(e));
     cudaFree(out);
+    cudaFree(src);
     return e != cudaSuccess;
 }
