@@ -18,4 +18,5 @@ llvm-profdata-19 merge -sparse "$profile.profraw" -o "$profile.profdata" || exit
 echo "coverage of $target ($(find "$build/corpus/$target" -type f | wc -l) corpus inputs + seeds):"
 llvm-cov-19 report "$build/cov_$target" -instr-profile="$profile.profdata" \
     generator/spec.c generator/spec_schema.c generator/importhf.c generator/plan.c \
-    generator/plan_decode.c generator/plan_rmsnorm.c generator/plan_overlap.c generator/decimal.c
+    generator/plan_decode.c generator/plan_rmsnorm.c generator/plan_overlap.c generator/plan_reduce.c \
+    generator/plan_mla.c generator/plan_mla_block.c generator/decimal.c

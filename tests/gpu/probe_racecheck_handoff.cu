@@ -29,8 +29,11 @@
 //   mode 8  as 7 with plain stores, a block barrier, then the reads in place
 //           of the bulk copy
 // With compute-sanitizer 2025.3.1 on an H200 racecheck reports hazards in
-// all three (8, 7 or 8, 6 over 2 blocks, in two runs), and none on a
-// one-phase arrive/sync handoff in either direction.
+// all of modes 0-2 (8, 7 or 8, 6 over 2 blocks, in two runs), and none on a
+// one-phase arrive/sync handoff in either direction; in modes 3-10 it is
+// right every time (0, 4, 0, 0, 0, 0, 0 and 2 hazards), so neither the team
+// barriers nor the bulk-copied stages explain its reports on the MLA core's
+// two-team form (docs/reliability.md).
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
 //   for m in $(seq 0 10); do compute-sanitizer --tool racecheck ./probe $m; done
