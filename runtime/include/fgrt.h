@@ -39,9 +39,10 @@ typedef enum fg_status {
     FG_ERR_OUT_OF_MEMORY,        /* host or device allocation failed */
     FG_ERR_DRIVER,               /* a driver call failed; fg_last_error() names it */
     FG_ERR_TIMEOUT,              /* a wait on another GPU's work ran past its time limit */
+    FG_ERR_PEER_FAILED,          /* another rank of a collective failed or gave up */
 } fg_status;
 
-#define FG_STATUS_COUNT (FG_ERR_TIMEOUT + 1)
+#define FG_STATUS_COUNT (FG_ERR_PEER_FAILED + 1)
 
 /* A fixed sentence per status ("unknown status" for other values). */
 FG_API const char *fg_status_string(fg_status s);

@@ -224,8 +224,9 @@ FGRT_OVERLAP_API fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_over
 /* Enqueues one call after the work already on `stream` (a CUstream or
  * hipStream_t, blocking or not; NULL:
  * the legacy stream), and makes `stream`'s later work wait for the call.
- * Does not block.  A failure while enqueueing releases this rank's waits
- * and leaves the executor failed (every later call returns the error). */
+ * Does not block.  A failure while enqueueing marks every peer failed (see
+ * fgrt_overlap_wait), then releases this rank's waits, and leaves the
+ * executor failed (every later call returns the error). */
 FGRT_OVERLAP_API fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream);
 
 /* Blocks until the last call is done on this rank, at most timeout_s.  Past
@@ -233,7 +234,16 @@ FGRT_OVERLAP_API fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream);
  * peer, which step), this rank's waits are released so its streams drain
  * (for at most timeout_s more: about 2 x timeout_s in all), the call's
  * outputs are undefined, and the executor stays failed (reporting its first
- * failure). */
+ * failure).
+ * A rank that fails or gives up (a failed run, a timeout, a destroy with
+ * work left) first writes a mark into every peer's flags, because releasing
+ * its waits lets its queued pushes land in the peers' buffers whether or not
+ * the peers are done with them.  A wait that finds the mark, while waiting
+ * or once its streams are idle, returns FG_ERR_PEER_FAILED at once (naming
+ * that rank and any flags still missing) and leaves the executor failed:
+ * FG_OK therefore means every output of the call is right.  Where a peer's
+ * copies fail outright its mark may not arrive; the time limit still ends
+ * the wait. */
 FGRT_OVERLAP_API fg_status fgrt_overlap_wait(fgrt_overlap *x);
 
 /* Waits for this rank's streams (for timeout_s, then releasing its waits

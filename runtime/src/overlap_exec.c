@@ -44,7 +44,9 @@ struct fgrt_overlap {
                                 waits for this call */
     void *ev_in, *ev_bar, *ev_join[STREAMS];
     unsigned nflags;         /* per rank: fgrt_overlap_flags() */
-    unsigned *flags;         /* device: [world][nflags] set by each rank, then the epoch word */
+    unsigned *flags;         /* device: [world][nflags] set by each rank, then the epoch word,
+                                the failure mark (1 + a peer that failed or gave up) and the
+                                word this rank copies into its peers' marks */
     void *recv;              /* RS: [world][rows, n] */
     fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
     unsigned epoch;          /* the latest call's */
@@ -63,6 +65,11 @@ static unsigned *flag_at(const fgrt_overlap *x, unsigned *flags, unsigned rank, 
 static unsigned *epoch_word(const fgrt_overlap *x)
 {
     return x->flags + (size_t)x->args.world * x->nflags;
+}
+/* The failure mark in flags (this rank's, or a peer's mapped copy). */
+static unsigned *failure_mark(const fgrt_overlap *x, unsigned *flags)
+{
+    return flags + (size_t)x->args.world * x->nflags + 1;
 }
 
 static bool has_overlap_ops(const fg_driver_ops *o)
@@ -230,7 +237,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     st = plan(x);
     if (st == FG_OK)
         st = make_streams(x);
-    const size_t flag_bytes = ((size_t)args->world * x->nflags + 1) * sizeof(unsigned);
+    const size_t flag_bytes = ((size_t)args->world * x->nflags + 3) * sizeof(unsigned);
     void *p = NULL;
     if (st == FG_OK && (st = OPS(x)->alloc(x->drv, flag_bytes, &p)) == FG_OK)
         x->flags = p;
@@ -547,6 +554,32 @@ static fg_status release(fgrt_overlap *x)
     return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
 }
 
+/* Before this rank releases its waits (a failed enqueue, a timeout, a
+ * destroy with work left), every peer learns it: the mark is written into
+ * each peer's flags and has landed before any push the release lets through
+ * can, so a peer whose wait reads no mark after its streams went idle had
+ * finished with its buffers before those pushes (fgrt_overlap_wait). */
+static void mark_peers(fgrt_overlap *x)
+{
+    if (!x->connected)
+        return;
+    unsigned *own = failure_mark(x, x->flags) + 1;   /* (copied, as the flags are) */
+    OPS(x)->write_flag(x->drv, x->st_host, own, x->args.rank + 1);
+    for (unsigned p = 0; p < x->args.world; p++)
+        if (p != x->args.rank)
+            OPS(x)->copy_async(x->drv, failure_mark(x, (unsigned *)x->peer[p].flags), own,
+                               sizeof *own, x->st_host);
+    OPS(x)->sync(x->drv, x->st_host);
+}
+
+/* The failure mark in this rank's flags: 0, or 1 + the peer that set it. */
+static fg_status read_mark(fgrt_overlap *x, unsigned *mark)
+{
+    fg_status st = OPS(x)->read_async(x->drv, mark, failure_mark(x, x->flags), sizeof *mark,
+                                      x->st_host);
+    return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
+}
+
 static fg_status refuse_failed(const fgrt_overlap *x, const char *fn)
 {
     return fg_fail(x->failure,
@@ -568,6 +601,7 @@ fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream)
     if (st != FG_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", fg_last_error());
+        mark_peers(x);
         release(x);
         join_caller(x, stream);   /* best effort: the caller's later work follows it */
         x->failed = true, x->failure = st;
@@ -583,8 +617,10 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
-/* Polls until every stream is idle or `limit_s` passes (*idle false). */
-static fg_status drain(fgrt_overlap *x, double limit_s, bool *idle)
+/* Polls until every stream is idle or `limit_s` passes (*idle false); with
+ * `mark`, also until a peer's failure mark appears (*mark its value, *idle
+ * false: nothing more will come from that peer). */
+static fg_status drain(fgrt_overlap *x, double limit_s, bool *idle, unsigned *mark)
 {
     const double t0 = now_s();
     const struct timespec nap = {0, 20000};
@@ -597,6 +633,11 @@ static fg_status drain(fgrt_overlap *x, double limit_s, bool *idle)
         }
         if (*idle || now_s() - t0 > limit_s)
             return FG_OK;
+        if (mark) {
+            const fg_status st = read_mark(x, mark);
+            if (st != FG_OK || *mark)
+                return st;
+        }
         nanosleep(&nap, NULL);
     }
 }
@@ -645,18 +686,31 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
     if (!x)
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_wait: executor is NULL");
     bool idle = false;
-    fg_status st = drain(x, x->args.timeout_s, &idle);
+    unsigned mark = 0;
+    fg_status st = drain(x, x->args.timeout_s, &idle, x->failed ? NULL : &mark);
     if (st != FG_OK)
         return st;
-    if (idle)
-        return x->failed ? refuse_failed(x, "fgrt_overlap_wait") : FG_OK;
+    if (idle && x->failed)
+        return refuse_failed(x, "fgrt_overlap_wait");
+    /* idle: the call is done, unless a peer marked a failure before now (and
+     * so before any push its release let through: those could have landed
+     * while this rank's work still read its buffers) */
+    if (idle && ((st = read_mark(x, &mark)) != FG_OK || !mark))
+        return st;
     char missing[512];
     missing_flags(x, missing, sizeof missing);
+    mark_peers(x);   /* (this rank gives up too: its release lets its own pushes through) */
     release(x);
-    drain(x, x->args.timeout_s, &idle);
+    drain(x, x->args.timeout_s, &idle, NULL);
     if (!x->failed)   /* an earlier failure stays the one reported */
-        x->failure = FG_ERR_TIMEOUT;
+        x->failure = mark ? FG_ERR_PEER_FAILED : FG_ERR_TIMEOUT;
     x->failed = true;
+    if (mark)
+        return fg_fail(FG_ERR_PEER_FAILED,
+                       "fgrt_overlap_wait: rank %u failed or gave up%s%s; rank %u's outputs are "
+                       "undefined, its waits were released%s",
+                       mark - 1, missing[0] ? " while this rank waited for " : "", missing,
+                       x->args.rank, idle ? "" : ", and its streams are still busy");
     return fg_fail(FG_ERR_TIMEOUT,
                    "fgrt_overlap_wait: rank %u waited %.1f s for %s; its waits were released%s",
                    x->args.rank, x->args.timeout_s, missing[0] ? missing : "its own streams",
@@ -670,7 +724,8 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
     const fg_driver_ops *o = OPS(x);
     bool idle = true;
     if (x->st[0] && x->st[1] && x->st[2] && x->st_host &&
-        drain(x, x->args.timeout_s, &idle) == FG_OK && !idle && x->flags) {
+        drain(x, x->args.timeout_s, &idle, NULL) == FG_OK && !idle && x->flags) {
+        mark_peers(x);
         release(x);   /* then nothing waits on a peer: the streams finish */
         for (int s = 0; s < STREAMS; s++)
             o->sync(x->drv, x->st[s]);

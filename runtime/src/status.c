@@ -38,6 +38,8 @@ const char *fg_status_string(fg_status s)
     case FG_ERR_OUT_OF_MEMORY: return "out of memory";
     case FG_ERR_DRIVER: return "a GPU driver call failed";
     case FG_ERR_TIMEOUT: return "a wait on another GPU's work ran past its time limit";
+    case FG_ERR_PEER_FAILED:
+        return "another rank of the collective failed or gave up, so this call's outputs are undefined";
     }
     return "unknown status";
 }

@@ -1503,6 +1503,34 @@ static void expect_timeout_without(world *w, unsigned i, const char *missing, co
               fg_last_error());
 }
 
+/* fgrt_overlap_wait on rank i after rank `failed` set its failure mark:
+ * FG_ERR_PEER_FAILED at once (within the time limit, not after it), naming
+ * that rank and `missing` (NULL: every flag came) but not `absent`, with the
+ * rank's streams drained. */
+static void expect_peer_failed(world *w, unsigned i, unsigned failed, const char *missing,
+                               const char *absent)
+{
+    const double t0 = now_s();
+    const fg_status st = fgrt_overlap_wait(w->r[i].x);
+    const double dt = now_s() - t0;
+    cr_assert_eq(st, FG_ERR_PEER_FAILED, "rank %u: %s: %s", i, fg_status_string(st),
+                 fg_last_error());
+    cr_assert(dt < 0.05, "rank %u waited %.3f s: the mark was there", i, dt);
+    char who[48];
+    snprintf(who, sizeof who, "rank %u failed or gave up", failed);
+    cr_assert(strstr(fg_last_error(), who), "want \"%s\" in: %s", who, fg_last_error());
+    cr_assert(missing ? strstr(fg_last_error(), missing) != NULL
+                      : strstr(fg_last_error(), "waited for") == NULL,
+              "want %s\"%s\" in: %s", missing ? "" : "no ", missing ? missing : "waited for",
+              fg_last_error());
+    cr_assert(!absent || !strstr(fg_last_error(), absent), "want no \"%s\" in: %s", absent,
+              fg_last_error());
+    cr_assert_not(fake_busy(w->r[i].dev), "rank %u: its waits were released, yet work is left",
+                  i);
+    /* and it stays failed */
+    cr_assert_eq(fgrt_overlap_run(w->r[i].x, NULL), FG_ERR_PEER_FAILED, "%s", fg_last_error());
+}
+
 Test(overlap_exec, a_peer_that_never_runs_is_a_timeout)
 {
     world w;
@@ -1513,9 +1541,10 @@ Test(overlap_exec, a_peer_that_never_runs_is_a_timeout)
     cr_assert_eq(fgrt_overlap_run(w.r[0].x, NULL), FG_ERR_TIMEOUT, "%s", fg_last_error());
     cr_assert(strstr(fg_last_error(), "an earlier call failed"), "%s", fg_last_error());
     cr_assert_eq(fgrt_overlap_wait(w.r[0].x), FG_ERR_TIMEOUT);
-    /* rank 1 never ran: nothing of its is queued, and it is not failed */
+    /* rank 1 never ran: nothing of its is queued, but it learns that rank 0
+     * gave up (its release could have let pushes into rank 1's buffers) */
     cr_assert_not(fake_busy(w.r[1].dev));
-    cr_assert_eq(fgrt_overlap_wait(w.r[1].x), FG_OK, "%s", fg_last_error());
+    expect_peer_failed(&w, 1, 0, NULL, NULL);
     world_close(&w);
 }
 
@@ -1639,10 +1668,13 @@ Test(overlap_exec, chunk_overlap_a_broken_ring_times_out_downstream_only)
 }
 
 /* Rank 0's GEMM callback fails once `after` GEMMs were enqueued: its run
- * fails; rank 1's wait times out naming `missing` (not `absent`), or (missing
- * NULL: rank 0 had pushed all it owed) rank 1 completes with exact output.
- * Rank 1 starts first: the failure releases rank 0's barrier, so its pushes
- * would otherwise land before rank 1's caller writes (poisons) its a. */
+ * fails and marks rank 1, whose wait then reports the failure at once,
+ * naming `missing` (not `absent`), or (missing NULL: rank 0 had pushed all
+ * it owed) with every flag come and its output exact: a peer's failure fails
+ * the call even so, since pushes that failure releases may land in buffers
+ * still in use.  Rank 1 starts first: the failure releases rank 0's barrier,
+ * so its pushes would otherwise land before rank 1's caller writes
+ * (poisons) its a. */
 static void gemm_failure(fgrt_collective c, fgrt_schedule s, unsigned chunks, int after,
                          const char *missing, const char *absent)
 {
@@ -1655,12 +1687,9 @@ static void gemm_failure(fgrt_collective c, fgrt_schedule s, unsigned chunks, in
     cr_assert_eq(fgrt_overlap_run(w.r[0].x, NULL), FG_ERR_DRIVER, "%s", fg_last_error());
     cr_assert(strstr(fg_last_error(), "gemm callback failed"), "%s", fg_last_error());
     cr_assert_eq(w.r[0].gemms, after);
-    if (missing) {
-        expect_timeout_without(&w, 1, missing, absent);
-    } else {
-        cr_assert_eq(fgrt_overlap_wait(w.r[1].x), FG_OK, "%s", fg_last_error());
+    expect_peer_failed(&w, 1, 0, missing, absent);
+    if (!missing)
         check_rank(&w, 0, 1, "the peer of a failed GEMM");
-    }
     cr_assert_eq(fgrt_overlap_wait(w.r[0].x), FG_ERR_DRIVER);
     world_close(&w);
     fake_teardown();
