@@ -19,6 +19,12 @@
 //           writing the other team's buffer (as the core writes its partial
 //           output over stages the other team read; correct)
 //   mode 10 as 9 without the block barrier (a real WAR race)
+// and closer to the two-team form: each team's stage filled by a bulk copy
+// on the team's own mbarrier, read with ldmatrix .trans between the team's
+// barriers over 4 tiles, then a block barrier and plain stores over both
+// stages (correct):
+//   mode 11 no cluster (2 blocks)
+//   mode 12 clusters of 2 (the form's launch)
 // and the MLA core's stage reuse: each block bulk-copies 16 KB into its
 // shared memory (cp.async.bulk on an mbarrier), reads it, syncs the block,
 // then writes the same bytes with plain stores (as the core writes its
@@ -36,7 +42,7 @@
 // two-team form (docs/reliability.md).
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
-//   for m in $(seq 0 10); do compute-sanitizer --tool racecheck ./probe $m; done
+//   for m in $(seq 0 12); do compute-sanitizer --tool racecheck ./probe $m; done
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -136,12 +142,51 @@ __global__ void reuse(int mode, const int4 *src, int *out)
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+__global__ void teams_tma(const int4 *src, int *out)
+{
+    __shared__ alignas(128) uint16_t stage[2][32 * 64];   // a team's 32 rows x 64 values
+    __shared__ alignas(8) uint64_t bar[2];
+    const int team = threadIdx.x / 128, t128 = threadIdx.x % 128, lane = threadIdx.x % 32;
+    const unsigned bar_addr = (unsigned)__cvta_generic_to_shared(&bar[team]);
+    const unsigned st_addr = (unsigned)__cvta_generic_to_shared(&stage[team][0]);
+    if (t128 == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    unsigned acc = 0;
+    for (int t = 0; t < 4; t++) {
+        if (t128 == 0) {
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 4096;" ::"r"(bar_addr)
+                         : "memory");
+            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
+                         "4096, [%2];" ::"r"(st_addr), "l"(src + t * 256), "r"(bar_addr) : "memory");
+        }
+        for (unsigned ok = 0; !ok;)
+            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+                         "selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar_addr), "r"(t & 1) : "memory");
+        unsigned r[4];
+        const unsigned a = st_addr + ((lane % 16) * 64 + (t128 / 32) * 16 + lane / 16 * 8) * 2;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+        acc += r[0] ^ r[1] ^ r[2] ^ r[3];
+        asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");   // the team is done with it
+        if (t128 == 0)   // (the next copy writes the stage the reads above left)
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 2 * 32 * 64; i += blockDim.x)
+        (&stage[0][0])[i] = (uint16_t)(acc + i);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = (int)acc;
+}
+
 int main(int argc, char **argv)
 {
     const int mode = argc > 1 ? atoi(argv[1]) : 0;
     int *out;
-    if (mode < 0 || mode > 10) {
-        fprintf(stderr, "usage: %s [0..10]\n", argv[0]);
+    if (mode < 0 || mode > 12) {
+        fprintf(stderr, "usage: %s [0..12]\n", argv[0]);
         return 2;
     }
     int sms = 0;
@@ -152,8 +197,16 @@ int main(int argc, char **argv)
     cudaMemset(src, 1, 16384);
     if (mode <= 2) {
         handoff<<<2, 256>>>(mode, 4, out);
-    } else if (mode <= 5 || mode >= 9) {
+    } else if (mode <= 5 || mode == 9 || mode == 10) {
         teams<<<2, 256>>>(mode, 4, out);
+    } else if (mode >= 11) {
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = mode == 12 ? 2 : 1, attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3(2), cfg.blockDim = dim3(256), cfg.attrs = attr, cfg.numAttrs = 1;
+        cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
     } else {
         const int smem = 160 * 1024;
         cudaFuncSetAttribute(reuse, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
