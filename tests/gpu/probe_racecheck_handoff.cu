@@ -79,6 +79,32 @@ __global__ void handoff(int mode, int tiles, int *out)
     out[threadIdx.x] = acc;
 }
 
+// The probe's own mbarrier and bulk-copy PTX (a standalone program: the
+// generator's sm90.cu.in is a template it cannot include).
+__device__ void probe_mbar_init(unsigned bar)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar) : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+// bytes from global src into shared dst, completing on bar (its arrival and tx count)
+__device__ void probe_bulk_copy(unsigned dst, const void *src, unsigned bytes, unsigned bar)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, "
+                 "[%3];" ::"r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+__device__ void probe_mbar_wait(unsigned bar, unsigned parity)
+{
+    for (unsigned ok = 0; !ok;)
+        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+                     "selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+}
+__device__ void probe_team_sync(int team)
+{
+    asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");
+}
+
 __global__ void teams(int mode, int tiles, int *out)
 {
     __shared__ int buf[2][1024];
@@ -91,11 +117,11 @@ __global__ void teams(int mode, int tiles, int *out)
     for (int t = 0; t < tiles; t++) {
         for (int i = 0; i < 8; i++)
             buf[team][t128 * 8 + i] = t * 1000 + t128 + i;
-        asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");
+        probe_team_sync(team);
         for (int i = 0; i < 8; i++)
             acc += buf[team][(t128 * 8 + i * 9 + 64) % 1024];
         if (mode != 4)
-            asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");
+            probe_team_sync(team);
     }
     if (mode >= 9) {
         if (mode == 9)
@@ -118,20 +144,12 @@ __global__ void reuse(int mode, const int4 *src, int *out)
             stage[i] = src[i];
         __syncthreads();
     } else {
-        if (threadIdx.x == 0) {
-            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
-            asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-        }
+        if (threadIdx.x == 0)
+            probe_mbar_init(bar_addr);
         __syncthreads();
-        if (threadIdx.x == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar_addr),
-                         "r"(kBytes) : "memory");
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                         "%2, [%3];" ::"r"(addr), "l"(src), "r"(kBytes), "r"(bar_addr) : "memory");
-        }
-        for (unsigned ok = 0; !ok;)
-            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0; "
-                         "selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar_addr) : "memory");
+        if (threadIdx.x == 0)
+            probe_bulk_copy(addr, src, kBytes, bar_addr);
+        probe_mbar_wait(bar_addr, 0);
     }
     int acc = 0;
     for (int i = threadIdx.x; i < kBytes / 16; i += blockDim.x)
@@ -149,31 +167,23 @@ __global__ void teams_tma(const int4 *src, int *out)
     const int team = threadIdx.x / 128, t128 = threadIdx.x % 128, lane = threadIdx.x % 32;
     const unsigned bar_addr = (unsigned)__cvta_generic_to_shared(&bar[team]);
     const unsigned st_addr = (unsigned)__cvta_generic_to_shared(&stage[team][0]);
-    if (t128 == 0) {
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_addr) : "memory");
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
+    if (t128 == 0)
+        probe_mbar_init(bar_addr);
     __syncthreads();
     unsigned acc = 0;
     for (int t = 0; t < 4; t++) {
-        if (t128 == 0) {
-            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 4096;" ::"r"(bar_addr)
-                         : "memory");
-            asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                         "4096, [%2];" ::"r"(st_addr), "l"(src + t * 256), "r"(bar_addr) : "memory");
-        }
-        for (unsigned ok = 0; !ok;)
-            asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
-                         "selp.u32 %0, 1, 0, p; }" : "=r"(ok) : "r"(bar_addr), "r"(t & 1) : "memory");
+        if (t128 == 0)
+            probe_bulk_copy(st_addr, src + t * 256, 4096, bar_addr);
+        probe_mbar_wait(bar_addr, t & 1);
         unsigned r[4];
         const unsigned a = st_addr + ((lane % 16) * 64 + (t128 / 32) * 16 + lane / 16 * 8) * 2;
         asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
         acc += r[0] ^ r[1] ^ r[2] ^ r[3];
-        asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");   // the team is done with it
+        probe_team_sync(team);   // the team is done with it
         if (t128 == 0)   // (the next copy writes the stage the reads above left)
             asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        asm volatile("barrier.sync %0, 128;" ::"r"(1 + team) : "memory");
+        probe_team_sync(team);
     }
     __syncthreads();
     for (int i = threadIdx.x; i < 2 * 32 * 64; i += blockDim.x)
