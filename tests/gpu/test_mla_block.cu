@@ -336,13 +336,20 @@ void free_problem(Problem *p)
         cudaFree(q);
 }
 
-// Request b's cache row t in the pool.
-size_t pool_row(const Problem *p, int b, int t)
+// Request b's cache row t (kv_lora + rope values) in the pool.
+uint16_t *cache_row(const Problem *p, int b, int t)
 {
     const Inst *in = p->in;
-    if (!in->page)
-        return (size_t)b * in->smax + t;
-    return (size_t)p->table[(size_t)b * (in->smax / in->page) + t / in->page] * in->page + t % in->page;
+    const size_t row = !in->page ? (size_t)b * in->smax + t
+                                 : (size_t)p->table[(size_t)b * (in->smax / in->page) + t / in->page] * in->page +
+                                       t % in->page;
+    return static_cast<uint16_t *>(p->cache) + row * (in->kv_lora + in->rope);
+}
+
+// Whether a stored 16-bit value of type t is NaN or inf.
+bool nonfinite16(fgh_dtype t, uint16_t v)
+{
+    return (v & 0x7fff) >= (t == FGH_F16 ? 0x7c00 : 0x7f80);
 }
 
 fg_status bind(const Problem *p, fg_binding **out)
@@ -399,7 +406,7 @@ void run_nan_case(Problem *p, int pos, cudaStream_t s)
     std::vector<size_t> nonfinite(B, 0);
     for (int b = 0; b < B; b++)
         for (int i = 0; i < H; i++)
-            nonfinite[b] += (hy[(size_t)b * H + i] & 0x7fff) >= (in->dt == FGH_F16 ? 0x7c00 : 0x7f80);
+            nonfinite[b] += nonfinite16(in->dt, hy[(size_t)b * H + i]);
     CHECKF(name, nonfinite[0] == (size_t)H, "request 0: %zu of %d outputs NaN or inf", nonfinite[0], H);
     for (int b = 1; b < B; b++)
         CHECKF(name, nonfinite[b] == 0, "request %d: %zu outputs NaN or inf", b, nonfinite[b]);
@@ -425,7 +432,7 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
     for (int b = 0; b < B; b++)
         for (int t = 0; t < std::min(rows, pos[b] < 0 ? 0 : pos[b]); t++)
             cudaMemcpy(view.data() + ((size_t)b * in->smax + t) * D,
-                       (const uint16_t *)p->cache + pool_row(p, b, t) * D, D * 2,
+                       cache_row(p, b, t), D * 2,
                        cudaMemcpyDeviceToHost);
     const bool ran = step ? CHECKF(name, step(s) && fgh_ok(cudaStreamSynchronize(s)), "run: %s",
                                    fg_last_error())
@@ -476,7 +483,7 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
         const fgh_err e = fgh_compare(hy.data() + (size_t)b * H, in->dt, y.data() + (size_t)b * H, H);
         CHECKF(name, e.nonfinite == 0 && e.rel_l2 <= tol, "request %d y: rel L2 %.3e (limit %.0e), %zu "
                "non-finite", b, e.rel_l2, tol, e.nonfinite);
-        cudaMemcpy(row.data(), (const uint16_t *)p->cache + pool_row(p, b, pos[b]) * D, D * 2,
+        cudaMemcpy(row.data(), cache_row(p, b, pos[b]), D * 2,
                    cudaMemcpyDeviceToHost);
         std::vector<double> want(D);
         for (int i = 0; i < D; i++)
@@ -520,8 +527,7 @@ void check_repeat(const Inst *in, cudaStream_t s, int repeats)
                     (!ws || fgh_poison_device(info.workspace, ws, s) == 0);
         for (int b = 0; b < B; b++)
             if (pos[b] >= 0)
-                done = done && fgh_poison_device((uint16_t *)p.cache + pool_row(&p, b, pos[b]) * D,
-                                                 (size_t)D * 2, s) == 0;
+                done = done && fgh_poison_device(cache_row(&p, b, pos[b]), (size_t)D * 2, s) == 0;
         return done;
     };
     // y and the appended rows, one vector
@@ -532,8 +538,8 @@ void check_repeat(const Inst *in, cudaStream_t s, int repeats)
         for (int b = 0; b < B; b++)
             if (pos[b] >= 0)
                 done = done && fgh_ok(cudaMemcpyAsync(out.data() + (size_t)B * H + (size_t)b * D,
-                                                      (const uint16_t *)p.cache + pool_row(&p, b, pos[b]) * D,
-                                                      (size_t)D * 2, cudaMemcpyDeviceToHost, s));
+                                                      cache_row(&p, b, pos[b]), (size_t)D * 2,
+                                                      cudaMemcpyDeviceToHost, s));
         return done && fgh_ok(cudaStreamSynchronize(s));
     };
     std::vector<uint16_t> first, out;
@@ -541,9 +547,11 @@ void check_repeat(const Inst *in, cudaStream_t s, int repeats)
     // the direct launch wrote every active output (poison is NaN; NaN == NaN bitwise)
     size_t nonfinite = 0;
     for (int b = 0; ok && b < B; b++)
-        for (int i = 0; pos[b] >= 0 && i < H + D; i++) {
-            const uint16_t v = i < H ? first[(size_t)b * H + i] : first[(size_t)B * H + (size_t)b * D + i - H];
-            nonfinite += (v & 0x7fff) >= (in->dt == FGH_F16 ? 0x7c00 : 0x7f80);
+        if (pos[b] >= 0) {
+            for (int i = 0; i < H; i++)
+                nonfinite += nonfinite16(in->dt, first[(size_t)b * H + i]);
+            for (int i = 0; i < D; i++)
+                nonfinite += nonfinite16(in->dt, first[(size_t)B * H + (size_t)b * D + i]);
         }
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
