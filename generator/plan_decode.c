@@ -1,6 +1,6 @@
-/* Fused decode attention planner (Llama family, MHA, sm_90a, batch <= 4).
+/* Fused decode attention planner (Llama family, sm_90a, batch <= 16).
  *
- * Two forms: the register form (decode_attn.in) in every feasible cluster
+ * Three forms: the grid form above batch 4 (decode_attn_grid.in, below); the register form (decode_attn.in) in every feasible cluster
  * shape (one cluster of 2, 4, 8 or 16 per head, two per SM at 256 threads,
  * two clusters of 2 per head, the latter with 8 W_o rows in flight), so each
  * collective size is compiled and tested inside the whole kernel; and the ring
@@ -313,6 +313,43 @@ static bool decode_family(char out[FG_NAME_MAX], const fg_model *m, const fg_tar
     return fg_instance_name(out, "decode_attn", t->arch, fg_dtype_name(m->dtype), dims, split);
 }
 
+/* What every form's instance starts with: family, template, and the
+ * registry key in fgrt.h's order (shapes, then the 0/1 flags). */
+static void decode_key(fg_instance *in, const fg_model *m, const fg_target *t,
+                       const char *template_name, unsigned bmax, bool det)
+{
+    const fg_attention *a = m->attention;
+    in->family = "decode_attn";
+    in->op = "decode_attn";
+    in->template_name = template_name;
+    in->target = t;
+    in->dtype = m->dtype;
+    fg_instance_add_param(in, "HIDDEN", m->hidden);
+    fg_instance_add_param(in, "HEADS", a->heads);
+    fg_instance_add_param(in, "KV_HEADS", a->kv_heads);
+    fg_instance_add_param(in, "HEAD_DIM", a->head_dim);
+    fg_instance_add_param(in, "MAX_CONTEXT", m->max_context);
+    fg_instance_add_param(in, "WINDOW", a->sliding_window);
+    fg_instance_add_param(in, "PAGE_SIZE",
+                          m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0);
+    fg_instance_add_param(in, "BMAX", bmax);
+    fg_instance_add_param(in, "QKV_BIAS", a->qkv_bias);
+    fg_instance_add_param(in, "RMSNORM", 1);
+    fg_instance_add_param(in, "NEOX", m->rope->layout == FG_ROPE_NEOX);
+    fg_instance_add_param(in, "DETERMINISTIC", det);
+    in->nkey_params = 12;
+    in->key_max_mask = 1u << 7; /* a call's batch may be below B_max */
+}
+
+/* The RoPE table and the softmax scale every form renders. */
+static void decode_rope_texts(fg_instance *in, const fg_model *m)
+{
+    const unsigned hd = m->attention->head_dim;
+    inv_freq_table(fg_instance_add_text(in, "INV_FREQ"), m->rope, hd);
+    fg_sb_printf(fg_instance_add_text(in, "SOFTMAX_SCALE_LOG2"), "%.9ef",
+                 (double)(float)(1.4426950408889634 / sqrt((double)hd)));
+}
+
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                     unsigned c, unsigned p, const cta_shape *cs, const ring_cfg *ring, bool det,
                     int priority, const char *choice, fg_diag *d)
@@ -354,26 +391,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_error(d, "cannot name a decode_attn instance");
         return -1;
     }
-    in.family = "decode_attn";
-    in.op = "decode_attn";
-    in.template_name = ring ? "decode_attn_ring.in" : "decode_attn.in";
-    in.target = t;
-    in.dtype = m->dtype;
-    /* the registry key, in fgrt.h's order: shapes, then the 0/1 flags */
-    fg_instance_add_param(&in, "HIDDEN", m->hidden);
-    fg_instance_add_param(&in, "HEADS", a->heads);
-    fg_instance_add_param(&in, "KV_HEADS", a->kv_heads);
-    fg_instance_add_param(&in, "HEAD_DIM", a->head_dim);
-    fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
-    fg_instance_add_param(&in, "WINDOW", a->sliding_window);
-    fg_instance_add_param(&in, "PAGE_SIZE", page);
-    fg_instance_add_param(&in, "BMAX", bmax);
-    fg_instance_add_param(&in, "QKV_BIAS", a->qkv_bias);
-    fg_instance_add_param(&in, "RMSNORM", 1);
-    fg_instance_add_param(&in, "NEOX", m->rope->layout == FG_ROPE_NEOX);
-    fg_instance_add_param(&in, "DETERMINISTIC", det);
-    in.nkey_params = 12;
-    in.key_max_mask = 1u << 7; /* a call's batch may be below B_max */
+    decode_key(&in, m, t, ring ? "decode_attn_ring.in" : "decode_attn.in", bmax, det);
     fg_instance_add_param(&in, "CLUSTER", c);
     fg_instance_add_param(&in, "CLUSTERS_PER_HEAD", p);
     fg_instance_add_param(&in, "THREADS", threads);
@@ -401,9 +419,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "LOADS1", cs->loads1);
         fg_instance_add_param(&in, "MIN_BLOCKS", cs->min_blocks);
     }
-    inv_freq_table(fg_instance_add_text(&in, "INV_FREQ"), m->rope, a->head_dim);
-    fg_sb_printf(fg_instance_add_text(&in, "SOFTMAX_SCALE_LOG2"), "%.9ef",
-                 (double)(float)(1.4426950408889634 / sqrt((double)a->head_dim)));
+    decode_rope_texts(&in, m);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {a->heads * c * p, 1, 1},
                             .block = {threads + (ring ? 32 : 0), 1, 1},
@@ -614,6 +630,160 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
     return 0;
 }
 
+/* The grid form (decode_attn_grid.in) serves batches above MAX_BATCH: one
+ * cooperative CTA of GRID_THREADS per SM, phases between grid barriers, the
+ * projections on tensor cores with the batch as mma's N (the register and
+ * ring forms keep B x slices of x in registers, which stops at batch 4). */
+#define GRID_MAX_BATCH 16u
+#define GRID_THREADS 512u
+/* Columns a lane's weight loads cover at once: 2 rows x 256 / 32 x 16 B =
+ * 16 loads in flight a lane (64 registers at 512 threads' 128), 128 KB an SM. */
+#define GRID_STEP 256u
+/* Attention runs per (request, KV head) at most (the states' workspace), and
+ * keys a run at least (4 rounds of a warp's 8-key reads at head dim 128). */
+#define GRID_MAX_SPLITS 64u
+#define GRID_MIN_RUN 32u
+#define GRID_UNROLL 4u
+
+typedef struct grid_cfg {
+    unsigned slices_qkv, slices_o;   /* column slices of the projections' units */
+    unsigned heads_per_item;         /* query heads of a GQA group an attention item serves */
+    unsigned smem;                   /* dynamic shared memory: the staged rows */
+    unsigned long long ws_floats;
+} grid_cfg;
+
+/* The column slices that spread (rows / 16) x s units over `warps` with the
+ * least idle in the last round; the fewest slices on a tie (each slice adds
+ * a partial to sum).  0: no slicing into whole GRID_STEP columns. */
+static unsigned grid_slices(unsigned rows, unsigned cols, unsigned warps)
+{
+    unsigned best = 0;
+    double best_use = 0;
+    for (unsigned sl = 1; sl <= 64 && cols % sl == 0 && (cols / sl) % GRID_STEP == 0; sl *= 2) {
+        const unsigned units = rows / 16 * sl, rounds = (units + warps - 1) / warps;
+        const double use = (double)units / ((double)rounds * warps);
+        if (use > best_use + 0.01)
+            best = sl, best_use = use;
+    }
+    return best;
+}
+
+/* Plans the grid form; why it cannot, or NULL. */
+static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bmax, grid_cfg *g)
+{
+    const fg_attention *a = m->attention;
+    const unsigned qd = a->heads * a->head_dim, gs = a->heads / a->kv_heads;
+    const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
+    const unsigned warps = t->compute_units * (GRID_THREADS / 32);
+    if (bmax > GRID_MAX_BATCH)
+        return "batch sizes above 16 are not planned";
+    if (a->head_dim < 16 || m->hidden % 64 || qd % 64)
+        return "the grid form needs head_dim >= 16 and hidden and heads x head_dim multiples "
+               "of 64";
+    *g = (grid_cfg){0};
+    g->slices_qkv = grid_slices(rows1, m->hidden, warps);
+    g->slices_o = grid_slices(m->hidden, qd, warps);
+    if (!g->slices_qkv || !g->slices_o)
+        return "hidden and heads x head_dim must be multiples of 256 (a lane's weight loads)";
+    for (unsigned h = 2; h >= 1; h--)
+        if (gs % h == 0) {
+            g->heads_per_item = h;
+            break;
+        }
+    const unsigned long long bp = (bmax + 7) / 8 * 8, xw = m->hidden > qd ? m->hidden : qd;
+    const unsigned long long smem = bp * (xw + 32) * 2;
+    if (smem + 1024 > t->shared_mem_per_block)
+        return "the batch's staged rows (x, then o) do not fit in shared memory";
+    g->smem = (unsigned)smem;
+    g->ws_floats = (unsigned long long)g->slices_qkv * bp * rows1 + bp * qd +
+                   bp * a->heads * GRID_MAX_SPLITS * (a->head_dim + 4ull) + bp * qd / 2 +
+                   (unsigned long long)g->slices_o * bp * m->hidden;
+    return NULL;
+}
+
+static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                         const grid_cfg *g, bool det, int priority, const char *choice,
+                         fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    const fg_attention *a = m->attention;
+    fg_instance in = {0};
+    fg_strbuf dims = {0};
+    decode_dims(&dims, m);
+    char variant[64];
+    snprintf(variant, sizeof variant, "b%u_grid_t%u_norm%s", bmax, GRID_THREADS, det ? "_det" : "");
+    const bool named = fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype),
+                                        fg_sb_str(&dims), variant);
+    fg_sb_free(&dims);
+    if (!named) {
+        fg_error(d, "cannot name a decode_attn instance");
+        return -1;
+    }
+    if (g->ws_floats * sizeof(float) > UINT32_MAX) {
+        fg_error(d, "%s: a workspace of %llu bytes does not fit the registry's 32-bit field",
+                 in.name, g->ws_floats * sizeof(float));
+        return -1;
+    }
+    decode_key(&in, m, t, "decode_attn_grid.in", bmax, det);
+    fg_instance_add_param(&in, "THREADS", GRID_THREADS);
+    fg_instance_add_param(&in, "SLICES_QKV", g->slices_qkv);
+    fg_instance_add_param(&in, "SLICES_O", g->slices_o);
+    fg_instance_add_param(&in, "STEP_COLS", GRID_STEP);
+    fg_instance_add_param(&in, "MAX_SPLITS", GRID_MAX_SPLITS);
+    fg_instance_add_param(&in, "MIN_RUN", GRID_MIN_RUN);
+    fg_instance_add_param(&in, "UNROLL", GRID_UNROLL);
+    fg_instance_add_param(&in, "HEADS_PER_ITEM", g->heads_per_item);
+    fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
+                 GRID_THREADS);
+    decode_rope_texts(&in, m);
+    in.launch = (fg_launch){.grid = FG_GRID_FIXED,
+                            .grid_dims = {t->compute_units, 1, 1},
+                            .block = {GRID_THREADS, 1, 1},
+                            .dynamic_smem = g->smem,
+                            .cluster = {1, 1, 1},
+                            .cooperative = true};
+    in.workspace_bytes = (unsigned)(g->ws_floats * sizeof(float));
+    in.counter_count = 2;
+    in.priority = priority;
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u/%s%s%s%s",
+             fg_dtype_name(m->dtype), bmax, GRID_THREADS, det ? "det" : "fast",
+             m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj",
+             m->kv_cache->layout == FG_KV_PAGED ? "/paged" : "", a->qkv_bias ? "/bias" : "");
+    const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
+    const unsigned qd = a->heads * a->head_dim, warps = t->compute_units * GRID_THREADS / 32;
+    fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
+                 m->name, bmax);
+    fg_sb_printf(&in.reasons, "%s\n", choice);
+    fg_sb_printf(&in.reasons,
+                 "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), 5 "
+                 "grid barriers between the phases; registers: __launch_bounds__(%u, 1), at "
+                 "most %u per thread\n",
+                 GRID_THREADS, t->compute_units, warps, GRID_THREADS,
+                 t->registers_per_cu / GRID_THREADS / 8 * 8);
+    fg_sb_printf(&in.reasons,
+                 "QKV: %u units of 16 W_qkv rows x %u columns (%u slices; %.0f%% of the warps' "
+                 "last round busy) on tensor cores (mma.sync m16n8k16, the batch as N), weights "
+                 "loaded straight into fragments, %u loads of 16 B in flight a lane; x "
+                 "normalized and staged in shared memory (%u B)\n",
+                 rows1 / 16 * g->slices_qkv, m->hidden / g->slices_qkv, g->slices_qkv,
+                 100.0 * (rows1 / 16 * g->slices_qkv) /
+                     ((double)((rows1 / 16 * g->slices_qkv + warps - 1) / warps) * warps),
+                 2 * GRID_STEP / 32, g->smem);
+    fg_sb_printf(&in.reasons,
+                 "attention: items of (request, KV head, %u query head%s, a run of >= %u keys, "
+                 "at most %u runs) from a counter, %u lanes a key, %u key rounds in flight; "
+                 "runs merged in order\n",
+                 g->heads_per_item, g->heads_per_item > 1 ? "s" : "", GRID_MIN_RUN,
+                 GRID_MAX_SPLITS, a->head_dim / 8, GRID_UNROLL);
+    fg_sb_printf(&in.reasons,
+                 "output: %u units of 16 W_o rows x %u columns, partials summed in slice order: "
+                 "no atomics, bitwise reproducible%s\n",
+                 m->hidden / 16 * g->slices_o, qd / g->slices_o,
+                 det ? " (this twin serves calls that ask for determinism: same code)" : "");
+    return fg_plan_add(set, &in, s, ts, d);
+}
+
 int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
 {
     const fg_model *m = s->model;
@@ -624,8 +794,19 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
     const unsigned *sizes = CLUSTER_SIZES, ns = NCLUSTER_SIZES;
     for (unsigned bi = 0; bi < m->batch_sizes_count; bi++) {
         const unsigned bmax = m->batch_sizes[bi];
-        if (bmax > MAX_BATCH)
+        if (bmax > MAX_BATCH) {
+            grid_cfg g;
+            if (grid_plan(m, t, bmax, &g))
+                continue;   /* fg_plan_decode_skipped() says why */
+            if (plan_grid_one(set, s, ts, bmax, &g, false, 3,
+                              "preferred: the only form above batch 4", d) ||
+                plan_grid_one(set, s, ts, bmax, &g, true, 1,
+                              "deterministic twin of the grid form (same code: the grid form is "
+                              "reproducible by construction)",
+                              d))
+                return -1;
             continue;
+        }
         const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;
         /* register forms: only for what they compute (best = 0 skips them) */
         const unsigned best =
@@ -750,8 +931,9 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
     for (unsigned i = 0; i < s->model->batch_sizes_count; i++) {
         const unsigned bmax = s->model->batch_sizes[i];
         const char *reason = NULL;
+        grid_cfg g;
         if (bmax > MAX_BATCH) {
-            reason = "batch sizes above 4 come with part 2 of the family";
+            reason = grid_plan(s->model, t, bmax, &g);
         } else {
             const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;
             ring_cfg rc;

@@ -57,16 +57,17 @@ namespace {
 
 struct Inst {
     char name[160];
-    int hidden, heads, kv, hd, smax, window, page, bmax, cluster, per_head, threads, det, neox,
+    int hidden, heads, kv, hd, smax, window, page, bmax, cluster, threads, det, neox,
         bias;
     float inv_freq[128];   // the table the kernel was built with (manifest "texts")
-    long long workspace, counters, cooperative, block, dynamic_smem;
+    long long workspace, counters, cooperative, grid, block, dynamic_smem;
     fgh_dtype dt;
     void *image;
     size_t image_size;
 };
 
 constexpr int kMaxInsts = 1024;   // room for a tuning run's candidates
+constexpr int kMaxBatch = 16;     // the family's largest B_max (the grid form)
 Inst g_inst[kMaxInsts];
 int g_ninst;
 fg_kernel_entry g_reg[kMaxInsts];
@@ -111,8 +112,7 @@ int discover(const char *dir, const char *manifest)
                     {&in.kv, "kv_heads"},       {&in.hd, "head_dim"},
                     {&in.smax, "max_context"},  {&in.window, "window"},
                     {&in.page, "page_size"},       {&in.bias, "qkv_bias"},
-                    {&in.bmax, "bmax"},         {&in.cluster, "cluster"},
-                    {&in.per_head, "clusters_per_head"}, {&in.threads, "threads"},
+                    {&in.bmax, "bmax"},         {&in.threads, "threads"},
                     {&in.det, "deterministic"}, {&in.neox, "neox"}};
         bool known = true;
         for (const auto &d : dims) {
@@ -120,6 +120,11 @@ int discover(const char *dir, const char *manifest)
             known &= v >= 0;
             *d.field = (int)v;
         }
+        known &= in.bmax <= kMaxBatch;
+        // (the launch's: the grid form's clusters are of one CTA)
+        const long long cl = fgh_manifest_value(manifest, in.name, "cluster");
+        known &= cl > 0;
+        in.cluster = (int)cl;
         known &= in.hd / 2 <= 128 &&
                  fgh_manifest_floats(manifest, in.name, "inv_freq", in.inv_freq, in.hd / 2);
         if (!known) {
@@ -129,9 +134,10 @@ int discover(const char *dir, const char *manifest)
         in.workspace = fgh_manifest_value(manifest, in.name, "workspace_bytes");
         in.counters = fgh_manifest_value(manifest, in.name, "counters");
         in.cooperative = fgh_manifest_value(manifest, in.name, "cooperative");
+        in.grid = fgh_manifest_value(manifest, in.name, "grid");
         in.block = fgh_manifest_value(manifest, in.name, "block");
         in.dynamic_smem = fgh_manifest_value(manifest, in.name, "dynamic_smem");
-        if (in.workspace < 0 || in.counters < 0 || in.cooperative < 0 || in.block <= 0 ||
+        if (in.workspace < 0 || in.counters < 0 || in.cooperative < 0 || in.grid <= 0 || in.block <= 0 ||
             in.dynamic_smem < 0) {
             fgh_skip(in.name, "not in the manifest (workspace, counters, launch shape unknown)");
             continue;
@@ -174,7 +180,7 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
     memcpy(e->dims, dims, sizeof dims);
     e->match[7] = FG_REG_MATCH_MAX;
     e->grid_rule = FG_REG_GRID_FIXED;
-    e->grid[0] = in.heads * in.cluster * in.per_head, e->grid[1] = 1, e->grid[2] = 1;
+    e->grid[0] = (unsigned)in.grid, e->grid[1] = 1, e->grid[2] = 1;
     e->block[0] = (unsigned)in.block, e->block[1] = 1, e->block[2] = 1;
     e->dynamic_smem = (unsigned)in.dynamic_smem;
     e->cluster[0] = in.cluster, e->cluster[1] = 1, e->cluster[2] = 1;
@@ -548,7 +554,7 @@ void test_instance(const Inst *in, cudaStream_t s, bool quick)
         if (quick && (&c == &cases[2] || &c == &cases[3]))
             continue;
         const int batch = in->bmax;
-        int pos[8];
+        int pos[kMaxBatch];
         for (int b = 0; b < batch; b++)   // mixed lengths; slot 1 inactive when batch > 2
             pos[b] = b == 0 ? c.pos0 : (b == 1 && batch > 2) ? -1 : (c.pos0 * (b + 1) / (batch + 1));
         Problem p;
@@ -791,7 +797,7 @@ void check_baseline(const Inst *in, cudaStream_t s)
 {
     char name[256];
     snprintf(name, sizeof name, "baseline (cuBLAS + plain kernels) for %s", in->name);
-    int pos[8];
+    int pos[kMaxBatch];
     for (int b = 0; b < in->bmax; b++)
         pos[b] = in->smax / 2 + b;
     Problem p;
@@ -897,7 +903,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, bool quick,
         for (int S = 1024; S <= in->smax; S *= 2) {
             if (quick && S != 1024 && S != in->smax)
                 continue;
-            int pos[8];
+            int pos[kMaxBatch];
             for (int b = 0; b < in->bmax; b++)
                 pos[b] = S - 1;
             // weights, then per request the KV rows attended (a window caps them)
