@@ -640,14 +640,14 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
  * 16 loads in flight a lane (64 registers at 512 threads' 128), 128 KB an SM. */
 #define GRID_STEP 256u
 /* Attention runs per (request, KV head) at most (the states' workspace), and
- * keys a run at least (4 rounds of a warp's 8-key reads at head dim 128). */
+ * keys a run at least. */
 #define GRID_MAX_SPLITS 64u
 #define GRID_MIN_RUN 32u
-#define GRID_UNROLL 4u
 
 typedef struct grid_cfg {
     unsigned slices_qkv, slices_o;   /* column slices of the projections' units */
     unsigned heads_per_item;         /* query heads of a GQA group an attention item serves */
+    unsigned unroll;                 /* key rounds a warp has in flight */
     unsigned smem;                   /* dynamic shared memory: the staged rows */
     unsigned long long ws_floats;
 } grid_cfg;
@@ -677,19 +677,19 @@ static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bma
     const unsigned warps = t->compute_units * (GRID_THREADS / 32);
     if (bmax > GRID_MAX_BATCH)
         return "batch sizes above 16 are not planned";
-    if (a->head_dim < 16 || m->hidden % 64 || qd % 64)
-        return "the grid form needs head_dim >= 16 and hidden and heads x head_dim multiples "
+    if (a->head_dim < 32 || m->hidden % 64 || qd % 64)
+        return "the grid form needs head_dim >= 32 and hidden and heads x head_dim multiples "
                "of 64";
     *g = (grid_cfg){0};
     g->slices_qkv = grid_slices(rows1, m->hidden, warps);
     g->slices_o = grid_slices(m->hidden, qd, warps);
     if (!g->slices_qkv || !g->slices_o)
         return "hidden and heads x head_dim must be multiples of 256 (a lane's weight loads)";
-    for (unsigned h = 2; h >= 1; h--)
-        if (gs % h == 0) {
-            g->heads_per_item = h;
-            break;
-        }
+    /* a lane keeps 8 q and 8 o values a head: two heads an item, and then
+     * 4 key rounds of K and V (16-byte loads) in flight, fit 128 registers;
+     * one head leaves room for 8 rounds (more bytes in flight an SM) */
+    g->heads_per_item = gs % 2 == 0 ? 2 : 1;
+    g->unroll = g->heads_per_item == 1 ? 8 : 4;
     const unsigned long long bp = (bmax + 7) / 8 * 8, xw = m->hidden > qd ? m->hidden : qd;
     const unsigned long long smem = bp * (xw + 32) * 2;
     if (smem + 1024 > t->shared_mem_per_block)
@@ -732,7 +732,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "STEP_COLS", GRID_STEP);
     fg_instance_add_param(&in, "MAX_SPLITS", GRID_MAX_SPLITS);
     fg_instance_add_param(&in, "MIN_RUN", GRID_MIN_RUN);
-    fg_instance_add_param(&in, "UNROLL", GRID_UNROLL);
+    fg_instance_add_param(&in, "UNROLL", g->unroll);
     fg_instance_add_param(&in, "HEADS_PER_ITEM", g->heads_per_item);
     fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
                  GRID_THREADS);
@@ -775,7 +775,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "at most %u runs) from a counter, %u lanes a key, %u key rounds in flight; "
                  "runs merged in order\n",
                  g->heads_per_item, g->heads_per_item > 1 ? "s" : "", GRID_MIN_RUN,
-                 GRID_MAX_SPLITS, a->head_dim / 8, GRID_UNROLL);
+                 GRID_MAX_SPLITS, a->head_dim / 8, g->unroll);
     fg_sb_printf(&in.reasons,
                  "output: %u units of 16 W_o rows x %u columns, partials summed in slice order: "
                  "no atomics, bitwise reproducible%s\n",
