@@ -687,9 +687,11 @@ static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bma
         return "hidden and heads x head_dim must be multiples of 256 (a lane's weight loads)";
     /* a lane keeps 8 q and 8 o values a head: two heads an item, and then
      * 4 key rounds of K and V (16-byte loads) in flight, fit 128 registers;
-     * one head leaves room for 8 rounds (more bytes in flight an SM) */
+     * one head leaves room for 8 rounds (more bytes in flight an SM), 6
+     * where the next round's rows come from a block table (Qwen2's paged
+     * form with biases spilled at 8) */
     g->heads_per_item = gs % 2 == 0 ? 2 : 1;
-    g->unroll = g->heads_per_item == 1 ? 8 : 4;
+    g->unroll = g->heads_per_item == 2 ? 4 : m->kv_cache->layout == FG_KV_PAGED ? 6 : 8;
     const unsigned long long bp = (bmax + 7) / 8 * 8, xw = m->hidden > qd ? m->hidden : qd;
     const unsigned long long smem = bp * (xw + 32) * 2;
     if (smem + 1024 > t->shared_mem_per_block)
@@ -744,7 +746,8 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                             .cluster = {1, 1, 1},
                             .cooperative = true};
     in.workspace_bytes = (unsigned)(g->ws_floats * sizeof(float));
-    in.counter_count = 2;
+    /* the grid barrier, the attention items, a ticket per request and head group */
+    in.counter_count = 2 + bmax * a->heads / g->heads_per_item;
     in.priority = priority;
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u/%s%s%s%s",
              fg_dtype_name(m->dtype), bmax, GRID_THREADS, det ? "det" : "fast",
@@ -756,7 +759,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  m->name, bmax);
     fg_sb_printf(&in.reasons, "%s\n", choice);
     fg_sb_printf(&in.reasons,
-                 "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), 5 "
+                 "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), 4 "
                  "grid barriers between the phases; registers: __launch_bounds__(%u, 1), at "
                  "most %u per thread\n",
                  GRID_THREADS, t->compute_units, warps, GRID_THREADS,
@@ -773,7 +776,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_sb_printf(&in.reasons,
                  "attention: items of (request, KV head, %u query head%s, a run of >= %u keys, "
                  "at most %u runs) from a counter, %u lanes a key, %u key rounds in flight; "
-                 "runs merged in order\n",
+                 "a head's runs merged in order by the warp that ends its last\n",
                  g->heads_per_item, g->heads_per_item > 1 ? "s" : "", GRID_MIN_RUN,
                  GRID_MAX_SPLITS, a->head_dim / 8, g->unroll);
     fg_sb_printf(&in.reasons,
