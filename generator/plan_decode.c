@@ -1,6 +1,7 @@
 /* Fused decode attention planner (Llama family, sm_90a, batch <= 16).
  *
- * Three forms: the grid form above batch 4 (decode_attn_grid.in, below); the register form (decode_attn.in) in every feasible cluster
+ * Three forms.  Above batch 4 the grid form (decode_attn_grid.in, below).
+ * Up to 4: the register form (decode_attn.in) in every feasible cluster
  * shape (one cluster of 2, 4, 8 or 16 per head, two per SM at 256 threads,
  * two clusters of 2 per head, the latter with 8 W_o rows in flight), so each
  * collective size is compiled and tested inside the whole kernel; and the ring

@@ -21,15 +21,17 @@ fi
 fg_gpu_build || { echo "check-gpu-sanitize: FAILED — build"; exit 1; }
 # the smallest instances of each code path: rmsnorm's quick set; the decode
 # family at S_max 4K (every cluster size of the register form, the ring form
-# with one and two clusters per head, batch 4, hidden 5120) and the GQA ring
-decode_only=s4096_b1_c2_,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_,s4096_b4_c2x2_t512_ring,kv8_hd128_s8192_rt500000_b1_c2x2_
-# racecheck: the register form only, without the cuBLAS baseline.  It reports
+# with one and two clusters per head, batch 4, hidden 5120), the GQA ring
+# and the grid form at batch 16 (Llama-2-7B; Qwen2-7B: GQA 7:1, biases, pages)
+decode_only=s4096_b1_c2_,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_,s4096_b4_c2x2_t512_ring,kv8_hd128_s8192_rt500000_b1_c2x2_,h4096_nh32_hd128_s4096_b16_grid_t512_norm_det,p16_bias_b16_grid_t512_norm_det
+# racecheck: the register form and the grid form (its shared memory: the
+# staged rows between block barriers), without the cuBLAS baseline.  It reports
 # a potential WAR hazard on every handoff of a TMA (cp.async.bulk) ring slot
 # from the consumers' reads to the producer's next copy, ordered by
 # __syncwarp and one mbarrier arrive per warp; it reports the same on
 # cuBLAS's own TMA kernels (docs/reliability.md), so the ring form is
 # skipped there, and says so.
-race_only=s4096_b1_c2_t512_norm,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_t512_norm
+race_only=s4096_b1_c2_t512_norm,s4096_b1_c4_,s4096_b1_c8_,s4096_b1_c16_,s4096_b1_c2x2_t512_norm,h4096_nh32_hd128_s4096_b16_grid_t512_norm_det
 # the whole MLA block: the shipped V2-Lite (no q_lora) and V3 TP=8 (q_lora)
 # kernels of batch 1, every phase's path among them
 block_only=mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1,mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b1

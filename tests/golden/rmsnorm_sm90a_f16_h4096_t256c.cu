@@ -162,6 +162,11 @@ FG_DEVICE void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *b
                  "l"(src), "r"(bytes), "r"(smem_addr(bar))
                  : "memory");
 }
+// bytes (a multiple of 16) from global memory into L2, nothing waits on it
+FG_DEVICE void bulk_prefetch_l2(const void *src, unsigned bytes)
+{
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
+}
 // Named barriers, not .aligned (what bar.sync means): that promises every
 // thread of the block runs this one instruction, and warp-specialized code
 // (a team, a warpgroup) does not.

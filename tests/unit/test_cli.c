@@ -1244,7 +1244,11 @@ Test(cli, decode_qwen2_plans_on_the_ring_at_448_threads)
               "%s", out);
     cr_assert(strstr(out, "__launch_bounds__(480, 1): one CTA per SM, at most 128 per thread"), "%s",
               out);
-    cr_assert(strstr(out, "batch 16: batch sizes above 4 come with part 2"), "%s", out);
+    /* batch 16: the grid form, one query head an attention item (7 is prime) */
+    cr_assert(strstr(out, "decode_attn_sm90a_bf16_h3584_nh28_kv4_hd128_s32768_rt1000000_p16_bias_b16_"
+                          "grid_t512_norm\n"),
+              "%s", out);
+    cr_assert(strstr(out, "attention: items of (request, KV head, 1 query head, "), "%s", out);
     cr_assert_null(strstr(out, "_t448_norm"), "no register form: %s", out);
     free(out);
 }
@@ -1433,9 +1437,16 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert(strstr(out, "decode_attn_sm90a_bf16_h4096_nh32_kv8_hd128_s8192_rt500000_b1_c2x2_t512_"
                           "ring_norm\n"),
               "%s", out);
-    cr_assert(strstr(out, "llama-3-8b on h200: fused attention (decode_attn): batch 16: batch "
-                          "sizes above 4"),
+    /* batch 16 plans (the grid form, outside this filter): no skip line for it */
+    cr_assert_null(strstr(out, "batch 16:"), "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "explain --target h200 --filter 'decode_attn*b16*' "
+                           "specs/models/llama-3-8b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "decode_attn_sm90a_bf16_h4096_nh32_kv8_hd128_s8192_rt500000_b16_grid_t512_"
+                          "norm\n"),
               "%s", out);
+    cr_assert(strstr(out, "attention: items of (request, KV head, 2 query heads, "), "%s", out);
     free(out);
     /* MLA: the latent attention core per batch size, with the model's softmax scale
      * (YaRN's mscale^2 in it); on targets without clusters the portable form,
@@ -1499,6 +1510,41 @@ Test(cli, h200_portable_target_follows_h200)
     cr_expect_gt(lines, 50, "both specs read");
     free(a);
     free(b);
+}
+
+/* Batches above 4: the grid form (one cooperative CTA per SM, the
+ * projections' units sliced so the warps' last round is nearly full, a
+ * deterministic twin of the same code); above 16 explain says why not. */
+Test(cli, decode_grid_form_above_batch_4)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b16*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b16_grid_t512_norm\n"), "%s",
+              out);
+    cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b16_grid_t512_norm_det\n"),
+              "%s", out);
+    cr_assert(strstr(out, "launch: grid=(132,1,1) block=(512,1,1) cluster=(1,1,1) "
+                          "dynamic_smem=132096 cooperative"),
+              "%s", out);
+    /* 768 tiles of W_qkv x 8 slices = 6144 units over 2112 warps: 3 rounds, 97% */
+    cr_assert(strstr(out, "QKV: 6144 units of 16 W_qkv rows x 512 columns (8 slices; 97%"), "%s",
+              out);
+    cr_assert(strstr(out, "output: 2048 units of 16 W_o rows x 512 columns"), "%s", out);
+    free(out);
+
+    char *l2 = slurp("specs/models/llama-2-7b.yaml");
+    char *text = replaced(l2, "batch_sizes: [1, 4, 16]", "batch_sizes: [1, 32]");
+    char path[128];
+    snprintf(path, sizeof path, "%s/llama-b32.yaml", tmp);
+    write_file(path, text);
+    free(text);
+    free(l2);
+    cr_assert_eq(run(&out, "explain %s specs/targets/h200.yaml", path), 0, "%s", out);
+    cr_assert(strstr(out, "batch 32: batch sizes above 16 are not planned"), "%s", out);
+    cr_assert_null(strstr(out, "_b32_"), "%s", out);
+    free(out);
 }
 
 /* A model whose S_max is below the portable form's tile still gets the
