@@ -2,7 +2,9 @@
 # A generate run killed at any moment (SIGKILL: no cleanup) must never leave
 # a truncated output under its final name, since Make would take it as up to
 # date: every file present under its final name equals the complete run's.
-# Kills land at 5%, 10%, ... of a run's length; after each kill that left a
+# Kills land at 5%, 10%, ... of a run's length (then, if none landed while
+# files were being written, halving the time between a kill that left
+# nothing and one that left everything); after each kill that left a
 # half-written folder, a rerun must complete it.
 #   FUSEGEN=build/fusegen tests/integration/killed-generate.sh
 set -u
@@ -21,13 +23,16 @@ t0=$(date +%s%N)
 "$fusegen" generate --out "$tmp/timed" $specs >/dev/null 2>&1
 run_us=$((($(date +%s%N) - t0) / 1000))
 partial=0 checked=0 kills=0 rerun_checked=0
+state=none   # what the last kill left: none, partial or all of the files
 kill_at() {   # $1: percent of a run
-    pct=$1
+    kill_after_us $((run_us * $1 / 100)) "$1% of a run"
+}
+kill_after_us() {   # $1: microseconds after the start; $2: how to name it
+    us=$1 when=$2
     rm -rf "$tmp/out"
     # shellcheck disable=SC2086
     "$fusegen" generate --out "$tmp/out" $specs >/dev/null 2>&1 &
     pid=$!
-    us=$((run_us * pct / 100))
     sleep "$(printf '%d.%06d' $((us / 1000000)) $((us % 1000000)))"
     kill -9 "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
@@ -39,27 +44,43 @@ kill_at() {   # $1: percent of a run
         n=$((n + 1)) checked=$((checked + 1))
         if ! cmp -s "$f" "$tmp/ref/$(basename "$f")"; then
             echo "killed-generate: FAILED: $(basename "$f") differs from the complete run's" \
-                 "after a kill at $pct% of a run"
+                 "after a kill at $when"
             exit 1
         fi
     done
-    if [ "$n" -gt 0 ] && [ "$n" -lt "$total" ]; then
+    state=none
+    [ "$n" -gt 0 ] && state=partial
+    [ "$n" -ge "$total" ] && state=all
+    if [ $state = partial ]; then
         partial=$((partial + 1))
         # a rerun over the half-written folder completes it
         # shellcheck disable=SC2086
         "$fusegen" generate --out "$tmp/out" $specs >/dev/null 2>&1 ||
-            { echo "killed-generate: FAILED: the rerun after a kill at $pct%"; exit 1; }
+            { echo "killed-generate: FAILED: the rerun after a kill at $when"; exit 1; }
         diff -r -x '*.tmp.*' "$tmp/ref" "$tmp/out" >/dev/null ||
-            { echo "killed-generate: FAILED: the rerun after a kill at $pct% differs"; exit 1; }
+            { echo "killed-generate: FAILED: the rerun after a kill at $when differs"; exit 1; }
         rerun_checked=$((rerun_checked + 1))
     fi
 }
-for pct in 5 10 15 20 25 30 35 40 45 50 55 60 65 70 75 80 85 90 95 100; do kill_at "$pct"; done
-# a loaded machine can stretch the start of a run: finer steps if none landed
-pct=1
-while [ "$partial" = 0 ] && [ $pct -le 100 ]; do
+lo=0 hi=$((run_us * 2))   # a kill that left nothing, one that left every file
+for pct in 5 10 15 20 25 30 35 40 45 50 55 60 65 70 75 80 85 90 95 100; do
     kill_at "$pct"
-    pct=$((pct + 1))
+    [ $state = none ] && lo=$((run_us * pct / 100))
+    [ $state = all ] && [ $((run_us * pct / 100)) -lt $hi ] && hi=$((run_us * pct / 100))
+done
+# The files are written at the end of a run, in a window that can fall
+# between the steps above (a loaded machine also stretches a run): if no
+# kill landed in it, halve the time between the last kill that left nothing
+# and the first that left everything until one does.
+tries=0
+while [ "$partial" = 0 ] && [ $tries -lt 40 ] && [ $((hi - lo)) -gt 50 ]; do
+    mid=$(((lo + hi) / 2))
+    kill_after_us $mid "$mid us"
+    case $state in
+        none) lo=$mid ;;
+        all) hi=$mid ;;
+    esac
+    tries=$((tries + 1))
 done
 if [ "$partial" = 0 ]; then
     echo "killed-generate: FAILED: none of $kills kills landed while files were being written" \
