@@ -646,53 +646,83 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
 #define GRID_MIN_RUN 32u
 
 typedef struct grid_cfg {
+    unsigned step;                   /* columns a lane's weight loads cover at once */
     unsigned slices_qkv, slices_o;   /* column slices of the projections' units */
     unsigned heads_per_item;         /* query heads of a GQA group an attention item serves */
     unsigned unroll;                 /* key rounds a warp has in flight */
     unsigned smem;                   /* dynamic shared memory: the staged rows */
     unsigned long long ws_floats;
+    fg_origin from;                  /* the model's, a tuning entry's or a tuning candidate */
 } grid_cfg;
+
+/* The share of the warps' last round of units busy: (rows / 16) x slices
+ * units over `warps`. */
+static double grid_round_use(unsigned rows, unsigned slices, unsigned warps)
+{
+    const unsigned units = rows / 16 * slices, rounds = (units + warps - 1) / warps;
+    return (double)units / ((double)rounds * warps);
+}
+
+/* Whether `slices` cut `cols` into whole steps. */
+static bool grid_slices_fit(unsigned cols, unsigned slices, unsigned step)
+{
+    return slices >= 1 && slices <= 64 && cols % slices == 0 && (cols / slices) % step == 0;
+}
 
 /* The column slices that spread (rows / 16) x s units over `warps` with the
  * least idle in the last round; the fewest slices on a tie (each slice adds
- * a partial to sum).  0: no slicing into whole GRID_STEP columns. */
-static unsigned grid_slices(unsigned rows, unsigned cols, unsigned warps)
+ * a partial to sum).  Powers of 2, the counts measured on the GPU: other
+ * counts that cut whole steps (Qwen2-7B's 3584 columns are 7 x 512) are
+ * tuning candidates.  0: no slicing into whole steps. */
+static unsigned grid_slices(unsigned rows, unsigned cols, unsigned warps, unsigned step)
 {
     unsigned best = 0;
     double best_use = 0;
-    for (unsigned sl = 1; sl <= 64 && cols % sl == 0 && (cols / sl) % GRID_STEP == 0; sl *= 2) {
-        const unsigned units = rows / 16 * sl, rounds = (units + warps - 1) / warps;
-        const double use = (double)units / ((double)rounds * warps);
+    for (unsigned sl = 1; grid_slices_fit(cols, sl, step); sl *= 2) {
+        const double use = grid_round_use(rows, sl, warps);
         if (use > best_use + 0.01)
             best = sl, best_use = use;
     }
     return best;
 }
 
-/* Plans the grid form; why it cannot, or NULL. */
-static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bmax, grid_cfg *g)
+/* The slice counts next to `chosen` that cut `cols` into whole steps of
+ * `step` (the one below, `chosen` itself, the one above; 0 where none). */
+static void grid_slice_neighbours(unsigned cols, unsigned step, unsigned chosen, unsigned out[3])
+{
+    out[0] = out[2] = 0;
+    out[1] = grid_slices_fit(cols, chosen, step) ? chosen : 0;
+    for (unsigned sl = 1; sl < chosen; sl++)
+        if (grid_slices_fit(cols, sl, step))
+            out[0] = sl;
+    for (unsigned sl = 64; sl > chosen; sl--)
+        if (grid_slices_fit(cols, sl, step))
+            out[2] = sl;
+}
+
+/* The grid form with its knobs set (g's step, slices and unroll); why it
+ * cannot, or NULL.  Fills in the rest of g. */
+static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsigned bmax,
+                                   grid_cfg *g)
 {
     const fg_attention *a = m->attention;
     const unsigned qd = a->heads * a->head_dim, gs = a->heads / a->kv_heads;
     const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
-    const unsigned warps = t->compute_units * (GRID_THREADS / 32);
     if (bmax > GRID_MAX_BATCH)
         return "batch sizes above 16 are not planned";
     if (a->head_dim < 32)
         return "the grid form needs head_dim >= 32 (its attention lanes take 8 columns each, "
                "at most 4 keys a warp)";
-    *g = (grid_cfg){0};
-    g->slices_qkv = grid_slices(rows1, m->hidden, warps);
-    g->slices_o = grid_slices(m->hidden, qd, warps);
-    if (!g->slices_qkv || !g->slices_o)
-        return "hidden and heads x head_dim must be multiples of 256 (a lane's weight loads)";
-    /* a lane keeps 8 q and 8 o values a head: two heads an item, and then
-     * 4 key rounds of K and V (16-byte loads) in flight, fit 128 registers;
-     * one head leaves room for 8 rounds (more bytes in flight an SM), 6
-     * where the next round's rows come from a block table (Qwen2's paged
-     * form with biases spilled at 8) */
+    if (!g->step || g->step % 32)
+        return "a step must be whole 32-column chunks";
+    if (!grid_slices_fit(m->hidden, g->slices_qkv, g->step) ||
+        !grid_slices_fit(qd, g->slices_o, g->step))
+        return "hidden and heads x head_dim must split into 1-64 slices of whole steps (a "
+               "lane's weight loads)";
+    if (g->unroll < 1 || g->unroll > 16)
+        return "key rounds in flight must be 1 to 16";
+    /* a lane keeps 8 q and 8 o values a head: two heads an item fit */
     g->heads_per_item = gs % 2 == 0 ? 2 : 1;
-    g->unroll = g->heads_per_item == 2 ? 4 : m->kv_cache->layout == FG_KV_PAGED ? 6 : 8;
     const unsigned long long bp = (bmax + 7) / 8 * 8, xw = m->hidden > qd ? m->hidden : qd;
     const unsigned long long smem = bp * (xw + 32) * 2;
     if (smem + 1024 > t->shared_mem_per_block)
@@ -702,6 +732,38 @@ static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bma
                    bp * a->heads * GRID_MAX_SPLITS * (a->head_dim + 4ull) + bp * qd / 2 +
                    (unsigned long long)g->slices_o * bp * m->hidden;
     return NULL;
+}
+
+/* The model's grid form; why it cannot, or NULL. */
+static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bmax, grid_cfg *g)
+{
+    const fg_attention *a = m->attention;
+    const unsigned qd = a->heads * a->head_dim;
+    const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
+    const unsigned warps = t->compute_units * (GRID_THREADS / 32);
+    *g = (grid_cfg){.step = GRID_STEP, .from = FG_FROM_MODEL};
+    g->slices_qkv = grid_slices(rows1, m->hidden, warps, g->step);
+    g->slices_o = grid_slices(m->hidden, qd, warps, g->step);
+    /* two heads an item leave room for 4 key rounds of K and V (16-byte
+     * loads) in 128 registers; one head for 8, or 6 where the next round's
+     * rows come from a block table (Qwen2's paged form with biases spilled
+     * at 8) */
+    const bool pairs = (a->heads / a->kv_heads) % 2 == 0;
+    g->unroll = pairs ? 4 : m->kv_cache->layout == FG_KV_PAGED ? 6 : 8;
+    return grid_plan_exact(m, t, bmax, g);
+}
+
+/* The grid form's instance family (a tuning entry's key): the instance
+ * name up to its configuration.  False if it cannot be named. */
+static bool grid_family(char out[FG_NAME_MAX], const fg_model *m, const fg_target *t, unsigned bmax)
+{
+    fg_strbuf dims = {0};
+    decode_dims(&dims, m);
+    char split[32];
+    snprintf(split, sizeof split, "b%u_grid", bmax);
+    const bool named = decode_family(out, m, t, fg_sb_str(&dims), split);
+    fg_sb_free(&dims);
+    return named;
 }
 
 static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
@@ -714,10 +776,16 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance in = {0};
     fg_strbuf dims = {0};
     decode_dims(&dims, m);
-    char variant[64];
-    snprintf(variant, sizeof variant, "b%u_grid_t%u_norm%s", bmax, GRID_THREADS, det ? "_det" : "");
+    /* a configuration other than the model's carries it in the name */
+    char variant[96], config[48] = "", family[FG_NAME_MAX];
+    if (g->from != FG_FROM_MODEL)
+        snprintf(config, sizeof config, "_k%uq%uo%uu%u", g->step, g->slices_qkv, g->slices_o,
+                 g->unroll);
+    snprintf(variant, sizeof variant, "b%u_grid_t%u%s_norm%s", bmax, GRID_THREADS, config,
+             det ? "_det" : "");
     const bool named = fg_instance_name(in.name, "decode_attn", t->arch, fg_dtype_name(m->dtype),
-                                        fg_sb_str(&dims), variant);
+                                        fg_sb_str(&dims), variant) &&
+                       grid_family(family, m, t, bmax);
     fg_sb_free(&dims);
     if (!named) {
         fg_error(d, "cannot name a decode_attn instance");
@@ -732,7 +800,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "THREADS", GRID_THREADS);
     fg_instance_add_param(&in, "SLICES_QKV", g->slices_qkv);
     fg_instance_add_param(&in, "SLICES_O", g->slices_o);
-    fg_instance_add_param(&in, "STEP_COLS", GRID_STEP);
+    fg_instance_add_param(&in, "STEP_COLS", g->step);
     fg_instance_add_param(&in, "MAX_SPLITS", GRID_MAX_SPLITS);
     fg_instance_add_param(&in, "MIN_RUN", GRID_MIN_RUN);
     fg_instance_add_param(&in, "UNROLL", g->unroll);
@@ -750,8 +818,9 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     /* the grid barrier, the attention items, a ticket per request and head group */
     in.counter_count = 2 + bmax * a->heads / g->heads_per_item;
     in.priority = priority;
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u/%s%s%s%s",
-             fg_dtype_name(m->dtype), bmax, GRID_THREADS, det ? "det" : "fast",
+    fg_plan_mark(&in, family, g->from);
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u%s/%s%s%s%s",
+             fg_dtype_name(m->dtype), bmax, GRID_THREADS, config, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj",
              m->kv_cache->layout == FG_KV_PAGED ? "/paged" : "", a->qkv_bias ? "/bias" : "");
     const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
@@ -771,9 +840,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "loaded straight into fragments, %u loads of 16 B in flight a lane; x "
                  "normalized and staged in shared memory (%u B)\n",
                  rows1 / 16 * g->slices_qkv, m->hidden / g->slices_qkv, g->slices_qkv,
-                 100.0 * (rows1 / 16 * g->slices_qkv) /
-                     ((double)((rows1 / 16 * g->slices_qkv + warps - 1) / warps) * warps),
-                 2 * GRID_STEP / 32, g->smem);
+                 100.0 * grid_round_use(rows1, g->slices_qkv, warps), 2 * g->step / 32, g->smem);
     fg_sb_printf(&in.reasons,
                  "attention: items of (request, KV head, %u query head%s, a run of >= %u keys, "
                  "at most %u runs) from a counter, %u lanes a key, %u key rounds in flight; "
@@ -788,6 +855,85 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     return fg_plan_add(set, &in, s, ts, d);
 }
 
+/* Tuning candidates of the grid form (issue 11): steps; for each step the
+ * slice counts of each projection next to the model's (below, the same,
+ * above); key rounds; every combination that plans, beside the chosen one.
+ * The gate discards those that spill. */
+static const unsigned GRID_CAND_STEPS[] = {128u, 256u};
+static const unsigned GRID_CAND_ROUNDS[] = {2u, 4u, 6u, 8u};
+
+static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                     fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    grid_cfg g;
+    if (grid_plan(m, t, bmax, &g))
+        return 0;   /* fg_plan_decode_skipped() says why */
+    const grid_cfg model = g;
+    char family[FG_NAME_MAX];
+    if (!grid_family(family, m, t, bmax)) {
+        fg_error(d, "cannot name a decode_attn instance family");
+        return -1;
+    }
+    fg_strbuf choice = {0}, twin = {0};
+    fg_sb_puts(&choice, "preferred: the only form above batch 4");
+    const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
+    if (e) {
+        g = (grid_cfg){.step = e->step_cols, .slices_qkv = e->slices_qkv,
+                       .slices_o = e->slices_o, .unroll = e->key_rounds, .from = FG_FROM_TUNING};
+        const char *bad = e->threads != GRID_THREADS ? "the grid form runs 512 threads"
+                                                     : grid_plan_exact(m, t, bmax, &g);
+        if (bad) {
+            fg_error(d, "%s: the entry for %s (%u threads, steps of %u columns, %u and %u "
+                        "slices, %u key rounds) does not plan: %s; run fusegen tune again",
+                     set->tuning->path, family, e->threads, e->step_cols, e->slices_qkv,
+                     e->slices_o, e->key_rounds, bad);
+            fg_sb_free(&choice);
+            return -1;
+        }
+        char what[128];
+        snprintf(what, sizeof what, "steps of %u columns, %u and %u slices, %u key rounds",
+                 g.step, g.slices_qkv, g.slices_o, g.unroll);
+        fg_sb_puts(&choice, "\n");
+        fg_plan_config_line(&choice, set, e, what, 1);
+    } else {
+        fg_sb_puts(&choice, "\n");
+        fg_plan_config_line(&choice, set, NULL, NULL, 1);
+    }
+    fg_sb_puts(&twin, "deterministic twin of the grid form (same code: the grid form is "
+                      "reproducible by construction)");
+    fg_sb_puts(&twin, strchr(fg_sb_str(&choice), '\n'));
+    int rc = plan_grid_one(set, s, ts, bmax, &g, false, 3, fg_sb_str(&choice), d);
+    if (!rc)
+        rc = plan_grid_one(set, s, ts, bmax, &g, true, 1, fg_sb_str(&twin), d);
+    fg_sb_free(&choice);
+    fg_sb_free(&twin);
+    const unsigned qd = m->attention->heads * m->attention->head_dim;
+    for (size_t si = 0; rc == 0 && set->candidates && si < NELEMS(GRID_CAND_STEPS); si++) {
+        const unsigned step = GRID_CAND_STEPS[si];
+        unsigned qs[3], os[3];
+        grid_slice_neighbours(m->hidden, step, model.slices_qkv, qs);
+        grid_slice_neighbours(qd, step, model.slices_o, os);
+        for (int qi = 0; rc == 0 && qi < 3; qi++)
+            for (int oi = 0; rc == 0 && oi < 3; oi++)
+                for (size_t ri = 0; rc == 0 && ri < NELEMS(GRID_CAND_ROUNDS); ri++) {
+                    const unsigned q = qs[qi], o = os[oi];
+                    grid_cfg c = {.step = step, .slices_qkv = q, .slices_o = o,
+                                  .unroll = GRID_CAND_ROUNDS[ri], .from = FG_CANDIDATE};
+                    if (!q || !o || grid_plan_exact(m, t, bmax, &c) ||
+                        (c.step == g.step && q == g.slices_qkv && o == g.slices_o &&
+                         c.unroll == g.unroll))
+                        continue;
+                    rc = plan_grid_one(set, s, ts, bmax, &c, false, 0,
+                                       "tuning candidate (generate --candidates): a "
+                                       "configuration the planner did not choose",
+                                       d);
+                }
+    }
+    return rc;
+}
+
 int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
 {
     const fg_model *m = s->model;
@@ -799,15 +945,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
     for (unsigned bi = 0; bi < m->batch_sizes_count; bi++) {
         const unsigned bmax = m->batch_sizes[bi];
         if (bmax > MAX_BATCH) {
-            grid_cfg g;
-            if (grid_plan(m, t, bmax, &g))
-                continue;   /* fg_plan_decode_skipped() says why */
-            if (plan_grid_one(set, s, ts, bmax, &g, false, 3,
-                              "preferred: the only form above batch 4", d) ||
-                plan_grid_one(set, s, ts, bmax, &g, true, 1,
-                              "deterministic twin of the grid form (same code: the grid form is "
-                              "reproducible by construction)",
-                              d))
+            if (plan_grid(set, s, ts, bmax, d))
                 return -1;
             continue;
         }

@@ -596,8 +596,9 @@ static void check_target(checker *c, const fg_target *t)
 
 fg_tuning_kind fg_tuning_kind_of(const char *family)
 {
+    const size_t n = strlen(family);
     if (strncmp(family, "decode_attn_", 12) == 0)
-        return FG_TUNE_RING;
+        return n > 17 && strcmp(family + n - 5, "_grid") == 0 ? FG_TUNE_GRID : FG_TUNE_RING;
     if (strncmp(family, "rmsnorm_", 8) == 0)
         return FG_TUNE_RMSNORM;
     if (strncmp(family, "mla_decode_", 11) == 0)
@@ -617,17 +618,23 @@ static const struct { const char *key; unsigned kinds; bool required; } TUNING_F
     {"heads_per_block", KIND(FG_TUNE_MLA), true},
     {"cluster", KIND(FG_TUNE_MLA), true},
     {"clusters", KIND(FG_TUNE_MLA), true},
+    {"step_cols", KIND(FG_TUNE_GRID), true},
+    {"slices_qkv", KIND(FG_TUNE_GRID), true},
+    {"slices_o", KIND(FG_TUNE_GRID), true},
+    {"key_rounds", KIND(FG_TUNE_GRID), true},
 };
 
 static void check_tuning(checker *c, const fg_tuning *t)
 {
     static const char *const kind_name[] = {[FG_TUNE_RING] = "a decode_attn family",
                                             [FG_TUNE_RMSNORM] = "an rmsnorm family",
-                                            [FG_TUNE_MLA] = "an mla_decode family"};
+                                            [FG_TUNE_MLA] = "an mla_decode family",
+                                            [FG_TUNE_GRID] = "a decode_attn grid family"};
     static const char *const kind_fields[] = {
         [FG_TUNE_RING] = "threads, stage_bytes, stages, in_flight and in_flight_wo",
         [FG_TUNE_RMSNORM] = "threads and cache_x",
-        [FG_TUNE_MLA] = "threads, heads_per_block, stages, cluster and clusters"};
+        [FG_TUNE_MLA] = "threads, heads_per_block, stages, cluster and clusters",
+        [FG_TUNE_GRID] = "threads, step_cols, slices_qkv, slices_o and key_rounds"};
     check_name(c, "tuning.target", t->target);
     for (unsigned i = 0; i < t->entries_count; i++) {
         const fg_tuning_entry *e = &t->entries[i];
@@ -681,6 +688,13 @@ static void check_tuning(checker *c, const fg_tuning *t)
             if (e->in_flight_wo)
                 in_range(c, AT("in_flight_wo"), e->in_flight_wo, 1,
                          e->in_flight ? e->in_flight : 1);
+        }
+        if (kind == FG_TUNE_GRID && fields_ok) {   /* the planner checks the rest */
+            if (in_range(c, AT("step_cols"), e->step_cols, 32, 4096))
+                multiple_of(c, AT("step_cols"), e->step_cols, 32, "whole 32-column chunks");
+            in_range(c, AT("slices_qkv"), e->slices_qkv, 1, 64);
+            in_range(c, AT("slices_o"), e->slices_o, 1, 64);
+            in_range(c, AT("key_rounds"), e->key_rounds, 1, 16);
         }
         if (kind == FG_TUNE_MLA && fields_ok) {   /* the planner checks the rest */
             in_range(c, AT("heads_per_block"), e->heads_per_block, 16, 64);

@@ -145,7 +145,9 @@ typedef struct fg_target {
 /* One measured choice, written by `fusegen tune`: the configuration that ran
  * fastest for an instance family (an instance name without its
  * configuration part), with the figures that chose it (times summed over
- * the points measured).  Three kinds of family, told apart by the name:
+ * the points measured).  Four kinds of family, told apart by the name:
+ *   decode_attn_..._grid (e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b16_grid):
+ *     the grid form's threads, step_cols, slices_qkv, slices_o, key_rounds;
  *   decode_attn_... (e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2):
  *     the ring form's threads, stage_bytes, stages, in_flight [, in_flight_wo];
  *   rmsnorm_... (e.g. rmsnorm_sm90a_f16_h4096): threads [, cache_x];
@@ -159,17 +161,20 @@ typedef struct fg_tuning_entry {
     uint32_t in_flight_wo;     /* stages in flight while W_o streams; 0: as in_flight */
     bool cache_x;              /* rmsnorm: x loaded through the caches, not streamed */
     uint32_t heads_per_block, cluster, clusters;   /* mla_decode: block shape, splits */
+    /* decode_attn grid form: columns a lane's weight loads cover at once, the
+     * projections' column slices, key rounds in flight */
+    uint32_t step_cols, slices_qkv, slices_o, key_rounds;
     double tuned_us, model_us, worst_us;
     uint32_t candidates;
     char *measured;            /* GPU, points, commit */
 } fg_tuning_entry;
 
 /* The kinds of instance family a tuning entry can name. */
-typedef enum { FG_TUNE_NONE, FG_TUNE_RING, FG_TUNE_RMSNORM, FG_TUNE_MLA } fg_tuning_kind;
+typedef enum { FG_TUNE_NONE, FG_TUNE_RING, FG_TUNE_RMSNORM, FG_TUNE_MLA, FG_TUNE_GRID } fg_tuning_kind;
 
-/* The kind of a family by its name (decode_attn_... is the ring form's,
- * rmsnorm_... RMSNorm's, mla_decode_... the MLA core's); FG_TUNE_NONE for
- * any other. */
+/* The kind of a family by its name (decode_attn_..._grid is the grid form's,
+ * any other decode_attn_... the ring form's, rmsnorm_... RMSNorm's,
+ * mla_decode_... the MLA core's); FG_TUNE_NONE for any other. */
 fg_tuning_kind fg_tuning_kind_of(const char *family);
 
 /* A tuning file (specs/tuning/<target>.yaml): `generate` uses an entry's

@@ -191,6 +191,11 @@ static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_UINT("in_flight_wo", OPT, fg_tuning_entry, in_flight_wo),
     /* RMSNorm's (rmsnorm families; absent: false) */
     CYAML_FIELD_BOOL("cache_x", OPT, fg_tuning_entry, cache_x),
+    /* the decode grid form's (decode_attn_..._grid families: required there) */
+    CYAML_FIELD_UINT("step_cols", OPT, fg_tuning_entry, step_cols),
+    CYAML_FIELD_UINT("slices_qkv", OPT, fg_tuning_entry, slices_qkv),
+    CYAML_FIELD_UINT("slices_o", OPT, fg_tuning_entry, slices_o),
+    CYAML_FIELD_UINT("key_rounds", OPT, fg_tuning_entry, key_rounds),
     /* the MLA core's (mla_decode families, with stages: required there) */
     CYAML_FIELD_UINT("heads_per_block", OPT, fg_tuning_entry, heads_per_block),
     CYAML_FIELD_UINT("cluster", OPT, fg_tuning_entry, cluster),

@@ -122,6 +122,22 @@ static void mla_render(fg_strbuf *sb, const fg_tuning_entry *e)
                  e->heads_per_block, e->stages, e->cluster, e->clusters);
 }
 
+static void grid_config(json_object *params, fg_tuning_entry *e)
+{
+    e->threads = (uint32_t)fg_json_int(params, "threads");
+    e->step_cols = (uint32_t)fg_json_int(params, "step_cols");
+    e->slices_qkv = (uint32_t)fg_json_int(params, "slices_qkv");
+    e->slices_o = (uint32_t)fg_json_int(params, "slices_o");
+    e->key_rounds = (uint32_t)fg_json_int(params, "unroll");
+}
+
+static void grid_render(fg_strbuf *sb, const fg_tuning_entry *e)
+{
+    fg_sb_printf(sb, "      step_cols: %u\n      slices_qkv: %u\n      slices_o: %u\n"
+                     "      key_rounds: %u\n",
+                 e->step_cols, e->slices_qkv, e->slices_o, e->key_rounds);
+}
+
 /* One row per kind of family (spec.h, fg_tuning_kind): its harness, the
  * point its bench cases are timed at, how a configuration reads from the
  * manifest's params and what it adds to a tuning entry after `threads`.
@@ -137,12 +153,14 @@ typedef struct kind_desc {
     void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
 } kind_desc;
 
-#define NKINDS (FG_TUNE_MLA + 1)
+#define NKINDS (FG_TUNE_GRID + 1)
 static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render},
     [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
                          rmsnorm_render},
     [FG_TUNE_MLA] = {"mla_decode", "S", "S = 1K and S_max", 2, mla_config, mla_render},
+    /* the grid form: the decode family's harness (the same program as the ring's) */
+    [FG_TUNE_GRID] = {"decode_attn", "S", "S = 1K and S_max", 2, grid_config, grid_render},
 };
 
 /* ---- the run ---- */
@@ -891,7 +909,9 @@ int fg_cmd_tune(int argc, char **argv)
         t.kernels = dir;
     if (!t.work)
         t.work = t.kernels;
-    /* the other harnesses: test_<kind> beside test_decode_attn, as make builds them */
+    /* the grid form's harness is the ring form's program; the other
+     * harnesses: test_<kind> beside test_decode_attn, as make builds them */
+    t.harness[FG_TUNE_GRID] = t.harness[FG_TUNE_RING];
     char *hdir = folder_of(t.harness[FG_TUNE_RING]);
     for (int k = 0; k < NKINDS; k++)
         if (KINDS[k].what && !t.harness[k]) {

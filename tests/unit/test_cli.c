@@ -941,6 +941,131 @@ Test(cli, tune_mla_families_with_their_harness)
     free(log);
 }
 
+/* The grid form (decode_attn, batch above 4): its family's tuning entry
+ * replaces the model's configuration, carried in the instance name; entries
+ * that do not plan are refused with the reason and nothing written. */
+#define GRID_FAMILY "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b16_grid"
+#define GRID_TUNING "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"                    \
+                    "    - family: " GRID_FAMILY "\n      threads: %u\n      step_cols: %u\n"    \
+                    "      slices_qkv: %u\n      slices_o: %u\n      key_rounds: %u\n%s"          \
+                    "      tuned_us: 300\n      model_us: 310\n      worst_us: 400\n"            \
+                    "      candidates: 71\n      measured: \"by hand\"\n"
+
+Test(cli, tuning_spec_replaces_the_grid_configuration)
+{
+    char tuning[128], specs[256], text[640], path[192];
+    snprintf(tuning, sizeof tuning, "%s/h200-grid.yaml", tmp);
+    snprintf(text, sizeof text, GRID_TUNING, 512u, 128u, 16u, 4u, 6u, "");
+    write_file(tuning, text);
+    snprintf(specs, sizeof specs, "specs/models/llama-2-7b.yaml specs/targets/h200.yaml %s", tuning);
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/g --filter 'decode_attn_*_b16_*' %s", tmp, specs), 0,
+                 "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/g/manifest.json", tmp);
+    char *man = slurp(path);
+    const char *at = strstr(man, "\"name\": \"" GRID_FAMILY "_t512_k128q16o4u6_norm\"");
+    cr_assert_not_null(at, "%s", man);
+    cr_expect_not_null(strstr(at, "\"slices_qkv\": 16"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"step_cols\": 128"), "%s", man);
+    cr_expect_not_null(strstr(at, "\"tuned\": true"), "%s", man);
+    cr_expect_not_null(strstr(man, "\"name\": \"" GRID_FAMILY "_t512_k128q16o4u6_norm_det\""),
+                       "the twin is tuned too: %s", man);
+    free(man);
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn_*_b16_*' %s", specs), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "h200-grid.yaml): steps of 128 columns, 16 and 4 slices, 6 key "
+                                   "rounds: 300.0 us against the model's 310.0 (worst "
+                                   "400.0 of 71 candidates; by hand)"),
+                       "%s", out);
+    free(out);
+    const struct { unsigned threads, step, q, o, rounds; const char *extra, *why; } bad[] = {
+        {256, 256, 8, 8, 8, "", "the grid form runs 512 threads"},
+        {512, 256, 3, 8, 8, "", "must split into 1-64 slices of whole steps"},
+        {512, 256, 32, 8, 8, "", "must split into 1-64 slices of whole steps"},
+        {512, 256, 8, 8, 8, "      stages: 4\n", "does not apply to a decode_attn grid family"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        snprintf(text, sizeof text, GRID_TUNING, bad[i].threads, bad[i].step, bad[i].q, bad[i].o,
+                 bad[i].rounds, bad[i].extra);
+        write_file(tuning, text);
+        snprintf(path, sizeof path, "%s/gbad%zu", tmp, i);
+        cr_expect_eq(run(&out, "generate --out %s %s", path, specs), 1, "entry %zu", i);
+        cr_expect_not_null(strstr(out, bad[i].why), "entry %zu: %s", i, out);
+        free(out);
+        struct stat st;
+        cr_expect_neq(stat(path, &st), 0, "entry %zu: nothing written", i);
+    }
+}
+
+/* generate --candidates: the grid form's steps, neighbouring slice counts
+ * and key rounds, at least 20 a family (issue 11), marked as candidates. */
+Test(cli, grid_candidates)
+{
+    char *out;
+    cr_assert_eq(run(&out, "list --candidates --filter 'decode_attn_*_b16_grid*' "
+                           "specs/models/llama-2-7b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    unsigned n = 0;
+    for (const char *p = out; (p = strstr(p, "_b16_grid_t512_k")); p++)
+        n++;
+    cr_expect_geq(n, 20u, "%u candidates: %s", n, out);
+    cr_expect_not_null(strstr(out, GRID_FAMILY "_t512_k128q16o4u6_norm.cu"), "%s", out);
+    cr_expect_not_null(strstr(out, GRID_FAMILY "_t512_norm.cu"), "the model's: %s", out);
+    free(out);
+}
+
+/* test_decode_attn's stand-in for the grid family: k128q16o4u6 fastest */
+static const char grid_harness_text[] =
+    "#!/bin/sh\n"
+    "only= json=\n"
+    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
+    "shift; done\n"
+    "[ -z \"$json\" ] && exit 0\n"
+    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
+    "for n in $(echo $only | tr , ' '); do case $n in *_k128q16o4u6_norm) t=140;; *) t=150;; esac\n"
+    "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", \"S\": %s, "
+    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; "
+    "done\n"
+    "echo ']}'; } > $json\n";
+
+#define GRID_INST(variant, cand, step, q, o, u)                                                   \
+    "{\"name\": \"" GRID_FAMILY "_" variant "\", \"template\": \"decode_attn_grid.in\", "         \
+    "\"targets\": [\"h200\"], \"tuning_family\": \"" GRID_FAMILY "\", " cand "\"params\": {"     \
+    "\"threads\": 512, \"step_cols\": " #step ", \"slices_qkv\": " #q ", \"slices_o\": " #o ", " \
+    "\"unroll\": " #u "}, \"resources\": {\"registers\": 128}}"
+
+Test(cli, tune_grid_families_with_the_decode_harness)
+{
+    char manifest[128], dir[128], ring[160], out[128];
+    snprintf(manifest, sizeof manifest, "%s/grid-manifest.json", tmp);
+    snprintf(dir, sizeof dir, "%s/ggpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(ring, sizeof ring, "%s/test_decode_attn", dir);
+    snprintf(out, sizeof out, "%s/h200-tuned-grid.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" GRID_INST("t512_norm", "", 256, 8, 8, 8) ", "
+                         GRID_INST("t512_k128q16o4u6_norm", "\"candidate\": true, ", 128, 16, 4, 6)
+                         ", " GRID_INST("t512_k256q4o8u4_norm", "\"candidate\": true, ", 256, 4, 8, 4)
+                         "]}");
+    write_program(ring, grid_harness_text);
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
+                 "%s", log);
+    free(log);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "    - family: " GRID_FAMILY "\n      threads: 512\n"
+                                    "      step_cols: 128\n      slices_qkv: 16\n"
+                                    "      slices_o: 4\n      key_rounds: 6\n"
+                                    "      tuned_us: 280.00\n      model_us: 300.00\n"),
+                       "%s", spec);
+    free(spec);
+    /* the entry is one generate takes */
+    cr_assert_eq(run(&log, "list --filter 'decode_attn_*_b16_*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h200.yaml %s", out),
+                 0, "%s", log);
+    cr_expect_not_null(strstr(log, GRID_FAMILY "_t512_k128q16o4u6_norm.cu"), "%s", log);
+    free(log);
+}
+
 /* make's stand-in for `tune --target`: records its arguments and leaves the
  * gate's manifest (the three MLA configurations above) in KBUILD. */
 static const char make_stand_in_text[] =
