@@ -673,18 +673,29 @@ static const char rms_harness_text[] =
     "echo \"$n rows=$r\" >&2; done; done\n"
     "echo ']}'; } > $json\n";
 
-/* test_decode_attn's: the candidate 10% faster, everything passes */
-static const char ring_harness_text[] =
-    "#!/bin/sh\n"
-    "only= json=\n"
-    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
-    "shift; done\n"
-    "[ -z \"$json\" ] && exit 0\n"
-    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
-    "for n in $(echo $only | tr , ' '); do case $n in *k16n8f6*) t=45;; *) t=50;; esac\n"
-    "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", \"S\": %s, "
-    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done\n"
-    "echo ']}'; } > $json\n";
+/* A stand-in for a harness timed at S = 1024 and s2 (test_decode_attn's,
+ * test_mla_decode's): instances matching the shell pattern `fast` take
+ * fast_us at each point, the others slow_us; every check passes. */
+static void write_s_harness(const char *path, const char *fast, unsigned s2, unsigned fast_us,
+                            unsigned slow_us)
+{
+    char text[1024];
+    snprintf(text, sizeof text,
+             "#!/bin/sh\n"
+             "only= json=\n"
+             "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; "
+             "shift;; esac; shift; done\n"
+             "[ -z \"$json\" ] && exit 0\n"
+             "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; "
+             "sep=\n"
+             "for n in $(echo $only | tr , ' '); do case $n in %s) t=%u;; *) t=%u;; esac\n"
+             "for s in 1024 %u; do printf '%%s{\"name\": \"%%s\", \"instance\": \"%%s\", "
+             "\"S\": %%s, \"time\": {\"median\": %%s}}' \"$sep\" $n $n $s $t; sep=,; "
+             "echo \"$n S=$s\" >&2; done; done\n"
+             "echo ']}'; } > $json\n",
+             fast, fast_us, slow_us, s2);
+    write_program(path, text);
+}
 
 Test(cli, tune_rmsnorm_families_with_their_harness)
 {
@@ -702,7 +713,7 @@ Test(cli, tune_rmsnorm_families_with_their_harness)
                          RMS_INST("256c", "\"candidate\": true, ", 256, 1) ", "
                          RMS_INST("64c", "\"candidate\": true, \"discarded\": \"spills\", ", 64, 1)
                          "]}");
-    write_program(ring, ring_harness_text);
+    write_s_harness(ring, "*k16n8f6*", 4096, 45, 50);   /* the candidate 10% faster */
     write_program(rms, rms_harness_text);
     char *log;
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
@@ -886,20 +897,6 @@ Test(cli, tuning_spec_replaces_the_mla_configuration)
     }
 }
 
-/* test_mla_decode's stand-in: the g16 c2x2 candidate at 4 stages fastest */
-static const char mla_harness_text[] =
-    "#!/bin/sh\n"
-    "only= json=\n"
-    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
-    "shift; done\n"
-    "[ -z \"$json\" ] && exit 0\n"
-    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
-    "for n in $(echo $only | tr , ' '); do case $n in *_c2x2_n4) t=40;; *) t=43;; esac\n"
-    "for s in 1024 16384; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", \"S\": %s, "
-    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; "
-    "done\n"
-    "echo ']}'; } > $json\n";
-
 #define MLA_INST(variant, cand, stages, c, p)                                                   \
     "{\"name\": \"" MLA_FAMILY "_" variant "\", \"template\": \"mla_decode.in\", \"targets\": " \
     "[\"h200\"], \"tuning_family\": \"" MLA_FAMILY "\", " cand "\"params\": {\"threads\": "   \
@@ -919,7 +916,7 @@ Test(cli, tune_mla_families_with_their_harness)
                          MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) ", "
                          MLA_INST("g16_c1x8_n5", "\"candidate\": true, ", 5, 1, 8) "]}");
     write_program(ring, "#!/bin/sh\nexit 1\n");
-    write_program(mla, mla_harness_text);
+    write_s_harness(mla, "*_c2x2_n4", 16384, 40, 43);   /* g16 c2x2 at 4 stages fastest */
     char *log;
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
                  "%s", log);
@@ -1014,20 +1011,6 @@ Test(cli, grid_candidates)
     free(out);
 }
 
-/* test_decode_attn's stand-in for the grid family: k128q16o4u6 fastest */
-static const char grid_harness_text[] =
-    "#!/bin/sh\n"
-    "only= json=\n"
-    "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; esac; "
-    "shift; done\n"
-    "[ -z \"$json\" ] && exit 0\n"
-    "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; sep=\n"
-    "for n in $(echo $only | tr , ' '); do case $n in *_k128q16o4u6_norm) t=140;; *) t=150;; esac\n"
-    "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", \"S\": %s, "
-    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; "
-    "done\n"
-    "echo ']}'; } > $json\n";
-
 #define GRID_INST(variant, cand, step, q, o, u)                                                   \
     "{\"name\": \"" GRID_FAMILY "_" variant "\", \"template\": \"decode_attn_grid.in\", "         \
     "\"targets\": [\"h200\"], \"tuning_family\": \"" GRID_FAMILY "\", " cand "\"params\": {"     \
@@ -1046,7 +1029,7 @@ Test(cli, tune_grid_families_with_the_decode_harness)
                          GRID_INST("t512_k128q16o4u6_norm", "\"candidate\": true, ", 128, 16, 4, 6)
                          ", " GRID_INST("t512_k256q4o8u4_norm", "\"candidate\": true, ", 256, 4, 8, 4)
                          "]}");
-    write_program(ring, grid_harness_text);
+    write_s_harness(ring, "*_k128q16o4u6_norm", 4096, 140, 150);   /* that candidate fastest */
     char *log;
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
                  "%s", log);
@@ -1091,7 +1074,7 @@ static int run_tune_target(const char *dir, const char *work, const char *out, c
                      MLA_INST("g16_c2x2_n4", "\"candidate\": true, ", 4, 2, 2) "]}");
     write_program(make, make_stand_in_text);
     write_program(ring, "#!/bin/sh\nexit 1\n");
-    write_program(mla, mla_harness_text);
+    write_s_harness(mla, "*_c2x2_n4", 16384, 40, 43);   /* g16 c2x2 at 4 stages fastest */
     cr_assert_eq(setenv("MAKE", make, 1), 0);
     const int rc = run(log, "tune --target h200 --filter 'mla_*_b16_*' --work %s --out %s "
                             "--harness %s %s", work, out, ring, specs);
