@@ -655,6 +655,25 @@ typedef struct grid_cfg {
     fg_origin from;                  /* the model's, a tuning entry's or a tuning candidate */
 } grid_cfg;
 
+/* W_qkv's rows: the query heads', then the KV heads' k and v. */
+static unsigned grid_qkv_rows(const fg_attention *a)
+{
+    return (a->heads + 2 * a->kv_heads) * a->head_dim;
+}
+
+/* The warps of the grid: one CTA of GRID_THREADS per SM. */
+static unsigned grid_warps(const fg_target *t)
+{
+    return t->compute_units * (GRID_THREADS / 32);
+}
+
+/* Query heads of a GQA group an attention item serves: a lane keeps 8 q
+ * and 8 o values a head, and two heads fit beside the key rounds. */
+static unsigned grid_heads_per_item(const fg_attention *a)
+{
+    return (a->heads / a->kv_heads) % 2 == 0 ? 2 : 1;
+}
+
 /* The share of the warps' last round of units busy: (rows / 16) x slices
  * units over `warps`. */
 static double grid_round_use(unsigned rows, unsigned slices, unsigned warps)
@@ -706,8 +725,7 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
                                    grid_cfg *g)
 {
     const fg_attention *a = m->attention;
-    const unsigned qd = a->heads * a->head_dim, gs = a->heads / a->kv_heads;
-    const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
+    const unsigned qd = a->heads * a->head_dim, rows1 = grid_qkv_rows(a);
     if (bmax > GRID_MAX_BATCH)
         return "batch sizes above 16 are not planned";
     if (a->head_dim < 32)
@@ -721,8 +739,7 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
                "lane's weight loads)";
     if (g->unroll < 1 || g->unroll > 16)
         return "key rounds in flight must be 1 to 16";
-    /* a lane keeps 8 q and 8 o values a head: two heads an item fit */
-    g->heads_per_item = gs % 2 == 0 ? 2 : 1;
+    g->heads_per_item = grid_heads_per_item(a);
     const unsigned long long bp = (bmax + 7) / 8 * 8, xw = m->hidden > qd ? m->hidden : qd;
     const unsigned long long smem = bp * (xw + 32) * 2;
     if (smem + 1024 > t->shared_mem_per_block)
@@ -738,18 +755,15 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
 static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bmax, grid_cfg *g)
 {
     const fg_attention *a = m->attention;
-    const unsigned qd = a->heads * a->head_dim;
-    const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
-    const unsigned warps = t->compute_units * (GRID_THREADS / 32);
+    const unsigned qd = a->heads * a->head_dim, warps = grid_warps(t);
     *g = (grid_cfg){.step = GRID_STEP, .from = FG_FROM_MODEL};
-    g->slices_qkv = grid_slices(rows1, m->hidden, warps, g->step);
+    g->slices_qkv = grid_slices(grid_qkv_rows(a), m->hidden, warps, g->step);
     g->slices_o = grid_slices(m->hidden, qd, warps, g->step);
     /* two heads an item leave room for 4 key rounds of K and V (16-byte
      * loads) in 128 registers; one head for 8, or 6 where the next round's
      * rows come from a block table (Qwen2's paged form with biases spilled
      * at 8) */
-    const bool pairs = (a->heads / a->kv_heads) % 2 == 0;
-    g->unroll = pairs ? 4 : m->kv_cache->layout == FG_KV_PAGED ? 6 : 8;
+    g->unroll = grid_heads_per_item(a) == 2 ? 4 : m->kv_cache->layout == FG_KV_PAGED ? 6 : 8;
     return grid_plan_exact(m, t, bmax, g);
 }
 
@@ -823,8 +837,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
              fg_dtype_name(m->dtype), bmax, GRID_THREADS, config, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj",
              m->kv_cache->layout == FG_KV_PAGED ? "/paged" : "", a->qkv_bias ? "/bias" : "");
-    const unsigned rows1 = (a->heads + 2 * a->kv_heads) * a->head_dim;
-    const unsigned qd = a->heads * a->head_dim, warps = t->compute_units * GRID_THREADS / 32;
+    const unsigned rows1 = grid_qkv_rows(a), qd = a->heads * a->head_dim, warps = grid_warps(t);
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
     fg_sb_printf(&in.reasons, "%s\n", choice);
