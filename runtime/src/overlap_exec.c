@@ -542,18 +542,6 @@ static fg_status enqueue_call(fgrt_overlap *x, void *stream, unsigned epoch)
     return st == FG_OK ? join_caller(x, stream) : st;
 }
 
-/* Every flag this rank waits on set to the call's epoch from the host's
- * stream, so that its streams drain whatever the peers do. */
-static fg_status release(fgrt_overlap *x)
-{
-    fg_status st = FG_OK;
-    for (size_t i = 0; i < x->nwaits && st == FG_OK; i++)
-        st = OPS(x)->write_flag(x->drv, x->st_host,
-                                flag_at(x, x->flags, x->waits[i].peer, x->waits[i].flag),
-                                x->epoch);
-    return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
-}
-
 /* Before this rank releases its waits (a failed enqueue, a timeout, a
  * destroy with work left), every peer learns it: the mark is written into
  * each peer's flags and has landed before any push the release lets through
@@ -570,6 +558,20 @@ static void mark_peers(fgrt_overlap *x)
             OPS(x)->copy_async(x->drv, failure_mark(x, (unsigned *)x->peer[p].flags), own,
                                sizeof *own, x->st_host);
     OPS(x)->sync(x->drv, x->st_host);
+}
+
+/* Every flag this rank waits on set to the call's epoch from the host's
+ * stream, so that its streams drain whatever the peers do; the peers are
+ * marked first (mark_peers: every release lets this rank's pushes through). */
+static fg_status release(fgrt_overlap *x)
+{
+    mark_peers(x);
+    fg_status st = FG_OK;
+    for (size_t i = 0; i < x->nwaits && st == FG_OK; i++)
+        st = OPS(x)->write_flag(x->drv, x->st_host,
+                                flag_at(x, x->flags, x->waits[i].peer, x->waits[i].flag),
+                                x->epoch);
+    return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
 }
 
 /* The failure mark in this rank's flags: 0, or 1 + the peer that set it. */
@@ -601,7 +603,6 @@ fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream)
     if (st != FG_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", fg_last_error());
-        mark_peers(x);
         release(x);
         join_caller(x, stream);   /* best effort: the caller's later work follows it */
         x->failed = true, x->failure = st;
@@ -699,8 +700,7 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
         return st;
     char missing[512];
     missing_flags(x, missing, sizeof missing);
-    mark_peers(x);   /* (this rank gives up too: its release lets its own pushes through) */
-    release(x);
+    release(x);   /* (which marks the peers: this rank gives up too) */
     drain(x, x->args.timeout_s, &idle, NULL);
     if (!x->failed)   /* an earlier failure stays the one reported */
         x->failure = mark ? FG_ERR_PEER_FAILED : FG_ERR_TIMEOUT;
@@ -725,7 +725,6 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
     bool idle = true;
     if (x->st[0] && x->st[1] && x->st[2] && x->st_host &&
         drain(x, x->args.timeout_s, &idle, NULL) == FG_OK && !idle && x->flags) {
-        mark_peers(x);
         release(x);   /* then nothing waits on a peer: the streams finish */
         for (int s = 0; s < STREAMS; s++)
             o->sync(x->drv, x->st[s]);
