@@ -258,8 +258,10 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
 
 /* ---- the handle ---- */
 
-/* 4: flags numbered by piece alone (a version 3 peer writes them at other offsets) */
-enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 4 };
+/* 4: flags numbered by piece alone (a version 3 peer writes them at other offsets);
+ * 5: two words more after the epoch word, the failure mark and its source (a
+ * version 4 peer's flags end before them, so a mark would land past its end) */
+enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 5 };
 
 typedef struct wire {
     uint32_t magic, version;

@@ -1901,10 +1901,11 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
     swapped[0] = h[1], swapped[1] = h[0];
     memset(junk, 0, sizeof junk);
     junk[0] = h[0];
-    /* rank 1 from an older libfgrt: the wire's version follows its magic */
+    /* rank 1 from an older libfgrt (version 4: flags without the failure
+     * mark's words): the wire's version follows its magic */
     fgrt_overlap_handle old[2] = {h[0], h[1]};
-    const uint32_t v3 = 3;
-    memcpy(old[1].bytes + sizeof(uint32_t), &v3, sizeof v3);
+    const uint32_t v4 = 4;
+    memcpy(old[1].bytes + sizeof(uint32_t), &v4, sizeof v4);
 
     /* rank 1 with another m, and with another schedule */
     rank_t *r1 = &w.r[1];
@@ -1922,7 +1923,7 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
         {swapped, "handles in the wrong order", "handle 0 is rank 1 of 2"},
         {junk, "a handle no executor exported", "handle 1 is not an exported executor"},
         {old, "a handle of another version",
-         "handle 1 is from an executor of version 3; this one is version 4"},
+         "handle 1 is from an executor of version 4; this one is version 5"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(fgrt_overlap_connect(x0, cases[i].all), FG_ERR_INVALID_ARGUMENT, "%s",
