@@ -39,7 +39,9 @@
 // one-phase arrive/sync handoff in either direction; in modes 3-10 it is
 // right every time (0, 4, 0, 0, 0, 0, 0 and 2 hazards), so neither the team
 // barriers nor the bulk-copied stages explain its reports on the MLA core's
-// two-team form (docs/reliability.md).
+// two-team form (docs/reliability.md).  Modes 11 and 12 printed "no error"
+// with 0 hazards (2026-12-02), but before the probe checked its launches'
+// status, so a launch that failed would have read the same: to run again.
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
 //   for m in $(seq 0 12); do compute-sanitizer --tool racecheck ./probe $m; done
@@ -205,6 +207,9 @@ int main(int argc, char **argv)
     int4 *src;
     cudaMalloc(&src, 16384);
     cudaMemset(src, 1, 16384);
+    // a launch that fails runs nothing, and racecheck then reports 0 hazards:
+    // its status is the probe's result before the synchronize's
+    cudaError_t launched = cudaSuccess;
     if (mode <= 2) {
         handoff<<<2, 256>>>(mode, 4, out);
     } else if (mode <= 5 || mode == 9 || mode == 10) {
@@ -216,14 +221,18 @@ int main(int argc, char **argv)
         attr[0].val.clusterDim.x = mode == 12 ? 2 : 1, attr[0].val.clusterDim.y = 1;
         attr[0].val.clusterDim.z = 1;
         cfg.gridDim = dim3(2), cfg.blockDim = dim3(256), cfg.attrs = attr, cfg.numAttrs = 1;
-        cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
+        launched = cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
     } else {
         const int smem = 160 * 1024;
-        cudaFuncSetAttribute(reuse, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-        reuse<<<mode == 6 ? sms : 8 * sms, 256, smem>>>(mode, src, out);
+        launched = cudaFuncSetAttribute(reuse, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (launched == cudaSuccess)
+            reuse<<<mode == 6 ? sms : 8 * sms, 256, smem>>>(mode, src, out);
     }
-    const cudaError_t e = cudaDeviceSynchronize();
-    printf("mode %d: %s\n", mode, cudaGetErrorString(e));
+    if (launched == cudaSuccess)
+        launched = cudaGetLastError();
+    const cudaError_t e = launched != cudaSuccess ? launched : cudaDeviceSynchronize();
+    printf("mode %d: %s%s\n", mode, launched != cudaSuccess ? "launch failed: " : "",
+           cudaGetErrorString(e));
     cudaFree(out);
     cudaFree(src);
     return e != cudaSuccess;
