@@ -52,6 +52,7 @@ struct fgrt_overlap {
     unsigned epoch;          /* the latest call's */
     bool connected, failed;
     fg_status failure;
+    unsigned marked_by;      /* the failure mark a wait read (1 + the rank that failed), or 0 */
     peer_map peer[MAX_WORLD];
 };
 
@@ -554,7 +555,9 @@ static void mark_peers(fgrt_overlap *x)
     if (!x->connected)
         return;
     unsigned *own = failure_mark(x, x->flags) + 1;   /* (copied, as the flags are) */
-    OPS(x)->write_flag(x->drv, x->st_host, own, x->args.rank + 1);
+    /* a rank that gives up on a peer's mark passes that mark on: the third
+     * ranks learn which rank failed first, not which gave up after it */
+    OPS(x)->write_flag(x->drv, x->st_host, own, x->marked_by ? x->marked_by : x->args.rank + 1);
     for (unsigned p = 0; p < x->args.world; p++)
         if (p != x->args.rank)
             OPS(x)->copy_async(x->drv, failure_mark(x, (unsigned *)x->peer[p].flags), own,
@@ -702,6 +705,7 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
         return st;
     char missing[512];
     missing_flags(x, missing, sizeof missing);
+    x->marked_by = mark;
     release(x);   /* (which marks the peers: this rank gives up too) */
     drain(x, x->args.timeout_s, &idle, NULL);
     if (!x->failed)   /* an earlier failure stays the one reported */

@@ -1548,6 +1548,21 @@ Test(overlap_exec, a_peer_that_never_runs_is_a_timeout)
     world_close(&w);
 }
 
+/* Three ranks: rank 0 gives up on rank 2, which never runs; rank 1 learns
+ * it from rank 0's mark and gives up too, passing the mark on, so rank 2
+ * learns that rank 0 failed first (not rank 1, which only followed). */
+Test(overlap_exec, a_mark_is_passed_on_with_the_rank_that_failed_first)
+{
+    world w;
+    world_open(&w, 3, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 0.05, true);
+    start_call(&w, 0, 0, NULL, false);
+    start_call(&w, 0, 1, NULL, false);
+    expect_timeout(&w, 0, "rank 2's start");
+    expect_peer_failed(&w, 1, 0, "rank 2's start", NULL);
+    expect_peer_failed(&w, 2, 0, NULL, NULL);
+    world_close(&w);
+}
+
 /* Destroy without a wait, on a call that can never finish: it drains within
  * its time limit, releasing the waits, and destroys no stream with work left. */
 Test(overlap_exec, destroy_drains_a_call_that_cannot_finish)
