@@ -240,7 +240,8 @@ FGRT_OVERLAP_API fg_status fgrt_overlap_run(fgrt_overlap *x, void *stream);
  * its waits lets its queued pushes land in the peers' buffers whether or not
  * the peers are done with them.  A wait that finds the mark, while waiting
  * or once its streams are idle, returns FG_ERR_PEER_FAILED at once (naming
- * that rank and any flags still missing) and leaves the executor failed:
+ * the rank that failed first: a rank that gives up on a mark passes it on;
+ * and any flags still missing) and leaves the executor failed:
  * FG_OK therefore means every output of the call is right.  Where a peer's
  * copies fail outright its mark may not arrive; the time limit still ends
  * the wait. */
