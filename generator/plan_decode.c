@@ -667,10 +667,23 @@ static unsigned grid_warps(const fg_target *t)
     return t->compute_units * (GRID_THREADS / 32);
 }
 
-/* Query heads of a GQA group an attention item serves: a lane keeps 8 q
- * and 8 o values a head, and two heads fit beside the key rounds. */
+/* Whether a GQA group's attention runs on tensor cores: groups of 4 to 8
+ * query heads (the mma's N of 8; Llama-3-8B's and Mistral-7B's 4, Qwen2-7B's
+ * 7), where CUDA cores re-reading each K and V byte for every head or two
+ * were the bound (measured: Qwen2-7B B = 16 at 19-22% of the read ceiling). */
+static bool grid_att_mma(const fg_attention *a)
+{
+    const unsigned gs = a->heads / a->kv_heads;
+    return gs >= 4 && gs <= 8 && a->head_dim % 64 == 0;
+}
+
+/* Query heads of a GQA group an attention item serves: on tensor cores the
+ * whole group; else a lane keeps 8 q and 8 o values a head, and two heads
+ * fit beside the key rounds. */
 static unsigned grid_heads_per_item(const fg_attention *a)
 {
+    if (grid_att_mma(a))
+        return a->heads / a->kv_heads;
     return (a->heads / a->kv_heads) % 2 == 0 ? 2 : 1;
 }
 
@@ -739,6 +752,9 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
                "lane's weight loads)";
     if (g->unroll < 1 || g->unroll > 16)
         return "key rounds in flight must be 1 to 16";
+    if (grid_att_mma(a) && g->unroll != 1)
+        return "a GQA group's attention on tensor cores has one block of 16 keys in flight "
+               "(key rounds 1)";
     g->heads_per_item = grid_heads_per_item(a);
     const unsigned long long bp = (bmax + 7) / 8 * 8, xw = m->hidden > qd ? m->hidden : qd;
     const unsigned long long smem = bp * (xw + 32) * 2;
@@ -763,7 +779,10 @@ static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bma
      * loads) in 128 registers; one head for 8, or 6 where the next round's
      * rows come from a block table (Qwen2's paged form with biases spilled
      * at 8) */
-    g->unroll = grid_heads_per_item(a) == 2 ? 4 : m->kv_cache->layout == FG_KV_PAGED ? 6 : 8;
+    g->unroll = grid_att_mma(a)                    ? 1
+                : grid_heads_per_item(a) == 2      ? 4
+                : m->kv_cache->layout == FG_KV_PAGED ? 6
+                                                   : 8;
     return grid_plan_exact(m, t, bmax, g);
 }
 
@@ -819,6 +838,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "MIN_RUN", GRID_MIN_RUN);
     fg_instance_add_param(&in, "UNROLL", g->unroll);
     fg_instance_add_param(&in, "HEADS_PER_ITEM", g->heads_per_item);
+    fg_instance_add_param(&in, "ATT_MMA", grid_att_mma(a));
     fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
                  GRID_THREADS);
     decode_rope_texts(&in, m);
@@ -842,10 +862,10 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  m->name, bmax);
     fg_sb_printf(&in.reasons, "%s\n", choice);
     fg_sb_printf(&in.reasons,
-                 "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), 4 "
+                 "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), %u "
                  "grid barriers between the phases; registers: __launch_bounds__(%u, 1), at "
                  "most %u per thread\n",
-                 GRID_THREADS, t->compute_units, warps, GRID_THREADS,
+                 GRID_THREADS, t->compute_units, warps, grid_att_mma(a) ? 5u : 4u, GRID_THREADS,
                  t->registers_per_cu / GRID_THREADS / 8 * 8);
     fg_sb_printf(&in.reasons,
                  "QKV: %u units of 16 W_qkv rows x %u columns (%u slices; %.0f%% of the warps' "
@@ -854,12 +874,21 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "normalized and staged in shared memory (%u B)\n",
                  rows1 / 16 * g->slices_qkv, m->hidden / g->slices_qkv, g->slices_qkv,
                  100.0 * grid_round_use(rows1, g->slices_qkv, warps), 2 * g->step / 32, g->smem);
-    fg_sb_printf(&in.reasons,
-                 "attention: items of (request, KV head, %u query head%s, a run of >= %u keys, "
-                 "at most %u runs) from a counter, %u lanes a key, %u key rounds in flight; "
-                 "a head's runs merged in order by the warp that ends its last\n",
-                 g->heads_per_item, g->heads_per_item > 1 ? "s" : "", GRID_MIN_RUN,
-                 GRID_MAX_SPLITS, a->head_dim / 8, g->unroll);
+    if (grid_att_mma(a))
+        fg_sb_printf(&in.reasons,
+                     "attention: items of (request, KV head, its %u query heads, a run of >= %u "
+                     "keys, at most %u runs) from a counter, on tensor cores (mma.sync "
+                     "m16n8k16, the group's heads as N: S^T = K q^T, o^T += V^T p^T), 16 keys "
+                     "(8 KB) in flight a warp, each K and V byte loaded once for the group; "
+                     "then, after a grid barrier, each head's runs merged in order by a warp\n",
+                     g->heads_per_item, GRID_MIN_RUN, GRID_MAX_SPLITS);
+    else
+        fg_sb_printf(&in.reasons,
+                     "attention: items of (request, KV head, %u query head%s, a run of >= %u "
+                     "keys, at most %u runs) from a counter, %u lanes a key, %u key rounds in "
+                     "flight; a head's runs merged in order by the warp that ends its last\n",
+                     g->heads_per_item, g->heads_per_item > 1 ? "s" : "", GRID_MIN_RUN,
+                     GRID_MAX_SPLITS, a->head_dim / 8, g->unroll);
     fg_sb_printf(&in.reasons,
                  "output: %u units of 16 W_o rows x %u columns, partials summed in slice order: "
                  "no atomics, bitwise reproducible%s\n",
@@ -932,8 +961,11 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
             for (int oi = 0; rc == 0 && oi < 3; oi++)
                 for (size_t ri = 0; rc == 0 && ri < NELEMS(GRID_CAND_ROUNDS); ri++) {
                     const unsigned q = qs[qi], o = os[oi];
+                    const bool mma = grid_att_mma(m->attention);
+                    if (mma && ri > 0)
+                        break;   /* (no key rounds to vary) */
                     grid_cfg c = {.step = step, .slices_qkv = q, .slices_o = o,
-                                  .unroll = GRID_CAND_ROUNDS[ri], .from = FG_CANDIDATE};
+                                  .unroll = mma ? 1 : GRID_CAND_ROUNDS[ri], .from = FG_CANDIDATE};
                     if (!q || !o || grid_plan_exact(m, t, bmax, &c) ||
                         (c.step == g.step && q == g.slices_qkv && o == g.slices_o &&
                          c.unroll == g.unroll))

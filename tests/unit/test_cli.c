@@ -1352,11 +1352,14 @@ Test(cli, decode_qwen2_plans_on_the_ring_at_448_threads)
               "%s", out);
     cr_assert(strstr(out, "__launch_bounds__(480, 1): one CTA per SM, at most 128 per thread"), "%s",
               out);
-    /* batch 16: the grid form, one query head an attention item (7 is prime) */
+    /* batch 16: the grid form, the group's 7 query heads an attention item on
+     * tensor cores, merged in a phase of their own (5 barriers) */
     cr_assert(strstr(out, "decode_attn_sm90a_bf16_h3584_nh28_kv4_hd128_s32768_rt1000000_p16_bias_b16_"
                           "grid_t512_norm\n"),
               "%s", out);
-    cr_assert(strstr(out, "attention: items of (request, KV head, 1 query head, "), "%s", out);
+    cr_assert(strstr(out, "attention: items of (request, KV head, its 7 query heads, "), "%s", out);
+    cr_assert(strstr(out, "(132 CTAs, 2112 warps), 5 grid barriers"), "%s", out);
+    cr_assert(strstr(out, "HEADS_PER_ITEM=7 ATT_MMA=1"), "%s", out);
     cr_assert_null(strstr(out, "_t448_norm"), "no register form: %s", out);
     free(out);
 }
@@ -1554,7 +1557,16 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert(strstr(out, "decode_attn_sm90a_bf16_h4096_nh32_kv8_hd128_s8192_rt500000_b16_grid_t512_"
                           "norm\n"),
               "%s", out);
-    cr_assert(strstr(out, "attention: items of (request, KV head, 2 query heads, "), "%s", out);
+    cr_assert(strstr(out, "attention: items of (request, KV head, its 4 query heads, "), "%s", out);
+    cr_assert(strstr(out, "UNROLL=1 HEADS_PER_ITEM=4 ATT_MMA=1"), "%s", out);
+    free(out);
+    /* no key rounds to vary on tensor cores: candidates differ in steps and
+     * slices only (u1), and a tuning entry's other key rounds are refused */
+    cr_assert_eq(run(&out, "list --candidates --filter 'decode_attn_*_b16_grid*' "
+                           "specs/models/llama-3-8b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "u1_norm.cu"), "%s", out);
+    cr_expect_null(strstr(out, "u4_norm.cu"), "%s", out);
     free(out);
     /* MLA: the latent attention core per batch size, with the model's softmax scale
      * (YaRN's mscale^2 in it); on targets without clusters the portable form,
