@@ -253,6 +253,16 @@ FG_DEVICE void mma16816(float d[4], const unsigned a[4], const unsigned b[2])
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+
+// lo and hi rounded to the storage type, packed in one 4-byte word (an mma
+// operand register: lo is the lower k index)
+FG_DEVICE unsigned pack2(float lo, float hi)
+{
+    unsigned u;
+    fg_t *h = reinterpret_cast<fg_t *>(&u);
+    h[0] = fg_from_float(lo), h[1] = fg_from_float(hi);
+    return u;
+}
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per
