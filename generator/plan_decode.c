@@ -183,9 +183,6 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
 {
     if (t->arch != FG_ARCH_SM90A)
         return "the HIP lowering of the fused decode family is not emitted yet";
-    if (t->max_cluster_size == 0)
-        return "no thread-block clusters on this target: the fused decode family's portable "
-               "form is not emitted yet (issue 10)";
     if (m->family != FG_FAMILY_LLAMA)
         return "family mla has its own kernels";
     const fg_attention *a = m->attention;
@@ -634,7 +631,9 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
 /* The grid form (decode_attn_grid.in) serves batches above MAX_BATCH: one
  * cooperative CTA of GRID_THREADS per SM, phases between grid barriers, the
  * projections on tensor cores with the batch as mma's N (the register and
- * ring forms keep B x slices of x in registers, which stops at batch 4). */
+ * ring forms keep B x slices of x in registers, which stops at batch 4).
+ * Having no cluster collectives, it is also the family's portable form: on a
+ * target without clusters it serves every batch (issue 10). */
 #define GRID_MAX_BATCH 16u
 #define GRID_THREADS 512u
 /* Columns a lane's weight loads cover at once: 2 rows x 256 / 32 x 16 B =
@@ -799,6 +798,13 @@ static bool grid_family(char out[FG_NAME_MAX], const fg_model *m, const fg_targe
     return named;
 }
 
+/* Whether batch bmax takes the grid form on t: above the ring's batches,
+ * or at any batch where t has no thread-block clusters. */
+static bool grid_serves(const fg_target *t, unsigned bmax)
+{
+    return bmax > MAX_BATCH || t->max_cluster_size == 0;
+}
+
 static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                          const grid_cfg *g, bool det, int priority, const char *choice,
                          fg_diag *d)
@@ -919,7 +925,13 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
         return -1;
     }
     fg_strbuf choice = {0}, twin = {0};
-    fg_sb_puts(&choice, "preferred: the only form above batch 4");
+    if (bmax > MAX_BATCH)
+        fg_sb_puts(&choice, "preferred: the only form above batch 4");
+    else
+        fg_sb_printf(&choice, "the portable form: %s has no thread-block clusters, so grid "
+                              "barriers and global memory take the cluster collectives' place "
+                              "(one cooperative launch; issue 10)",
+                     t->name);
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     if (e) {
         g = (grid_cfg){.step = e->step_cols, .slices_qkv = e->slices_qkv,
@@ -989,7 +1001,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
     const unsigned *sizes = CLUSTER_SIZES, ns = NCLUSTER_SIZES;
     for (unsigned bi = 0; bi < m->batch_sizes_count; bi++) {
         const unsigned bmax = m->batch_sizes[bi];
-        if (bmax > MAX_BATCH) {
+        if (grid_serves(t, bmax)) {
             if (plan_grid(set, s, ts, bmax, d))
                 return -1;
             continue;
@@ -1119,7 +1131,7 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
         const unsigned bmax = s->model->batch_sizes[i];
         const char *reason = NULL;
         grid_cfg g;
-        if (bmax > MAX_BATCH) {
+        if (grid_serves(t, bmax)) {
             reason = grid_plan(s->model, t, bmax, &g);
         } else {
             const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;

@@ -1591,13 +1591,27 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
     cr_expect(strstr(out, "64-token pages through the block table, a lookup a tile"), "%s", out);
     free(out);
-    /* the fused decode family has no portable form yet: explain says so */
-    cr_assert_eq(run(&out, "explain specs/models/llama-2-7b.yaml "
+    /* the fused decode family's portable form on an sm_90a target without
+     * clusters: the grid form at every batch, explain says why; no ring or
+     * register form */
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*' specs/models/llama-2-7b.yaml "
                            "tests/gpu/portable/h200-portable.yaml"),
                  0, "%s", out);
-    cr_expect(strstr(out, "llama-2-7b on h200-portable: fused attention (decode_attn): no "
-                          "thread-block clusters on this target: the fused decode family's "
-                          "portable form is not emitted yet"),
+    cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_grid_t512_norm\n"),
+              "%s", out);
+    cr_assert(strstr(out, "decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b4_grid_t512_norm\n"),
+              "%s", out);
+    cr_expect(strstr(out, "the portable form: h200-portable has no thread-block clusters, so grid "
+                          "barriers and global memory take the cluster collectives' place"),
+              "%s", out);
+    cr_expect_null(strstr(out, "_ring_"), "%s", out);
+    cr_expect_null(strstr(out, "_c2x"), "%s", out);
+    free(out);
+    /* on AMD targets the fused decode family is not emitted yet: explain says so */
+    cr_assert_eq(run(&out, "explain specs/models/llama-2-7b.yaml specs/targets/mi300x.yaml"), 0,
+                 "%s", out);
+    cr_expect(strstr(out, "llama-2-7b on mi300x: fused attention (decode_attn): the HIP lowering "
+                          "of the fused decode family is not emitted yet"),
               "%s", out);
     free(out);
 }
