@@ -39,9 +39,8 @@
 // one-phase arrive/sync handoff in either direction; in modes 3-10 it is
 // right every time (0, 4, 0, 0, 0, 0, 0 and 2 hazards), so neither the team
 // barriers nor the bulk-copied stages explain its reports on the MLA core's
-// two-team form (docs/reliability.md).  Modes 11 and 12 printed "no error"
-// with 0 hazards (2026-12-02), but before the probe checked its launches'
-// status, so a launch that failed would have read the same: to run again.
+// two-team form (docs/reliability.md).  Modes 11 and 12 print "no error"
+// with 0 hazards (2026-12-02, with the launches' status checked).
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
 //   for m in $(seq 0 12); do compute-sanitizer --tool racecheck ./probe $m; done
