@@ -867,10 +867,11 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     in.counter_count = 2 + bmax * a->heads / g->heads_per_item;
     in.priority = priority;
     fg_plan_mark(&in, family, g->from);
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u%s/%s%s%s%s",
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u%s/%s%s%s%s%s",
              fg_dtype_name(m->dtype), bmax, GRID_THREADS, config, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj",
-             m->kv_cache->layout == FG_KV_PAGED ? "/paged" : "", a->qkv_bias ? "/bias" : "");
+             m->kv_cache->layout == FG_KV_PAGED ? "/paged" : "", a->qkv_bias ? "/bias" : "",
+             grid_att_mma(a) ? "/gqa-mma" : "");
     const unsigned rows1 = grid_qkv_rows(a), qd = a->heads * a->head_dim, warps = grid_warps(t);
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
@@ -972,6 +973,9 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
     fg_sb_free(&choice);
     fg_sb_free(&twin);
     const unsigned qd = m->attention->heads * m->attention->head_dim;
+    /* (a GQA group on tensor cores has no key rounds to vary) */
+    const bool mma = grid_att_mma(m->attention);
+    const size_t rounds = mma ? 1 : NELEMS(GRID_CAND_ROUNDS);
     for (size_t si = 0; rc == 0 && set->candidates && si < NELEMS(GRID_CAND_STEPS); si++) {
         const unsigned step = GRID_CAND_STEPS[si];
         unsigned qs[3], os[3];
@@ -979,11 +983,8 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
         grid_slice_neighbours(qd, step, model.slices_o, os);
         for (int qi = 0; rc == 0 && qi < 3; qi++)
             for (int oi = 0; rc == 0 && oi < 3; oi++)
-                for (size_t ri = 0; rc == 0 && ri < NELEMS(GRID_CAND_ROUNDS); ri++) {
+                for (size_t ri = 0; rc == 0 && ri < rounds; ri++) {
                     const unsigned q = qs[qi], o = os[oi];
-                    const bool mma = grid_att_mma(m->attention);
-                    if (mma && ri > 0)
-                        break;   /* (no key rounds to vary) */
                     grid_cfg c = {.step = step, .slices_qkv = q, .slices_o = o,
                                   .unroll = mma ? 1 : GRID_CAND_ROUNDS[ri], .from = FG_CANDIDATE};
                     if (!q || !o || grid_plan_exact(m, t, bmax, &c) ||

@@ -1568,6 +1568,22 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect_not_null(strstr(out, "u1_norm.cu"), "%s", out);
     cr_expect_null(strstr(out, "u4_norm.cu"), "%s", out);
     free(out);
+    char tuning[128], gqa_out[160];
+    snprintf(tuning, sizeof tuning, "%s/h200-gqa.yaml", tmp);
+    snprintf(gqa_out, sizeof gqa_out, "%s/gqa-rounds", tmp);
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: decode_attn_sm90a_bf16_h4096_nh32_kv8_hd128_s8192_rt500000_b16"
+                       "_grid\n      threads: 512\n      step_cols: 256\n      slices_qkv: 16\n"
+                       "      slices_o: 8\n      key_rounds: 4\n      tuned_us: 300\n"
+                       "      model_us: 310\n      worst_us: 400\n      candidates: 9\n"
+                       "      measured: \"by hand\"\n");
+    cr_expect_eq(run(&out, "generate --out %s specs/models/llama-3-8b.yaml specs/targets/h200.yaml %s",
+                     gqa_out, tuning),
+                 1, "%s", out);
+    cr_expect_not_null(strstr(out, "has one block of 16 keys in flight (key rounds 1)"), "%s", out);
+    free(out);
+    struct stat st;
+    cr_expect_neq(stat(gqa_out, &st), 0, "nothing written");
     /* MLA: the latent attention core per batch size, with the model's softmax scale
      * (YaRN's mscale^2 in it); on targets without clusters the portable form,
      * and explain says why */
