@@ -44,9 +44,8 @@ struct fgrt_overlap {
                                 waits for this call */
     void *ev_in, *ev_bar, *ev_join[STREAMS];
     unsigned nflags;         /* per rank: fgrt_overlap_flags() */
-    unsigned *flags;         /* device: [world][nflags] set by each rank, then the epoch word,
-                                the failure mark (1 + a peer that failed or gave up) and the
-                                word this rank copies into its peers' marks */
+    unsigned *flags;         /* device: [world][nflags] set by each rank, then the
+                                TAIL_WORDS of enum tail_word */
     void *recv;              /* RS: [world][rows, n] */
     fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
     unsigned epoch;          /* the latest call's */
@@ -63,14 +62,22 @@ static unsigned *flag_at(const fgrt_overlap *x, unsigned *flags, unsigned rank, 
     return flags + (size_t)rank * x->nflags + flag;
 }
 
-static unsigned *epoch_word(const fgrt_overlap *x)
+/* The words after a rank's [world][nflags] flags. */
+enum tail_word {
+    WORD_EPOCH,      /* the call's epoch, copied into the peers' flags */
+    WORD_MARK,       /* the failure mark: 1 + a rank that failed or gave up, or 0 */
+    WORD_MARK_OUT,   /* the mark this rank copies into its peers' WORD_MARK */
+    TAIL_WORDS
+};
+static unsigned *tail_word(const fgrt_overlap *x, unsigned *flags, enum tail_word w)
 {
-    return x->flags + (size_t)x->args.world * x->nflags;
+    return flags + (size_t)x->args.world * x->nflags + w;
 }
-/* The failure mark in flags (this rank's, or a peer's mapped copy). */
-static unsigned *failure_mark(const fgrt_overlap *x, unsigned *flags)
+
+/* Peer p's flags, mapped into this process. */
+static unsigned *peer_flags(const fgrt_overlap *x, unsigned p)
 {
-    return flags + (size_t)x->args.world * x->nflags + 1;
+    return (unsigned *)x->peer[p].flags;
 }
 
 static bool has_overlap_ops(const fg_driver_ops *o)
@@ -238,7 +245,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     st = plan(x);
     if (st == FG_OK)
         st = make_streams(x);
-    const size_t flag_bytes = ((size_t)args->world * x->nflags + 3) * sizeof(unsigned);
+    const size_t flag_bytes = ((size_t)args->world * x->nflags + TAIL_WORDS) * sizeof(unsigned);
     void *p = NULL;
     if (st == FG_OK && (st = OPS(x)->alloc(x->drv, flag_bytes, &p)) == FG_OK)
         x->flags = p;
@@ -427,8 +434,8 @@ fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all)
  * it on `stream`: a 4-byte copy of the call's epoch word. */
 static fg_status send_flag(fgrt_overlap *x, unsigned p, unsigned flag, void *stream)
 {
-    return OPS(x)->copy_async(x->drv, flag_at(x, (unsigned *)x->peer[p].flags, x->args.rank, flag),
-                              epoch_word(x), sizeof(unsigned), stream);
+    return OPS(x)->copy_async(x->drv, flag_at(x, peer_flags(x, p), x->args.rank, flag),
+                              tail_word(x, x->flags, WORD_EPOCH), sizeof(unsigned), stream);
 }
 
 static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
@@ -441,7 +448,7 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
             st = o->stream_wait_event(x->drv, x->st[0], x->ev_join[s]);
     }
     if (st == FG_OK)
-        st = o->write_flag(x->drv, x->st[0], epoch_word(x), epoch);
+        st = o->write_flag(x->drv, x->st[0], tail_word(x, x->flags, WORD_EPOCH), epoch);
     for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
         if (p != x->args.rank)
             st = send_flag(x, p, flag, x->st[0]);
@@ -554,13 +561,13 @@ static void mark_peers(fgrt_overlap *x)
 {
     if (!x->connected)
         return;
-    unsigned *own = failure_mark(x, x->flags) + 1;   /* (copied, as the flags are) */
+    unsigned *own = tail_word(x, x->flags, WORD_MARK_OUT);   /* (copied, as the flags are) */
     /* a rank that gives up on a peer's mark passes that mark on: the third
      * ranks learn which rank failed first, not which gave up after it */
     OPS(x)->write_flag(x->drv, x->st_host, own, x->marked_by ? x->marked_by : x->args.rank + 1);
     for (unsigned p = 0; p < x->args.world; p++)
         if (p != x->args.rank)
-            OPS(x)->copy_async(x->drv, failure_mark(x, (unsigned *)x->peer[p].flags), own,
+            OPS(x)->copy_async(x->drv, tail_word(x, peer_flags(x, p), WORD_MARK), own,
                                sizeof *own, x->st_host);
     OPS(x)->sync(x->drv, x->st_host);
 }
@@ -579,12 +586,18 @@ static fg_status release(fgrt_overlap *x)
     return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
 }
 
+/* n words of this rank's flags from `src` into host memory, on the host's
+ * stream, waited for. */
+static fg_status read_words(fgrt_overlap *x, unsigned *dst, const unsigned *src, size_t n)
+{
+    fg_status st = OPS(x)->read_async(x->drv, dst, src, n * sizeof *dst, x->st_host);
+    return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
+}
+
 /* The failure mark in this rank's flags: 0, or 1 + the peer that set it. */
 static fg_status read_mark(fgrt_overlap *x, unsigned *mark)
 {
-    fg_status st = OPS(x)->read_async(x->drv, mark, failure_mark(x, x->flags), sizeof *mark,
-                                      x->st_host);
-    return st == FG_OK ? OPS(x)->sync(x->drv, x->st_host) : st;
+    return read_words(x, mark, tail_word(x, x->flags, WORD_MARK), 1);
 }
 
 static fg_status refuse_failed(const fgrt_overlap *x, const char *fn)
@@ -658,8 +671,7 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
     unsigned *v = calloc(n, sizeof *v);
     size_t used = 0;
     buf[0] = '\0';
-    if (!v || OPS(x)->read_async(x->drv, v, x->flags, n * sizeof *v, x->st_host) != FG_OK ||
-        OPS(x)->sync(x->drv, x->st_host) != FG_OK) {
+    if (!v || read_words(x, v, x->flags, n) != FG_OK) {
         snprintf(buf, len, "(the flags could not be read)");
         free(v);
         return;
