@@ -181,8 +181,6 @@ static const unsigned CLUSTER_SIZES[] = {2, 4, 8, 16};
 /* Why a model, on target t, cannot use this family yet, or NULL. */
 static const char *unsupported(const fg_model *m, const fg_target *t)
 {
-    if (t->arch != FG_ARCH_SM90A)
-        return "the HIP lowering of the fused decode family is not emitted yet";
     if (m->family != FG_FAMILY_LLAMA)
         return "family mla has its own kernels";
     const fg_attention *a = m->attention;
@@ -191,8 +189,8 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     if (m->kv_cache->layout == FG_KV_PAGED && m->max_context % m->kv_cache->page_size)
         return "max_context must be a whole number of pages (the block table's row)";
     if (a->head_dim % 8 || a->head_dim < 8 || a->head_dim > FG_MAX_HEAD_DIM ||
-        32 % (a->head_dim / 8))
-        return "head_dim must be 8 to 256 with head_dim/8 dividing 32";
+        t->warp_size % (a->head_dim / 8))
+        return "head_dim must be 8 to 256 with head_dim/8 dividing the warp size";
     return NULL;
 }
 
@@ -669,25 +667,25 @@ static unsigned grid_qkv_rows(const fg_attention *a)
 /* The warps of the grid: one CTA of GRID_THREADS per SM. */
 static unsigned grid_warps(const fg_target *t)
 {
-    return t->compute_units * (GRID_THREADS / 32);
+    return t->compute_units * (GRID_THREADS / t->warp_size);
 }
 
 /* Whether a GQA group's attention runs on tensor cores: groups of 4 to 8
  * query heads (the mma's N of 8; Llama-3-8B's and Mistral-7B's 4, Qwen2-7B's
  * 7), where CUDA cores re-reading each K and V byte for every head or two
  * were the bound (measured: Qwen2-7B B = 16 at 19-22% of the read ceiling). */
-static bool grid_att_mma(const fg_attention *a)
+static bool grid_att_mma(const fg_attention *a, const fg_target *t)
 {
     const unsigned gs = a->heads / a->kv_heads;
-    return gs >= 4 && gs <= 8 && a->head_dim % 64 == 0;
+    return t->arch == FG_ARCH_SM90A && gs >= 4 && gs <= 8 && a->head_dim % 64 == 0;
 }
 
 /* Query heads of a GQA group an attention item serves: on tensor cores the
  * whole group; else a lane keeps 8 q and 8 o values a head, and two heads
  * fit beside the key rounds. */
-static unsigned grid_heads_per_item(const fg_attention *a)
+static unsigned grid_heads_per_item(const fg_attention *a, const fg_target *t)
 {
-    if (grid_att_mma(a))
+    if (grid_att_mma(a, t))
         return a->heads / a->kv_heads;
     return (a->heads / a->kv_heads) % 2 == 0 ? 2 : 1;
 }
@@ -759,14 +757,22 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
                "lane's weight loads)";
     if (g->unroll < 1 || g->unroll > 16)
         return "key rounds in flight must be 1 to 16";
-    if (grid_att_mma(a) && g->unroll != 1)
+    if (grid_att_mma(a, t) && g->unroll != 1)
         return "a GQA group's attention on tensor cores has one block of 16 keys in flight "
                "(key rounds 1)";
-    g->heads_per_item = grid_heads_per_item(a);
-    const unsigned long long bp = (bmax + 7) / 8 * 8, xw = m->hidden > qd ? m->hidden : qd;
-    const unsigned long long smem = bp * (xw + 32) * 2;
+    if (a->head_dim % t->warp_size)
+        return "the attention's merge gives each lane head_dim / warp-size columns";
+    g->heads_per_item = grid_heads_per_item(a, t);
+    /* the batch padded to the matrix product's n-tiles (mma.sync's 8
+     * requests, MFMA's 16), and the rows staged: every padded one on sm_90,
+     * the batch's alone on AMD (the rest are zeros in registers) */
+    const bool amd = fg_arch_is_amd(t->arch);
+    const unsigned long long nb = amd ? 16 : 8, bp = (bmax + nb - 1) / nb * nb;
+    const unsigned long long xw = m->hidden > qd ? m->hidden : qd;
+    const unsigned long long smem = (amd ? bmax : bp) * (xw + 32) * 2;
     if (smem + 1024 > t->shared_mem_per_block)
-        return "the batch's staged rows (x, then o) do not fit in shared memory";
+        return amd ? "the batch's staged rows (x, then o) do not fit in the 64 KB of LDS"
+                   : "the batch's staged rows (x, then o) do not fit in shared memory";
     g->smem = (unsigned)smem;
     g->ws_floats = (unsigned long long)g->slices_qkv * bp * rows1 + bp * qd +
                    bp * a->heads * GRID_MAX_SPLITS * (a->head_dim + 4ull) + bp * qd / 2 +
@@ -786,8 +792,8 @@ static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bma
      * loads) in 128 registers; one head for 8, or 6 where the next round's
      * rows come from a block table (Qwen2's paged form with biases spilled
      * at 8) */
-    g->unroll = grid_att_mma(a)                    ? 1
-                : grid_heads_per_item(a) == 2      ? 4
+    g->unroll = grid_att_mma(a, t)                    ? 1
+                : grid_heads_per_item(a, t) == 2      ? 4
                 : m->kv_cache->layout == FG_KV_PAGED ? 6
                                                    : 8;
     return grid_plan_exact(m, t, bmax, g);
@@ -852,9 +858,14 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "MIN_RUN", grid_min_run(bmax));
     fg_instance_add_param(&in, "UNROLL", g->unroll);
     fg_instance_add_param(&in, "HEADS_PER_ITEM", g->heads_per_item);
-    fg_instance_add_param(&in, "ATT_MMA", grid_att_mma(a));
-    fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
-                 GRID_THREADS);
+    fg_instance_add_param(&in, "ATT_MMA", grid_att_mma(a, t));
+    const bool amd = fg_arch_is_amd(t->arch);
+    if (amd)   /* (HIP's second bound is waves a SIMD, not blocks an SM) */
+        fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u)",
+                     GRID_THREADS);
+    else
+        fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
+                     GRID_THREADS);
     decode_rope_texts(&in, m);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {t->compute_units, 1, 1},
@@ -871,25 +882,35 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
              fg_dtype_name(m->dtype), bmax, GRID_THREADS, config, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj",
              m->kv_cache->layout == FG_KV_PAGED ? "/paged" : "", a->qkv_bias ? "/bias" : "",
-             grid_att_mma(a) ? "/gqa-mma" : "");
+             grid_att_mma(a, t) ? "/gqa-mma" : "");
     const unsigned rows1 = grid_qkv_rows(a), qd = a->heads * a->head_dim, warps = grid_warps(t);
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
     fg_sb_printf(&in.reasons, "%s\n", choice);
-    fg_sb_printf(&in.reasons,
-                 "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), %u "
-                 "grid barriers between the phases; registers: __launch_bounds__(%u, 1), at "
-                 "most %u per thread\n",
-                 GRID_THREADS, t->compute_units, warps, grid_att_mma(a) ? 5u : 4u, GRID_THREADS,
-                 t->registers_per_cu / GRID_THREADS / 8 * 8);
+    if (amd)
+        fg_sb_printf(&in.reasons,
+                     "grid form: one cooperative workgroup of %u threads per CU (%u workgroups, "
+                     "%u waves of %u), 4 grid barriers at agent scope between the phases; "
+                     "__launch_bounds__(%u)\n",
+                     GRID_THREADS, t->compute_units, warps, t->warp_size, GRID_THREADS);
+    else
+        fg_sb_printf(&in.reasons,
+                     "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), "
+                     "%u grid barriers between the phases; registers: __launch_bounds__(%u, 1), "
+                     "at most %u per thread\n",
+                     GRID_THREADS, t->compute_units, warps, grid_att_mma(a, t) ? 5u : 4u,
+                     GRID_THREADS, t->registers_per_cu / GRID_THREADS / 8 * 8);
     fg_sb_printf(&in.reasons,
                  "QKV: %u units of 16 W_qkv rows x %u columns (%u slices; %.0f%% of the warps' "
-                 "last round busy) on tensor cores (mma.sync m16n8k16, the batch as N), weights "
-                 "loaded straight into fragments, %u loads of 16 B in flight a lane; x "
-                 "normalized and staged in shared memory (%u B)\n",
+                 "last round busy) on %s, the batch as N), weights loaded straight into "
+                 "fragments, %u loads of 16 B in flight a lane; x normalized and staged in "
+                 "shared memory (%u B%s)\n",
                  rows1 / 16 * g->slices_qkv, m->hidden / g->slices_qkv, g->slices_qkv,
-                 100.0 * grid_round_use(rows1, g->slices_qkv, warps), 2 * g->step / 32, g->smem);
-    if (grid_att_mma(a))
+                 100.0 * grid_round_use(rows1, g->slices_qkv, warps),
+                 amd ? "matrix cores (MFMA 16x16x16" : "tensor cores (mma.sync m16n8k16",
+                 (amd ? 1 : 2) * g->step / 32, g->smem,
+                 amd ? "; the batch's rows only, the padding to 16 zeros in registers" : "");
+    if (grid_att_mma(a, t))
         fg_sb_printf(&in.reasons,
                      "attention: items of (request, KV head, its %u query heads, a run of >= %u "
                      "keys, at most %u runs) from a counter, on tensor cores (mma.sync "
@@ -974,7 +995,7 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
     fg_sb_free(&twin);
     const unsigned qd = m->attention->heads * m->attention->head_dim;
     /* (a GQA group on tensor cores has no key rounds to vary) */
-    const bool mma = grid_att_mma(m->attention);
+    const bool mma = grid_att_mma(m->attention, t);
     const size_t rounds = mma ? 1 : NELEMS(GRID_CAND_ROUNDS);
     for (size_t si = 0; rc == 0 && set->candidates && si < NELEMS(GRID_CAND_STEPS); si++) {
         const unsigned step = GRID_CAND_STEPS[si];

@@ -43,6 +43,11 @@ FG_DEVICE void fg_vec_set(fg_vec16 &v, int i, float f)
 // v of the lane whose index differs from this one's in lane_mask's bits
 // (every lane of the wave takes part).
 FG_DEVICE float fg_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
+// v of lane src (every lane of the warp takes part).
+FG_DEVICE float fg_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+FG_DEVICE int fg_shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+// The warp's lanes' accesses before it are ordered before those after it.
+FG_DEVICE void fg_wave_sync() { __syncwarp(); }
 FG_DEVICE float fg_warp_sum(float v)
 {
 #pragma unroll
@@ -85,7 +90,7 @@ FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
     __syncthreads();
     return *slot;
 }
-#line 69 "templates/prelude.cu.in"
+#line 74 "templates/prelude.cu.in"
 // A float another block wrote before its ticket (L1 is not coherent: from L2).
 // (Its reader took, or follows a barrier after, the acquiring ticket.)
 FG_DEVICE float fg_load_fresh(const float *p) { return __ldcg(p); }

@@ -1623,12 +1623,27 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect_null(strstr(out, "_ring_"), "%s", out);
     cr_expect_null(strstr(out, "_c2x"), "%s", out);
     free(out);
-    /* on AMD targets the fused decode family is not emitted yet: explain says so */
+    /* on AMD targets the same portable form, lowered to HIP: MFMA for the
+     * projections, waves of 64, agent-scope barriers; batch 16's staged rows
+     * do not fit the 64 KB of LDS, and explain says so */
     cr_assert_eq(run(&out, "explain specs/models/llama-2-7b.yaml specs/targets/mi300x.yaml"), 0,
                  "%s", out);
-    cr_expect(strstr(out, "llama-2-7b on mi300x: fused attention (decode_attn): the HIP lowering "
-                          "of the fused decode family is not emitted yet"),
+    cr_assert(strstr(out, "decode_attn_gfx942_f16_h4096_nh32_hd128_s4096_b4_grid_t512_norm\n"),
               "%s", out);
+    cr_expect(strstr(out, "(304 workgroups, 2432 waves of 64), 4 grid barriers at agent scope"),
+              "%s", out);
+    cr_expect(strstr(out, "on matrix cores (MFMA 16x16x16, the batch as N)"), "%s", out);
+    cr_expect(strstr(out, "llama-2-7b on mi300x: fused attention (decode_attn): batch 16: the "
+                          "batch's staged rows (x, then o) do not fit in the 64 KB of LDS"),
+              "%s", out);
+    cr_expect_null(strstr(out, "gfx942_f16_h4096_nh32_hd128_s4096_b16_grid"), "%s", out);
+    free(out);
+    /* GQA on AMD: the CUDA-core attention (a group's heads on MFMA are not
+     * lowered), and no CUDA helpers in the HIP source */
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b4_grid_t512_norm' "
+                           "specs/models/llama-3-8b.yaml specs/targets/mi250.yaml"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "HEADS_PER_ITEM=2 ATT_MMA=0"), "%s", out);
     free(out);
 }
 
