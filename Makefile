@@ -158,6 +158,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 
 test: $(TEST_BINS) $(FUSEGEN)
 	@$(MAKE) --no-print-directory kernels-ci
+	@tests/integration/matrix-units.sh $(BUILD)/ci/kernels
 	@$(MAKE) --no-print-directory example
 	@tests/integration/downstream.sh
 	@FUSEGEN=$(FUSEGEN) tests/integration/killed-generate.sh

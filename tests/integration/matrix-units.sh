@@ -1,0 +1,48 @@
+#!/bin/sh
+# The AMD code objects kernels-ci compiled use the matrix cores where the
+# CUDA form of their family uses tensor cores (issue 10): every fused decode
+# (decode_attn, the grid form) object for gfx942 and gfx90a must contain MFMA
+# instructions (llvm-objdump-19).  Prints, for each AMD object, its MFMA count
+# and the gate's occupancy (waves a SIMD); the MLA core's portable form is
+# listed as not lowered to MFMA yet (its dot products run on the vector
+# units), which is not a failure.
+#   tests/integration/matrix-units.sh [KERNELS_DIR]   (default build/ci/kernels)
+set -u
+cd "$(dirname "$0")/../.." || exit 1
+dir=${1:-build/ci/kernels}
+objdump=${LLVM_OBJDUMP:-llvm-objdump-19}
+manifest=$dir/manifest.json
+if ! command -v "$objdump" >/dev/null 2>&1; then
+    echo "matrix-units: FAILED: $objdump not found"
+    exit 1
+fi
+[ -f "$manifest" ] || { echo "matrix-units: FAILED: no $manifest (run make kernels-ci)"; exit 1; }
+failed=0 checked=0
+for co in "$dir"/*.co; do
+    [ -e "$co" ] || continue
+    name=$(basename "$co" .co)
+    mfma=$("$objdump" -d "$co" | grep -c 'v_mfma')
+    # the gate's occupancy for this instance (the manifest's resources block)
+    occ=$(awk -v n="\"$name\"" 'index($0, "\"name\": " n) { f = 1 } f && /"occupancy"/ {
+            gsub(/[^0-9]/, "", $0); print; exit }' "$manifest")
+    case $name in
+    decode_attn_*)
+        checked=$((checked + 1))
+        if [ "$mfma" -eq 0 ]; then
+            echo "matrix-units: FAILED: $name has no MFMA instruction"
+            failed=$((failed + 1))
+        else
+            echo "matrix-units: $name: $mfma MFMA, occupancy ${occ:-?} waves a SIMD"
+        fi ;;
+    mla_decode_*)
+        echo "matrix-units: $name: $mfma MFMA (the portable form's dot products are not lowered to MFMA yet), occupancy ${occ:-?}" ;;
+    *)
+        echo "matrix-units: $name: $mfma MFMA (no tensor cores in its CUDA form), occupancy ${occ:-?}" ;;
+    esac
+done
+if [ "$checked" -eq 0 ]; then
+    echo "matrix-units: FAILED: no decode_attn code object in $dir"
+    exit 1
+fi
+echo "matrix-units: $checked decode_attn code objects checked, $failed without MFMA"
+[ "$failed" -eq 0 ]
