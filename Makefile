@@ -159,6 +159,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 test: $(TEST_BINS) $(FUSEGEN)
 	@$(MAKE) --no-print-directory kernels-ci
 	@tests/integration/matrix-units.sh $(BUILD)/ci/kernels
+	@FUSEGEN=$(FUSEGEN) BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) tests/emu/run.sh
 	@$(MAKE) --no-print-directory example
 	@tests/integration/downstream.sh
 	@FUSEGEN=$(FUSEGEN) tests/integration/killed-generate.sh

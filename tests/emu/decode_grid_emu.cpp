@@ -1,0 +1,137 @@
+// The decode family's grid form as lowered to HIP, run on the CPU against the
+// C reference of the GPU tests (tests/gpu/ref_decode.c): the kernel through
+// decode_grid_kernel.cpp's emulation (each of the workgroup's 512 threads a
+// fiber, waves of 64 exchanging values at wave barriers).  What this checks
+// with no AMD GPU: the AMD path's index algebra (MFMA fragments as the ISA
+// lays them out, waves of 64, the rows staged in LDS, the merge of runs), its
+// roundings, the appended rows, inactive slots, and that a second launch (on
+// the counters the first left) gives the same bits.  Not its memory ordering
+// or its speed.  Prints `N passed, N failed`; exit status 1 on any failure.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "decode_grid_emu.h"
+#include "ref_decode.h"
+
+static const emu_decode_dims &D = emu_dims;
+static fgh_dtype dtype() { return D.f16 ? FGH_F16 : FGH_BF16; }
+
+static int passed, failed;
+static void check(bool ok, const char *what, double detail)
+{
+    std::printf("%s %s: %s (%.3e)\n", ok ? "ok" : "FAIL", D.name, what, detail);
+    (ok ? passed : failed)++;
+}
+
+// One unit in the last place of w in the storage type.
+static double ulp(double w)
+{
+    const int mant = D.f16 ? 10 : 7, emin = D.f16 ? -14 : -126;
+    const int e = w == 0 ? emin : std::max(emin, (int)std::floor(std::log2(std::fabs(w))));
+    return std::ldexp(1.0, e - mant);
+}
+
+int main()
+{
+    const fgh_dtype dt = dtype();
+    const double tol = D.f16 ? 2e-3 : 1e-2;
+    const int B = D.bmax, H = D.hidden, HD = D.head_dim, NKV = D.kv_heads;
+    const int R1 = (D.heads + 2 * NKV) * HD, QD = D.heads * HD;
+    const size_t cache_rows = D.page ? (size_t)B * D.pages * NKV * D.page
+                                     : (size_t)B * NKV * D.max_context;
+    typedef uint16_t st;   // the storage type's bits
+    std::vector<st> x((size_t)B * H), norm_w(H), w_qkv((size_t)R1 * H), b_qkv(R1),
+        w_o((size_t)H * QD), k(cache_rows * HD), v(cache_rows * HD), y((size_t)B * H);
+    fgh_fill_host(x.data(), dt, x.size(), 11, 1.0f);
+    fgh_fill_host(norm_w.data(), dt, norm_w.size(), 12, 1.0f);
+    fgh_fill_host(w_qkv.data(), dt, w_qkv.size(), 13, 0.05f);
+    fgh_fill_host(b_qkv.data(), dt, b_qkv.size(), 14, 0.5f);
+    fgh_fill_host(w_o.data(), dt, w_o.size(), 15, 0.05f);
+    fgh_fill_host(k.data(), dt, k.size(), 16, 1.0f);
+    fgh_fill_host(v.data(), dt, v.size(), 17, 1.0f);
+    // positions: the last row, a page's first row, an inactive slot (-1),
+    // a middle row
+    std::vector<int> pos(B);
+    const int picks[4] = {D.max_context - 1, 16, -1, 100};
+    for (int b = 0; b < B; b++)
+        pos[b] = picks[b % 4];
+    // the block table: the pool's pages dealt out in a shuffled order
+    std::vector<int> table(D.page ? (size_t)B * D.pages : 1, 0);
+    for (size_t i = 0; D.page && i < table.size(); i++)
+        table[i] = (int)((i * 7 + 3) % table.size());
+    std::vector<st> k_ref = k, v_ref = v;
+    std::vector<double> y_ref((size_t)B * H);
+    fgh_decode_cfg cfg = {};
+    cfg.hidden = H, cfg.heads = D.heads, cfg.head_dim = HD, cfg.max_context = D.max_context;
+    cfg.batch = B, cfg.neox = D.neox, cfg.rmsnorm = D.rmsnorm, cfg.eps = 1e-5f, cfg.dtype = dt;
+    cfg.kv_heads = NKV, cfg.sliding_window = D.window, cfg.inv_freq = D.inv_freq;
+    const fgh_kv_view view = {k_ref.data(), v_ref.data(), D.page,
+                              D.page ? table.data() : nullptr, D.pages};
+    fgh_ref_decode_kv(&cfg, x.data(), norm_w.data(), w_qkv.data(),
+                      D.qkv_bias ? b_qkv.data() : nullptr, w_o.data(), &view, pos.data(),
+                      y_ref.data());
+
+    std::vector<float> ws(D.ws_floats);
+    std::vector<unsigned> counters(D.counters, 0u);
+    std::vector<unsigned char> smem(D.smem_bytes + 1024);
+    std::vector<st> first;
+    for (int run = 0; run < 2; run++) {
+        std::memset(y.data(), 0xff, y.size() * sizeof(st));   // NaN: unwritten shows
+        std::memset(ws.data(), 0xff, ws.size() * sizeof(float));
+        std::memset(smem.data(), 0xff, smem.size());
+        emu_decode_launch(x.data(), norm_w.data(), w_qkv.data(), b_qkv.data(), w_o.data(),
+                          k.data(), v.data(), table.data(), pos.data(), y.data(), ws.data(),
+                          counters.data(), smem.data(), B, 1e-5f);
+        if (run == 0) {   // (the second appends the same rows again)
+            first = y;
+            continue;
+        }
+        check(first == y, "a second launch (on the counters the first left) gives the same bits", 0);
+    }
+    for (int b = 0; b < B; b++) {
+        char what[96];
+        const size_t row = (size_t)b * H;
+        if (pos[b] < 0) {
+            bool zero = true;
+            for (int i = 0; i < H; i++)
+                zero = zero && fgh_get(y.data(), dt, row + i) == 0.f;
+            std::snprintf(what, sizeof what, "request %d inactive: y zeros", b);
+            check(zero, what, 0);
+            continue;
+        }
+        const fgh_err e = fgh_compare(y.data() + row, dt, y_ref.data() + row, H);
+        std::snprintf(what, sizeof what, "request %d at pos %d: y rel L2 <= %.0e", b, pos[b], tol);
+        check(e.nonfinite == 0 && e.rel_l2 <= tol, what, e.rel_l2);
+    }
+    // The appended rows within one storage ulp of the reference's plus a
+    // quarter ulp of the row's largest element (test_decode_attn's rule: the
+    // normalized x is rounded from fp32 here, from double there); every other
+    // cache element unchanged.
+    std::vector<char> appended(k.size(), 0);
+    size_t row_bad = 0, other_bad = 0;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; pos[b] >= 0 && h < NKV; h++) {
+            const size_t base = emu_cache_row(table.data(), b, h, pos[b]);
+            for (int c = 0; c < 2; c++) {
+                const std::vector<st> &got = c ? v : k, &want = c ? v_ref : k_ref;
+                double rowmax = 0;
+                for (int d = 0; d < HD; d++)
+                    rowmax = std::max(rowmax, (double)std::fabs(fgh_get(want.data(), dt, base + d)));
+                for (int d = 0; d < HD; d++) {
+                    const double g = fgh_get(got.data(), dt, base + d);
+                    const double w = fgh_get(want.data(), dt, base + d);
+                    row_bad += !(std::fabs(g - w) <= ulp(w) + 0.25 * ulp(rowmax));
+                    appended[base + d] = 1;
+                }
+            }
+        }
+    for (size_t i = 0; i < k.size(); i++)
+        other_bad += !appended[i] && (k[i] != k_ref[i] || v[i] != v_ref[i]);
+    check(row_bad == 0, "appended rows within one ulp of the reference's", (double)row_bad);
+    check(other_bad == 0, "no cache element changed outside the appended rows", (double)other_bad);
+    std::printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}

@@ -1,0 +1,38 @@
+/* The interface between the emulated kernel (decode_grid_kernel.cpp, one
+ * translation unit with the generated .hip source and the HIP shim) and the
+ * test (decode_grid_emu.cpp, with the C reference): plain types only. */
+#ifndef FG_EMU_DECODE_GRID_H
+#define FG_EMU_DECODE_GRID_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kernel's compile-time shape, as its template computed it. */
+typedef struct emu_decode_dims {
+    const char *name;
+    int f16;                 /* storage type: 1 f16, 0 bf16 */
+    int hidden, heads, kv_heads, head_dim, max_context, bmax, page, pages;
+    int qkv_bias, neox, rmsnorm, window, threads;
+    size_t ws_floats, smem_bytes;
+    int counters;
+    const float *inv_freq;   /* [head_dim / 2], the kernel's table */
+} emu_decode_dims;
+
+extern const emu_decode_dims emu_dims;
+
+/* The element offset of token t's row (KV head h, request b): the kernel's
+ * own cache_row. */
+size_t emu_cache_row(const int *block_table, int b, int h, int t);
+
+/* One launch on one workgroup of emu_dims.threads fibers. */
+void emu_decode_launch(const void *x, const void *norm_w, const void *w_qkv, const void *b_qkv,
+                       const void *w_o, void *k, void *v, const int *table, const int *pos,
+                       void *y, float *ws, unsigned *counters, void *smem, int batch, float eps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
