@@ -70,7 +70,7 @@ typedef struct fg_instance {
     bool candidate;            /* a tuning candidate (generate --candidates): the gate
                                   discards it when it spills instead of failing */
     bool tuned;                /* its configuration is a tuning entry's, not the model's */
-    char path_key[96];         /* instances with equal keys share one code path */
+    char path_key[128];        /* instances with equal keys share one code path */
     char tuning_family[FG_NAME_MAX];   /* the family a tuning entry names; "": none */
     fg_strbuf reasons;         /* one line per decision, for `explain` */
     const char *specs[FG_MAX_SPECS_PER_INSTANCE]; /* model and target spec paths */
