@@ -21,6 +21,7 @@ if ! "$cxx" -std=c++17 -O2 -Itests/emu -Itests/gpu -I"$cuda_home/include" \
    ! cc -std=c17 -O2 -Itests/gpu -I"$cuda_home/include" -c tests/gpu/numerics.c -o "$out/numerics.o"; then
     echo "0 passed, 1 failed"; exit 1
 fi
+src_dir=$(cd "$out/src" && pwd)   # (KERNEL_SRC is included by absolute path)
 passed=0 failed=0
 for hip in "$out"/gen/*.hip; do
     name=$(basename "$hip" .hip)
@@ -31,7 +32,7 @@ for hip in "$out"/gen/*.hip; do
     fi
     # the emulated kernel: the HIP shim, no CUDA headers
     if ! "$cxx" -std=c++17 -O1 -g -x c++ -Itests/emu/include -Itests/emu \
-            -DKERNEL_SRC="\"$PWD/$out/src/$name.hip\"" -DKERNEL="$name" \
+            -DKERNEL_SRC="\"$src_dir/$name.hip\"" -DKERNEL="$name" \
             -c tests/emu/decode_grid_kernel.cpp -o "$out/$name.kernel.o" >"$out/$name.build.log" 2>&1 ||
        ! "$cxx" -o "$out/$name" "$out/$name.kernel.o" "$out/test.o" "$out/ref_decode.o" "$out/numerics.o" \
             -rtlib=compiler-rt -lpthread -lm >>"$out/$name.build.log" 2>&1; then
