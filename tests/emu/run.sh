@@ -1,7 +1,8 @@
 #!/bin/sh
-# Generates the decode family's grid form for the host emulation's AMD target
-# (tests/emu/specs) and runs each instance on the CPU against the C reference
-# (tests/emu/decode_grid_emu.cpp).  Ends with `N passed, N failed`.
+# Generates the AMD kernels of the host emulation's specs (tests/emu/specs:
+# the decode family's grid form, the MLA core's portable form) and runs each
+# instance on the CPU against the C reference of the GPU tests
+# (tests/emu/*_emu.cpp).  Ends with `N passed, N failed`.
 #   FUSEGEN=build/fusegen BUILD=build tests/emu/run.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -10,32 +11,54 @@ out=${BUILD:-build}/emu
 cxx=${CLANG_CXX:-clang++-19}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
-if ! "$fusegen" generate --out "$out/gen" --filter 'decode_attn_*' tests/emu/specs/*.yaml >"$out/generate.log" 2>&1; then
+# the decode grid form on one CU (its grid barriers need every workgroup at
+# once, and the emulation runs one), the MLA core on four (splits merged by
+# ticket, which workgroups run one after another can take)
+decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
+mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
+# shellcheck disable=SC2086 # the lists are file names without spaces
+if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decode_specs \
+        tests/emu/specs/emu-gfx942-1cu.yaml >"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla" --filter 'mla_decode_*' $mla_specs \
+        tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
 fi
-# the test's side, once: the C reference (it includes the harness's CUDA
-# runtime header, so it stays apart from the emulated kernel)
-if ! "$cxx" -std=c++17 -O2 -Itests/emu -Itests/gpu -I"$cuda_home/include" \
-        -c tests/emu/decode_grid_emu.cpp -o "$out/test.o" ||
-   ! cc -std=c17 -O2 -Itests/gpu -I"$cuda_home/include" -c tests/gpu/ref_decode.c -o "$out/ref_decode.o" ||
-   ! cc -std=c17 -O2 -Itests/gpu -I"$cuda_home/include" -c tests/gpu/numerics.c -o "$out/numerics.o"; then
-    echo "0 passed, 1 failed"; exit 1
-fi
+# Built once: the emulation's runtime (the HIP shim, no CUDA headers), and the
+# tests with the C references (these include the harness's CUDA runtime
+# header, so they stay apart from the emulated kernels).
+ok=1
+"$cxx" -std=c++17 -O1 -g -Itests/emu/include -Itests/emu -c tests/emu/emu_runtime.cpp \
+    -o "$out/emu_runtime.o" || ok=0
+for t in decode_grid mla_portable; do
+    "$cxx" -std=c++17 -O2 -Itests/emu -Itests/gpu -I"$cuda_home/include" \
+        -c "tests/emu/${t}_emu.cpp" -o "$out/${t}_test.o" || ok=0
+done
+for c in ref_decode ref_mla numerics; do
+    cc -std=c17 -O2 -Itests/gpu -I"$cuda_home/include" -c "tests/gpu/$c.c" -o "$out/$c.o" || ok=0
+done
+[ $ok = 1 ] || { echo "0 passed, 1 failed"; exit 1; }
 src_dir=$(cd "$out/src" && pwd)   # (KERNEL_SRC is included by absolute path)
 passed=0 failed=0
-for hip in "$out"/gen/*.hip; do
+for hip in "$out"/gen/*/*.hip; do
     name=$(basename "$hip" .hip)
+    case $name in
+    decode_attn_*) t=decode_grid ref=ref_decode ;;
+    mla_decode_*) t=mla_portable ref=ref_mla ;;
+    *) continue ;;
+    esac
     # the dynamic LDS is the emulation's buffer
-    sed 's/^ *extern __shared__ .* smem\[\];$/    unsigned char *smem = emu_dyn_smem;/' "$hip" >"$out/src/$name.hip"
-    if ! grep -q 'smem = emu_dyn_smem' "$out/src/$name.hip"; then
+    sed -e 's/^ *extern __shared__ .* smem\[\];$/    unsigned char *smem = emu_dyn_smem;/' \
+        -e 's/^ *extern __shared__ fg_vec16 smem_raw\[\];.*$/    fg_vec16 *smem_raw = (fg_vec16 *)emu_dyn_smem;/' \
+        "$hip" >"$out/src/$name.hip"
+    if ! grep -q 'emu_dyn_smem' "$out/src/$name.hip"; then
         echo "FAIL $name: no dynamic shared memory line to replace"; failed=$((failed + 1)); continue
     fi
-    # the emulated kernel: the HIP shim, no CUDA headers
     if ! "$cxx" -std=c++17 -O1 -g -x c++ -Itests/emu/include -Itests/emu \
             -DKERNEL_SRC="\"$src_dir/$name.hip\"" -DKERNEL="$name" \
-            -c tests/emu/decode_grid_kernel.cpp -o "$out/$name.kernel.o" >"$out/$name.build.log" 2>&1 ||
-       ! "$cxx" -o "$out/$name" "$out/$name.kernel.o" "$out/test.o" "$out/ref_decode.o" "$out/numerics.o" \
-            -rtlib=compiler-rt -lpthread -lm >>"$out/$name.build.log" 2>&1; then
+            -c "tests/emu/${t}_kernel.cpp" -o "$out/$name.kernel.o" >"$out/$name.build.log" 2>&1 ||
+       ! "$cxx" -o "$out/$name" "$out/$name.kernel.o" "$out/emu_runtime.o" "$out/${t}_test.o" \
+            "$out/$ref.o" "$out/numerics.o" -rtlib=compiler-rt -lpthread -lm \
+            >>"$out/$name.build.log" 2>&1; then
         cat "$out/$name.build.log"; echo "FAIL $name: did not build"; failed=$((failed + 1)); continue
     fi
     timeout 300 "$out/$name" >"$out/$name.log" 2>&1   # (a deadlocked emulation ends)
@@ -46,5 +69,5 @@ for hip in "$out"/gen/*.hip; do
     [ -n "$p" ] || { echo "FAIL $name: no closing line"; failed=$((failed + 1)); continue; }
     passed=$((passed + p)) failed=$((failed + f))
 done
-echo "decode grid form, HIP on the host emulation: $passed passed, $failed failed"
+echo "AMD kernels on the host emulation: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,162 @@
+// The HIP host emulation's runtime (include/hip/hip_runtime.h declares it):
+// a workgroup's threads as fibers run round robin, the workgroup barrier,
+// the wave exchange behind __shfl and MFMA 16x16x16, and a grid run one
+// workgroup after another.  Shared by the tests/emu kernels.
+#include <hip/hip_runtime.h>
+
+#include <ucontext.h>
+
+#include <cstdlib>
+#include <vector>
+
+#include "emu_runtime.h"
+
+emu_dim3 threadIdx, blockIdx, gridDim, blockDim;
+unsigned char *emu_dyn_smem;
+
+// ---- fibers: one a thread of the workgroup, run round robin ----
+namespace emu {
+constexpr int kWave = 64, kSlot = 64;   // lanes a wave; bytes a lane exchanges at most
+struct Fiber {
+    ucontext_t ctx;
+    std::vector<char> stack;
+    bool done = false;
+};
+std::vector<Fiber> fibers;
+ucontext_t scheduler;
+int current, nthreads;
+void (*body)();
+long long clock_ticks;
+
+struct Barrier {
+    int arrived = 0, gen = 0;
+    void wait(int n)
+    {
+        const int g = gen;
+        if (++arrived == n) {
+            arrived = 0;
+            gen++;
+        } else {
+            while (gen == g)
+                emu_yield();
+        }
+    }
+};
+Barrier block_barrier;
+struct Wave {
+    Barrier barrier;
+    unsigned char slots[kWave * kSlot];
+};
+std::vector<Wave> waves;
+std::vector<unsigned char> lane_copies;   // [thread][kWave * kSlot]
+
+void fiber_main()
+{
+    body();
+    fibers[current].done = true;
+    swapcontext(&fibers[current].ctx, &scheduler);
+}
+
+// Runs fn as every thread of one workgroup of n threads until all return.
+void run_workgroup(int n, void (*fn)())
+{
+    nthreads = n, body = fn;
+    fibers.assign(n, Fiber{});
+    waves.assign(n / kWave, Wave{});
+    lane_copies.assign((size_t)n * kWave * kSlot, 0);
+    block_barrier = Barrier{};
+    for (int i = 0; i < n; i++) {
+        Fiber &f = fibers[i];
+        f.stack.resize(256 * 1024);
+        getcontext(&f.ctx);
+        f.ctx.uc_stack.ss_sp = f.stack.data();
+        f.ctx.uc_stack.ss_size = f.stack.size();
+        f.ctx.uc_link = nullptr;
+        makecontext(&f.ctx, fiber_main, 0);
+    }
+    for (bool left = true; left;) {
+        left = false;
+        for (int i = 0; i < n; i++) {
+            if (fibers[i].done)
+                continue;
+            left = true;
+            current = i;
+            threadIdx = {(unsigned)i, 0, 0};
+            swapcontext(&scheduler, &fibers[i].ctx);
+        }
+    }
+    fibers.clear();
+}
+} // namespace emu
+
+void emu_yield() { swapcontext(&emu::fibers[emu::current].ctx, &emu::scheduler); }
+void __syncthreads() { emu::block_barrier.wait(emu::nthreads); }
+unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+long long clock64() { return ++emu::clock_ticks; }
+
+const unsigned char *emu_wave_exchange(const void *mine, size_t bytes)
+{
+    const int t = emu::current, lane = t % emu::kWave;
+    emu::Wave &w = emu::waves[t / emu::kWave];
+    if (bytes > (size_t)emu::kSlot)
+        abort();
+    std::memcpy(w.slots + (size_t)lane * bytes, mine, bytes);
+    w.barrier.wait(emu::kWave);   // every lane's value in
+    unsigned char *copy = &emu::lane_copies[(size_t)t * emu::kWave * emu::kSlot];
+    std::memcpy(copy, w.slots, (size_t)emu::kWave * bytes);
+    w.barrier.wait(emu::kWave);   // every lane's copy made: the slots are free
+    return copy;
+}
+
+// D = A B + C over the wave, A 16 x 16 and B 16 x 16 as the ISA lays them out.
+static emu_f32x4 mfma(const float a[4], const float b[4], emu_f32x4 c)
+{
+    struct {
+        float a[4], b[4];
+    } mine;
+    for (int i = 0; i < 4; i++)
+        mine.a[i] = a[i], mine.b[i] = b[i];
+    const unsigned char *all = emu_wave_exchange(&mine, sizeof mine);
+    const auto at = [&](int lane) {
+        decltype(mine) v;
+        std::memcpy(&v, all + (size_t)lane * sizeof mine, sizeof mine);
+        return v;
+    };
+    const int lane = emu::current % emu::kWave, col = lane % 16, row0 = 4 * (lane / 16);
+    emu_f32x4 d = c;
+    for (int i = 0; i < 4; i++) {
+        float acc = c[i];
+        for (int k = 0; k < 16; k++)   // A[row][k] in lane row + 16 (k / 4), B[k][col] in col + 16 (k / 4)
+            acc = std::fma(at(row0 + i + 16 * (k / 4)).a[k % 4], at(col + 16 * (k / 4)).b[k % 4], acc);
+        d[i] = acc;
+    }
+    return d;
+}
+emu_f32x4 emu_mfma_f16(emu_f16x4 a, emu_f16x4 b, emu_f32x4 c, int, int, int)
+{
+    float fa[4], fb[4];
+    for (int i = 0; i < 4; i++)
+        fa[i] = (float)a[i], fb[i] = (float)b[i];
+    return mfma(fa, fb, c);
+}
+emu_f32x4 emu_mfma_bf16(emu_i16x4 a, emu_i16x4 b, emu_f32x4 c, int, int, int)
+{
+    float fa[4], fb[4];
+    for (int i = 0; i < 4; i++) {
+        const uint32_t ua = (uint32_t)(uint16_t)a[i] << 16, ub = (uint32_t)(uint16_t)b[i] << 16;
+        std::memcpy(&fa[i], &ua, 4);
+        std::memcpy(&fb[i], &ub, 4);
+    }
+    return mfma(fa, fb, c);
+}
+
+void emu_run_grid(emu_dim3 grid, int threads, void (*fn)())
+{
+    gridDim = grid, blockDim = {(unsigned)threads, 1, 1};
+    for (unsigned z = 0; z < grid.z; z++)
+        for (unsigned y = 0; y < grid.y; y++)
+            for (unsigned x = 0; x < grid.x; x++) {
+                blockIdx = {x, y, z};
+                emu::run_workgroup(threads, fn);
+            }
+}
