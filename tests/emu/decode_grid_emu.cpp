@@ -10,7 +10,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "decode_grid_emu.h"
@@ -36,6 +38,10 @@ static double ulp(double w)
 
 int main()
 {
+    // fresh inputs each run; FG_EMU_SEED repeats one
+    const char *env = std::getenv("FG_EMU_SEED");
+    const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
+    std::printf("seed 0x%llx (FG_EMU_SEED)\n", (unsigned long long)seed);
     const fgh_dtype dt = dtype();
     const double tol = D.f16 ? 2e-3 : 1e-2;
     const int B = D.bmax, H = D.hidden, HD = D.head_dim, NKV = D.kv_heads;
@@ -45,13 +51,13 @@ int main()
     typedef uint16_t st;   // the storage type's bits
     std::vector<st> x((size_t)B * H), norm_w(H), w_qkv((size_t)R1 * H), b_qkv(R1),
         w_o((size_t)H * QD), k(cache_rows * HD), v(cache_rows * HD), y((size_t)B * H);
-    fgh_fill_host(x.data(), dt, x.size(), 11, 1.0f);
-    fgh_fill_host(norm_w.data(), dt, norm_w.size(), 12, 1.0f);
-    fgh_fill_host(w_qkv.data(), dt, w_qkv.size(), 13, 0.05f);
-    fgh_fill_host(b_qkv.data(), dt, b_qkv.size(), 14, 0.5f);
-    fgh_fill_host(w_o.data(), dt, w_o.size(), 15, 0.05f);
-    fgh_fill_host(k.data(), dt, k.size(), 16, 1.0f);
-    fgh_fill_host(v.data(), dt, v.size(), 17, 1.0f);
+    fgh_fill_host(x.data(), dt, x.size(), seed + 11, 1.0f);
+    fgh_fill_host(norm_w.data(), dt, norm_w.size(), seed + 12, 1.0f);
+    fgh_fill_host(w_qkv.data(), dt, w_qkv.size(), seed + 13, 0.05f);
+    fgh_fill_host(b_qkv.data(), dt, b_qkv.size(), seed + 14, 0.5f);
+    fgh_fill_host(w_o.data(), dt, w_o.size(), seed + 15, 0.05f);
+    fgh_fill_host(k.data(), dt, k.size(), seed + 16, 1.0f);
+    fgh_fill_host(v.data(), dt, v.size(), seed + 17, 1.0f);
     // positions: the last row, a page's first row, an inactive slot (-1),
     // a middle row
     std::vector<int> pos(B);

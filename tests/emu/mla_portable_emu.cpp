@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <vector>
 
 #include "mla_portable_emu.h"
@@ -25,6 +27,10 @@ static void check(bool ok, const char *what, double detail)
 
 int main()
 {
+    // fresh inputs each run; FG_EMU_SEED repeats one
+    const char *env = std::getenv("FG_EMU_SEED");
+    const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
+    std::printf("seed 0x%llx (FG_EMU_SEED)\n", (unsigned long long)seed);
     const fgh_dtype dt = D.f16 ? FGH_F16 : FGH_BF16;
     const double tol = D.f16 ? 2e-3 : 1e-2;
     const float scale = 0.0721687836f;   // 1/sqrt(128 + 64)
@@ -33,8 +39,8 @@ int main()
     typedef uint16_t st;
     std::vector<st> q((size_t)B * D.heads * D.d), cache(rows * D.d),
         out((size_t)B * D.heads * D.kv_lora);
-    fgh_fill_host(q.data(), dt, q.size(), 21, 1.0f);
-    fgh_fill_host(cache.data(), dt, cache.size(), 22, 1.0f);
+    fgh_fill_host(q.data(), dt, q.size(), seed + 21, 1.0f);
+    fgh_fill_host(cache.data(), dt, cache.size(), seed + 22, 1.0f);
     std::vector<int> lengths(B), table(D.page ? (size_t)B * pages_per : 1, 0);
     for (int b = 0; b < B; b++)   // the whole cache, then a length inside a page
         lengths[b] = b % 2 ? 100 : D.max_context;
