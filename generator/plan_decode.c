@@ -653,6 +653,8 @@ typedef struct grid_cfg {
     unsigned slices_qkv, slices_o;   /* column slices of the projections' units */
     unsigned heads_per_item;         /* query heads of a GQA group an attention item serves */
     unsigned unroll;                 /* key rounds a warp has in flight */
+    unsigned batch_tile;             /* requests a matrix-product n-tile (mma 8, MFMA 16) */
+    unsigned staged_rows;            /* rows of x (then o) in shared memory */
     unsigned smem;                   /* dynamic shared memory: the staged rows */
     unsigned long long ws_floats;
     fg_origin from;                  /* the model's, a tuning entry's or a tuning candidate */
@@ -767,9 +769,11 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
      * requests, MFMA's 16), and the rows staged: every padded one on sm_90,
      * the batch's alone on AMD (the rest are zeros in registers) */
     const bool amd = fg_arch_is_amd(t->arch);
-    const unsigned long long nb = amd ? 16 : 8, bp = (bmax + nb - 1) / nb * nb;
+    g->batch_tile = amd ? 16 : 8;
+    const unsigned long long bp = (bmax + g->batch_tile - 1) / g->batch_tile * g->batch_tile;
+    g->staged_rows = amd ? bmax : (unsigned)bp;
     const unsigned long long xw = m->hidden > qd ? m->hidden : qd;
-    const unsigned long long smem = (amd ? bmax : bp) * (xw + 32) * 2;
+    const unsigned long long smem = g->staged_rows * (xw + 32) * 2;
     if (smem + 1024 > t->shared_mem_per_block)
         return amd ? "the batch's staged rows (x, then o) do not fit in the 64 KB of LDS"
                    : "the batch's staged rows (x, then o) do not fit in shared memory";
@@ -859,6 +863,8 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "UNROLL", g->unroll);
     fg_instance_add_param(&in, "HEADS_PER_ITEM", g->heads_per_item);
     fg_instance_add_param(&in, "ATT_MMA", grid_att_mma(a, t));
+    fg_instance_add_param(&in, "BATCH_TILE", g->batch_tile);
+    fg_instance_add_param(&in, "STAGED_ROWS", g->staged_rows);
     const bool amd = fg_arch_is_amd(t->arch);
     if (amd)   /* (HIP's second bound is waves a SIMD, not blocks an SM) */
         fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u)",
