@@ -16,17 +16,13 @@
 #include <vector>
 
 #include "decode_grid_emu.h"
+#include "emu_check.h"
 #include "ref_decode.h"
 
 static const emu_decode_dims &D = emu_dims;
 static fgh_dtype dtype() { return D.f16 ? FGH_F16 : FGH_BF16; }
 
-static int passed, failed;
-static void check(bool ok, const char *what, double detail)
-{
-    std::printf("%s %s: %s (%.3e)\n", ok ? "ok" : "FAIL", D.name, what, detail);
-    (ok ? passed : failed)++;
-}
+static EmuChecks checks = {D.name};
 
 // One unit in the last place of w in the storage type.
 static double ulp(double w)
@@ -95,7 +91,7 @@ int main()
             first = y;
             continue;
         }
-        check(first == y, "a second launch (on the counters the first left) gives the same bits", 0);
+        checks.check(first == y, "a second launch (on the counters the first left) gives the same bits", 0);
     }
     for (int b = 0; b < B; b++) {
         char what[96];
@@ -105,12 +101,12 @@ int main()
             for (int i = 0; i < H; i++)
                 zero = zero && fgh_get(y.data(), dt, row + i) == 0.f;
             std::snprintf(what, sizeof what, "request %d inactive: y zeros", b);
-            check(zero, what, 0);
+            checks.check(zero, what, 0);
             continue;
         }
         const fgh_err e = fgh_compare(y.data() + row, dt, y_ref.data() + row, H);
         std::snprintf(what, sizeof what, "request %d at pos %d: y rel L2 <= %.0e", b, pos[b], tol);
-        check(e.nonfinite == 0 && e.rel_l2 <= tol, what, e.rel_l2);
+        checks.check(e.nonfinite == 0 && e.rel_l2 <= tol, what, e.rel_l2);
     }
     // The appended rows within one storage ulp of the reference's plus a
     // quarter ulp of the row's largest element (test_decode_attn's rule: the
@@ -136,8 +132,7 @@ int main()
         }
     for (size_t i = 0; i < k.size(); i++)
         other_bad += !appended[i] && (k[i] != k_ref[i] || v[i] != v_ref[i]);
-    check(row_bad == 0, "appended rows within one ulp of the reference's", (double)row_bad);
-    check(other_bad == 0, "no cache element changed outside the appended rows", (double)other_bad);
-    std::printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    checks.check(row_bad == 0, "appended rows within one ulp of the reference's", (double)row_bad);
+    checks.check(other_bad == 0, "no cache element changed outside the appended rows", (double)other_bad);
+    return checks.summary();
 }

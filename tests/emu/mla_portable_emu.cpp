@@ -15,15 +15,11 @@
 #include <vector>
 
 #include "mla_portable_emu.h"
+#include "emu_check.h"
 #include "ref_mla.h"
 
 static const emu_mla_dims &D = emu_mla;
-static int passed, failed;
-static void check(bool ok, const char *what, double detail)
-{
-    std::printf("%s %s: %s (%.3e)\n", ok ? "ok" : "FAIL", D.name, what, detail);
-    (ok ? passed : failed)++;
-}
+static EmuChecks checks = {D.name};
 
 int main()
 {
@@ -69,22 +65,21 @@ int main()
             first = out;
             continue;
         }
-        check(first == out, "a second launch (on the counters the first left) gives the same bits", 0);
+        checks.check(first == out, "a second launch (on the counters the first left) gives the same bits", 0);
     }
     for (int b = 0; b < B; b++) {
         char what[96];
         const size_t o0 = (size_t)b * D.heads * D.kv_lora;
         const fgh_err e = fgh_compare(out.data() + o0, dt, o_ref.data() + o0, (size_t)D.heads * D.kv_lora);
         std::snprintf(what, sizeof what, "request %d, %d keys: out rel L2 <= %.0e", b, lengths[b], tol);
-        check(e.nonfinite == 0 && e.rel_l2 <= tol, what, e.rel_l2);
+        checks.check(e.nonfinite == 0 && e.rel_l2 <= tol, what, e.rel_l2);
         double worst = 0;
         for (int h = 0; h < D.heads; h++) {
             const double g = lse[(size_t)b * D.heads + h], w = lse_ref[(size_t)b * D.heads + h];
             worst = std::isfinite(g) ? std::max(worst, std::fabs(g - w)) : INFINITY;
         }
         std::snprintf(what, sizeof what, "request %d: lse within 1e-3", b);
-        check(worst <= 1e-3, what, worst);
+        checks.check(worst <= 1e-3, what, worst);
     }
-    std::printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return checks.summary();
 }
