@@ -157,13 +157,13 @@ fg_build_programs() {
     fi
     for t in $FG_GPU_TESTS; do
         def="$fgrt_def $nccl_def" objs=$fgrt_objs
-        "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include $commit_def $def \
+        "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include -Iruntime/src $commit_def $def \
             -c "tests/gpu/$t.cu" -o "$GPU_BUILD/obj/$t.o" || return 1
         if ! "$NVCC" $arch -o "$GPU_BUILD/$t" "$GPU_BUILD/obj/$t.o" "$GPU_BUILD/obj/harness_cuda.o" \
                 $c_objs $objs $nccl_lib -lcublasLt -lcublas -ldl -lpthread -lm; then
             [ "$fgrt_def" = -DFG_HAVE_FGRT ] || return 1
             echo "check-gpu: libfgrt did not link; $t is built without it (and says so)"
-            "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include $commit_def $nccl_def \
+            "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include -Iruntime/src $commit_def $nccl_def \
                 -DFG_FGRT_BUILD_FAILED -c "tests/gpu/$t.cu" -o "$GPU_BUILD/obj/$t.o" || return 1
             "$NVCC" $arch -o "$GPU_BUILD/$t" "$GPU_BUILD/obj/$t.o" "$GPU_BUILD/obj/harness_cuda.o" \
                 $c_objs $nccl_lib -lcublasLt -lcublas -ldl -lpthread -lm || return 1

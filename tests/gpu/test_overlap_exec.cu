@@ -20,7 +20,17 @@
 //     deterministic mode);
 //   - a peer that never runs its call: the waiting rank's
 //     fgrt_overlap_wait returns FG_ERR_TIMEOUT once its limit has passed,
-//     names the flag that did not come, and the executor refuses later calls.
+//     names the flag that did not come, and the executor refuses later calls;
+//   - injected failures on rank 0 (issue 12), through its driver table or
+//     its GEMM callback: a copy that fails from the n-th on (rank 0's run
+//     returns FG_ERR_DRIVER; rank 1 times out within its limit naming the
+//     flag that never came), a GEMM callback that fails (rank 1 learns of it
+//     by rank 0's mark: FG_ERR_PEER_FAILED before its limit); both ranks'
+//     streams drain, the failed executors refuse later calls, nothing is
+//     left allocated, and a new executor's call is right again.
+// On a machine with one GPU the ranks are 2 processes sharing it (CUDA IPC
+// within one device): every check but the bench runs, and the paths that
+// need two devices (peer access, copies between GPUs) are reported skipped.
 // --bench [--json FILE]: us per call of each schedule on the executor and
 // the unsplit GEMM alone, at Llama-2-70B TP=2 shapes (5 calls back to back,
 // host-timed on rank 0 between cross-process barriers, 9 repeats with the
@@ -47,6 +57,9 @@
 #ifdef FG_HAVE_FGRT
 #include "fgrt.h"
 #include "fgrt_overlap.h"
+extern "C" {
+#include "internal.h"   // the context's driver table, for injected failures
+}
 #endif
 
 namespace {
@@ -59,6 +72,7 @@ constexpr int kMaxWorld = 8;
 
 struct Procs {
     int rank = 0, world = 1;
+    int device = 0;                                   // rank % GPUs: ranks may share one
     int up_w = -1, down_r = -1;                       // a child's pipes to and from rank 0
     int down_w[kMaxWorld] = {}, up_r[kMaxWorld] = {};  // rank 0's, per child
 };
@@ -176,12 +190,16 @@ struct Gemm {
 struct User {
     Gemm *g = nullptr;
     void *streams[3] = {};
+    int fail_after = -1;   // >= 0: calls past that many fail (an injected failure)
+    int calls = 0;
 };
 
 int gemm_cb(void *user, void *stream, const void *a, const void *acc, void *c, long long rows)
 {
     User *u = (User *)user;
     Gemm *g = u->g;
+    if (u->fail_after >= 0 && u->calls++ >= u->fail_after)
+        return 1;
     int slot = 0;
     while (slot < 3 && u->streams[slot] && u->streams[slot] != stream)
         slot++;
@@ -470,6 +488,136 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
     }
 }
 
+// ---- injected failures (issue 12) ----
+
+// Rank 0's driver table with copy_async failing from its `after`-th call on,
+// as a copy engine or a peer mapping failing in the middle of a call would
+// (so the failure mark cannot travel either: the peer must time out).
+struct CopyFault {
+    static const fg_driver_ops *real;
+    static fg_driver_ops ops;
+    static int after, copies;
+    static fg_status copy_async(fg_driver *d, void *dst, const void *src, size_t n, void *s)
+    {
+        if (copies++ >= after)
+            return fg_fail(FG_ERR_DRIVER, "injected: copy_async %d failed", copies - 1);
+        return real->copy_async(d, dst, src, n, s);
+    }
+    static void arm(fg_context *ctx, int n)
+    {
+        real = ctx->drv->ops, ops = *real, ops.copy_async = copy_async;
+        after = n, copies = 0;
+        ctx->drv->ops = &ops;
+    }
+    static void disarm(fg_context *ctx) { ctx->drv->ops = real; }
+};
+const fg_driver_ops *CopyFault::real = nullptr;
+fg_driver_ops CopyFault::ops = {};
+int CopyFault::after = 0, CopyFault::copies = 0;
+
+// Device memory free on this rank's GPU, every rank at the same point.
+size_t free_bytes(const Procs &P)
+{
+    size_t f = 0, total = 0;
+    all_ok(P, fgh_ok(cudaDeviceSynchronize()) && fgh_ok(cudaMemGetInfo(&f, &total)));
+    return f;
+}
+
+// Waits (at most 5 s) until stream s and the executor's streams are idle:
+// true if they drained.
+bool drains(cudaStream_t s)
+{
+    bool idle = false;
+    for (const double t0 = now_us(); !idle && now_us() - t0 < 5e6;)
+        idle = cudaStreamQuery(s) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess;
+    return idle;
+}
+
+// One call in which rank 0 fails: its copies from the `after`-th on
+// (gemm false) or its GEMM callback from the `after`-th on (gemm true).
+// Rank 0's run must return FG_ERR_DRIVER; rank 1's call must end in
+// FG_ERR_TIMEOUT after its limit (a copy: no mark can travel) naming
+// `missing`, or in FG_ERR_PEER_FAILED before it (a GEMM: rank 0 marks it);
+// both executors then refuse calls and every stream drains.  World 2.
+void check_injected(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
+                    bool gemm, int after, const char *missing, uint64_t base)
+{
+    const double limit_s = 0.5;
+    char name[200];
+    snprintf(name, sizeof name, "executor %s %s, rank 0's %s %d failing: rank %d",
+             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
+             gemm ? "GEMM callback" : "copy", after, P.rank);
+    Run r;
+    if (!r.open(ctx, P, g, cs, sched, limit_s, false, name))
+        return;
+    Host h;
+    h.make(cs, P.world, base, 0);
+    if (!all_ok(P, write_inputs(cs, P, r.d, h)))
+        return;
+    if (P.rank == 0 && gemm)
+        r.u.fail_after = after;
+    if (P.rank == 0 && !gemm)
+        CopyFault::arm(ctx, after);
+    const double t0 = now_us();
+    fg_status st = fgrt_overlap_run(r.x, r.s);
+    const fg_status run_st = st;
+    if (st == FG_OK)
+        st = fgrt_overlap_wait(r.x);
+    const double took_s = (now_us() - t0) * 1e-6;
+    const std::string why = fg_last_error();
+    if (P.rank == 0 && !gemm)
+        CopyFault::disarm(ctx);
+    char what[280];
+    if (P.rank == 0) {
+        snprintf(what, sizeof what, "%s: the run returns FG_ERR_DRIVER", name);
+        CHECKF(what, run_st == FG_ERR_DRIVER && strstr(why.c_str(), gemm ? "gemm" : "injected"),
+               "%s: %s", fg_status_string(run_st), why.c_str());
+    } else if (P.rank == 1) {
+        snprintf(what, sizeof what, "%s: %s", name,
+                 gemm ? "FG_ERR_PEER_FAILED before its limit"
+                      : "FG_ERR_TIMEOUT after its limit, at most 2 s more");
+        CHECKF(what,
+               gemm ? st == FG_ERR_PEER_FAILED && took_s < limit_s
+                    : st == FG_ERR_TIMEOUT && took_s >= limit_s && took_s < limit_s + 2.0,
+               "%s after %.3f s: %s", fg_status_string(st), took_s, why.c_str());
+        snprintf(what, sizeof what, "%s: the error names %s", name, missing);
+        CHECKF(what, strstr(why.c_str(), missing) != nullptr, "%s", why.c_str());
+    }
+    snprintf(what, sizeof what, "%s: its streams drain, later calls are refused", name);
+    const bool drained = drains(r.s);
+    CHECKF(what, drained && fgrt_overlap_run(r.x, r.s) != FG_OK, "%s",
+           drained ? "a call was taken" : "streams still busy after 5 s");
+    all_ok(P, true);
+}
+
+void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
+{
+    if (P.world != 2) {
+        if (P.rank == 0)
+            fgh_skip("executor: injected failures", "the checks are written for 2 ranks");
+        return;
+    }
+    const Case ag{"fault", FGRT_AG_GEMM, 256, 256, 256}, rs{"fault", FGRT_GEMM_RS, 256, 256, 256};
+    const Sched shard{FGRT_SHARD_OVERLAP, 1}, chunk2{FGRT_CHUNK_OVERLAP, 2};
+    const size_t before = free_bytes(P);
+    int i = 0;
+    // rank 0's copies at world 2: its start flag, then per piece its data and flag
+    for (const Case *cs : {&ag, &rs}) {
+        check_injected(ctx, P, g, *cs, shard, false, 0, "rank 0's start", base + 100 * ++i);
+        check_injected(ctx, P, g, *cs, shard, false, 1, "rank 0's sent(1)", base + 100 * ++i);
+        check_injected(ctx, P, g, *cs, shard, true, 0, "rank 0", base + 100 * ++i);
+    }
+    check_injected(ctx, P, g, ag, chunk2, false, 3, "rank 0's sent(1) piece 1", base + 100 * ++i);
+    check_injected(ctx, P, g, rs, chunk2, true, 1, "rank 0", base + 100 * ++i);
+    const size_t after = free_bytes(P);
+    char what[120];
+    snprintf(what, sizeof what, "executor: injected failures leave nothing allocated: rank %d",
+             P.rank);
+    CHECKF(what, after >= before, "%zu bytes fewer free", before - after);
+    // and the same context runs a right call again
+    check_case(ctx, P, g, ag, shard, base + 100 * ++i, false);
+}
+
 // ---- --bench ----
 
 
@@ -625,11 +773,11 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
 {
     fg_context *ctx = nullptr;
     Gemm g;
-    const bool ok = fgh_ok(cudaSetDevice(P.rank)) &&
-                    CHECK("fg_init", fg_init(gen ? &gen->e : nullptr, gen ? 1 : 0, P.rank,
+    const bool ok = fgh_ok(cudaSetDevice(P.device)) &&
+                    CHECK("fg_init", fg_init(gen ? &gen->e : nullptr, gen ? 1 : 0, P.device,
                                              &ctx) == FG_OK) &&
                     fgh_ok(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount,
-                                                  P.rank)) &&
+                                                  P.device)) &&
                     lt_open(&g.lt);
     if (all_ok(P, ok)) {
         if (do_bench) {
@@ -656,6 +804,7 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
             check_deterministic(ctx, P, &g, cases[0], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8600);
             check_deterministic(ctx, P, &g, cases[1], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8700);
             check_timeout(ctx, P, &g, base + 9000);
+            check_injected_all(ctx, P, &g, base + 10000);
         }
     }
     lt_close(&g.lt);
@@ -719,16 +868,22 @@ int main(int argc, char **argv)
     return fgh_summary() ? 1 : 0;
 #else
     const int gpus = count_gpus();
-    if (gpus < 2) {
-        fgh_skip("overlap executor, one process per GPU",
-                 "needs at least 2 GPUs in this machine");
+    if (gpus < 1 || (gpus < 2 && do_bench)) {
+        fgh_skip(do_bench ? "overlap executor bench, one process per GPU"
+                          : "overlap executor, processes on a GPU",
+                 gpus < 1 ? "no GPU in this machine" : "the bench needs 2 GPUs in this machine");
         return fgh_summary() ? 1 : 0;
     }
     setvbuf(stdout, nullptr, _IOLBF, 0);
     Procs P;
-    P.world = gpus < kMaxWorld ? gpus : kMaxWorld;
+    P.world = gpus < 2 ? 2 : gpus < kMaxWorld ? gpus : kMaxWorld;
     if (P.world > 2 && do_bench)
         P.world = 2;   // the bench's shapes are TP=2's
+    if (gpus < 2) {
+        printf("overlap executor: 1 GPU: ranks 0 and 1 are 2 processes sharing it\n");
+        fgh_skip("overlap executor between 2 GPUs (peer access, copies from GPU to GPU)",
+                 "1 GPU in this machine; the checks below run with both ranks on it");
+    }
     const uint64_t base = fgh_base_seed();
     static Generated gen;
     char why[1200];
@@ -751,7 +906,8 @@ int main(int argc, char **argv)
         }
         if (kids[c] == 0) {   // rank c
             Procs me;
-            me.rank = c, me.world = P.world, me.up_w = up[1], me.down_r = down[0];
+            me.rank = c, me.world = P.world, me.device = c % gpus;
+            me.up_w = up[1], me.down_r = down[0];
             close(up[0]), close(down[1]);
             for (int o = 1; o < c; o++)
                 close(P.down_w[o]), close(P.up_r[o]);
