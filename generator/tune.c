@@ -165,7 +165,7 @@ static const kind_desc KINDS[NKINDS] = {
 
 /* ---- the run ---- */
 
-#define MAX_POINTS 16   /* distinct points a kind's run names in its provenance */
+#define MAX_POINTS 16   /* distinct points a family's timings name in its provenance */
 
 typedef struct cfg {
     const char *name;          /* borrowed from the manifest */
@@ -180,6 +180,9 @@ typedef struct family {
     fg_tuning_kind kind;
     cfg *cfgs;
     size_t n;
+    double seen[MAX_POINTS];   /* the points its configurations were timed at, in order */
+    unsigned nseen;
+    fg_strbuf measured;        /* its entry's provenance: GPU, its own points, commit */
 } family;
 
 #define MAX_FILTERS 16
@@ -198,8 +201,6 @@ typedef struct tune {
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
     size_t nfam;
-    fg_strbuf points[NKINDS];  /* those timed, by kind: "1024 + 4096", "1 + 4096" */
-    fg_strbuf measured[NKINDS];   /* an entry's provenance: GPU, points, commit */
     fg_diag d;
 } tune;
 
@@ -348,12 +349,14 @@ static int harness(tune *t, fg_tuning_kind kind, const char *names, const char *
     return fg_run_logged_progress(argv, log, report_progress, &p);
 }
 
-static cfg *find_cfg(tune *t, const char *name)
+static cfg *find_cfg(tune *t, const char *name, family **fam)
 {
     for (size_t i = 0; i < t->nfam; i++)
         for (size_t k = 0; k < t->fams[i].n; k++)
-            if (strcmp(t->fams[i].cfgs[k].name, name) == 0)
+            if (strcmp(t->fams[i].cfgs[k].name, name) == 0) {
+                *fam = &t->fams[i];
                 return &t->fams[i].cfgs[k];
+            }
     return NULL;
 }
 
@@ -399,33 +402,37 @@ static int time_kind(tune *t, fg_tuning_kind kind)
         const char *commit = fg_json_str(doc, "commit");
         if (commit && !strcmp(commit, "unknown"))
             commit = NULL;
-        /* the points timed, each once, in the order they first appear (a
-         * configuration with a failed case has fewer) */
-        double seen[MAX_POINTS];
-        unsigned nseen = 0;
+        /* each family's points timed, each once, in the order they first
+         * appear (a configuration with a failed case has fewer; families of
+         * one run may have different S_max) */
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
             fg_bench_case c;
             fg_bench_case_read(json_object_array_get_idx(cases, i), &c);
-            cfg *k = c.instance ? find_cfg(t, c.instance) : NULL;
+            family *f = NULL;
+            cfg *k = c.instance ? find_cfg(t, c.instance, &f) : NULL;
             if (!k || !(c.median_us > 0))
                 continue;
             k->us += c.median_us;
             k->points++;
             unsigned j = 0;
-            while (j < nseen && seen[j] != c.point)
+            while (j < f->nseen && f->seen[j] != c.point)
                 j++;
-            if (j == nseen && nseen < MAX_POINTS) {
-                seen[nseen++] = c.point;
-                fg_sb_printf(&t->points[kind], "%s%.0f", t->points[kind].len ? " + " : "",
-                             c.point);
-            }
+            if (j == f->nseen && f->nseen < MAX_POINTS)
+                f->seen[f->nseen++] = c.point;
         }
-        /* an entry's provenance (spec.h): GPU, points, commit */
-        fg_strbuf *m = &t->measured[kind];
-        fg_sb_printf(m, "%s, %s = %s, ", gpu ? gpu : "GPU", kd->point, fg_sb_str(&t->points[kind]));
-        if (commit)
-            fg_sb_printf(m, "commit %s, ", commit);
-        fg_sb_puts(m, "fusegen tune");
+        /* an entry's provenance (spec.h): GPU, its family's points, commit */
+        for (size_t i = 0; i < t->nfam; i++) {
+            family *f = &t->fams[i];
+            if (f->kind != kind || !f->nseen)
+                continue;
+            fg_sb_printf(&f->measured, "%s, %s = ", gpu ? gpu : "GPU", kd->point);
+            for (unsigned j = 0; j < f->nseen; j++)
+                fg_sb_printf(&f->measured, "%s%.0f", j ? " + " : "", f->seen[j]);
+            fg_sb_puts(&f->measured, ", ");
+            if (commit)
+                fg_sb_printf(&f->measured, "commit %s, ", commit);
+            fg_sb_puts(&f->measured, "fusegen tune");
+        }
     }
     json_object_put(doc);
     fg_sb_free(&names);
@@ -499,7 +506,7 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
         *have = true;
         *e = c->conf;
         e->family = f->key;
-        e->measured = (char *)fg_sb_str(&t->measured[f->kind]);
+        e->measured = (char *)fg_sb_str(&f->measured);
         e->tuned_us = c->us, e->model_us = model, e->worst_us = worst, e->candidates = timed;
         return 0;
     }
@@ -947,14 +954,12 @@ int fg_cmd_tune(int argc, char **argv)
             write_spec(&t, fresh, nfresh);
     }
     rc = t.d.errors ? 1 : 0;
-    for (size_t i = 0; i < t.nfam; i++)
+    for (size_t i = 0; i < t.nfam; i++) {
         free(t.fams[i].cfgs);
+        fg_sb_free(&t.fams[i].measured);
+    }
     free(t.fams);
     free(fresh);
-    for (int k = 0; k < NKINDS; k++) {
-        fg_sb_free(&t.points[k]);
-        fg_sb_free(&t.measured[k]);
-    }
     json_object_put(t.manifest);
     for (int k = 0; k < NKINDS; k++)
         free(beside[k]);

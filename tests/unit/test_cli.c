@@ -641,6 +641,55 @@ Test(cli, tune_times_checks_and_writes_the_winner)
     free(log);
 }
 
+/* Two ring families of different S_max in one run: each entry names the
+ * points its own family was timed at (a run-wide list named the other
+ * family's S_max too). */
+#define TUNE_FAMILY16 "decode_attn_sm90a_f16_h4096_nh32_hd128_s16384_b1_c2x2"
+#define TUNE_INST16(variant, cand, kb, n, f)                                                      \
+    "{\"name\": \"" TUNE_FAMILY16 "_t512_ring" variant "_norm\", \"template\": "                 \
+    "\"decode_attn_ring.in\", \"targets\": [\"h200\"], \"tuning_family\": \"" TUNE_FAMILY16       \
+    "\", " cand "\"params\": {\"deterministic\": 0, \"threads\": 512, \"stage_bytes\": " #kb       \
+    ", \"stages\": " #n ", \"inflight\": " #f ", \"inflight3\": " #f "}, \"resources\": "         \
+    "{\"registers\": 96}}"
+
+Test(cli, tune_entries_name_their_own_points)
+{
+    char manifest[128], harness[128], out[128];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", tmp);
+    snprintf(harness, sizeof harness, "%s/harness.sh", tmp);
+    snprintf(out, sizeof out, "%s/h200.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8, 8) ", "
+                         TUNE_INST("_k20n8f8w4", "\"candidate\": true, ", 512, 20480, 8, 8, 4) ", "
+                         TUNE_INST16("", "", 16384, 8, 8) ", "
+                         TUNE_INST16("_k24n4f4", "\"candidate\": true, ", 24576, 4, 4) "]}");
+    /* candidates fastest; each instance timed at 1024 and its own S_max */
+    write_program(harness,
+               "#!/bin/sh\n"
+               "only= json=\n"
+               "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; "
+               "esac; shift; done\n"
+               "[ -z \"$json\" ] && exit 0\n"
+               "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
+               "for n in $(echo $only | tr , ' '); do case $n in *_k*) t=40;; *) t=50;; esac\n"
+               "case $n in *s16384*) smax=16384;; *) smax=4096;; esac\n"
+               "for s in 1024 $smax; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
+               "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done; "
+               "echo ']}'; } > $json\n");
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0,
+                 "%s", log);
+    free(log);
+    char *spec = slurp(out);
+    const char *at4 = strstr(spec, "    - family: " TUNE_FAMILY "\n");
+    const char *at16 = strstr(spec, "    - family: " TUNE_FAMILY16 "\n");
+    cr_assert(at4 && at16, "%s", spec);
+    cr_expect_not_null(strstr(at4, "      measured: \"Stand-in, S = 1024 + 4096, fusegen tune\"\n"),
+                       "%s", spec);
+    cr_expect_not_null(strstr(at16, "      measured: \"Stand-in, S = 1024 + 16384, fusegen tune\"\n"),
+                       "%s", spec);
+    free(spec);
+}
+
 /* RMSNorm families are tuned in the same run as the ring's, each with its
  * own harness: test_rmsnorm beside test_decode_attn unless
  * --rmsnorm-harness names another.  It gets the same command line (whole
