@@ -515,11 +515,14 @@ const fg_driver_ops *CopyFault::real = nullptr;
 fg_driver_ops CopyFault::ops = {};
 int CopyFault::after = 0, CopyFault::copies = 0;
 
-// Device memory free on this rank's GPU, every rank at the same point.
+// Device memory free on this rank's GPU, read once every rank is idle (a
+// rank's freed buffers stay allocated while a peer keeps them mapped, and
+// ranks sharing a GPU read the same count), then every rank waits again.
 size_t free_bytes(const Procs &P)
 {
     size_t f = 0, total = 0;
-    all_ok(P, fgh_ok(cudaDeviceSynchronize()) && fgh_ok(cudaMemGetInfo(&f, &total)));
+    all_ok(P, fgh_ok(cudaDeviceSynchronize()));
+    all_ok(P, fgh_ok(cudaMemGetInfo(&f, &total)));
     return f;
 }
 
@@ -621,7 +624,8 @@ void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
     char what[120];
     snprintf(what, sizeof what, "executor: injected failures leave nothing allocated: rank %d",
              P.rank);
-    CHECKF(what, after >= before, "%zu bytes fewer free", before - after);
+    CHECKF(what, after >= before, "%zu bytes fewer free (%zu before, %zu after)", before - after,
+           before, after);
     // and the same context runs a right call again
     check_case(ctx, P, g, ag, shard, base + 100 * ++i, false);
 }
