@@ -634,9 +634,22 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
  * target without clusters it serves every batch (issue 10). */
 #define GRID_MAX_BATCH 16u
 #define GRID_THREADS 512u
-/* Columns a lane's weight loads cover at once: 2 rows x 256 / 32 x 16 B =
- * 16 loads in flight a lane (64 registers at 512 threads' 128), 128 KB an SM. */
-#define GRID_STEP 256u
+/* Columns a lane's weight loads cover at once (2 rows x step / 32 x 16 B in
+ * flight a lane): 128 (8 loads, 64 KB an SM), or 256 where a GQA group's
+ * attention runs on tensor cores.  Steps of 256 everywhere were the rule
+ * until tuning showed 128 faster (issue 11: Llama-2-7B and -13B B = 16,
+ * f16), and on shapes not tuned (one H200, two interleaved rounds) 128 was
+ * 0.3-1.5% faster at every S for Llama-2-7B B = 16 S_max 16K and the
+ * portable form's B = 1 and 4 (2-3% at S = 1K), but 1-2% slower at S >= 8K
+ * for Qwen2-7B's groups of 7 on tensor cores (Llama-3-8B's tune: level).
+ * Issuing the next step's loads before the mma (two steps in registers)
+ * was no faster at either step, or spilled. */
+#define GRID_STEP 128u
+#define GRID_STEP_ATT_MMA 256u
+/* Slices are cut from whole 256-column pieces all the same: steps of 128
+ * let the rule below take 40 slices for Llama-2-13B and 28 for Qwen2-7B's
+ * W_o, where the tuning runs found fewer, longer units faster. */
+#define GRID_SLICE_COLS 256u
 /* Attention runs per (request, KV head) at most (the states' workspace). */
 #define GRID_MAX_SPLITS 64u
 
@@ -789,9 +802,10 @@ static const char *grid_plan(const fg_model *m, const fg_target *t, unsigned bma
 {
     const fg_attention *a = m->attention;
     const unsigned qd = a->heads * a->head_dim, warps = grid_warps(t);
-    *g = (grid_cfg){.step = GRID_STEP, .from = FG_FROM_MODEL};
-    g->slices_qkv = grid_slices(grid_qkv_rows(a), m->hidden, warps, g->step);
-    g->slices_o = grid_slices(m->hidden, qd, warps, g->step);
+    *g = (grid_cfg){.step = grid_att_mma(a, t) ? GRID_STEP_ATT_MMA : GRID_STEP,
+                    .from = FG_FROM_MODEL};
+    g->slices_qkv = grid_slices(grid_qkv_rows(a), m->hidden, warps, GRID_SLICE_COLS);
+    g->slices_o = grid_slices(m->hidden, qd, warps, GRID_SLICE_COLS);
     /* two heads an item leave room for 4 key rounds of K and V (16-byte
      * loads) in 128 registers; one head for 8, or 6 where the next round's
      * rows come from a block table (Qwen2's paged form with biases spilled
@@ -909,12 +923,18 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_sb_printf(&in.reasons,
                  "QKV: %u units of 16 W_qkv rows x %u columns (%u slices; %.0f%% of the warps' "
                  "last round busy) on %s, the batch as N), weights loaded straight into "
-                 "fragments, %u loads of 16 B in flight a lane; x normalized and staged in "
-                 "shared memory (%u B%s)\n",
+                 "fragments, steps of %u columns (%u loads of 16 B in flight a lane%s); x "
+                 "normalized and staged in shared memory (%u B%s)\n",
                  rows1 / 16 * g->slices_qkv, m->hidden / g->slices_qkv, g->slices_qkv,
                  100.0 * grid_round_use(rows1, g->slices_qkv, warps),
                  amd ? "matrix cores (MFMA 16x16x16" : "tensor cores (mma.sync m16n8k16",
-                 (amd ? 1 : 2) * g->step / 32, g->smem,
+                 g->step, (amd ? 1 : 2) * g->step / 32,
+                 g->from != FG_FROM_MODEL ? ""
+                 : amd                    ? "; the H200's measured step, not measured here"
+                 : grid_att_mma(a, t)     ? "; 256 measured faster than 128 beside a GQA "
+                                            "group's attention on tensor cores"
+                                          : "; 128 measured faster than 256",
+                 g->smem,
                  amd ? "; the batch's rows only, the padding to 16 zeros in registers" : "");
     if (grid_att_mma(a, t))
         fg_sb_printf(&in.reasons,

@@ -891,11 +891,8 @@ int main(int argc, char **argv)
     P.world = gpus < 2 ? 2 : gpus < kMaxWorld ? gpus : kMaxWorld;
     if (P.world > 2 && do_bench)
         P.world = 2;   // the bench's shapes are TP=2's
-    if (gpus < 2) {
+    if (gpus < 2)
         printf("overlap executor: 1 GPU: ranks 0 and 1 are 2 processes sharing it\n");
-        fgh_skip("overlap executor between 2 GPUs (peer access, copies from GPU to GPU)",
-                 "1 GPU in this machine; the checks below run with both ranks on it");
-    }
     const uint64_t base = fgh_base_seed();
     static Generated gen;
     char why[1200];
@@ -931,8 +928,12 @@ int main(int argc, char **argv)
         close(up[1]), close(down[0]);
         P.down_w[c] = down[1], P.up_r[c] = up[0];
     }
-    if (!have_gen)   // here, once: the children's counts are added below
+    // skips here, once: the children's counts are added below
+    if (!have_gen)
         fgh_skip("executor with the generated reduction", why);
+    if (gpus < 2)
+        fgh_skip("overlap executor between 2 GPUs (peer access, copies from GPU to GPU)",
+                 "1 GPU in this machine; the checks run with both ranks on it");
     rank_main(P, base, do_bench, json, have_gen ? &gen : nullptr);
     for (int c = 1; c < P.world; c++) {
         int counts[3];
