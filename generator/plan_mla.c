@@ -215,7 +215,8 @@ static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool win
  * workgroup to take its ticket merging them all. */
 #define PORTABLE_HEADS 16
 #define PORTABLE_THREADS 256   /* 8 warps: every 8th k-step each; 4 waves: 2 key blocks x 2 halves */
-#define PORTABLE_TILE 32       /* 2 key blocks of 16 (AMD: 64 keys' rows overflow the 64 KB LDS) */
+#define PORTABLE_TILE 32       /* 2 key blocks of 16, or 1 where the LDS needs (AMD: 64 keys' rows
+                                * overflow its 64 KB) */
 #define PORTABLE_MAX_SPLITS 32  /* the last workgroup reads this many partial rows a head */
 #define PORTABLE_CUDA_BLOCKS 2  /* workgroups an SM (__launch_bounds__: <= 128 registers) */
 
@@ -240,23 +241,30 @@ static unsigned portable_smem(const fg_target *t, unsigned d, unsigned elem, uns
     return (bytes + 15) / 16 * 16;
 }
 
-/* The portable form's tile: PORTABLE_TILE keys if their shared memory
- * fits; 0 if not. */
+/* The portable form's tile: the most keys (PORTABLE_TILE, else 16: the
+ * matrix products' key blocks) whose shared memory fits; 0 if none does. */
 static unsigned portable_tile(const fg_model *m, const fg_target *t)
 {
     const unsigned d = m->mla->kv_lora_rank + m->mla->qk_rope_head_dim;
-    return portable_smem(t, d, fg_dtype_bytes(m->dtype), PORTABLE_TILE) <= t->shared_mem_per_block
-               ? PORTABLE_TILE
-               : 0;
+    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2)
+        if (portable_smem(t, d, fg_dtype_bytes(m->dtype), tile) <= t->shared_mem_per_block)
+            return tile;
+    return 0;
 }
 
 /* Workgroups of the portable form a CU holds at once: on sm_90 what
- * __launch_bounds__ asks for (PORTABLE_CUDA_BLOCKS) where the shared memory
- * allows; on AMD what the LDS allows (the registers allow 2). */
-static unsigned portable_per_cu(const fg_target *t, unsigned smem)
+ * __launch_bounds__ asks for, PORTABLE_CUDA_BLOCKS where the shared memory
+ * allows and a thread's registers across the tile loop fit its share (Q's
+ * fragments, 4 a k-step of 16 over 8 warps; O, kv_lora / 16; the next
+ * tile's 16-byte vectors, 4 each of a row's over 8 threads; about 40 more:
+ * the DeepSeek row of 576 is 20 + 32 + 36 + 40 = 128), else 1; on AMD what
+ * the LDS allows. */
+static unsigned portable_per_cu(const fg_target *t, const fg_mla *a, unsigned smem)
 {
     unsigned n = t->shared_mem_per_cu / (smem + 1024);
-    const unsigned most = fg_arch_is_amd(t->arch) ? 2 : PORTABLE_CUDA_BLOCKS;
+    const unsigned d = a->kv_lora_rank + a->qk_rope_head_dim;
+    const unsigned regs = 4 * ((d / 16 + 7) / 8) + a->kv_lora_rank / 16 + 4 * ((d / 8 + 7) / 8) + 40;
+    const unsigned most = fg_arch_is_amd(t->arch) ? 2 : regs <= 128 ? PORTABLE_CUDA_BLOCKS : 1;
     if (n > most)
         n = most;
     return n ? n : 1;
@@ -272,21 +280,20 @@ static const char *portable_unsupported(const fg_model *m, const fg_target *t)
     const bool amd = fg_arch_is_amd(t->arch);
     /* P.V: a warp's columns whole n-tile pairs (8 warps x 16); a wave's
      * lanes whole 16-byte vectors of V (4 waves x 16 lanes x 8); the
-     * scores: 4 row quarters of whole k-steps (sm_90), 2 halves of whole
-     * 32-column chunks (AMD) */
+     * scores: the row in k-steps of 16 (sm_90), chunks of 32 (AMD) */
     const unsigned kv_unit = amd ? PORTABLE_THREADS / t->warp_size * 16 * 8 : PORTABLE_THREADS / 32 * 16;
     if (amd && t->warp_size != 64)
         snprintf(buf, sizeof buf, "waves of %u: the portable form's AMD matrix products take waves "
                                   "of 64", t->warp_size);
-    else if (a->kv_lora_rank % kv_unit || a->kv_lora_rank > MAX_KV_LORA || d % 64)
+    else if (a->kv_lora_rank % kv_unit || a->kv_lora_rank > MAX_KV_LORA || d % 32)
         snprintf(buf, sizeof buf, "kv_lora %u and a row of %u: the portable form's matrix products "
-                                  "need kv_lora a multiple of %u up to %u (O in registers) and the "
-                                  "row a multiple of 64 on %s",
+                                  "need kv_lora a multiple of %u and at most %u (O in registers), and the "
+                                  "row a multiple of 32 on %s",
                  a->kv_lora_rank, d, kv_unit, MAX_KV_LORA, t->name);
     else if (!portable_tile(m, t))
-        snprintf(buf, sizeof buf, "a row of %u: %u keys and %u heads need %u bytes of shared "
-                                  "memory; %s allows %u", d, PORTABLE_TILE, PORTABLE_HEADS,
-                 portable_smem(t, d, fg_dtype_bytes(m->dtype), PORTABLE_TILE), t->name,
+        snprintf(buf, sizeof buf, "a row of %u: 16 keys and %u heads need %u bytes of shared "
+                                  "memory; %s allows %u", d, PORTABLE_HEADS,
+                 portable_smem(t, d, fg_dtype_bytes(m->dtype), 16), t->name,
                  t->shared_mem_per_block);
     else
         return NULL;
@@ -681,7 +688,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const unsigned hpb = PORTABLE_HEADS, groups = heads / hpb, tile = portable_tile(m, t);
     const unsigned elem = fg_dtype_bytes(m->dtype);
     const unsigned smem = portable_smem(t, width, elem, tile);
-    const unsigned per_cu = portable_per_cu(t, smem), slots = t->compute_units * per_cu;
+    const unsigned per_cu = portable_per_cu(t, a, smem), slots = t->compute_units * per_cu;
     const unsigned items = groups * bmax;
     const unsigned splits = portable_splits(items, slots, m->max_context / tile);
 
