@@ -1,4 +1,5 @@
-/* MLA decode planner, the latent attention core (templates/mla_decode.in).
+/* MLA decode planner, the latent attention core (templates/mla_decode.in,
+ * and templates/mla_decode_portable.in on targets without clusters).
  *
  * Every head reads the same latent cache, so a block takes a group of heads
  * and reads each cache tile once for all of them: 64 heads per block on
@@ -11,7 +12,16 @@
  * cover the SMs: the request's keys are cut into splits at run time, as many
  * as it takes to give every SM a block at B_max, as clusters of up to
  * MAX_CLUSTER splits that merge on chip, and up to MAX_CLUSTERS of those
- * whose slices the last cluster merges, so one launch does it all. */
+ * whose slices the last cluster merges, so one launch does it all.
+ *
+ * The portable form (plan_portable; AMD, and sm_90 targets that say they
+ * have no clusters): 16 heads a workgroup of 256 threads (the matrix
+ * products' 16 rows; 8 warps or 4 waves), tiles of 32 keys (16 where 32
+ * overflow the shared memory), both products on the matrix units
+ * (mma.sync m16n8k16 / MFMA 16x16x16, fp32 sums), 2 workgroups an SM on
+ * sm_90 where the registers allow (1 a CU on AMD: the LDS), and the splits
+ * that fill the workgroups the GPU holds at once in the fewest waves
+ * (portable_splits), merged in global memory by the last workgroup. */
 #include <math.h>
 #include <stdio.h>
 
