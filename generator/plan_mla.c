@@ -1,4 +1,5 @@
-/* MLA decode planner, the latent attention core (templates/mla_decode.in).
+/* MLA decode planner, the latent attention core (templates/mla_decode.in,
+ * and templates/mla_decode_portable.in on targets without clusters).
  *
  * Every head reads the same latent cache, so a block takes a group of heads
  * and reads each cache tile once for all of them: 64 heads per block on
@@ -11,7 +12,16 @@
  * cover the SMs: the request's keys are cut into splits at run time, as many
  * as it takes to give every SM a block at B_max, as clusters of up to
  * MAX_CLUSTER splits that merge on chip, and up to MAX_CLUSTERS of those
- * whose slices the last cluster merges, so one launch does it all. */
+ * whose slices the last cluster merges, so one launch does it all.
+ *
+ * The portable form (plan_portable; AMD, and sm_90 targets that say they
+ * have no clusters): 16 heads a workgroup of 256 threads (the matrix
+ * products' 16 rows; 8 warps or 4 waves), tiles of 32 keys (16 where 32
+ * overflow the shared memory), both products on the matrix units
+ * (mma.sync m16n8k16 / MFMA 16x16x16, fp32 sums), 2 workgroups an SM on
+ * sm_90 where the registers allow (1 a CU on AMD: the LDS), and the splits
+ * that fill the workgroups the GPU holds at once in the fewest waves
+ * (portable_splits), merged in global memory by the last workgroup. */
 #include <math.h>
 #include <stdio.h>
 
@@ -207,52 +217,94 @@ static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool win
 /* ---- the portable form (templates/mla_decode_portable.in) ----
  * For targets without thread-block clusters (max_cluster_size 0: the AMD
  * GPUs, and sm_90 where a target says so, to check the same algorithm on an
- * H200): PORTABLE_THREADS threads take PORTABLE_HEADS heads of one request
- * over one split of its keys, tiles of up to PORTABLE_TILE keys in shared
- * memory, fp32 on the vector units; the splits merge in global memory, the
- * last workgroup to take its ticket merging them all. */
+ * H200): PORTABLE_THREADS threads (8 warps of 32, 4 waves of 64) take
+ * PORTABLE_HEADS heads of one request (the matrix products' 16-row tile)
+ * over one split of its keys, tiles of PORTABLE_TILE keys in shared memory;
+ * the scores and P.V on the matrix units (mma.sync m16n8k16 / MFMA
+ * 16x16x16), fp32 sums; the splits merge in global memory, the last
+ * workgroup to take its ticket merging them all. */
 #define PORTABLE_HEADS 16
-#define PORTABLE_THREADS 256   /* P.V: 64 threads a quad of heads */
-#define PORTABLE_TILE 32
+#define PORTABLE_THREADS 256   /* 8 warps: every 8th k-step each; 4 waves: 2 key blocks x 2 halves */
+#define PORTABLE_TILE 32       /* 2 key blocks of 16, or 1 where the LDS needs (AMD: 64 keys' rows
+                                * overflow its 64 KB) */
 #define PORTABLE_MAX_SPLITS 32  /* the last workgroup reads this many partial rows a head */
+#define PORTABLE_CUDA_BLOCKS 2  /* workgroups an SM (__launch_bounds__: <= 128 registers) */
 
-/* Bytes of the portable form's Smem: Q, a tile of rows 8 elements apart
- * (16-byte aligned), the scores, three row arrays and the ticket (rounded
- * up to 16). */
-static unsigned portable_smem(unsigned d, unsigned elem, unsigned tile)
+/* Slices of the row the scores are split over (a warp or wave each, their
+ * partial scores summed by the softmax): sm_90's 8 warps take every 8th
+ * k-step of 16 columns over all the tile's keys; AMD's 4 waves are key
+ * blocks of 16 x slices. */
+static unsigned portable_parts(const fg_target *t, unsigned tile)
 {
-    const unsigned bytes = PORTABLE_HEADS * d * elem + tile * (d + 8) * elem +
-                           PORTABLE_HEADS * tile * 4 + 3 * PORTABLE_HEADS * 4 + 4;
+    const unsigned waves = PORTABLE_THREADS / t->warp_size;
+    return fg_arch_is_amd(t->arch) ? waves / (tile / 16) : waves;
+}
+
+/* Bytes of the portable form's Smem: Q's rows then the tile's (8 elements
+ * apart, 16-byte aligned), the partial scores, P, three row arrays and the
+ * ticket (rounded up to 16). */
+static unsigned portable_smem(const fg_target *t, unsigned d, unsigned elem, unsigned tile)
+{
+    const unsigned rows = tile > PORTABLE_HEADS ? tile : PORTABLE_HEADS;
+    const unsigned bytes = rows * (d + 8) * elem + portable_parts(t, tile) * PORTABLE_HEADS * (tile + 4) * 4 +
+                           PORTABLE_HEADS * (tile + 8) * elem + 3 * PORTABLE_HEADS * 4 + 4;
     return (bytes + 15) / 16 * 16;
 }
 
-/* The portable form's tile: the most keys (PORTABLE_TILE, else 16) whose
- * shared memory fits; 0 if none does. */
+/* The portable form's tile: the most keys (PORTABLE_TILE, else 16: the
+ * matrix products' key blocks) whose shared memory fits; 0 if none does. */
 static unsigned portable_tile(const fg_model *m, const fg_target *t)
 {
     const unsigned d = m->mla->kv_lora_rank + m->mla->qk_rope_head_dim;
-    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2)   /* (S_max below it: one split) */
-        if (portable_smem(d, fg_dtype_bytes(m->dtype), tile) <= t->shared_mem_per_block)
+    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2)
+        if (portable_smem(t, d, fg_dtype_bytes(m->dtype), tile) <= t->shared_mem_per_block)
             return tile;
     return 0;
+}
+
+/* Workgroups of the portable form a CU holds at once: on sm_90 what
+ * __launch_bounds__ asks for, PORTABLE_CUDA_BLOCKS where the shared memory
+ * allows and a thread's registers across the tile loop fit its share (Q's
+ * fragments, 4 a k-step of 16 over 8 warps; O, kv_lora / 16; the next
+ * tile's 16-byte vectors, 4 each of a row's over 8 threads; about 40 more:
+ * the DeepSeek row of 576 is 20 + 32 + 36 + 40 = 128), else 1; on AMD what
+ * the LDS allows. */
+static unsigned portable_per_cu(const fg_target *t, const fg_mla *a, unsigned smem)
+{
+    unsigned n = t->shared_mem_per_cu / (smem + 1024);
+    const unsigned d = a->kv_lora_rank + a->qk_rope_head_dim;
+    const unsigned regs = 4 * ((d / 16 + 7) / 8) + a->kv_lora_rank / 16 + 4 * ((d / 8 + 7) / 8) + 40;
+    const unsigned most = fg_arch_is_amd(t->arch) ? 2 : regs <= 128 ? PORTABLE_CUDA_BLOCKS : 1;
+    if (n > most)
+        n = most;
+    return n ? n : 1;
 }
 
 /* Why the portable form does not fit model m on target t, or NULL (past
  * the checks every form makes, in unsupported()). */
 static const char *portable_unsupported(const fg_model *m, const fg_target *t)
 {
-    static char buf[200];
+    static char buf[240];
     const fg_mla *a = m->mla;
     const unsigned d = a->kv_lora_rank + a->qk_rope_head_dim;
-    if (a->kv_lora_rank % 8 || d % 8 || a->kv_lora_rank > 1024)
-        snprintf(buf, sizeof buf, "kv_lora %u and a row of %u: the portable form needs kv_lora a "
-                                  "multiple of 8 up to 1024 and the row a multiple of 8 (16-byte "
-                                  "vectors)",
-                 a->kv_lora_rank, d);
+    const bool amd = fg_arch_is_amd(t->arch);
+    /* P.V: a warp's columns whole n-tile pairs (8 warps x 16); a wave's
+     * lanes whole 16-byte vectors of V (4 waves x 16 lanes x 8); the
+     * scores: the row in k-steps of 16 (sm_90), chunks of 32 (AMD) */
+    const unsigned kv_unit = amd ? PORTABLE_THREADS / t->warp_size * 16 * 8 : PORTABLE_THREADS / 32 * 16;
+    if (amd && t->warp_size != 64)
+        snprintf(buf, sizeof buf, "waves of %u: the portable form's AMD matrix products take waves "
+                                  "of 64", t->warp_size);
+    else if (a->kv_lora_rank % kv_unit || a->kv_lora_rank > MAX_KV_LORA || d % 32)
+        snprintf(buf, sizeof buf, "kv_lora %u and a row of %u: the portable form's matrix products "
+                                  "need kv_lora a multiple of %u and at most %u (O in registers), and the "
+                                  "row a multiple of 32 on %s",
+                 a->kv_lora_rank, d, kv_unit, MAX_KV_LORA, t->name);
     else if (!portable_tile(m, t))
         snprintf(buf, sizeof buf, "a row of %u: 16 keys and %u heads need %u bytes of shared "
                                   "memory; %s allows %u", d, PORTABLE_HEADS,
-                 portable_smem(d, fg_dtype_bytes(m->dtype), 16), t->name, t->shared_mem_per_block);
+                 portable_smem(t, d, fg_dtype_bytes(m->dtype), 16), t->name,
+                 t->shared_mem_per_block);
     else
         return NULL;
     return buf;
@@ -608,27 +660,47 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     return rc;
 }
 
-/* The portable form at B_max: a split per workgroup where the GPU has CUs to
- * spare (up to PORTABLE_MAX_SPLITS and the tiles of S_max). */
+/* The splits of each of `items` (request, head group) pairs at B_max, for
+ * `slots` workgroups resident at once: a split's keys take time 1 / splits,
+ * and the grid runs in ceil(items x splits / slots) waves of them, so the
+ * fewest splits (each one more partial for the last workgroup to merge)
+ * within 10% of the least time any count up to PORTABLE_MAX_SPLITS (and the
+ * tiles of S_max, `most`) gives. */
+static unsigned portable_splits(unsigned items, unsigned slots, unsigned most)
+{
+    if (most > PORTABLE_MAX_SPLITS)
+        most = PORTABLE_MAX_SPLITS;
+    if (most < 1)
+        most = 1;
+    double best = 1e30;
+    for (unsigned s = 1; s <= most; s++) {
+        const double t = (double)((items * s + slots - 1) / slots) / s;
+        if (t < best)
+            best = t;
+    }
+    for (unsigned s = 1; s < most; s++)
+        if ((double)((items * s + slots - 1) / slots) / s <= best * 1.1)
+            return s;
+    return most;
+}
+
+/* The portable form at B_max: splits of each request's keys as
+ * portable_splits() has them for the workgroups the GPU holds at once. */
 static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                          fg_diag *d)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
     const fg_mla *a = m->mla;
+    const bool amd = fg_arch_is_amd(t->arch);
     const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
     const unsigned rope = a->qk_rope_head_dim, width = kv + rope, page = page_size(m);
     const unsigned hpb = PORTABLE_HEADS, groups = heads / hpb, tile = portable_tile(m, t);
     const unsigned elem = fg_dtype_bytes(m->dtype);
-    const unsigned items = groups * bmax, max_splits = m->max_context / tile;
-    unsigned splits = (t->compute_units + items - 1) / items;
-    if (splits > PORTABLE_MAX_SPLITS)
-        splits = PORTABLE_MAX_SPLITS;
-    if (splits > max_splits)
-        splits = max_splits;
-    if (splits < 1)
-        splits = 1;
-    const unsigned smem = portable_smem(width, elem, tile);
+    const unsigned smem = portable_smem(t, width, elem, tile);
+    const unsigned per_cu = portable_per_cu(t, a, smem), slots = t->compute_units * per_cu;
+    const unsigned items = groups * bmax;
+    const unsigned splits = portable_splits(items, slots, m->max_context / tile);
 
     char dims[96], variant[32];
     mla_dims(m, bmax, dims);
@@ -644,6 +716,9 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "TILE", tile);
     fg_instance_add_param(&in, "STAGES", 1);
     fg_instance_add_param(&in, "THREADS", PORTABLE_THREADS);
+    /* __launch_bounds__'s second figure: blocks an SM on sm_90; on AMD 1
+     * (the LDS holds one workgroup a CU; the registers are not the limit) */
+    fg_instance_add_param(&in, "MIN_BLOCKS", amd ? 1 : per_cu);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {splits, groups, bmax},
@@ -661,30 +736,35 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_sb_printf(&in.reasons,
                  "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
                  "merge in distributed shared memory; plain 16-byte loads (the next tile's in "
-                 "flight while one is computed), fp32 on the vector units (no matrix "
-                 "instructions yet)\n", t->name);
+                 "flight while one is computed); the scores and P.V on the matrix units (%s), "
+                 "fp32 sums\n", t->name,
+                 amd ? "MFMA 16x16x16: the scores in the free K order, P.V as O^T = V^T P^T with "
+                       "the heads as N"
+                     : "mma.sync m16n8k16 with ldmatrix, the heads as M");
     if (splits > 1)
         fg_sb_printf(&in.reasons,
                      "the splits merge in global memory: the last workgroup to take its ticket "
                      "(device-scope release/acquire, as the %s need) merges them in split order\n",
-                     fg_arch_is_amd(t->arch) ? "XCDs' L2 caches" : "SMs' L1 caches");
+                     amd ? "XCDs' L2 caches" : "SMs' L1 caches");
     else
         fg_sb_printf(&in.reasons, "one split: the workgroup writes its heads' output itself\n");
     scale_reason(&in, m);
-    const unsigned vec_threads = PORTABLE_THREADS / (hpb / 4);
+    const unsigned parts = portable_parts(t, tile), waves = PORTABLE_THREADS / t->warp_size;
     fg_sb_printf(&in.reasons,
-                 "%u heads a workgroup, %u head group%s; %u threads: scores in 4 x 4 blocks of "
-                 "(head, key), %u threads a block over slices of the row; P.V %u threads a quad "
-                 "of heads, each 4 heads x %u output columns in registers; tiles of %u keys, %u "
-                 "bytes of shared memory\n",
-                 hpb, groups, groups == 1 ? "" : "s", PORTABLE_THREADS,
-                 PORTABLE_THREADS / (hpb / 4 * (tile / 4)), vec_threads,
-                 (kv / 8 + vec_threads - 1) / vec_threads * 8, tile, smem);
+                 "%u heads a workgroup (the matrix products' 16 rows), %u head group%s; %u threads "
+                 "(%u %s): the scores a key block of 16 x a %u-column slice of the row each (%u "
+                 "slices, summed in order by the softmax), P.V %u output columns each, O in "
+                 "registers; tiles of %u keys, %u bytes of shared memory\n",
+                 hpb, groups, groups == 1 ? "" : "s", PORTABLE_THREADS, waves,
+                 amd ? "waves of 64" : "warps", width / parts, parts, kv / waves, tile, smem);
     fg_sb_printf(&in.reasons,
                  "%u split%s of each request's keys (cut by its length at run time): %u x %u x %u "
-                 "workgroups for %u %s (at most %u splits: the last workgroup reads them all)\n",
+                 "workgroups for %u %s holding %u each, %u wave%s of them (the fewest splits within "
+                 "10%% of the best waves-per-split; at most %u splits: the last workgroup reads "
+                 "them all)\n",
                  splits, splits == 1 ? "" : "s", splits, groups, bmax, t->compute_units,
-                 fg_arch_is_amd(t->arch) ? "CUs" : "SMs", PORTABLE_MAX_SPLITS);
+                 amd ? "CUs" : "SMs", per_cu, (items * splits + slots - 1) / slots,
+                 (items * splits + slots - 1) / slots == 1 ? "" : "s", PORTABLE_MAX_SPLITS);
     paged_reason(&in, page, tile, false);
     return fg_plan_add(set, &in, s, ts, d);
 }

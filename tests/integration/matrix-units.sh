@@ -1,11 +1,10 @@
 #!/bin/sh
 # The AMD code objects kernels-ci compiled use the matrix cores where the
 # CUDA form of their family uses tensor cores (issue 10): every fused decode
-# (decode_attn, the grid form) object for gfx942 and gfx90a must contain MFMA
-# instructions (llvm-objdump-19).  Prints, for each AMD object, its MFMA count
-# and the gate's occupancy (waves a SIMD); the MLA core's portable form is
-# listed as not lowered to MFMA yet (its dot products run on the vector
-# units), which is not a failure.
+# (decode_attn, the grid form) object and every MLA core (mla_decode, the
+# portable form: its scores and P.V) object for gfx942 and gfx90a must
+# contain MFMA instructions (llvm-objdump-19).  Prints, for each AMD object,
+# its MFMA count and the gate's occupancy (waves a SIMD).
 #   tests/integration/matrix-units.sh [KERNELS_DIR]   (default build/ci/kernels)
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -26,7 +25,7 @@ for co in "$dir"/*.co; do
     occ=$(awk -v n="\"$name\"" 'index($0, "\"name\": " n) { f = 1 } f && /"occupancy"/ {
             gsub(/[^0-9]/, "", $0); print; exit }' "$manifest")
     case $name in
-    decode_attn_*)
+    decode_attn_* | mla_decode_*)
         checked=$((checked + 1))
         if [ "$mfma" -eq 0 ]; then
             echo "matrix-units: FAILED: $name has no MFMA instruction"
@@ -34,15 +33,14 @@ for co in "$dir"/*.co; do
         else
             echo "matrix-units: $name: $mfma MFMA, occupancy ${occ:-?} waves a SIMD"
         fi ;;
-    mla_decode_*)
-        echo "matrix-units: $name: $mfma MFMA (the portable form's dot products are not lowered to MFMA yet), occupancy ${occ:-?}" ;;
     *)
         echo "matrix-units: $name: $mfma MFMA (no tensor cores in its CUDA form), occupancy ${occ:-?}" ;;
     esac
 done
-if [ "$checked" -eq 0 ]; then
-    echo "matrix-units: FAILED: no decode_attn code object in $dir"
+mla=$(ls "$dir"/mla_decode_*.co 2>/dev/null | wc -l)
+if [ "$checked" -eq 0 ] || [ "$mla" -eq 0 ]; then
+    echo "matrix-units: FAILED: no decode_attn or no mla_decode code object in $dir"
     exit 1
 fi
-echo "matrix-units: $checked decode_attn code objects checked, $failed without MFMA"
+echo "matrix-units: $checked decode_attn and mla_decode code objects ($mla mla_decode) checked, $failed without MFMA"
 [ "$failed" -eq 0 ]

@@ -1643,16 +1643,18 @@ Test(cli, explain_decode_plan_and_skips)
               out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
-    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s32_portable\n"),
+    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s30_portable\n"),
               "%s", out);
     cr_assert(strstr(out, "the portable form: mi300x has no thread-block clusters"), "%s", out);
+    cr_expect(strstr(out, "the scores and P.V on the matrix units (MFMA 16x16x16"), "%s", out);
     free(out);
     /* the same on an sm_90a target without clusters (to run it on an H200) */
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2-lite.yaml "
                            "tests/gpu/portable/h200-portable.yaml"),
                  0, "%s", out);
-    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s9_portable\n"),
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s15_portable\n"),
               "%s", out);
+    cr_expect(strstr(out, "the scores and P.V on the matrix units (mma.sync m16n8k16"), "%s", out);
     cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
     cr_expect(strstr(out, "64-token pages through the block table, a lookup a tile"), "%s", out);
     free(out);
@@ -1785,16 +1787,17 @@ Test(cli, mla_portable_short_context)
 }
 
 /* The portable form at other widths on a 64 KiB LDS (MI300X): tiles of 32
- * keys where Q and the tile fit, else 16, else not emitted with the reason. */
+ * keys where the tile (Q's rows before it) fits, else 16; a kv_lora its
+ * matrix products do not take is not emitted, with the reason. */
 Test(cli, mla_portable_tile_fits_the_lds)
 {
     char *lite = slurp("specs/models/deepseek-v2-lite.yaml");
     const struct {
         const char *kv, *rope, *want;
     } cases[] = {
-        {"512", "64", "tiles of 32 keys, 58064 bytes"},     /* DeepSeek's 576 */
-        {"512", "448", "tiles of 16 keys, 62928 bytes"},    /* 960: 32 keys would need 94,928 */
-        {"1024", "512", "a row of 1536: 16 keys and 16 heads need"},
+        {"512", "64", "tiles of 32 keys, 43472 bytes"},     /* DeepSeek's 576 */
+        {"512", "448", "tiles of 16 keys, 37072 bytes"},    /* 960: 32 keys would need 68,032 */
+        {"1024", "512", "kv_lora 1024 and a row of 1536: the portable form's matrix products need"},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[128], kv[64], rope[64];
