@@ -113,11 +113,38 @@ static int add_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec 
     return fg_plan_add(set, &in, s, ts, d);
 }
 
+/* The fused GEMM, one instance per (n, k) of the spec's shapes (m is the
+ * call's), where the target has one. */
+static int add_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
+{
+    const fg_gemm *g = s->gemm;
+    for (unsigned i = 0; i < g->shapes_count; i++) {
+        const fg_gemm_shape *sh = &g->shapes[i];
+        bool seen = false;
+        for (unsigned j = 0; j < i && !seen; j++)
+            seen = g->shapes[j].n == sh->n && g->shapes[j].k == sh->k;
+        if (seen || fg_plan_overlap_gemm_skipped(sh, ts->target))
+            continue;
+        fg_instance in = {0};
+        char why[200];
+        snprintf(why, sizeof why, "the shapes of %s with n %u, k %u (%s first)", g->name, sh->n,
+                 sh->k, sh->name);
+        if (fg_plan_overlap_gemm(g->dtype, sh, ts->target, why, &in, d) != 0) {
+            fg_instance_free(&in);
+            return -1;
+        }
+        if (fg_plan_add(set, &in, s, ts, d) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 int fg_plan_spec(const fg_spec *s, const fg_spec *t, fg_plan_set *set, fg_diag *d)
 {
     if (s->kind == FG_SPEC_GEMM) {
         add_overlap_plans(set, s, t->target);
-        return add_overlap_reduce(set, s, t, d);
+        const int rc = add_overlap_reduce(set, s, t, d);
+        return rc ? rc : add_overlap_gemm(set, s, t, d);
     }
     if (s->kind != FG_SPEC_MODEL)
         return 0;

@@ -86,6 +86,11 @@ const char *fg_plan_mla_skipped(const fg_spec *model, const fg_target *target);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
 int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
                            fg_instance *in, fg_diag *d);
+/* The overlap family's fused GEMM for shape sh's n and k (plan_gemm.c),
+ * and why a shape and target get none (NULL: they do). */
+int fg_plan_overlap_gemm(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
+                         const char *why, fg_instance *in, fg_diag *d);
+const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t);
 /* The RMSNorm instance of a row of `hidden` for model spec s on target
  * spec ts, added to set, and with set->candidates its tuning candidates. */
 int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned hidden,

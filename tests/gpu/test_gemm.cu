@@ -1,0 +1,417 @@
+// The overlap family's fused GEMM (templates/overlap_gemm.in), unsplit:
+// C[M, N] = A[M, K] . W[N, K]^T, bf16 in, fp32 sums, bf16 out, against
+// cuBLASLt's same product (TN, the same layouts) in the same run.
+//
+// Each overlap_gemm_* instance in --kernels (its launch from --manifest, or
+// DIR/manifest.json) is loaded by the driver API with its two TMA tensor
+// maps encoded here (cuTensorMapEncodeTiled, 128-byte swizzle, boxes of
+// 64 x 128 for A and 64 x 256 for W).  Checks, on fresh random inputs with C
+// poisoned before each launch, at M = 128 (one tile row), 1152 (a partial
+// group of tile rows) and 4096: no poisoned output left, 256 sampled
+// outputs against a double reference on the host (rel L2 <= 1e-2, NaN never
+// passes), and the whole output against cuBLASLt's (rel L2 <= 1e-2).
+// --bench [--json FILE]: both timed at M = 4096 and 16384 in CUDA graphs,
+// interleaved (fused, cuBLASLt, fused, cuBLASLt), medians; TFLOP/s and the
+// fused kernel's share of cuBLASLt's rate.
+#include <cublasLt.h>
+#include <cuda.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace {
+
+// ---- the driver API, through the runtime's entry points ----
+
+struct Driver {
+    decltype(&cuModuleLoadData) load = nullptr;
+    decltype(&cuModuleGetFunction) getfn = nullptr;
+    decltype(&cuFuncSetAttribute) setattr = nullptr;
+    decltype(&cuLaunchKernel) launch = nullptr;
+    decltype(&cuTensorMapEncodeTiled) encode = nullptr;
+    decltype(&cuGetErrorString) errstr = nullptr;
+};
+Driver drv;
+
+template <class F> bool entry(const char *name, F *fn)
+{
+    cudaDriverEntryPointQueryResult q;
+    void *p = nullptr;
+    if (cudaGetDriverEntryPointByVersion(name, &p, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess || !p) {
+        fprintf(stderr, "test_gemm: no driver entry point %s\n", name);
+        return false;
+    }
+    *fn = (F)p;
+    return true;
+}
+
+bool driver_open()
+{
+    return entry("cuModuleLoadData", &drv.load) && entry("cuModuleGetFunction", &drv.getfn) &&
+           entry("cuFuncSetAttribute", &drv.setattr) && entry("cuLaunchKernel", &drv.launch) &&
+           entry("cuTensorMapEncodeTiled", &drv.encode) && entry("cuGetErrorString", &drv.errstr);
+}
+
+bool cu_ok(CUresult r, const char *what)
+{
+    if (r == CUDA_SUCCESS)
+        return true;
+    const char *s = nullptr;
+    drv.errstr(r, &s);
+    fprintf(stderr, "test_gemm: %s: %s\n", what, s ? s : "unknown error");
+    return false;
+}
+
+// A row-major bf16 matrix [rows][cols] as a tensor map of boxes box_cols x
+// box_rows, 128-byte swizzle (box_cols x 2 bytes = 128).
+bool tensor_map(CUtensorMap *m, const void *base, long long rows, long long cols, int box_rows,
+                int box_cols)
+{
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+    const cuuint32_t box[2] = {(cuuint32_t)box_cols, (cuuint32_t)box_rows};
+    const cuuint32_t elem[2] = {1, 1};
+    return cu_ok(drv.encode(m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void *>(base), dims,
+                            strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                 "cuTensorMapEncodeTiled");
+}
+
+// ---- one instance ----
+
+struct Gemm {
+    std::string name;
+    long long n = 0, k = 0, bm = 0, bn = 0, bk = 0;
+    unsigned grid = 0, block = 0, smem = 0;
+    CUfunction fn = nullptr;
+};
+
+bool gemm_open(Gemm *g, const char *dir, const char *manifest)
+{
+    const char *nm = g->name.c_str();
+    g->n = fgh_manifest_value(manifest, nm, "params.n");
+    g->k = fgh_manifest_value(manifest, nm, "params.k");
+    g->bm = fgh_manifest_value(manifest, nm, "params.bm");
+    g->bn = fgh_manifest_value(manifest, nm, "params.bn");
+    g->bk = fgh_manifest_value(manifest, nm, "params.bk");
+    const long long grid = fgh_manifest_value(manifest, nm, "launch.grid");
+    const long long block = fgh_manifest_value(manifest, nm, "launch.block");
+    const long long smem = fgh_manifest_value(manifest, nm, "launch.dynamic_smem");
+    if (g->n <= 0 || g->k <= 0 || g->bm <= 0 || grid <= 0 || block <= 0 || smem <= 0) {
+        fprintf(stderr, "test_gemm: %s: its params and launch are not in the manifest\n", nm);
+        return false;
+    }
+    g->grid = (unsigned)grid, g->block = (unsigned)block, g->smem = (unsigned)smem;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir, nm);
+    size_t size = 0;
+    void *image = fgh_read_file(path, &size);
+    if (!image)
+        return false;
+    CUmodule mod;
+    const bool ok = cu_ok(drv.load(&mod, image), "cuModuleLoadData") &&
+                    cu_ok(drv.getfn(&g->fn, mod, nm), "cuModuleGetFunction") &&
+                    cu_ok(drv.setattr(g->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                      (int)g->smem),
+                          "cuFuncSetAttribute");
+    free(image);
+    return ok;
+}
+
+// The buffers of one (M, N, K) and their tensor maps.
+struct Problem {
+    long long m = 0, n = 0, k = 0;
+    __nv_bfloat16 *a = nullptr, *w = nullptr, *c = nullptr, *ref = nullptr;
+    CUtensorMap map_a, map_w;
+    std::vector<uint16_t> ha, hw;   // host copies for the sampled reference
+    bool open(const Gemm &g, long long rows, uint64_t seed, bool host_copies)
+    {
+        m = rows, n = g.n, k = g.k;
+        const size_t na = (size_t)m * k, nw = (size_t)n * k, nc = (size_t)m * n;
+        bool ok = fgh_ok(cudaMalloc(&a, na * 2)) && fgh_ok(cudaMalloc(&w, nw * 2)) &&
+                  fgh_ok(cudaMalloc(&c, nc * 2)) && fgh_ok(cudaMalloc(&ref, nc * 2));
+        if (ok && host_copies) {
+            ha.resize(na), hw.resize(nw);
+            fgh_fill_host(ha.data(), FGH_BF16, na, seed, 1.f);
+            fgh_fill_host(hw.data(), FGH_BF16, nw, seed + 1, 1.f);
+            ok = fgh_ok(cudaMemcpy(a, ha.data(), na * 2, cudaMemcpyHostToDevice)) &&
+                 fgh_ok(cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice));
+        } else if (ok) {
+            ok = fgh_fill_device(a, FGH_BF16, na, seed, 1.f, nullptr) == 0 &&
+                 fgh_fill_device(w, FGH_BF16, nw, seed + 1, 1.f, nullptr) == 0;
+        }
+        return ok && tensor_map(&map_a, a, m, k, (int)g.bm, (int)g.bk) &&
+               tensor_map(&map_w, w, n, k, (int)g.bn, (int)g.bk);
+    }
+    ~Problem() { cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(ref); }
+};
+
+bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s)
+{
+    int rows = (int)p.m;
+    void *c = p.c;
+    void *args[] = {&p.map_a, &p.map_w, &c, &rows};
+    const long long tiles = p.m / g.bm * (p.n / g.bn);
+    const unsigned grid = tiles < g.grid ? (unsigned)tiles : g.grid;
+    return cu_ok(drv.launch(g.fn, grid, 1, 1, g.block, 1, 1, g.smem, (CUstream)s, args, nullptr),
+                 "cuLaunchKernel");
+}
+
+// ---- cuBLASLt: C^T[N, M] = W^T' . A^T in column-major terms (TN) ----
+
+struct Lt {
+    cublasLtHandle_t h = nullptr;
+    void *ws = nullptr;
+    static constexpr size_t kWorkspace = (size_t)32 << 20;
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+    cublasLtMatmulAlgo_t algo;
+    long long m = -1, n = -1, k = -1;
+    bool ok(cublasStatus_t st, const char *what)
+    {
+        if (st != CUBLAS_STATUS_SUCCESS)
+            fprintf(stderr, "test_gemm: cuBLASLt %s: status %d\n", what, (int)st);
+        return st == CUBLAS_STATUS_SUCCESS;
+    }
+    void drop()
+    {
+        if (op)
+            cublasLtMatmulDescDestroy(op), op = nullptr;
+        for (cublasLtMatrixLayout_t *l : {&la, &lb, &lc})
+            if (*l)
+                cublasLtMatrixLayoutDestroy(*l), *l = nullptr;
+        m = n = k = -1;
+    }
+    bool plan(long long rows, long long cols, long long depth)
+    {
+        if (rows == m && cols == n && depth == k)
+            return true;
+        drop();
+        const cublasOperation_t t = CUBLAS_OP_T;
+        cublasLtMatmulPreference_t pref = nullptr;
+        cublasLtMatmulHeuristicResult_t best = {};
+        int found = 0;
+        const size_t wsb = kWorkspace;
+        const bool good =
+            ok(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc") &&
+            ok(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t),
+               "transa") &&
+            ok(cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, depth, cols, depth), "W") &&
+            ok(cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, depth, rows, depth), "A") &&
+            ok(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, cols, rows, cols), "C") &&
+            ok(cublasLtMatmulPreferenceCreate(&pref), "preference") &&
+            ok(cublasLtMatmulPreferenceSetAttribute(
+                   pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsb, sizeof wsb),
+               "workspace") &&
+            ok(cublasLtMatmulAlgoGetHeuristic(h, op, la, lb, lc, lc, pref, 1, &best, &found),
+               "heuristic") &&
+            found > 0;
+        if (pref)
+            cublasLtMatmulPreferenceDestroy(pref);
+        if (!good)
+            return false;
+        algo = best.algo, m = rows, n = cols, k = depth;
+        return true;
+    }
+    bool run(Problem &p, __nv_bfloat16 *out, cudaStream_t s)
+    {
+        const float one = 1.f, zero = 0.f;
+        return plan(p.m, p.n, p.k) &&
+               ok(cublasLtMatmul(h, op, &one, p.w, la, p.a, lb, &zero, out, lc, out, lc, &algo, ws,
+                                 kWorkspace, s),
+                  "matmul");
+    }
+};
+
+// ---- checks ----
+
+double host_bf16(const std::vector<uint16_t> &v, size_t i) { return fgh_bf16_to_f32(v[i]); }
+
+void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s)
+{
+    char name[200];
+    snprintf(name, sizeof name, "%s, M=%lld", g.name.c_str(), rows);
+    Problem p;
+    if (!CHECK(name, p.open(g, rows, seed, true)))
+        return;
+    const size_t nc = (size_t)p.m * p.n;
+    bool ok = fgh_poison_device(p.c, nc * 2, s) == 0 && launch_fused(g, p, s) &&
+              lt.run(p, p.ref, s) && fgh_ok(cudaStreamSynchronize(s));
+    std::vector<uint16_t> got(nc), base(nc);
+    ok = ok && fgh_ok(cudaMemcpy(got.data(), p.c, nc * 2, cudaMemcpyDeviceToHost)) &&
+         fgh_ok(cudaMemcpy(base.data(), p.ref, nc * 2, cudaMemcpyDeviceToHost));
+    if (!CHECK(name, ok))
+        return;
+    char what[260];
+    snprintf(what, sizeof what, "%s: every output written", name);
+    const size_t poisoned = fgh_count_poisoned(got.data(), FGH_BF16, nc);
+    CHECKF(what, poisoned == 0, "%zu outputs still poisoned", poisoned);
+    // sampled outputs against a double reference (every tile row's first
+    // and last rows among them, so a misplaced row of tiles shows)
+    constexpr int kSamples = 256;
+    std::vector<double> ref(kSamples);
+    std::vector<uint16_t> sampled(kSamples);
+    for (int i = 0; i < kSamples; i++) {
+        const uint64_t h = fgh_splitmix64(seed + 77 + i);
+        const long long r = i < 2 ? (i ? p.m - 1 : 0) : (long long)(h % (uint64_t)p.m);
+        const long long col = (long long)((h >> 32) % (uint64_t)p.n);
+        double t = 0;
+        for (long long kk = 0; kk < p.k; kk++)
+            t += host_bf16(p.ha, (size_t)r * p.k + kk) * host_bf16(p.hw, (size_t)col * p.k + kk);
+        ref[i] = t;
+        sampled[i] = got[(size_t)r * p.n + col];
+    }
+    const fgh_err e = fgh_compare(sampled.data(), FGH_BF16, ref.data(), kSamples);
+    snprintf(what, sizeof what, "%s: %d sampled outputs against a double reference", name,
+             kSamples);
+    CHECKF(what, e.nonfinite == 0 && e.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite", e.rel_l2,
+           e.nonfinite);
+    std::vector<double> lt_out(nc);
+    for (size_t i = 0; i < nc; i++)
+        lt_out[i] = fgh_bf16_to_f32(base[i]);
+    const fgh_err el = fgh_compare(got.data(), FGH_BF16, lt_out.data(), nc);
+    snprintf(what, sizeof what, "%s: the whole output against cuBLASLt's", name);
+    CHECKF(what, el.nonfinite == 0 && el.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite",
+           el.rel_l2, el.nonfinite);
+    if (fgh_passed_count() && e.rel_l2 <= 1e-2)
+        printf("    %s: sampled rel L2 %.3e, against cuBLASLt %.3e\n", name, e.rel_l2, el.rel_l2);
+}
+
+// ---- --bench ----
+
+struct Timed {
+    const Gemm *g;
+    Lt *lt;
+    Problem *p;
+    bool fused;
+};
+void enqueue(void *ctx, int, cudaStream_t s)
+{
+    Timed *t = (Timed *)ctx;
+    if (t->fused)
+        launch_fused(*t->g, *t->p, s);
+    else
+        t->lt->run(*t->p, t->p->c, s);
+}
+
+void bench(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s, fgh_json *j)
+{
+    Problem p;
+    char name[200];
+    snprintf(name, sizeof name, "%s bench, M=%lld", g.name.c_str(), rows);
+    if (!CHECK(name, p.open(g, rows, seed, false) && lt.plan(rows, g.n, g.k)))
+        return;
+    constexpr int kRounds = 2;
+    std::vector<double> us[2];
+    for (int r = 0; r < kRounds; r++)
+        for (int f = 1; f >= 0; f--) {
+            Timed t{&g, &lt, &p, f == 1};
+            fgh_timing tm;
+            if (!CHECK(name, fgh_bench(s, enqueue, &t, 1, 3.0, 7, &tm) == 0))
+                return;
+            us[f].push_back(tm.med_us);
+        }
+    const double flop = 2.0 * rows * g.n * g.k;
+    const double fused = fgh_median(us[1].data(), (int)us[1].size());
+    const double base = fgh_median(us[0].data(), (int)us[0].size());
+    printf("%-40s M=%6lld N=%6lld K=%6lld  fused %9.2f us %6.1f TFLOP/s  cuBLASLt %9.2f us %6.1f "
+           "TFLOP/s  fused/cuBLASLt rate %.3f\n",
+           g.name.c_str(), rows, g.n, g.k, fused, flop / fused * 1e-6, base, flop / base * 1e-6,
+           base / fused);
+    if (j) {
+        fgh_json_obj_begin(j, nullptr);
+        fgh_json_str(j, "name", g.name.c_str());
+        fgh_json_int(j, "m", rows), fgh_json_int(j, "n", g.n), fgh_json_int(j, "k", g.k);
+        fgh_json_num(j, "fused_us", fused);
+        fgh_json_num(j, "cublaslt_us", base);
+        fgh_json_num(j, "fused_tflops", flop / fused * 1e-6);
+        fgh_json_num(j, "cublaslt_tflops", flop / base * 1e-6);
+        fgh_json_num(j, "fused_share_of_cublaslt", base / fused);
+        fgh_json_obj_end(j);
+    }
+}
+
+}   // namespace
+
+int main(int argc, char **argv)
+{
+    fgh_args a;
+    fgh_args_init(&a);
+    for (int i = 1; i < argc; i++)
+        if (!fgh_common_arg(&a, argc, argv, &i)) {
+            fprintf(stderr,
+                    "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
+                    "[--verbose] [--bench [--json FILE]] [--commit C]\n",
+                    argv[0]);
+            return 2;
+        }
+    fgh_args_apply(&a);
+    fgh_device d;
+    if (!CHECK("device: open", fgh_device_open(0, &d) == 0))
+        return fgh_summary() ? 1 : 0;
+    if (d.cc_major != 9) {
+        fgh_skip("overlap_gemm (sm_90a)", "this GPU is not compute capability 9.x");
+        return fgh_summary() ? 1 : 0;
+    }
+    int n = 0;
+    char **files = fgh_list_cubins(a.kernels, "overlap_gemm_", &n);
+    char mpath[1024];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", a.kernels);
+    char *manifest = fgh_read_text(a.manifest ? a.manifest : mpath);
+    if (!n || !manifest) {
+        fgh_skip("overlap_gemm", n ? "no manifest" : "no overlap_gemm_* cubin in --kernels");
+        return fgh_summary() ? 1 : 0;
+    }
+    std::vector<const char *> names(files, files + n);
+    std::unique_ptr<bool[]> chosen(new bool[n]);
+    std::fill(chosen.get(), chosen.get() + n, true);
+    if (a.only)
+        fgh_names_chosen(a.only, names.data(), n, chosen.get());
+    cudaStream_t s;
+    Lt lt;
+    FILE *jf = nullptr;
+    fgh_json j;
+    bool ok = CHECK("driver entry points", driver_open()) &&
+              fgh_ok(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) &&
+              lt.ok(cublasLtCreate(&lt.h), "create") &&
+              fgh_ok(cudaMalloc(&lt.ws, Lt::kWorkspace));
+    if (ok && a.bench && a.json)
+        ok = fgh_bench_doc_begin(&j, &jf, a.json, &d, a.commit, "test_gemm --bench") == 0;
+    if (jf)
+        fgh_json_arr_begin(&j, "cases");
+    for (int i = 0; ok && i < n; i++) {
+        if (!chosen[i])
+            continue;
+        Gemm g;
+        g.name = names[i];
+        if (!CHECK(g.name.c_str(), gemm_open(&g, a.kernels, manifest)))
+            continue;
+        const uint64_t seed = fgh_next_seed();
+        for (long long rows : {128ll, 1152ll, 4096ll})
+            check(g, lt, rows, seed + rows, s);
+        if (a.bench)
+            for (long long rows : {4096ll, 16384ll})
+                bench(g, lt, rows, seed + 7 * rows, s, jf ? &j : nullptr);
+    }
+    if (jf) {
+        fgh_json_arr_end(&j);
+        fgh_bench_doc_end(&j, jf, a.json);
+    }
+    lt.drop();
+    if (lt.h)
+        cublasLtDestroy(lt.h);
+    cudaFree(lt.ws);
+    free(manifest);
+    free(files);
+    return fgh_summary() ? 1 : 0;
+}
