@@ -3,9 +3,10 @@
 // cuBLASLt's same product (TN, the same layouts) in the same run.
 //
 // Each overlap_gemm_* instance in --kernels (its launch from --manifest, or
-// DIR/manifest.json) is loaded by the driver API with its two TMA tensor
-// maps encoded here (cuTensorMapEncodeTiled, 128-byte swizzle, boxes of
-// 64 x 128 for A and 64 x 256 for W).  Checks, on fresh random inputs with C
+// DIR/manifest.json) is loaded by the driver API with its three TMA tensor
+// maps encoded here (cuTensorMapEncodeTiled, 128-byte swizzle, the boxes
+// its params give: bk x bm for A, bk x bn for W, cbox_cols x cbox_rows
+// for C).  Checks, on fresh random inputs with C
 // poisoned before each launch, at M = 128 (one tile row), 1152 (a partial
 // group of tile rows) and 4096: no poisoned output left, 256 sampled
 // outputs against a double reference on the host (rel L2 <= 1e-2, NaN never
@@ -91,7 +92,7 @@ bool tensor_map(CUtensorMap *m, const void *base, long long rows, long long cols
 
 struct Gemm {
     std::string name;
-    long long n = 0, k = 0, bm = 0, bn = 0, bk = 0;
+    long long n = 0, k = 0, bm = 0, bn = 0, bk = 0, cbox_rows = 0, cbox_cols = 0;
     unsigned grid = 0, block = 0, smem = 0;
     CUfunction fn = nullptr;
 };
@@ -104,10 +105,13 @@ bool gemm_open(Gemm *g, const char *dir, const char *manifest)
     g->bm = fgh_manifest_value(manifest, nm, "params.bm");
     g->bn = fgh_manifest_value(manifest, nm, "params.bn");
     g->bk = fgh_manifest_value(manifest, nm, "params.bk");
+    g->cbox_rows = fgh_manifest_value(manifest, nm, "params.cbox_rows");
+    g->cbox_cols = fgh_manifest_value(manifest, nm, "params.cbox_cols");
     const long long grid = fgh_manifest_value(manifest, nm, "launch.grid");
     const long long block = fgh_manifest_value(manifest, nm, "launch.block");
     const long long smem = fgh_manifest_value(manifest, nm, "launch.dynamic_smem");
-    if (g->n <= 0 || g->k <= 0 || g->bm <= 0 || grid <= 0 || block <= 0 || smem <= 0) {
+    if (g->n <= 0 || g->k <= 0 || g->bm <= 0 || g->bn <= 0 || g->bk <= 0 || g->cbox_rows <= 0 ||
+        g->cbox_cols <= 0 || grid <= 0 || block <= 0 || smem <= 0) {
         fprintf(stderr, "test_gemm: %s: its params and launch are not in the manifest\n", nm);
         return false;
     }
@@ -132,7 +136,7 @@ bool gemm_open(Gemm *g, const char *dir, const char *manifest)
 struct Problem {
     long long m = 0, n = 0, k = 0;
     __nv_bfloat16 *a = nullptr, *w = nullptr, *c = nullptr, *ref = nullptr;
-    CUtensorMap map_a, map_w;
+    CUtensorMap map_a, map_w, map_c;
     std::vector<uint16_t> ha, hw;   // host copies for the sampled reference
     bool open(const Gemm &g, long long rows, uint64_t seed, bool host_copies)
     {
@@ -151,7 +155,8 @@ struct Problem {
                  fgh_fill_device(w, FGH_BF16, nw, seed + 1, 1.f, nullptr) == 0;
         }
         return ok && tensor_map(&map_a, a, m, k, (int)g.bm, (int)g.bk) &&
-               tensor_map(&map_w, w, n, k, (int)g.bn, (int)g.bk);
+               tensor_map(&map_w, w, n, k, (int)g.bn, (int)g.bk) &&
+               tensor_map(&map_c, c, m, n, (int)g.cbox_rows, (int)g.cbox_cols);
     }
     ~Problem() { cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(ref); }
 };
@@ -159,8 +164,7 @@ struct Problem {
 bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s)
 {
     int rows = (int)p.m;
-    void *c = p.c;
-    void *args[] = {&p.map_a, &p.map_w, &c, &rows};
+    void *args[] = {&p.map_a, &p.map_w, &p.map_c, &rows};
     const long long tiles = p.m / g.bm * (p.n / g.bn);
     const unsigned grid = tiles < g.grid ? (unsigned)tiles : g.grid;
     return cu_ok(drv.launch(g.fn, grid, 1, 1, g.block, 1, 1, g.smem, (CUstream)s, args, nullptr),
