@@ -183,6 +183,12 @@ FG_DEVICE void named_arrive(int id, int threads)
 {
     asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// A 32-bit word to shared address addr (a 32-bit address: no 64-bit
+// pointer arithmetic where registers are short).
+FG_DEVICE void st_shared_u32(unsigned addr, unsigned v)
+{
+    asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(v) : "memory");
+}
 // Shared-memory writes of the generic proxy (st.shared, cp.async) before the
 // async proxy's accesses (wgmma, bulk copies) to the same memory.
 FG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
@@ -268,6 +274,76 @@ FG_DEVICE unsigned pack2(float lo, float hi)
     h[0] = fg_from_float(lo), h[1] = fg_from_float(hi);
     return u;
 }
+
+// wgmma.  A shared-memory matrix descriptor, 128-byte swizzle: start
+// address, leading and stride byte offsets (>> 4).
+FG_DEVICE uint64_t wg_desc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 |
+           (uint64_t)(sbo >> 4) << 32 | 1ull << 62;
+}
+// The descriptor d moved by off bytes: the start address field holds
+// address >> 4 in 14 bits, and the address plus off stays below 256 KB (off a
+// multiple of 16), so adding to it never carries into the next field.
+FG_DEVICE uint64_t wg_desc_plus(uint64_t d, unsigned off) { return d + (off >> 4); }
+FG_DEVICE void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+FG_DEVICE void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// until at most N of this warpgroup's wgmma groups are in flight
+template <int N> FG_DEVICE void wg_wait()
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Pins accumulators on this side of a wgmma fence or wait (the compiler
+// does not know that wgmma reads and writes them asynchronously).
+template <int N> FG_DEVICE void reg_fence(float (&d)[N])
+{
+#pragma unroll
+    for (int i = 0; i < N; i++)
+        asm volatile("" : "+f"(d[i])::"memory");
+}
+#if defined(FG_DTYPE_F16)
+#define FG_WG_TYPE "f16"
+#else
+#define FG_WG_TYPE "bf16"
+#endif
+// A 2D tensor map (CUtensorMap's size and alignment; encoded on the host by
+// cuTensorMapEncodeTiled), passed by value as a __grid_constant__ parameter.
+struct alignas(64) fg_tensor_map {
+    unsigned long long opaque[16];
+};
+// The box at (c0 innermost, c1) of the tensor `map` describes, into shared
+// memory at dst, completing `bytes` on bar's transaction count.
+FG_DEVICE void tma_load_2d(void *dst, const fg_tensor_map *map, int c0, int c1, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
+                 "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
+                 : "memory");
+}
+// The box at (c0, c1) of the tensor `map` describes written from shared
+// memory at src (a bulk group: commit, then wait before src is reused).
+FG_DEVICE void tma_store_2d(const fg_tensor_map *map, int c0, int c1, const void *src)
+{
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%1, %2}], [%3];" ::"l"(map),
+                 "r"(c0), "r"(c1), "r"(smem_addr(src))
+                 : "memory");
+}
+FG_DEVICE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Until at most N of this thread's bulk groups still read their shared memory.
+template <int N> FG_DEVICE void bulk_wait_read()
+{
+    asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// Until at most N of this thread's bulk groups are incomplete (writes done).
+template <int N> FG_DEVICE void bulk_wait() { asm volatile("cp.async.bulk.wait_group %0;" ::"n"(N) : "memory"); }
+FG_DEVICE void tma_prefetch_map(const fg_tensor_map *map)
+{
+    asm volatile("prefetch.tensormap [%0];" ::"l"(map) : "memory");
+}
+// A warpgroup's register budget moved (warp-specialized kernels: producers
+// give registers to the consumers); N a multiple of 8 in [24, 256].
+template <int N> FG_DEVICE void regs_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N)); }
+template <int N> FG_DEVICE void regs_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N)); }
 #line 1 "templates/rmsnorm.in"
 // RMSNorm over rows of 4096 elements: y = x * rsqrt(mean(x^2) + eps) * weight,
 // accumulated in fp32 and rounded once.  One block of 256 threads per
