@@ -20,6 +20,9 @@ failed=0 checked=0
 for co in "$dir"/*.co; do
     [ -e "$co" ] || continue
     name=$(basename "$co" .co)
+    # an object the gate's manifest does not list is left from an earlier
+    # build of another generation (renamed instances): not this build's
+    grep -q "\"name\": \"$name\"" "$manifest" || continue
     mfma=$("$objdump" -d "$co" | grep -c 'v_mfma')
     # the gate's occupancy for this instance (the manifest's resources block)
     occ=$(awk -v n="\"$name\"" 'index($0, "\"name\": " n) { f = 1 } f && /"occupancy"/ {
@@ -37,7 +40,8 @@ for co in "$dir"/*.co; do
         echo "matrix-units: $name: $mfma MFMA (no tensor cores in its CUDA form), occupancy ${occ:-?}" ;;
     esac
 done
-mla=$(ls "$dir"/mla_decode_*.co 2>/dev/null | wc -l)
+mla=$(for co in "$dir"/mla_decode_*.co; do [ -e "$co" ] &&
+    grep -q "\"name\": \"$(basename "$co" .co)\"" "$manifest" && echo; done | wc -l)
 if [ "$checked" -eq 0 ] || [ "$mla" -eq 0 ]; then
     echo "matrix-units: FAILED: no decode_attn or no mla_decode code object in $dir"
     exit 1
