@@ -175,6 +175,67 @@ static int render_overlap(json_object *doc, json_object *cases, const char *sour
     return 0;
 }
 
+/* A fused-GEMM results document (test_gemm --bench): per (m, n, k) the
+ * fused kernel's and cuBLASLt's medians, TFLOP/s and the fused kernel's
+ * share of cuBLASLt's rate; the chart draws both rates per shape. */
+static int render_gemm(json_object *doc, json_object *cases, const char *source,
+                       const char *png_name, const char *const *globs, size_t nglobs,
+                       fg_strbuf *md, fg_strbuf *gp, fg_diag *d)
+{
+    const size_t n = json_object_array_length(cases);
+    const char *gpu = fg_json_str(fg_json_get(doc, "gpu"), "name");
+    const char *commit = fg_json_str(doc, "commit"), *date = fg_json_str(doc, "date_utc");
+    fg_strbuf m = {0}, data = {0};
+    fg_sb_printf(&m, "# %s\n\n%s, commit %s, %s. Per call, us (medians); TFLOP/s = 2 m n k / "
+                     "time; cuBLASLt's same product (TN) in the same run.\n\n"
+                     "| instance | m | n | k | fused us | fused TFLOP/s | cuBLASLt us | "
+                     "cuBLASLt TFLOP/s | fused rate / cuBLASLt's |\n"
+                     "|---|---|---|---|---|---|---|---|---|\n",
+                 source, gpu ? gpu : "unknown GPU", commit ? commit : "unknown",
+                 date ? date : "unknown");
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        json_object *c = json_object_array_get_idx(cases, i);
+        const char *name = fg_json_str(c, "name");
+        const double fused = fg_json_num(c, "fused_us"), base = fg_json_num(c, "cublaslt_us");
+        const double mm = fg_json_num(c, "m"), nn = fg_json_num(c, "n"), kk = fg_json_num(c, "k");
+        if (!name || !(fused > 0) || !(base > 0) || !(mm > 0) || !(nn > 0) || !(kk > 0)) {
+            fg_error_at(d, source, 0, 0, "case %zu: a GEMM case without its name, m, n, k, "
+                        "fused or cuBLASLt time", i);
+            fg_sb_free(&m), fg_sb_free(&data);
+            return -1;
+        }
+        if (nglobs && !fg_name_matches(name, globs, nglobs))
+            continue;
+        kept++;
+        const double flop = 2.0 * mm * nn * kk;
+        fg_sb_printf(&m, "| %s | %.0f | %.0f | %.0f | %.1f | %.1f | %.1f | %.1f | %.3f |\n",
+                     name, mm, nn, kk, fused, flop / fused * 1e-6, base, flop / base * 1e-6,
+                     base / fused);
+        fg_sb_printf(&data, "\"m%.0f n%.0f k%.0f\" %.1f %.1f\n", mm, nn, kk, flop / fused * 1e-6,
+                     flop / base * 1e-6);
+    }
+    if (!kept) {
+        fg_error_at(d, source, 0, 0, "no case's instance matches the filters");
+        fg_sb_free(&m), fg_sb_free(&data);
+        return -1;
+    }
+    fg_sb_printf(gp, "# gnuplot script written by fusegen report from %s\n"
+                     "set terminal png size 1100,700\nset output '%s'\n"
+                     "set title \"%s, %s (commit %s): GEMM TFLOP/s\" noenhanced\n"
+                     "set style data histograms\nset style histogram clustered gap 1\n"
+                     "set style fill solid 0.8 border -1\nset boxwidth 0.9\nset grid ytics\n"
+                     "set yrange [0:*]\nset ylabel 'TFLOP/s'\nset xtics rotate by -35 noenhanced\n"
+                     "set key below noenhanced\n$d << EOD\n%sEOD\n"
+                     "plot $d using 2:xtic(1) title 'fused (overlap_gemm)', '' using 3 title "
+                     "'cuBLASLt'\n",
+                 source, png_name, gpu ? gpu : "GPU", date ? date : "", commit ? commit : "",
+                 fg_sb_str(&data));
+    fg_sb_puts(md, fg_sb_str(&m));
+    fg_sb_free(&m), fg_sb_free(&data);
+    return 0;
+}
+
 int fg_report_render(json_object *doc, const char *source, const char *png_name,
                      const char *const *globs, size_t nglobs, fg_strbuf *md, fg_strbuf *gp,
                      fg_diag *d)
@@ -190,6 +251,9 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
     if (tool && !strcmp(tool, "test_overlap --bench") && cases &&
         json_object_is_type(cases, json_type_array) && json_object_array_length(cases))
         return render_overlap(doc, cases, source, png_name, globs, nglobs, md, gp, d);
+    if (tool && !strcmp(tool, "test_gemm --bench") && cases &&
+        json_object_is_type(cases, json_type_array) && json_object_array_length(cases))
+        return render_gemm(doc, cases, source, png_name, globs, nglobs, md, gp, d);
     size_t n = cases && json_object_is_type(cases, json_type_array)
                    ? json_object_array_length(cases)
                    : 0;
@@ -310,7 +374,9 @@ static const char usage[] =
     "against the measured ceilings and its baseline).  Overlap results\n"
     "(test_overlap --bench) get each shape's parts in the table and each\n"
     "schedule's time over max(T_gemm, T_comm) in the chart; --filter then\n"
-    "matches shape names.  On any error nothing is written.\n"
+    "matches shape names.  Fused-GEMM results (test_gemm --bench) get each\n"
+    "shape's times, TFLOP/s and share of cuBLASLt's rate, and a chart of both\n"
+    "rates.  On any error nothing is written.\n"
     "\n"
     "options:\n"
     "  -o, --out DIR       output folder (default: beside each results file)\n"

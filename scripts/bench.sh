@@ -64,6 +64,16 @@ for fam in rmsnorm decode_attn mla_decode mla_block; do
         --json "$out" "$@" || rc=1
     report "$fam" "$out"
 done
+# The overlap family's fused GEMM beside cuBLASLt (one GPU), where the
+# kernel folder has it.
+if ls "$FG_KERNELS_DIR"/overlap_gemm_*.cubin >/dev/null 2>&1; then
+    out="$stem-overlap-gemm.json"
+    "$GPU_BUILD/test_gemm" --bench --kernels "$FG_KERNELS_DIR" --commit "$FG_COMMIT" \
+        --json "$out" || rc=1
+    report overlap_gemm "$out"
+else
+    echo "bench: overlap_gemm SKIPPED — no overlap_gemm_*.cubin in $FG_KERNELS_DIR"
+fi
 # The overlap family on the first two GPUs (its shapes and schedules are
 # test_overlap's; the extra arguments are the decode harness's, not passed).
 gpus=$(fg_gpu_count)

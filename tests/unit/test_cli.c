@@ -1976,6 +1976,33 @@ Test(cli, report_table_and_chart)
     cr_assert(stat(path, &st) == 0 && st.st_size > 1000, "no chart drawn");
 }
 
+/* report on a fused-GEMM results file (test_gemm --bench): TFLOP/s from
+ * 2 m n k and each median, the fused kernel's share of cuBLASLt's rate, a
+ * chart of both rates per shape. */
+Test(cli, report_gemm_rates)
+{
+    char *out;
+    cr_assert_eq(run(&out, "report -o %s/rg tests/data/bench/gemm-two-cases.json", tmp), 0, "%s",
+                 out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/rg/gemm-two-cases.md", tmp);
+    char *md = slurp(path);
+    cr_assert(strstr(md, "NVIDIA H200, commit abc1234, 2026-12-02T09:53:36Z"), "%s", md);
+    /* 2 x 4096 x 8192 x 1024 = 68.72 GFLOP: 693.1 TFLOP/s in 99.14 us, 646.6 in 106.28 */
+    cr_assert(strstr(md, "| overlap_gemm_sm90a_bf16_n8192_k1024 | 4096 | 8192 | 1024 | 99.1 | "
+                         "693.2 | 106.3 | 646.6 | 1.072 |"),
+              "%s", md);
+    cr_assert(strstr(md, "| 16384 | 5120 | 8192 | 2048.0 | 671.1 | 1987.7 | 691.4 | 0.971 |"),
+              "%s", md);
+    free(md);
+    snprintf(path, sizeof path, "%s/rg/gemm-two-cases.gp", tmp);
+    char *gp = slurp(path);
+    cr_assert(strstr(gp, "\"m4096 n8192 k1024\" 693.2 646.6\n"), "%s", gp);
+    cr_assert(strstr(gp, "title 'fused (overlap_gemm)', '' using 3 title 'cuBLASLt'"), "%s", gp);
+    free(gp);
+}
+
 /* --filter keeps the cases of matching instances, --suffix names the view
  * apart from the full report; a filter matching nothing is an error. */
 Test(cli, report_filtered_view)
