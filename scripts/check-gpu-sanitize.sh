@@ -59,7 +59,7 @@ sanitize() {
     fi
 }
 for tool in memcheck synccheck racecheck; do
-    for t in rmsnorm decode_attn mla_decode mla_block; do
+    for t in rmsnorm decode_attn mla_decode mla_block gemm; do
         case $t/$tool in
             rmsnorm/*) args="--quick" ;;
             # the MLA core: one instance per code path (dtype, cache layout,
@@ -105,22 +105,22 @@ for tool in memcheck synccheck racecheck; do
                 skipped=$((skipped + 1))
                 continue ;;
             mla_block/*) args="--quick --only $block_only" ;;
+            # the overlap family's fused GEMM: every instance at M = 128 and
+            # 1152, 2 launches for determinism (check-gpu runs the 1000);
+            # racecheck without the cuBLASLt comparison (cuBLAS's own TMA
+            # kernels report hazards, as in the decode runs)
+            gemm/racecheck) args="--quick --no-baseline" ;;
+            gemm/*) args="--quick" ;;
         esac
         sanitize "$tool" "$t" "" "$args"
     done
 done
-# The overlap family on 2 GPUs: the executor (one process per GPU, so the
-# sanitizer follows every process) with the generated reduction where
-# FG_KERNELS_DIR has it; memcheck and synccheck (the reduction uses no shared
-# memory, so racecheck has nothing to check).
-gpus=$(fg_gpu_count)
-if [ "$gpus" -ge 2 ]; then
-    for tool in memcheck synccheck; do
-        sanitize "$tool" overlap_exec "--target-processes all" ""
-    done
-else
-    echo "check-gpu-sanitize: overlap_exec: SKIPPED (it needs 2 GPUs; this machine has $gpus)"
-    skipped=$((skipped + 1))
-fi
+# The overlap family's executor (one process per GPU, so the sanitizer
+# follows every process; on one GPU its 2 ranks share it) with the
+# generated reduction where FG_KERNELS_DIR has it; memcheck and synccheck
+# (the reduction uses no shared memory, so racecheck has nothing to check).
+for tool in memcheck synccheck; do
+    sanitize "$tool" overlap_exec "--target-processes all" ""
+done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed = 0 ]

@@ -10,7 +10,9 @@
 // poisoned before each launch, at M = 128 (one tile row), 1152 (a partial
 // group of tile rows) and 4096: no poisoned output left, 256 sampled
 // outputs against a double reference on the host (rel L2 <= 1e-2, NaN never
-// passes), and the whole output against cuBLASLt's (rel L2 <= 1e-2).
+// passes), and the whole output against cuBLASLt's (rel L2 <= 1e-2; not
+// with --no-baseline, which racecheck takes: cuBLAS's own TMA kernels
+// report hazards there).
 // Then 1000 launches at M = 256 with C poisoned before each must give
 // bitwise the first launch's output (compared on the device; issue 12's
 // deterministic mode: each output's sum has one order).  --quick: M = 128
@@ -246,7 +248,7 @@ struct Lt {
 
 double host_bf16(const std::vector<uint16_t> &v, size_t i) { return fgh_bf16_to_f32(v[i]); }
 
-void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s)
+void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s, bool baseline)
 {
     char name[200];
     snprintf(name, sizeof name, "%s, M=%lld", g.name.c_str(), rows);
@@ -255,10 +257,10 @@ void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s)
         return;
     const size_t nc = (size_t)p.m * p.n;
     bool ok = fgh_poison_device(p.c, nc * 2, s) == 0 && launch_fused(g, p, s) &&
-              lt.run(p, p.ref, s) && fgh_ok(cudaStreamSynchronize(s));
+              (!baseline || lt.run(p, p.ref, s)) && fgh_ok(cudaStreamSynchronize(s));
     std::vector<uint16_t> got(nc), base(nc);
     ok = ok && fgh_ok(cudaMemcpy(got.data(), p.c, nc * 2, cudaMemcpyDeviceToHost)) &&
-         fgh_ok(cudaMemcpy(base.data(), p.ref, nc * 2, cudaMemcpyDeviceToHost));
+         (!baseline || fgh_ok(cudaMemcpy(base.data(), p.ref, nc * 2, cudaMemcpyDeviceToHost)));
     if (!CHECK(name, ok))
         return;
     char what[260];
@@ -285,15 +287,20 @@ void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s)
              kSamples);
     CHECKF(what, e.nonfinite == 0 && e.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite", e.rel_l2,
            e.nonfinite);
-    std::vector<double> lt_out(nc);
-    for (size_t i = 0; i < nc; i++)
-        lt_out[i] = fgh_bf16_to_f32(base[i]);
-    const fgh_err el = fgh_compare(got.data(), FGH_BF16, lt_out.data(), nc);
-    snprintf(what, sizeof what, "%s: the whole output against cuBLASLt's", name);
-    CHECKF(what, el.nonfinite == 0 && el.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite",
-           el.rel_l2, el.nonfinite);
-    if (fgh_passed_count() && e.rel_l2 <= 1e-2)
+    fgh_err el = {};
+    if (baseline) {
+        std::vector<double> lt_out(nc);
+        for (size_t i = 0; i < nc; i++)
+            lt_out[i] = fgh_bf16_to_f32(base[i]);
+        el = fgh_compare(got.data(), FGH_BF16, lt_out.data(), nc);
+        snprintf(what, sizeof what, "%s: the whole output against cuBLASLt's", name);
+        CHECKF(what, el.nonfinite == 0 && el.rel_l2 <= 1e-2, "rel L2 %.3e, %zu non-finite",
+               el.rel_l2, el.nonfinite);
+    }
+    if (e.rel_l2 <= 1e-2 && baseline)
         printf("    %s: sampled rel L2 %.3e, against cuBLASLt %.3e\n", name, e.rel_l2, el.rel_l2);
+    else if (e.rel_l2 <= 1e-2)
+        printf("    %s: sampled rel L2 %.3e\n", name, e.rel_l2);
 }
 
 // Counts the 16-bit words where a and b differ into *count.
@@ -396,7 +403,7 @@ int main(int argc, char **argv)
         if (!fgh_common_arg(&a, argc, argv, &i)) {
             fprintf(stderr,
                     "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
-                    "[--verbose] [--quick] [--bench [--json FILE]] [--commit C]\n",
+                    "[--verbose] [--quick] [--no-baseline] [--bench [--json FILE]] [--commit C]\n",
                     argv[0]);
             return 2;
         }
@@ -444,7 +451,7 @@ int main(int argc, char **argv)
         const uint64_t seed = fgh_next_seed();
         for (long long rows : {128ll, 1152ll, 4096ll})
             if (!a.quick || rows < 4096)
-                check(g, lt, rows, seed + rows, s);
+                check(g, lt, rows, seed + rows, s, a.baseline);
         check_deterministic(g, a.quick ? 2 : 1000, seed + 5, s);
         if (a.bench)
             for (long long rows : {4096ll, 16384ll})
