@@ -227,6 +227,9 @@ struct Case {
     long long m, n, k;
 };
 
+// How the checks and the bench name a case's collective.
+const char *coll_name(const Case &cs) { return cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS"; }
+
 // A rank's device buffers for one shape: AG: the gathered A [m, k], B, C
 // [m, n]; RS: A [m, k], B, partials C [m, n], out [m / world, n].
 struct Buffers {
@@ -382,7 +385,7 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched 
 {
     char name[200];
     snprintf(name, sizeof name, "executor %s %s%s, %d processes, M=%lld N=%lld K=%lld: rank %d",
-             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
+             coll_name(cs), sched_name(sched).c_str(),
              generated_reduce ? " (generated reduction)" : "", P.world, cs.m, cs.n, cs.k, P.rank);
     Run r;
     if (r.open(ctx, P, g, cs, sched, 10.0, generated_reduce, name)) {
@@ -422,7 +425,7 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &c
     constexpr int kCalls = 1000;
     char name[200];
     snprintf(name, sizeof name, "executor %s %s%s, %d calls bitwise equal: rank %d",
-             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
+             coll_name(cs), sched_name(sched).c_str(),
              generated_reduce ? " (generated reduction)" : "", kCalls, P.rank);
     Run r;
     if (r.open(ctx, P, g, cs, sched, 10.0, generated_reduce, name)) {
@@ -548,7 +551,7 @@ void check_injected(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sc
     const double limit_s = 0.5;
     char name[200];
     snprintf(name, sizeof name, "executor %s %s, rank 0's %s %d failing: rank %d",
-             cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", sched_name(sched).c_str(),
+             coll_name(cs), sched_name(sched).c_str(),
              gemm ? "GEMM callback" : "copy", after, P.rank);
     Run r;
     if (!r.open(ctx, P, g, cs, sched, limit_s, false, name))
@@ -740,7 +743,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                 lo[p] = t[p].front(), hi[p] = t[p].back();
             }
             printf("%-16s %s M=%5lld N=%5lld K=%5lld  gemm %7.1f ", cs.name,
-                   cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS", cs.m, cs.n, cs.k, med[0]);
+                   coll_name(cs), cs.m, cs.n, cs.k, med[0]);
             for (int p = 1; p < kParts; p++)
                 printf(" %s %7.1f (%.2fx)", names[p].c_str(), med[p], med[p] / med[0]);
             printf("  us\n");
