@@ -125,15 +125,10 @@ static int add_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *t
             seen = g->shapes[j].n == sh->n && g->shapes[j].k == sh->k;
         if (seen || fg_plan_overlap_gemm_skipped(sh, ts->target))
             continue;
-        fg_instance in = {0};
         char why[200];
         snprintf(why, sizeof why, "the shapes of %s with n %u, k %u (%s first)", g->name, sh->n,
                  sh->k, sh->name);
-        if (fg_plan_overlap_gemm(g->dtype, sh, ts->target, why, &in, d) != 0) {
-            fg_instance_free(&in);
-            return -1;
-        }
-        if (fg_plan_add(set, &in, s, ts, d) != 0)
+        if (fg_plan_overlap_gemm(set, s, ts, sh, why, d) != 0)
             return -1;
     }
     return 0;

@@ -70,6 +70,9 @@ void fg_plan_mark(fg_instance *in, const char *family, fg_origin from);
 void fg_plan_config_line(fg_strbuf *sb, const fg_plan_set *set, const fg_tuning_entry *e,
                          const char *what, int decimals);
 
+/* Elements of an array (the planners' candidate lists). */
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
 /* Family planners (plan_<family>.c). */
 int fg_plan_decode(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
 /* Why the fused decode family emits nothing (or less) for this model and
@@ -86,10 +89,11 @@ const char *fg_plan_mla_skipped(const fg_spec *model, const fg_target *target);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
 int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
                            fg_instance *in, fg_diag *d);
-/* The overlap family's fused GEMM for shape sh's n and k (plan_gemm.c),
- * and why a shape and target get none (NULL: they do). */
-int fg_plan_overlap_gemm(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
-                         const char *why, fg_instance *in, fg_diag *d);
+/* The overlap family's fused GEMM for shape sh's n and k of GEMM spec s on
+ * target spec ts, added to set, with set->candidates its tuning candidates
+ * (plan_gemm.c); and why a shape and target get none (NULL: they do). */
+int fg_plan_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
+                         const fg_gemm_shape *sh, const char *why, fg_diag *d);
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t);
 /* The RMSNorm instance of a row of `hidden` for model spec s on target
  * spec ts, added to set, and with set->candidates its tuning candidates. */

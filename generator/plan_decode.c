@@ -530,7 +530,6 @@ static const unsigned CAND_INFLIGHT[] = {0u, 6u, 4u, 3u};
  * 1K; docs/performance.md).  Such configurations are not emitted. */
 #define RING_MIN_INFLIGHT_BYTES 65536u
 
-#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 
 static bool same_ring(const ring_cfg *a, const ring_cfg *b)
 {

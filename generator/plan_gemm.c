@@ -1,8 +1,10 @@
 /* The GEMM of the overlap family's fused form (issue 7): a persistent,
  * warp-specialized wgmma kernel for sm_90a, one instance per (n, k) of a
- * GEMM spec (m is the call's: the rows of a shard or a piece).  The tiles
- * and stages are fixed here; the wait on each piece's flag is the next
- * step (docs/performance.md). */
+ * GEMM spec (m is the call's: the rows of a shard or a piece).  Its
+ * configuration (stages, the C buffer's rounds, the tile rows a group) is
+ * the model's below, a tuning entry's, or with `generate --candidates` every
+ * one that fits as a tuning candidate (issue 11).  The wait on each
+ * piece's flag is the next step (docs/performance.md). */
 #include <stdio.h>
 
 #include "plan.h"
@@ -10,14 +12,54 @@
 #define GEMM_BM 128u
 #define GEMM_BN 256u
 #define GEMM_BK 64u
+#define GEMM_THREADS 384u
+#define GEMM_STAGE_BYTES ((GEMM_BM + GEMM_BN) * GEMM_BK * 2)
+
+typedef struct gemm_cfg {
+    unsigned stages;     /* TMA stages of A's and W's boxes */
+    unsigned c_rounds;   /* the C buffer holds 1 / c_rounds of a tile's columns */
+    unsigned group_m;    /* tile rows a group (the grid's order, for L2) */
+} gemm_cfg;
+
 /* 4 stages and a C buffer of half a tile's columns (its stores in 2 rounds)
  * fit in 227 KB; measured against 3 stages and a whole-tile buffer on one
  * H200 (each beside cuBLASLt): 0.97-1.09 of cuBLASLt's rate against
- * 0.91-1.06, the stage most at K >= 8192 */
-#define GEMM_STAGES 4u
-#define GEMM_C_ROUNDS 2u   /* the C buffer: the tile's columns in this many rounds */
-#define GEMM_GROUP_M 8u
-#define GEMM_THREADS 384u
+ * 0.91-1.06, the stage most at K >= 8192.  8 tile rows a group: not tuned. */
+static const gemm_cfg MODEL = {.stages = 4, .c_rounds = 2, .group_m = 8};
+
+/* What the candidates range over (each combination whose shared memory fits). */
+static const unsigned CAND_STAGES[] = {2, 3, 4, 5};
+static const unsigned CAND_C_ROUNDS[] = {1, 2, 4};
+static const unsigned CAND_GROUP_M[] = {2, 4, 8, 16, 32};
+
+/* Dynamic shared memory of a configuration: the stages and the consumers'
+ * C buffers, 1024-byte aligned (the swizzle's period) in memory whose base
+ * is only 16-byte aligned, then 2 barriers a stage. */
+static unsigned gemm_smem(const gemm_cfg *c)
+{
+    return c->stages * GEMM_STAGE_BYTES + GEMM_BM * GEMM_BN * 2 / c->c_rounds + c->stages * 16 +
+           1024;
+}
+
+/* Why configuration c does not plan on target t, or NULL. */
+static const char *gemm_misfit(const gemm_cfg *c, const fg_target *t, char why[160])
+{
+    if (c->stages < 2 || c->stages > 8)
+        snprintf(why, 160, "%u stages: 2 to 8 (one K block in flight beside the one read)",
+                 c->stages);
+    else if (c->c_rounds != 1 && c->c_rounds != 2 && c->c_rounds != 4)
+        snprintf(why, 160, "C in %u rounds: 1, 2 or 4 (whole 64-column boxes of a 256-column "
+                 "tile)", c->c_rounds);
+    else if (c->group_m < 1 || c->group_m > 64)
+        snprintf(why, 160, "%u tile rows a group: 1 to 64", c->group_m);
+    else if (gemm_smem(c) > t->shared_mem_per_block)
+        snprintf(why, 160, "%u stages of %u B and a C buffer of %u B need %u B of shared memory; "
+                 "%s has %u", c->stages, GEMM_STAGE_BYTES, GEMM_BM * GEMM_BN * 2 / c->c_rounds,
+                 gemm_smem(c), t->name, t->shared_mem_per_block);
+    else
+        return NULL;
+    return why;
+}
 
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t)
 {
@@ -29,30 +71,30 @@ const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_targe
                  (long long)sh->n, (long long)sh->k, GEMM_BN, GEMM_BK);
         return why;
     }
+    if (gemm_misfit(&MODEL, t, why))
+        return why;
     return NULL;
 }
 
-int fg_plan_overlap_gemm(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
-                         const char *why, fg_instance *in, fg_diag *d)
+/* One instance of configuration c (from: the model's, a tuning entry's or
+ * a candidate; `config` the explain line of the first two). */
+static int plan_one(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
+                    const char *family, const char *why, const gemm_cfg *c, fg_origin from,
+                    const char *config, fg_instance *in, fg_diag *d)
 {
-    char dims[64];
+    char dims[64], variant[32];
     snprintf(dims, sizeof dims, "n%lld_k%lld", (long long)sh->n, (long long)sh->k);
-    if (!fg_instance_name(in->name, "overlap_gemm", t->arch, fg_dtype_name(dtype), dims, "")) {
+    /* the model's instance is named by its shape alone; a candidate's or a
+     * tuned one's by its configuration too */
+    snprintf(variant, sizeof variant, "s%uc%ug%u", c->stages, c->c_rounds, c->group_m);
+    if (!fg_instance_name(in->name, "overlap_gemm", t->arch, fg_dtype_name(dtype), dims,
+                          from == FG_FROM_MODEL ? "" : variant)) {
         fg_error(d, "cannot name an overlap_gemm instance for n %lld, k %lld", (long long)sh->n,
                  (long long)sh->k);
         return -1;
     }
-    const unsigned stage = (GEMM_BM + GEMM_BN) * GEMM_BK * 2;
-    /* the stages and the consumers' C buffers (bf16 rows of the tile),
-     * 1024-byte aligned (the swizzle's period) in dynamic shared memory whose
-     * base is only 16-byte aligned, then 2 barriers a stage */
-    const unsigned cbuf = GEMM_BM * GEMM_BN * 2 / GEMM_C_ROUNDS;
-    const unsigned smem = GEMM_STAGES * stage + cbuf + GEMM_STAGES * 16 + 1024;
-    if (smem > t->shared_mem_per_block) {
-        fg_error(d, "%s: %u stages of %u B need %u B of shared memory; %s has %u", in->name,
-                 GEMM_STAGES, stage, smem, t->name, t->shared_mem_per_block);
-        return -1;
-    }
+    fg_plan_mark(in, family, from);
+    const unsigned smem = gemm_smem(c), cbuf = GEMM_BM * GEMM_BN * 2 / c->c_rounds;
     in->family = "overlap_gemm";
     in->op = "overlap_gemm";
     in->template_name = "overlap_gemm.in";
@@ -64,14 +106,14 @@ int fg_plan_overlap_gemm(fg_dtype dtype, const fg_gemm_shape *sh, const fg_targe
     fg_instance_add_param(in, "BM", GEMM_BM);
     fg_instance_add_param(in, "BN", GEMM_BN);
     fg_instance_add_param(in, "BK", GEMM_BK);
-    fg_instance_add_param(in, "STAGES", GEMM_STAGES);
-    fg_instance_add_param(in, "STAGE_BYTES", stage);
-    fg_instance_add_param(in, "GROUP_M", GEMM_GROUP_M);
+    fg_instance_add_param(in, "STAGES", c->stages);
+    fg_instance_add_param(in, "STAGE_BYTES", GEMM_STAGE_BYTES);
+    fg_instance_add_param(in, "GROUP_M", c->group_m);
     fg_instance_add_param(in, "SMEM_BYTES", smem);
     /* C's TMA boxes: a consumer warpgroup's 64 rows x one 128-byte swizzle row */
     fg_instance_add_param(in, "CBOX_ROWS", GEMM_BM / 2);
     fg_instance_add_param(in, "CBOX_COLS", 64);
-    fg_instance_add_param(in, "C_ROUNDS", GEMM_C_ROUNDS);
+    fg_instance_add_param(in, "C_ROUNDS", c->c_rounds);
     fg_instance_add_param(in, "THREADS", GEMM_THREADS);
     /* persistent: one CTA per SM (fewer where a call has fewer tiles) */
     in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {t->compute_units, 1, 1},
@@ -80,6 +122,13 @@ int fg_plan_overlap_gemm(fg_dtype dtype, const fg_gemm_shape *sh, const fg_targe
     snprintf(in->path_key, sizeof in->path_key, "overlap_gemm/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(dtype));
     fg_sb_printf(&in->reasons, "used for: %s\n", why);
+    if (from == FG_CANDIDATE)
+        fg_sb_printf(&in->reasons, "tuning candidate (generate --candidates): %u stages, C in "
+                                   "%u round(s), %u tile rows a group; not the planner's "
+                                   "choice\n",
+                     c->stages, c->c_rounds, c->group_m);
+    else
+        fg_sb_printf(&in->reasons, "%s\n", config);
     fg_sb_printf(&in->reasons,
                  "C[m, %lld] = A[m, %lld] . W[%lld, %lld]^T (W in nn.Linear's layout), fp32 sums; "
                  "m a multiple of %u, the call's\n",
@@ -89,10 +138,72 @@ int fg_plan_overlap_gemm(fg_dtype dtype, const fg_gemm_shape *sh, const fg_targe
                  "%u tile rows; warpgroup 0 loads by TMA (128-byte swizzle) into %u stages of %u "
                  "B, warpgroups 1 and 2 multiply 64 rows each (wgmma m64n256k16, fp32 in "
                  "registers), registers moved to them by setmaxnreg (40 / 232); C out through "
-                 "%u B of shared memory in %u rounds a tile by TMA stores that overlap the "
+                 "%u B of shared memory in %u round(s) a tile by TMA stores that overlap the "
                  "next tile (stores from registers left the tensor cores idle: 0.74-0.92 of "
                  "cuBLASLt at K <= 4096, measured)\n",
-                 t->compute_units, GEMM_THREADS, GEMM_BM, GEMM_BN, GEMM_GROUP_M, GEMM_STAGES,
-                 stage, cbuf, GEMM_C_ROUNDS);
+                 t->compute_units, GEMM_THREADS, GEMM_BM, GEMM_BN, c->group_m, c->stages,
+                 GEMM_STAGE_BYTES, cbuf, c->c_rounds);
     return 0;
+}
+
+int fg_plan_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
+                         const fg_gemm_shape *sh, const char *why, fg_diag *d)
+{
+    const fg_target *t = ts->target;
+    const fg_dtype dtype = s->gemm->dtype;
+    char family[FG_NAME_MAX], dims[64], bad[160];
+    snprintf(dims, sizeof dims, "n%lld_k%lld", (long long)sh->n, (long long)sh->k);
+    /* the family a tuning entry names: the instance name less its configuration */
+    if (!fg_instance_name(family, "overlap_gemm", t->arch, fg_dtype_name(dtype), dims, "")) {
+        fg_error(d, "cannot name an overlap_gemm instance for n %lld, k %lld", (long long)sh->n,
+                 (long long)sh->k);
+        return -1;
+    }
+    const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
+    gemm_cfg chosen = MODEL;
+    fg_strbuf config = {0};
+    if (e) {
+        chosen = (gemm_cfg){.stages = e->stages, .c_rounds = e->c_rounds, .group_m = e->group_m};
+        if (e->threads != GEMM_THREADS || gemm_misfit(&chosen, t, bad)) {
+            if (e->threads != GEMM_THREADS)
+                snprintf(bad, sizeof bad, "%u threads: the form has %u", e->threads, GEMM_THREADS);
+            fg_error(d, "%s: the entry for %s (%u stages, C in %u rounds, %u tile rows a group) "
+                        "does not plan: %s; run fusegen tune again",
+                     set->tuning->path, family, e->stages, e->c_rounds, e->group_m, bad);
+            return -1;
+        }
+        char what[96];
+        snprintf(what, sizeof what, "%u stages, C in %u round(s), %u tile rows a group",
+                 chosen.stages, chosen.c_rounds, chosen.group_m);
+        fg_plan_config_line(&config, set, e, what, 2);
+    } else {
+        fg_plan_config_line(&config, set, NULL, NULL, 2);
+    }
+    fg_instance in = {0};
+    int rc = plan_one(dtype, sh, t, family, why, &chosen, e ? FG_FROM_TUNING : FG_FROM_MODEL,
+                      fg_sb_str(&config), &in, d);
+    fg_sb_free(&config);
+    if (rc) {
+        fg_instance_free(&in);
+        return -1;
+    }
+    rc = fg_plan_add(set, &in, s, ts, d);
+    /* tuning candidates: every combination that fits but the one chosen */
+    for (size_t i = 0; set->candidates && rc == 0 && i < NELEMS(CAND_STAGES); i++)
+        for (size_t j = 0; rc == 0 && j < NELEMS(CAND_C_ROUNDS); j++)
+            for (size_t k = 0; rc == 0 && k < NELEMS(CAND_GROUP_M); k++) {
+                const gemm_cfg c = {.stages = CAND_STAGES[i], .c_rounds = CAND_C_ROUNDS[j],
+                                    .group_m = CAND_GROUP_M[k]};
+                if ((c.stages == chosen.stages && c.c_rounds == chosen.c_rounds &&
+                     c.group_m == chosen.group_m) ||
+                    gemm_misfit(&c, t, bad))
+                    continue;
+                fg_instance cand = {0};
+                if (plan_one(dtype, sh, t, family, why, &c, FG_CANDIDATE, "", &cand, d) != 0) {
+                    fg_instance_free(&cand);
+                    return -1;
+                }
+                rc = fg_plan_add(set, &cand, s, ts, d);
+            }
+    return rc;
 }

@@ -603,6 +603,8 @@ fg_tuning_kind fg_tuning_kind_of(const char *family)
         return FG_TUNE_RMSNORM;
     if (strncmp(family, "mla_decode_", 11) == 0)
         return FG_TUNE_MLA;
+    if (strncmp(family, "overlap_gemm_", 13) == 0)
+        return FG_TUNE_GEMM;
     return FG_TUNE_NONE;
 }
 
@@ -611,7 +613,7 @@ fg_tuning_kind fg_tuning_kind_of(const char *family)
 #define KIND(k) (1u << (k))
 static const struct { const char *key; unsigned kinds; bool required; } TUNING_FIELDS[] = {
     {"stage_bytes", KIND(FG_TUNE_RING), true},
-    {"stages", KIND(FG_TUNE_RING) | KIND(FG_TUNE_MLA), true},
+    {"stages", KIND(FG_TUNE_RING) | KIND(FG_TUNE_MLA) | KIND(FG_TUNE_GEMM), true},
     {"in_flight", KIND(FG_TUNE_RING), true},
     {"in_flight_wo", KIND(FG_TUNE_RING), false},
     {"cache_x", KIND(FG_TUNE_RMSNORM), false},
@@ -622,6 +624,8 @@ static const struct { const char *key; unsigned kinds; bool required; } TUNING_F
     {"slices_qkv", KIND(FG_TUNE_GRID), true},
     {"slices_o", KIND(FG_TUNE_GRID), true},
     {"key_rounds", KIND(FG_TUNE_GRID), true},
+    {"c_rounds", KIND(FG_TUNE_GEMM), true},
+    {"group_m", KIND(FG_TUNE_GEMM), true},
 };
 
 static void check_tuning(checker *c, const fg_tuning *t)
@@ -629,12 +633,14 @@ static void check_tuning(checker *c, const fg_tuning *t)
     static const char *const kind_name[] = {[FG_TUNE_RING] = "a decode_attn family",
                                             [FG_TUNE_RMSNORM] = "an rmsnorm family",
                                             [FG_TUNE_MLA] = "an mla_decode family",
-                                            [FG_TUNE_GRID] = "a decode_attn grid family"};
+                                            [FG_TUNE_GRID] = "a decode_attn grid family",
+                                            [FG_TUNE_GEMM] = "an overlap_gemm family"};
     static const char *const kind_fields[] = {
         [FG_TUNE_RING] = "threads, stage_bytes, stages, in_flight and in_flight_wo",
         [FG_TUNE_RMSNORM] = "threads and cache_x",
         [FG_TUNE_MLA] = "threads, heads_per_block, stages, cluster and clusters",
-        [FG_TUNE_GRID] = "threads, step_cols, slices_qkv, slices_o and key_rounds"};
+        [FG_TUNE_GRID] = "threads, step_cols, slices_qkv, slices_o and key_rounds",
+        [FG_TUNE_GEMM] = "threads, stages, c_rounds and group_m"};
     check_name(c, "tuning.target", t->target);
     for (unsigned i = 0; i < t->entries_count; i++) {
         const fg_tuning_entry *e = &t->entries[i];
@@ -654,7 +660,7 @@ static void check_tuning(checker *c, const fg_tuning *t)
         if (kind == FG_TUNE_NONE) {
             err_at(c, AT("family"), false,
                    "'%s' is '%s'; expected a family fusegen tunes (decode_attn_..., "
-                   "rmsnorm_... or mla_decode_...)", p, e->family);
+                   "rmsnorm_..., mla_decode_... or overlap_gemm_...)", p, e->family);
             continue;
         }
         for (unsigned j = 0; j < i; j++)
@@ -695,6 +701,11 @@ static void check_tuning(checker *c, const fg_tuning *t)
             in_range(c, AT("slices_qkv"), e->slices_qkv, 1, 64);
             in_range(c, AT("slices_o"), e->slices_o, 1, 64);
             in_range(c, AT("key_rounds"), e->key_rounds, 1, 16);
+        }
+        if (kind == FG_TUNE_GEMM && fields_ok) {   /* the planner checks the rest */
+            in_range(c, AT("stages"), e->stages, 2, 8);
+            in_range(c, AT("c_rounds"), e->c_rounds, 1, 4);
+            in_range(c, AT("group_m"), e->group_m, 1, 64);
         }
         if (kind == FG_TUNE_MLA && fields_ok) {   /* the planner checks the rest */
             in_range(c, AT("heads_per_block"), e->heads_per_block, 16, 64);

@@ -164,17 +164,27 @@ typedef struct fg_tuning_entry {
     /* decode_attn grid form: columns a lane's weight loads cover at once, the
      * projections' column slices, key rounds in flight */
     uint32_t step_cols, slices_qkv, slices_o, key_rounds;
+    /* overlap_gemm: (stages above) the C buffer's rounds a tile, tile rows a group */
+    uint32_t c_rounds, group_m;
     double tuned_us, model_us, worst_us;
     uint32_t candidates;
     char *measured;            /* GPU, points, commit */
 } fg_tuning_entry;
 
 /* The kinds of instance family a tuning entry can name. */
-typedef enum { FG_TUNE_NONE, FG_TUNE_RING, FG_TUNE_RMSNORM, FG_TUNE_MLA, FG_TUNE_GRID } fg_tuning_kind;
+typedef enum {
+    FG_TUNE_NONE,
+    FG_TUNE_RING,
+    FG_TUNE_RMSNORM,
+    FG_TUNE_MLA,
+    FG_TUNE_GRID,
+    FG_TUNE_GEMM
+} fg_tuning_kind;
 
 /* The kind of a family by its name (decode_attn_..._grid is the grid form's,
  * any other decode_attn_... the ring form's, rmsnorm_... RMSNorm's,
- * mla_decode_... the MLA core's); FG_TUNE_NONE for any other. */
+ * mla_decode_... the MLA core's, overlap_gemm_... the overlap family's
+ * GEMM's); FG_TUNE_NONE for any other. */
 fg_tuning_kind fg_tuning_kind_of(const char *family);
 
 /* A tuning file (specs/tuning/<target>.yaml): `generate` uses an entry's

@@ -196,6 +196,8 @@ static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_UINT("slices_qkv", OPT, fg_tuning_entry, slices_qkv),
     CYAML_FIELD_UINT("slices_o", OPT, fg_tuning_entry, slices_o),
     CYAML_FIELD_UINT("key_rounds", OPT, fg_tuning_entry, key_rounds),
+    CYAML_FIELD_UINT("c_rounds", OPT, fg_tuning_entry, c_rounds),
+    CYAML_FIELD_UINT("group_m", OPT, fg_tuning_entry, group_m),
     /* the MLA core's (mla_decode families, with stages: required there) */
     CYAML_FIELD_UINT("heads_per_block", OPT, fg_tuning_entry, heads_per_block),
     CYAML_FIELD_UINT("cluster", OPT, fg_tuning_entry, cluster),

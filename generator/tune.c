@@ -45,7 +45,9 @@ static const char usage[] =
     "threads) with test_decode_attn at S = 1K and S_max, RMSNorm's (block size,\n"
     "x streamed or cached) with test_rmsnorm at 1 and 4096 rows, the MLA core's\n"
     "(heads a block, stages, cluster size and count) with test_mla_decode at\n"
-    "S = 1K and S_max -- showing the\n"
+    "S = 1K and S_max, the grid form's (steps, slices, key rounds) with\n"
+    "test_decode_attn, the overlap family's GEMM (stages, C rounds, tile rows a\n"
+    "group) with test_gemm at M = 4096 and 16384 -- showing the\n"
     "points timed as the harness logs them; checks the fastest against the\n"
     "reference in order until one passes; and writes it into TUNING.yaml (a\n"
     "tuning spec: specs/tuning/<target>.yaml), keeping the entries of the\n"
@@ -67,6 +69,8 @@ static const char usage[] =
     "                       test_rmsnorm (default: test_rmsnorm in --harness's folder)\n"
     "      --mla-harness PATH\n"
     "                       test_mla_decode (default: test_mla_decode in --harness's folder)\n"
+    "      --gemm-harness PATH\n"
+    "                       test_gemm (default: test_gemm in --harness's folder)\n"
     "      --work DIR       timings and logs (default: the kernels folder; with\n"
     "                       --target, build/tune/NAME)\n"
     "      --top N          configurations checked at most per family (default 3)\n"
@@ -138,6 +142,20 @@ static void grid_render(fg_strbuf *sb, const fg_tuning_entry *e)
                  e->step_cols, e->slices_qkv, e->slices_o, e->key_rounds);
 }
 
+static void gemm_config(json_object *params, fg_tuning_entry *e)
+{
+    e->threads = (uint32_t)fg_json_int(params, "threads");
+    e->stages = (uint32_t)fg_json_int(params, "stages");
+    e->c_rounds = (uint32_t)fg_json_int(params, "c_rounds");
+    e->group_m = (uint32_t)fg_json_int(params, "group_m");
+}
+
+static void gemm_render(fg_strbuf *sb, const fg_tuning_entry *e)
+{
+    fg_sb_printf(sb, "      stages: %u\n      c_rounds: %u\n      group_m: %u\n", e->stages,
+                 e->c_rounds, e->group_m);
+}
+
 /* One row per kind of family (spec.h, fg_tuning_kind): its harness, the
  * point its bench cases are timed at, how a configuration reads from the
  * manifest's params and what it adds to a tuning entry after `threads`.
@@ -153,7 +171,7 @@ typedef struct kind_desc {
     void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
 } kind_desc;
 
-#define NKINDS (FG_TUNE_GRID + 1)
+#define NKINDS (FG_TUNE_GEMM + 1)
 static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render},
     [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
@@ -161,6 +179,8 @@ static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_MLA] = {"mla_decode", "S", "S = 1K and S_max", 2, mla_config, mla_render},
     /* the grid form: the decode family's harness (the same program as the ring's) */
     [FG_TUNE_GRID] = {"decode_attn", "S", "S = 1K and S_max", 2, grid_config, grid_render},
+    /* the overlap family's GEMM: test_gemm, beside cuBLASLt's untimed (--no-baseline) */
+    [FG_TUNE_GEMM] = {"gemm", "M", "M = 4096 and 16384", 2, gemm_config, gemm_render},
 };
 
 /* ---- the run ---- */
@@ -652,6 +672,7 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"harness", required_argument, NULL, 'H'},
                                          {"rmsnorm-harness", required_argument, NULL, 'R'},
                                          {"mla-harness", required_argument, NULL, 'L'},
+                                         {"gemm-harness", required_argument, NULL, 'G'},
                                          {"work", required_argument, NULL, 'w'},
                                          {"top", required_argument, NULL, 'n'},
                                          {"margin", required_argument, NULL, 'M'},
@@ -678,6 +699,7 @@ static int parse_args(int argc, char **argv, tune *t)
         case 'H': t->harness[FG_TUNE_RING] = optarg; break;
         case 'R': t->harness[FG_TUNE_RMSNORM] = optarg; break;
         case 'L': t->harness[FG_TUNE_MLA] = optarg; break;
+        case 'G': t->harness[FG_TUNE_GEMM] = optarg; break;
         case 'w': t->work = optarg; break;
         case 'n': {
             uint64_t v;

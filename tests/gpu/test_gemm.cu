@@ -19,7 +19,8 @@
 // and 1152 only, 2 launches for determinism (for compute-sanitizer).
 // --bench [--json FILE]: both timed at M = 4096 and 16384 in CUDA graphs,
 // interleaved (fused, cuBLASLt, fused, cuBLASLt), medians; TFLOP/s and the
-// fused kernel's share of cuBLASLt's rate.
+// fused kernel's share of cuBLASLt's rate (--no-baseline: the fused kernel
+// alone, as fusegen tune times its candidates).
 #include <cublasLt.h>
 #include <cuda.h>
 #include <math.h>
@@ -356,17 +357,18 @@ void enqueue(void *ctx, int, cudaStream_t s)
         t->lt->run(*t->p, t->p->c, s);
 }
 
-void bench(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s, fgh_json *j)
+void bench(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s, fgh_json *j,
+           bool baseline)
 {
     Problem p;
     char name[200];
     snprintf(name, sizeof name, "%s bench, M=%lld", g.name.c_str(), rows);
-    if (!CHECK(name, p.open(g, rows, seed, false) && lt.plan(rows, g.n, g.k)))
+    if (!CHECK(name, p.open(g, rows, seed, false) && (!baseline || lt.plan(rows, g.n, g.k))))
         return;
     constexpr int kRounds = 2;
     std::vector<double> us[2];
     for (int r = 0; r < kRounds; r++)
-        for (int f = 1; f >= 0; f--) {
+        for (int f = 1; f >= (baseline ? 0 : 1); f--) {
             Timed t{&g, &lt, &p, f == 1};
             fgh_timing tm;
             if (!CHECK(name, fgh_bench(s, enqueue, &t, 1, 3.0, 7, &tm) == 0))
@@ -375,20 +377,33 @@ void bench(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s,
         }
     const double flop = 2.0 * rows * g.n * g.k;
     const double fused = fgh_median(us[1].data(), (int)us[1].size());
-    const double base = fgh_median(us[0].data(), (int)us[0].size());
-    printf("%-40s M=%6lld N=%6lld K=%6lld  fused %9.2f us %6.1f TFLOP/s  cuBLASLt %9.2f us %6.1f "
-           "TFLOP/s  fused/cuBLASLt rate %.3f\n",
-           g.name.c_str(), rows, g.n, g.k, fused, flop / fused * 1e-6, base, flop / base * 1e-6,
-           base / fused);
+    const double base = baseline ? fgh_median(us[0].data(), (int)us[0].size()) : NAN;
+    printf("%-40s M=%6lld N=%6lld K=%6lld  fused %9.2f us %6.1f TFLOP/s", g.name.c_str(), rows,
+           g.n, g.k, fused, flop / fused * 1e-6);
+    if (baseline)
+        printf("  cuBLASLt %9.2f us %6.1f TFLOP/s  fused/cuBLASLt rate %.3f", base,
+               flop / base * 1e-6, base / fused);
+    printf("\n");
     if (j) {
+        // the shape every bench file has (instance, shape.rows, time.median:
+        // fusegen tune and report read them), then the GEMM's own figures
         fgh_json_obj_begin(j, nullptr);
         fgh_json_str(j, "name", g.name.c_str());
+        fgh_json_str(j, "instance", g.name.c_str());
+        fgh_json_obj_begin(j, "shape");
+        fgh_json_int(j, "rows", rows);
+        fgh_json_obj_end(j);
+        fgh_json_obj_begin(j, "time");
+        fgh_json_num(j, "median", fused);
+        fgh_json_obj_end(j);
         fgh_json_int(j, "m", rows), fgh_json_int(j, "n", g.n), fgh_json_int(j, "k", g.k);
         fgh_json_num(j, "fused_us", fused);
-        fgh_json_num(j, "cublaslt_us", base);
         fgh_json_num(j, "fused_tflops", flop / fused * 1e-6);
-        fgh_json_num(j, "cublaslt_tflops", flop / base * 1e-6);
-        fgh_json_num(j, "fused_share_of_cublaslt", base / fused);
+        if (baseline) {   // (non-finite numbers would be written as null)
+            fgh_json_num(j, "cublaslt_us", base);
+            fgh_json_num(j, "cublaslt_tflops", flop / base * 1e-6);
+            fgh_json_num(j, "fused_share_of_cublaslt", base / fused);
+        }
         fgh_json_obj_end(j);
     }
 }
@@ -455,7 +470,7 @@ int main(int argc, char **argv)
         check_deterministic(g, a.quick ? 2 : 1000, seed + 5, s);
         if (a.bench)
             for (long long rows : {4096ll, 16384ll})
-                bench(g, lt, rows, seed + 7 * rows, s, jf ? &j : nullptr);
+                bench(g, lt, rows, seed + 7 * rows, s, jf ? &j : nullptr, a.baseline);
     }
     if (jf) {
         fgh_json_arr_end(&j);

@@ -1098,6 +1098,105 @@ Test(cli, tune_grid_families_with_the_decode_harness)
     free(log);
 }
 
+/* The overlap family's GEMM: candidates over stages, C rounds and tile rows
+ * a group (every one whose shared memory fits, >= 20), named by their
+ * configuration; a tuning entry replaces the model's and names the
+ * instance; fusegen tune times them with test_gemm (cases at M = 4096 and
+ * 16384, shape.rows and time.median) and writes the entry. */
+#define GEMM_FAMILY "overlap_gemm_sm90a_bf16_n8192_k1024"
+#define GEMM_INST(variant, cand, st, r, g)                                                       \
+    "{\"name\": \"" GEMM_FAMILY variant "\", \"template\": \"overlap_gemm.in\", \"targets\": "   \
+    "[\"h200\"], \"tuning_family\": \"" GEMM_FAMILY "\", " cand "\"params\": {\"threads\": "     \
+    "384, \"stages\": " #st ", \"c_rounds\": " #r ", \"group_m\": " #g "}, \"resources\": "      \
+    "{\"registers\": 168}}"
+
+Test(cli, gemm_candidates_tuning_entry_and_tune)
+{
+    char *out;
+    cr_assert_eq(run(&out, "list --candidates --filter '" GEMM_FAMILY "*' "
+                           "specs/gemm/llama-2-70b-tp2.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, GEMM_FAMILY)); p++)
+        n++;
+    cr_expect_geq(n, 21, "the model's and >= 20 candidates: %d\n%s", n, out);
+    cr_expect_not_null(strstr(out, GEMM_FAMILY ".cu"), "%s", out);   /* the model's */
+    cr_expect_not_null(strstr(out, GEMM_FAMILY "_s3c1g4.cu"), "%s", out);
+    cr_expect_null(strstr(out, GEMM_FAMILY "_s4c1g"), "4 stages and a whole-tile C buffer "
+                                                      "exceed 227 KB: %s", out);
+    cr_expect_null(strstr(out, GEMM_FAMILY "_s4c2g8.cu"), "the model's, named by its shape: %s",
+                   out);
+    free(out);
+    /* a tuning entry names the instance and explain says so */
+    char tuning[160];
+    snprintf(tuning, sizeof tuning, "%s/h200-gemm.yaml", tmp);
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: " GEMM_FAMILY "\n      threads: 384\n      stages: 3\n"
+                       "      c_rounds: 1\n      group_m: 4\n      tuned_us: 90\n"
+                       "      model_us: 100\n      worst_us: 130\n      candidates: 39\n"
+                       "      measured: \"by hand\"\n");
+    cr_assert_eq(run(&out, "explain --filter '" GEMM_FAMILY "*' specs/gemm/llama-2-70b-tp2.yaml "
+                           "specs/targets/h200.yaml %s", tuning),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, GEMM_FAMILY "_s3c1g4\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "3 stages, C in 1 round(s), 4 tile rows a group: 90.00 us "
+                                   "against the model's 100.00"),
+                       "%s", out);
+    free(out);
+    /* an entry that does not fit is refused, and nothing is written */
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: " GEMM_FAMILY "\n      threads: 384\n      stages: 4\n"
+                       "      c_rounds: 1\n      group_m: 4\n      tuned_us: 90\n"
+                       "      model_us: 100\n      worst_us: 130\n      candidates: 39\n"
+                       "      measured: \"by hand\"\n");
+    char gen[160];
+    snprintf(gen, sizeof gen, "%s/gemm-gen", tmp);
+    cr_expect_eq(run(&out, "generate --out %s specs/gemm/llama-2-70b-tp2.yaml "
+                           "specs/targets/h200.yaml %s", gen, tuning),
+                 1, "%s", out);
+    cr_expect_not_null(strstr(out, "need 263232 B of shared memory"), "%s", out);
+    free(out);
+    struct stat st;
+    cr_expect_neq(stat(gen, &st), 0, "nothing written");
+    /* fusegen tune with test_gemm's stand-in: s3c1g4 fastest */
+    char manifest[160], dir[160], harness[200], outspec[160];
+    snprintf(manifest, sizeof manifest, "%s/gemm-manifest.json", tmp);
+    snprintf(dir, sizeof dir, "%s/gemmgpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(harness, sizeof harness, "%s/test_gemm", dir);
+    snprintf(outspec, sizeof outspec, "%s/h200-tuned-gemm.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" GEMM_INST("", "", 4, 2, 8) ", "
+                         GEMM_INST("_s3c1g4", "\"candidate\": true, ", 3, 1, 4) ", "
+                         GEMM_INST("_s2c2g16", "\"candidate\": true, ", 2, 2, 16) "]}");
+    write_program(harness,
+                  "#!/bin/sh\n"
+                  "only= json=\n"
+                  "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; "
+                  "shift;; esac; shift; done\n"
+                  "[ -z \"$json\" ] && exit 0\n"
+                  "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
+                  "for n in $(echo $only | tr , ' '); do case $n in *_s3c1g4) t=40;; *) t=50;; "
+                  "esac\n"
+                  "for m in 4096 16384; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", "
+                  "\"shape\": {\"rows\": %s}, \"time\": {\"median\": %s}}' \"$sep\" $n $n $m $t; "
+                  "sep=,; echo \"$n M= $m\" >&2; done; done\n"
+                  "echo ']}'; } > $json\n");
+    char decode[200];
+    snprintf(decode, sizeof decode, "%s/test_decode_attn", dir);
+    cr_assert_eq(run(&out, "tune --manifest %s --out %s --harness %s", manifest, outspec, decode),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "6 of 6 points timed"), "%s", out);
+    free(out);
+    char *spec = slurp(outspec);
+    cr_expect_not_null(strstr(spec, "    - family: " GEMM_FAMILY "\n      threads: 384\n"
+                                    "      stages: 3\n      c_rounds: 1\n      group_m: 4\n"
+                                    "      tuned_us: 80.00\n      model_us: 100.00\n"),
+                       "%s", spec);
+    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, M = 4096 + 16384, fusegen tune\""),
+                       "%s", spec);
+    free(spec);
+}
+
 /* make's stand-in for `tune --target`: records its arguments and leaves the
  * gate's manifest (the three MLA configurations above) in KBUILD. */
 static const char make_stand_in_text[] =
