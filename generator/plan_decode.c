@@ -893,8 +893,10 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                             .cluster = {1, 1, 1},
                             .cooperative = true};
     in.workspace_bytes = (unsigned)(g->ws_floats * sizeof(float));
-    /* the grid barrier, the attention items, a ticket per request and head group */
-    in.counter_count = 2 + bmax * a->heads / g->heads_per_item;
+    /* the grid barrier, the attention items, and where the warp that ends a
+     * head group's last run merges it, a ticket per request and head group
+     * (a group on tensor cores is merged after a grid barrier: no tickets) */
+    in.counter_count = 2 + (grid_att_mma(a, t) ? 0 : bmax * a->heads / g->heads_per_item);
     in.priority = priority;
     fg_plan_mark(&in, family, g->from);
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u%s/%s%s%s%s%s",

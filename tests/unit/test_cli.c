@@ -1510,6 +1510,18 @@ Test(cli, decode_qwen2_plans_on_the_ring_at_448_threads)
     cr_assert(strstr(out, "HEADS_PER_ITEM=7 ATT_MMA=1"), "%s", out);
     cr_assert_null(strstr(out, "_t448_norm"), "no register form: %s", out);
     free(out);
+    /* merged after a grid barrier: the binding owns the barrier's count and
+     * the items' counter, no tickets */
+    char gen[160], path[200];
+    snprintf(gen, sizeof gen, "%s/qwen2-b16", tmp);
+    cr_assert_eq(run(&out, "generate --out %s --filter '*_b16_grid_t512_norm' "
+                           "specs/models/qwen2-7b.yaml specs/targets/h200.yaml", gen),
+                 0, "%s", out);
+    free(out);
+    snprintf(path, sizeof path, "%s/manifest.json", gen);
+    char *man = slurp(path);
+    cr_expect_not_null(strstr(man, "\"counters\": 2,"), "%s", man);
+    free(man);
 }
 
 /* Paged caches: the ring form only (no register-form instance), at any page
