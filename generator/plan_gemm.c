@@ -1,10 +1,13 @@
-/* The GEMM of the overlap family's fused form (issue 7): a persistent,
- * warp-specialized wgmma kernel for sm_90a, one instance per (n, k) of a
- * GEMM spec (m is the call's: the rows of a shard or a piece).  Its
- * configuration (stages, the C buffer's rounds, the tile rows a group) is
- * the model's below, a tuning entry's, or with `generate --candidates` every
- * one that fits as a tuning candidate (issue 11).  The wait on each
- * piece's flag is the next step (docs/performance.md). */
+/* The GEMM of the overlap family's fused form (issues 7 and 10), one
+ * instance per (n, k) of a GEMM spec (m is the call's: the rows of a shard
+ * or a piece).  On sm_90a a persistent, warp-specialized wgmma kernel
+ * (overlap_gemm.in) whose configuration (stages, the C buffer's rounds, the
+ * tile rows a group) is the model's below, a tuning entry's, or with
+ * `generate --candidates` every one that fits as a tuning candidate (issue
+ * 11).  On gfx942 / gfx90a a persistent MFMA kernel staged through
+ * registers and LDS (overlap_gemm_hip.in), its tiles fixed here (not tuned:
+ * no AMD GPU to time it).  The wait on each piece's flag is the next step
+ * (docs/performance.md). */
 #include <stdio.h>
 
 #include "plan.h"
@@ -14,6 +17,21 @@
 #define GEMM_BK 64u
 #define GEMM_THREADS 384u
 #define GEMM_STAGE_BYTES ((GEMM_BM + GEMM_BN) * GEMM_BK * 2)
+
+/* AMD (gfx942, gfx90a): 4 waves of 64 a workgroup, each a 64 x 64 sub-tile
+ * of 4 x 4 MFMA 16x16x16 tiles; K blocks of 32 (a lane's 16-byte vector of
+ * a 64-byte row), two LDS buffers of A's and W's rows */
+#define HIP_BM 128u
+#define HIP_BN 128u
+#define HIP_BK 32u
+#define HIP_THREADS 256u
+#define HIP_GROUP_M 8u
+#define HIP_LDS (2u * (HIP_BM + HIP_BN) * HIP_BK * 2u)
+/* workgroups a CU at most: 2 (8 waves, 2 a SIMD) keeps each lane's
+ * registers within 256 (VGPRs and AGPRs together: 512 / 2) */
+#define HIP_MAX_PER_CU 2u
+
+static bool is_amd(const fg_target *t) { return t->arch == FG_ARCH_GFX942 || t->arch == FG_ARCH_GFX90A; }
 
 typedef struct gemm_cfg {
     unsigned stages;     /* TMA stages of A's and W's boxes */
@@ -64,16 +82,108 @@ static const char *gemm_misfit(const gemm_cfg *c, const fg_target *t, char why[1
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t)
 {
     static char why[160];
-    if (t->arch != FG_ARCH_SM90A)
-        return "the fused GEMM is emitted for sm_90a only (wgmma, TMA) so far";
-    if (sh->n % GEMM_BN || sh->k % GEMM_BK) {
+    const bool amd = is_amd(t);
+    const unsigned bn = amd ? HIP_BN : GEMM_BN, bk = amd ? HIP_BK : GEMM_BK;
+    if (t->arch != FG_ARCH_SM90A && !amd)
+        return "the fused GEMM is emitted for sm_90a, gfx942 and gfx90a only";
+    if (sh->n % bn || sh->k % bk) {
         snprintf(why, sizeof why, "n %lld and k %lld must be multiples of %u and %u (whole tiles)",
-                 (long long)sh->n, (long long)sh->k, GEMM_BN, GEMM_BK);
+                 (long long)sh->n, (long long)sh->k, bn, bk);
         return why;
     }
-    if (gemm_misfit(&MODEL, t, why))
+    if (!amd && gemm_misfit(&MODEL, t, why))
         return why;
     return NULL;
+}
+
+/* gfx942 / gfx90a: overlap_gemm_hip.in. */
+static int plan_hip(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
+                    const fg_gemm_shape *sh, const char *family, const char *why, fg_diag *d)
+{
+    const fg_target *t = ts->target;
+    const fg_dtype dtype = s->gemm->dtype;
+    if (fg_plan_tuning_entry(set, family)) {
+        fg_error(d, "%s: an entry for %s: the AMD GEMM takes no tuning entries (its tiles are "
+                    "fixed; no candidates are emitted for it)", set->tuning->path, family);
+        return -1;
+    }
+    fg_instance inst = {0}, *in = &inst;
+    snprintf(in->name, sizeof in->name, "%s", family);
+    if (HIP_LDS > t->shared_mem_per_block || t->warp_size != 64) {
+        fg_error(d, "%s: needs waves of 64 and %u B of LDS a workgroup; %s has waves of %u and "
+                    "%u B", in->name, HIP_LDS, t->name, t->warp_size, t->shared_mem_per_block);
+        fg_instance_free(in);
+        return -1;
+    }
+    unsigned per_cu = t->shared_mem_per_cu / HIP_LDS;
+    if (per_cu > HIP_MAX_PER_CU)
+        per_cu = HIP_MAX_PER_CU;
+    if (per_cu == 0)
+        per_cu = 1;
+    /* MI300X (gfx942, 8 XCDs of 38 CUs) hands workgroup i to XCD i % 8 */
+    const unsigned xcds = t->arch == FG_ARCH_GFX942 && t->compute_units % 8 == 0 ? 8 : 1;
+    const unsigned grid = t->compute_units * per_cu;
+    /* a wave's K block: 4 x 4 tiles x 2 MFMA 16x16x16; 16 cycles each on
+     * gfx942 (1307 TFLOP/s dense at 2.1 GHz, 304 CUs), 32 on gfx90a */
+    const unsigned mfma_cycles = t->arch == FG_ARCH_GFX942 ? 16 : 32;
+    const unsigned mfmas = 4 * 4 * 2, lds_read = (4 + 4) * 16 * 64;
+    in->family = "overlap_gemm";
+    in->op = "overlap_gemm";
+    in->template_name = "overlap_gemm_hip.in";
+    in->target = t;
+    in->dtype = dtype;
+    fg_instance_add_param(in, "N", sh->n);
+    fg_instance_add_param(in, "K", sh->k);
+    in->nkey_params = 2;
+    fg_instance_add_param(in, "BM", HIP_BM);
+    fg_instance_add_param(in, "BN", HIP_BN);
+    fg_instance_add_param(in, "BK", HIP_BK);
+    fg_instance_add_param(in, "GROUP_M", HIP_GROUP_M);
+    fg_instance_add_param(in, "THREADS", HIP_THREADS);
+    fg_instance_add_param(in, "LDS_BYTES", HIP_LDS);
+    /* __launch_bounds__'s second figure on AMD: waves a SIMD (EU); a
+     * workgroup's 4 waves take one of each CU's 4 SIMDs */
+    fg_instance_add_param(in, "MIN_WAVES", per_cu);
+    fg_instance_add_param(in, "XCDS", xcds);
+    fg_instance_add_param(in, "GRID", grid);
+    in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {grid, 1, 1},
+                             .block = {HIP_THREADS, 1, 1}, .cluster = {1, 1, 1},
+                             .dynamic_smem = 0};
+    snprintf(in->path_key, sizeof in->path_key, "overlap_gemm/%s/%s", fg_arch_tag(t->arch),
+             fg_dtype_name(dtype));
+    fg_sb_printf(&in->reasons, "used for: %s\n", why);
+    fg_sb_printf(&in->reasons, "configuration: fixed (not tuned: no AMD GPU has timed it)\n");
+    fg_sb_printf(&in->reasons,
+                 "C[m, %lld] = A[m, %lld] . W[%lld, %lld]^T (W in nn.Linear's layout), fp32 sums; "
+                 "m a multiple of %u, the call's\n",
+                 (long long)sh->n, (long long)sh->k, (long long)sh->n, (long long)sh->k, HIP_BM);
+    fg_sb_printf(&in->reasons,
+                 "persistent: %u workgroups (%u a CU: %u B of LDS each, %u B a CU) of %u threads "
+                 "(4 waves of 64) take %u x %u tiles in groups of %u tile rows%s; persistent "
+                 "rather than a workgroup a tile because the launch's grid is fixed while m is "
+                 "the call's, and so that the K pipeline runs on across tiles%s\n",
+                 grid, per_cu, HIP_LDS, t->shared_mem_per_cu, HIP_THREADS, HIP_BM, HIP_BN,
+                 HIP_GROUP_M,
+                 xcds > 1 ? ", numbered XCD-major (workgroup i runs on XCD i % 8, whose L2 is "
+                            "private): an XCD's workgroups take consecutive tiles"
+                          : "",
+                 xcds > 1 ? " and each XCD keeps its run of tiles" : "");
+    fg_sb_printf(&in->reasons,
+                 "K blocks of %u double-buffered through registers (each thread's 4 16-byte "
+                 "loads of the next block in flight while this one multiplies) and 2 LDS buffers "
+                 "(one barrier a block); rows of 64 B, two a 128-byte line, XOR-swizzled: the "
+                 "16-byte fragment reads and writes are free of bank conflicts without padding "
+                 "(padding would take %u B and one workgroup a CU)\n",
+                 HIP_BK, HIP_LDS * 5 / 4);
+    fg_sb_printf(&in->reasons,
+                 "each wave a 64 x 64 sub-tile: 4 x 4 MFMA 16x16x16 tiles, 64 fp32 accumulators a "
+                 "lane, both operands in the free K order (a lane's 16-byte vector: 2 MFMA); a K "
+                 "block is %u MFMA a wave (%u cycles of its SIMD's matrix core at %u a MFMA) "
+                 "against %u B of LDS reads (%u cycles of the CU's 128 B a clock for its 4 "
+                 "waves: the LDS keeps up) and %u B a workgroup from L2 (64 flop a byte)\n",
+                 mfmas, mfmas * mfma_cycles, mfma_cycles, lds_read, 4 * lds_read / 128,
+                 HIP_LDS / 2);
+    return fg_plan_add(set, in, s, ts, d);
 }
 
 /* One instance of configuration c (from: the model's, a tuning entry's or
@@ -159,6 +269,8 @@ int fg_plan_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                  (long long)sh->k);
         return -1;
     }
+    if (is_amd(t))
+        return plan_hip(set, s, ts, sh, family, why, d);
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     gemm_cfg chosen = MODEL;
     fg_strbuf config = {0};

@@ -1,8 +1,9 @@
 #!/bin/sh
 # Generates the AMD kernels of the host emulation's specs (tests/emu/specs:
-# the decode family's grid form, the MLA core's portable form) and runs each
-# instance on the CPU against the C reference of the GPU tests
-# (tests/emu/*_emu.cpp).  Ends with `N passed, N failed`.
+# the decode family's grid form, the MLA core's portable form, the overlap
+# family's GEMM) and runs each instance on the CPU against the C reference of
+# the GPU tests, or the GEMM's double reference (tests/emu/*_emu.cpp).  Ends
+# with `N passed, N failed`.
 #   FUSEGEN=build/fusegen BUILD=build tests/emu/run.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -13,14 +14,18 @@ cuda_home=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # the decode grid form on one CU (its grid barriers need every workgroup at
 # once, and the emulation runs one), the MLA core on four (splits merged by
-# ticket, which workgroups run one after another can take)
+# ticket, which workgroups run one after another can take), the GEMM on eight
+# (its persistent grid numbered XCD-major; no grid barrier)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
+gemm_specs=$(ls tests/emu/specs/emu-gemm-*.yaml)
 # shellcheck disable=SC2086 # the lists are file names without spaces
 if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decode_specs \
         tests/emu/specs/emu-gfx942-1cu.yaml >"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla" --filter 'mla_decode_*' $mla_specs \
-        tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1; then
+        tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
+        tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
 fi
 # Built once: the emulation's runtime (the HIP shim, no CUDA headers), and the
@@ -29,7 +34,7 @@ fi
 ok=1
 "$cxx" -std=c++17 -O1 -g -Itests/emu/include -Itests/emu -c tests/emu/emu_runtime.cpp \
     -o "$out/emu_runtime.o" || ok=0
-for t in decode_grid mla_portable; do
+for t in decode_grid mla_portable gemm; do
     "$cxx" -std=c++17 -O2 -Itests/emu -Itests/gpu -I"$cuda_home/include" \
         -c "tests/emu/${t}_emu.cpp" -o "$out/${t}_test.o" || ok=0
 done
@@ -41,23 +46,26 @@ src_dir=$(cd "$out/src" && pwd)   # (KERNEL_SRC is included by absolute path)
 passed=0 failed=0
 for hip in "$out"/gen/*/*.hip; do
     name=$(basename "$hip" .hip)
+    # (the GEMM's reference is in its test; its LDS is a static array)
     case $name in
-    decode_attn_*) t=decode_grid ref=ref_decode ;;
-    mla_decode_*) t=mla_portable ref=ref_mla ;;
+    decode_attn_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 ;;
+    mla_decode_*) t=mla_portable objs="$out/ref_mla.o" dyn=1 ;;
+    overlap_gemm_*) t=gemm objs= dyn=0 ;;
     *) continue ;;
     esac
     # the dynamic LDS is the emulation's buffer
     sed -e 's/^ *extern __shared__ .* smem\[\];$/    unsigned char *smem = emu_dyn_smem;/' \
         -e 's/^ *extern __shared__ fg_vec16 smem_raw\[\];.*$/    fg_vec16 *smem_raw = (fg_vec16 *)emu_dyn_smem;/' \
         "$hip" >"$out/src/$name.hip"
-    if ! grep -q 'emu_dyn_smem' "$out/src/$name.hip"; then
+    if [ $dyn = 1 ] && ! grep -q 'emu_dyn_smem' "$out/src/$name.hip"; then
         echo "FAIL $name: no dynamic shared memory line to replace"; failed=$((failed + 1)); continue
     fi
+    # shellcheck disable=SC2086 # $objs: one file name (no spaces) or none
     if ! "$cxx" -std=c++17 -O1 -g -x c++ -Itests/emu/include -Itests/emu \
             -DKERNEL_SRC="\"$src_dir/$name.hip\"" -DKERNEL="$name" \
             -c "tests/emu/${t}_kernel.cpp" -o "$out/$name.kernel.o" >"$out/$name.build.log" 2>&1 ||
        ! "$cxx" -o "$out/$name" "$out/$name.kernel.o" "$out/emu_runtime.o" "$out/${t}_test.o" \
-            "$out/$ref.o" "$out/numerics.o" -rtlib=compiler-rt -lpthread -lm \
+            $objs "$out/numerics.o" -rtlib=compiler-rt -lpthread -lm \
             >>"$out/$name.build.log" 2>&1; then
         cat "$out/$name.build.log"; echo "FAIL $name: did not build"; failed=$((failed + 1)); continue
     fi

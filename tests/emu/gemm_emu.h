@@ -1,0 +1,30 @@
+/* The interface between the emulated overlap GEMM (gemm_kernel.cpp: the
+ * generated .hip source of overlap_gemm_hip.in with the HIP shim) and its
+ * test (gemm_emu.cpp, with the double reference): plain types only. */
+#ifndef FG_EMU_GEMM_H
+#define FG_EMU_GEMM_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct emu_gemm_dims {
+    const char *name;
+    int f16;   /* storage type: 1 f16, 0 bf16 */
+    int n, k, bm, bn, bk, group_m, xcds, grid, threads;
+} emu_gemm_dims;
+
+extern const emu_gemm_dims emu_gemm;
+
+/* The kernel's LDS placement (lds_at): the 16-byte unit that vector c of
+ * row `row` of a block's A or W takes in its buffer. */
+int emu_gemm_lds_at(int row, int c);
+
+/* One launch of `grid` workgroups (one after another): C[m_rows, n] =
+ * A[m_rows, k] . W[n, k]^T, storage type in and out. */
+void emu_gemm_launch(const void *a, const void *w, void *c, int m_rows, int grid);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
