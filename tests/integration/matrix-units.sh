@@ -1,9 +1,10 @@
 #!/bin/sh
 # The AMD code objects kernels-ci compiled use the matrix cores where the
 # CUDA form of their family uses tensor cores (issue 10): every fused decode
-# (decode_attn, the grid form) object and every MLA core (mla_decode, the
-# portable form: its scores and P.V) object for gfx942 and gfx90a must
-# contain MFMA instructions (llvm-objdump-19).  Prints, for each AMD object,
+# (decode_attn, the grid form) object, every MLA core (mla_decode, the
+# portable form: its scores and P.V) object and every overlap GEMM
+# (overlap_gemm, issue 7's) object for gfx942 and gfx90a must contain MFMA
+# instructions (llvm-objdump-19), and each family must have one.  Prints, for each AMD object,
 # its MFMA count and the gate's occupancy (waves a SIMD).
 #   tests/integration/matrix-units.sh [KERNELS_DIR]   (default build/ci/kernels)
 set -u
@@ -28,7 +29,7 @@ for co in "$dir"/*.co; do
     occ=$(awk -v n="\"$name\"" 'index($0, "\"name\": " n) { f = 1 } f && /"occupancy"/ {
             gsub(/[^0-9]/, "", $0); print; exit }' "$manifest")
     case $name in
-    decode_attn_* | mla_decode_*)
+    decode_attn_* | mla_decode_* | overlap_gemm_*)
         checked=$((checked + 1))
         if [ "$mfma" -eq 0 ]; then
             echo "matrix-units: FAILED: $name has no MFMA instruction"
@@ -40,11 +41,17 @@ for co in "$dir"/*.co; do
         echo "matrix-units: $name: $mfma MFMA (no tensor cores in its CUDA form), occupancy ${occ:-?}" ;;
     esac
 done
-mla=$(for co in "$dir"/mla_decode_*.co; do [ -e "$co" ] &&
-    grep -q "\"name\": \"$(basename "$co" .co)\"" "$manifest" && echo; done | wc -l)
-if [ "$checked" -eq 0 ] || [ "$mla" -eq 0 ]; then
-    echo "matrix-units: FAILED: no decode_attn or no mla_decode code object in $dir"
+# this build's objects of a family (the manifest lists them)
+count() {
+    for co in "$dir"/"$1"_*.co; do [ -e "$co" ] &&
+        grep -q "\"name\": \"$(basename "$co" .co)\"" "$manifest" && echo; done | wc -l
+}
+dec=$(count decode_attn) mla=$(count mla_decode) gemm=$(count overlap_gemm)
+if [ "$dec" -eq 0 ] || [ "$mla" -eq 0 ] || [ "$gemm" -eq 0 ]; then
+    echo "matrix-units: FAILED: no decode_attn, mla_decode or overlap_gemm code object in $dir" \
+        "($dec, $mla, $gemm)"
     exit 1
 fi
-echo "matrix-units: $checked decode_attn and mla_decode code objects ($mla mla_decode) checked, $failed without MFMA"
+echo "matrix-units: $checked decode_attn, mla_decode and overlap_gemm code objects ($dec, $mla," \
+    "$gemm) checked, $failed without MFMA"
 [ "$failed" -eq 0 ]
