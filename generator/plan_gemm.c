@@ -31,8 +31,6 @@
  * registers within 256 (VGPRs and AGPRs together: 512 / 2) */
 #define HIP_MAX_PER_CU 2u
 
-static bool is_amd(const fg_target *t) { return t->arch == FG_ARCH_GFX942 || t->arch == FG_ARCH_GFX90A; }
-
 typedef struct gemm_cfg {
     unsigned stages;     /* TMA stages of A's and W's boxes */
     unsigned c_rounds;   /* the C buffer holds 1 / c_rounds of a tile's columns */
@@ -82,7 +80,7 @@ static const char *gemm_misfit(const gemm_cfg *c, const fg_target *t, char why[1
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t)
 {
     static char why[160];
-    const bool amd = is_amd(t);
+    const bool amd = fg_arch_is_amd(t->arch);
     const unsigned bn = amd ? HIP_BN : GEMM_BN, bk = amd ? HIP_BK : GEMM_BK;
     if (t->arch != FG_ARCH_SM90A && !amd)
         return "the fused GEMM is emitted for sm_90a, gfx942 and gfx90a only";
@@ -269,7 +267,7 @@ int fg_plan_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                  (long long)sh->k);
         return -1;
     }
-    if (is_amd(t))
+    if (fg_arch_is_amd(t->arch))
         return plan_hip(set, s, ts, sh, family, why, d);
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     gemm_cfg chosen = MODEL;
