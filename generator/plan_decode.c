@@ -634,8 +634,9 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
 #define GRID_MAX_BATCH 16u
 #define GRID_THREADS 512u
 /* Columns a lane's weight loads cover at once (2 rows x step / 32 x 16 B in
- * flight a lane): 128 (8 loads, 64 KB an SM), or 256 where a GQA group's
- * attention runs on tensor cores.  Steps of 256 everywhere were the rule
+ * flight a lane; 1 row on AMD): 128 (8 loads, 64 KB an SM), or 256 where a
+ * GQA group's attention runs on tensor cores (and on AMD, where it runs on
+ * matrix cores: the H200's rule, not measured there).  Steps of 256 everywhere were the rule
  * until tuning showed 128 faster (issue 11: Llama-2-7B and -13B B = 16,
  * f16), and on shapes not tuned (one H200, two interleaved rounds) 128 was
  * 0.3-1.5% faster at every S for Llama-2-7B B = 16 S_max 16K and the
@@ -684,18 +685,22 @@ static unsigned grid_warps(const fg_target *t)
     return t->compute_units * (GRID_THREADS / t->warp_size);
 }
 
-/* Whether a GQA group's attention runs on tensor cores: groups of 4 to 8
- * query heads (the mma's N of 8; Llama-3-8B's and Mistral-7B's 4, Qwen2-7B's
- * 7), where CUDA cores re-reading each K and V byte for every head or two
- * were the bound (measured: Qwen2-7B B = 16 at 19-22% of the read ceiling). */
+/* Whether a GQA group's attention runs on tensor cores (sm_90: mma.sync
+ * m16n8k16) or matrix cores (gfx942, gfx90a: MFMA 16x16x16 on waves of 64;
+ * issue 10): groups of 4 to 8 query heads (mma's N of 8; MFMA's 16 half
+ * used; Llama-3-8B's and Mistral-7B's 4, Qwen2-7B's 7), where CUDA cores
+ * re-reading each K and V byte for every head or two were the bound
+ * (measured on the H200: Qwen2-7B B = 16 at 19-22% of the read ceiling; on
+ * AMD the same reads, not measured). */
 static bool grid_att_mma(const fg_attention *a, const fg_target *t)
 {
     const unsigned gs = a->heads / a->kv_heads;
-    return t->arch == FG_ARCH_SM90A && gs >= 4 && gs <= 8 && a->head_dim % 64 == 0;
+    const bool unit = t->arch == FG_ARCH_SM90A || (fg_arch_is_amd(t->arch) && t->warp_size == 64);
+    return unit && gs >= 4 && gs <= 8 && a->head_dim % 64 == 0;
 }
 
-/* Query heads of a GQA group an attention item serves: on tensor cores the
- * whole group; else a lane keeps 8 q and 8 o values a head, and two heads
+/* Query heads of a GQA group an attention item serves: on tensor or matrix
+ * cores the whole group; else a lane keeps 8 q and 8 o values a head, and two heads
  * fit beside the key rounds. */
 static unsigned grid_heads_per_item(const fg_attention *a, const fg_target *t)
 {
@@ -772,8 +777,11 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
     if (g->unroll < 1 || g->unroll > 16)
         return "key rounds in flight must be 1 to 16";
     if (grid_att_mma(a, t) && g->unroll != 1)
-        return "a GQA group's attention on tensor cores has one block of 16 keys in flight "
-               "(key rounds 1)";
+        return fg_arch_is_amd(t->arch)
+                   ? "a GQA group's attention on matrix cores has one block of 16 keys in "
+                     "flight (key rounds 1)"
+                   : "a GQA group's attention on tensor cores has one block of 16 keys in flight "
+                     "(key rounds 1)";
     if (a->head_dim % t->warp_size)
         return "the attention's merge gives each lane head_dim / warp-size columns";
     g->heads_per_item = grid_heads_per_item(a, t);
@@ -911,9 +919,10 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     if (amd)
         fg_sb_printf(&in.reasons,
                      "grid form: one cooperative workgroup of %u threads per CU (%u workgroups, "
-                     "%u waves of %u), 4 grid barriers at agent scope between the phases; "
+                     "%u waves of %u), %u grid barriers at agent scope between the phases; "
                      "__launch_bounds__(%u)\n",
-                     GRID_THREADS, t->compute_units, warps, t->warp_size, GRID_THREADS);
+                     GRID_THREADS, t->compute_units, warps, t->warp_size,
+                     grid_att_mma(a, t) ? 5u : 4u, GRID_THREADS);
     else
         fg_sb_printf(&in.reasons,
                      "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), "
@@ -937,7 +946,17 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                                           : "; 128 measured faster than 256",
                  g->smem,
                  amd ? "; the batch's rows only, the padding to 16 zeros in registers" : "");
-    if (grid_att_mma(a, t))
+    if (grid_att_mma(a, t) && amd)
+        fg_sb_printf(&in.reasons,
+                     "attention: items of (request, KV head, its %u query heads, a run of >= %u "
+                     "keys, at most %u runs) from a counter, on matrix cores (MFMA 16x16x16, "
+                     "the group's heads as N: S^T = K q^T, o^T += V^T p^T, p^T being the S^T "
+                     "a lane holds: no exchange but the 4 lanes' max), 16 keys (%u KB) in "
+                     "flight a wave, each K and V byte loaded once for the group; then, after "
+                     "a grid barrier, each head's runs merged in order by a wave\n",
+                     g->heads_per_item, grid_min_run(bmax), GRID_MAX_SPLITS,
+                     64 * a->head_dim / 1024);
+    else if (grid_att_mma(a, t))
         fg_sb_printf(&in.reasons,
                      "attention: items of (request, KV head, its %u query heads, a run of >= %u "
                      "keys, at most %u runs) from a counter, on tensor cores (mma.sync "

@@ -1800,12 +1800,26 @@ Test(cli, explain_decode_plan_and_skips)
               "%s", out);
     cr_expect_null(strstr(out, "gfx942_f16_h4096_nh32_hd128_s4096_b16_grid"), "%s", out);
     free(out);
-    /* GQA on AMD: the CUDA-core attention (a group's heads on MFMA are not
-     * lowered); the HIP sources compile in kernels-ci */
+    /* GQA on AMD: a group's heads one attention item on the matrix cores
+     * (MFMA 16x16x16, the heads as N), one more grid barrier before the
+     * merge; the HIP sources compile in kernels-ci and run on the host
+     * emulation (tests/emu) */
     cr_assert_eq(run(&out, "explain --filter 'decode_attn*b4_grid_t512_norm' "
                            "specs/models/llama-3-8b.yaml specs/targets/mi250.yaml"),
                  0, "%s", out);
-    cr_expect(strstr(out, "HEADS_PER_ITEM=2 ATT_MMA=0"), "%s", out);
+    cr_expect(strstr(out, "UNROLL=1 HEADS_PER_ITEM=4 ATT_MMA=1"), "%s", out);
+    cr_expect(strstr(out, "waves of 64), 5 grid barriers at agent scope"), "%s", out);
+    cr_expect(strstr(out, "attention: items of (request, KV head, its 4 query heads, a run of >= "
+                          "64 keys, at most 64 runs) from a counter, on matrix cores (MFMA "
+                          "16x16x16, the group's heads as N"),
+              "%s", out);
+    cr_expect(strstr(out, "16 keys (8 KB) in flight a wave"), "%s", out);
+    free(out);
+    /* Qwen2-7B's groups of 7 on MI300X alike */
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b4_grid_t512_norm' "
+                           "specs/models/qwen2-7b.yaml specs/targets/mi300x.yaml"),
+                 0, "%s", out);
+    cr_expect(strstr(out, "HEADS_PER_ITEM=7 ATT_MMA=1"), "%s", out);
     free(out);
 }
 
