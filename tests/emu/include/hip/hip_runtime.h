@@ -82,6 +82,7 @@ template <class T> T emu_atomic_load(const T *p, int order)
 }
 #define __builtin_amdgcn_s_sleep(n) emu_yield()
 #define __builtin_amdgcn_wave_barrier() ((void)0)
+#define __builtin_amdgcn_sched_barrier(mask) ((void)0)
 #define __builtin_amdgcn_fence(order, scope) __atomic_thread_fence(order)
 
 typedef float emu_f32x4 __attribute__((ext_vector_type(4)));
