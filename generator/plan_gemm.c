@@ -94,6 +94,25 @@ const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_targe
     return NULL;
 }
 
+/* What every overlap_gemm instance has: its family and op, the template,
+ * its key dims (n, k) and its tile. */
+static void gemm_instance(fg_instance *in, const char *template_name, fg_dtype dtype,
+                          const fg_gemm_shape *sh, const fg_target *t, unsigned bm, unsigned bn,
+                          unsigned bk)
+{
+    in->family = "overlap_gemm";
+    in->op = "overlap_gemm";
+    in->template_name = template_name;
+    in->target = t;
+    in->dtype = dtype;
+    fg_instance_add_param(in, "N", sh->n);
+    fg_instance_add_param(in, "K", sh->k);
+    in->nkey_params = 2;
+    fg_instance_add_param(in, "BM", bm);
+    fg_instance_add_param(in, "BN", bn);
+    fg_instance_add_param(in, "BK", bk);
+}
+
 /* gfx942 / gfx90a: overlap_gemm_hip.in. */
 static int plan_hip(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                     const fg_gemm_shape *sh, const char *family, const char *why, fg_diag *d)
@@ -125,17 +144,7 @@ static int plan_hip(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
      * gfx942 (1307 TFLOP/s dense at 2.1 GHz, 304 CUs), 32 on gfx90a */
     const unsigned mfma_cycles = t->arch == FG_ARCH_GFX942 ? 16 : 32;
     const unsigned mfmas = 4 * 4 * 2, lds_read = (4 + 4) * 16 * 64;
-    in->family = "overlap_gemm";
-    in->op = "overlap_gemm";
-    in->template_name = "overlap_gemm_hip.in";
-    in->target = t;
-    in->dtype = dtype;
-    fg_instance_add_param(in, "N", sh->n);
-    fg_instance_add_param(in, "K", sh->k);
-    in->nkey_params = 2;
-    fg_instance_add_param(in, "BM", HIP_BM);
-    fg_instance_add_param(in, "BN", HIP_BN);
-    fg_instance_add_param(in, "BK", HIP_BK);
+    gemm_instance(in, "overlap_gemm_hip.in", dtype, sh, t, HIP_BM, HIP_BN, HIP_BK);
     fg_instance_add_param(in, "GROUP_M", HIP_GROUP_M);
     fg_instance_add_param(in, "THREADS", HIP_THREADS);
     fg_instance_add_param(in, "LDS_BYTES", HIP_LDS);
@@ -203,17 +212,7 @@ static int plan_one(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
     }
     fg_plan_mark(in, family, from);
     const unsigned smem = gemm_smem(c), cbuf = GEMM_BM * GEMM_BN * 2 / c->c_rounds;
-    in->family = "overlap_gemm";
-    in->op = "overlap_gemm";
-    in->template_name = "overlap_gemm.in";
-    in->target = t;
-    in->dtype = dtype;
-    fg_instance_add_param(in, "N", sh->n);
-    fg_instance_add_param(in, "K", sh->k);
-    in->nkey_params = 2;
-    fg_instance_add_param(in, "BM", GEMM_BM);
-    fg_instance_add_param(in, "BN", GEMM_BN);
-    fg_instance_add_param(in, "BK", GEMM_BK);
+    gemm_instance(in, "overlap_gemm.in", dtype, sh, t, GEMM_BM, GEMM_BN, GEMM_BK);
     fg_instance_add_param(in, "STAGES", c->stages);
     fg_instance_add_param(in, "STAGE_BYTES", GEMM_STAGE_BYTES);
     fg_instance_add_param(in, "GROUP_M", c->group_m);
