@@ -667,8 +667,10 @@ typedef struct grid_cfg {
     unsigned heads_per_item;         /* query heads of a GQA group an attention item serves */
     unsigned unroll;                 /* key rounds a warp has in flight */
     unsigned batch_tile;             /* requests a matrix-product n-tile (mma 8, MFMA 16) */
-    unsigned staged_rows;            /* rows of x (then o) in shared memory */
+    unsigned staged_rows;            /* rows of x (then o) in shared memory; 0 (AMD): none,
+                                        read from the workspace */
     unsigned smem;                   /* dynamic shared memory: the staged rows */
+    unsigned long long staged_need;  /* what staging the rows would take (B), with 1 KB spare */
     unsigned long long ws_floats;
     fg_origin from;                  /* the model's, a tuning entry's or a tuning candidate */
 } grid_cfg;
@@ -787,20 +789,27 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
     g->heads_per_item = grid_heads_per_item(a, t);
     /* the batch padded to the matrix product's n-tiles (mma.sync's 8
      * requests, MFMA's 16), and the rows staged: every padded one on sm_90,
-     * the batch's alone on AMD (the rest are zeros in registers) */
+     * the batch's alone on AMD (the rest are zeros in registers), or on AMD
+     * where those do not fit in the LDS none: phase 0 writes x's rows once to
+     * the workspace (a grid barrier more) and the projections read x's and
+     * o's fragments from there (rows every workgroup reads: L2 holds them) */
     const bool amd = fg_arch_is_amd(t->arch);
     g->batch_tile = amd ? 16 : 8;
     const unsigned long long bp = (bmax + g->batch_tile - 1) / g->batch_tile * g->batch_tile;
     g->staged_rows = amd ? bmax : (unsigned)bp;
     const unsigned long long xw = m->hidden > qd ? m->hidden : qd;
     const unsigned long long smem = g->staged_rows * (xw + 32) * 2;
-    if (smem + 1024 > t->shared_mem_per_block)
-        return amd ? "the batch's staged rows (x, then o) do not fit in the 64 KB of LDS"
-                   : "the batch's staged rows (x, then o) do not fit in shared memory";
-    g->smem = (unsigned)smem;
+    g->staged_need = smem + 1024;
+    if (smem + 1024 > t->shared_mem_per_block) {
+        if (!amd)
+            return "the batch's staged rows (x, then o) do not fit in shared memory";
+        g->staged_rows = 0;
+    }
+    g->smem = g->staged_rows ? (unsigned)smem : 0;
     g->ws_floats = (unsigned long long)g->slices_qkv * bp * rows1 + bp * qd +
                    bp * a->heads * GRID_MAX_SPLITS * (a->head_dim + 4ull) + bp * qd / 2 +
-                   (unsigned long long)g->slices_o * bp * m->hidden;
+                   (unsigned long long)g->slices_o * bp * m->hidden +
+                   (g->staged_rows ? 0 : (unsigned long long)bmax * m->hidden / 2);
     return NULL;
 }
 
@@ -922,7 +931,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                      "%u waves of %u), %u grid barriers at agent scope between the phases; "
                      "__launch_bounds__(%u)\n",
                      GRID_THREADS, t->compute_units, warps, t->warp_size,
-                     grid_att_mma(a, t) ? 5u : 4u, GRID_THREADS);
+                     (grid_att_mma(a, t) ? 5u : 4u) + (g->staged_rows ? 0u : 1u), GRID_THREADS);
     else
         fg_sb_printf(&in.reasons,
                      "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), "
@@ -933,8 +942,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_sb_printf(&in.reasons,
                  "QKV: %u units of 16 W_qkv rows x %u columns (%u slices; %.0f%% of the warps' "
                  "last round busy) on %s, the batch as N), weights loaded straight into "
-                 "fragments, steps of %u columns (%u loads of 16 B in flight a lane%s); x "
-                 "normalized and staged in shared memory (%u B%s)\n",
+                 "fragments, steps of %u columns (%u loads of 16 B in flight a lane%s); x ",
                  rows1 / 16 * g->slices_qkv, m->hidden / g->slices_qkv, g->slices_qkv,
                  100.0 * grid_round_use(rows1, g->slices_qkv, warps),
                  amd ? "matrix cores (MFMA 16x16x16" : "tensor cores (mma.sync m16n8k16",
@@ -943,9 +951,21 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  : amd                    ? "; the H200's measured step, not measured here"
                  : grid_att_mma(a, t)     ? "; 256 measured faster than 128 beside a GQA "
                                             "group's attention on tensor cores"
-                                          : "; 128 measured faster than 256",
-                 g->smem,
-                 amd ? "; the batch's rows only, the padding to 16 zeros in registers" : "");
+                                          : "; 128 measured faster than 256");
+    if (g->staged_rows)
+        fg_sb_printf(&in.reasons, "normalized and staged in shared memory (%u B%s)\n", g->smem,
+                     amd ? "; the batch's rows only, the padding to 16 zeros in registers" : "");
+    else
+        fg_sb_printf(&in.reasons,
+                     "normalized once into the workspace (%u rows x %u x 2 B = %u B), no rows "
+                     "staged: staging the batch's rows (x, then o) would take %llu B with 1 KB "
+                     "spare, over the %u B of LDS a workgroup has; x's fragments (then o's, "
+                     "from the workspace's o rows) are read from global memory, %u KB that "
+                     "every workgroup reads and L2 holds, the padding to 16 zeros in "
+                     "registers; one grid barrier more (after phase 0) publishes x\n",
+                     bmax, m->hidden, bmax * m->hidden * 2, g->staged_need,
+                     t->shared_mem_per_block,
+                     (bmax * (m->hidden > qd ? m->hidden : qd) * 2 + 1023) / 1024);
     if (grid_att_mma(a, t) && amd)
         fg_sb_printf(&in.reasons,
                      "attention: items of (request, KV head, its %u query heads, a run of >= %u "

@@ -20,7 +20,8 @@ extern "C" const emu_decode_dims emu_dims = {
     0,
 #endif
     H, NH, NKV, HD, SMAX, BMAX, PAGE, PAGES, QKV_BIAS, NEOX, RMSNORM, WINDOW, THREADS,
-    WS_PO + (size_t)SO * BP * H, (size_t)XR * XLD * sizeof(fg_t), 2 + BMAX * (NH / HPW),
+    // (no rows staged: x's rows past the output projection's partials)
+    WS_X + (XR ? 0 : (size_t)BMAX * H / 2), (size_t)XR * XLD * sizeof(fg_t), 2 + BMAX * (NH / HPW),
     c_inv_freq,
 };
 

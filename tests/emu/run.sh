@@ -15,13 +15,18 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # the decode grid form on one CU (its grid barriers need every workgroup at
 # once, and the emulation runs one), the MLA core on four (splits merged by
 # ticket, which workgroups run one after another can take), the GEMM on eight
-# (its persistent grid numbered XCD-major; no grid barrier)
+# (its persistent grid numbered XCD-major; no grid barrier); the decode grid
+# form again on one CU with 16 KB of LDS, where the lds16k specs' rows do not
+# fit and the projections read x and o from the workspace
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
+lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
 gemm_specs=$(ls tests/emu/specs/emu-gemm-*.yaml)
 # shellcheck disable=SC2086 # the lists are file names without spaces
 if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decode_specs \
         tests/emu/specs/emu-gfx942-1cu.yaml >"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/decode-lds16k" --filter 'decode_attn_*' $lds16k_specs \
+        tests/emu/specs/emu-gfx942-1cu-lds16k.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla" --filter 'mla_decode_*' $mla_specs \
         tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
