@@ -716,9 +716,9 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "TILE", tile);
     fg_instance_add_param(&in, "STAGES", 1);
     fg_instance_add_param(&in, "THREADS", PORTABLE_THREADS);
-    /* __launch_bounds__'s second figure: blocks an SM on sm_90; on AMD 1
-     * (the LDS holds one workgroup a CU; the registers are not the limit) */
-    fg_instance_add_param(&in, "MIN_BLOCKS", amd ? 1 : per_cu);
+    /* __launch_bounds__'s second figure: the blocks an SM (workgroups a CU,
+     * one wave a SIMD each on AMD) the splits were counted for */
+    fg_instance_add_param(&in, "MIN_BLOCKS", per_cu);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {splits, groups, bmax},
