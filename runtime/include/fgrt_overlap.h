@@ -131,6 +131,20 @@ FGRT_OVERLAP_API size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, uns
 
 FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_overlap" */
 
+/* The order in which a GEMM fed as its rows land (the fused form: one
+ * kernel over the whole gathered A that waits for each piece's flag) takes
+ * the tile rows of bm rows of rank `rank`'s gathered A [m, k] under AG
+ * schedule s (shard_overlap or chunk_overlap): the own row block's first,
+ * then each tile row once the last piece its rows lie in has landed, in
+ * the order of the schedule's waits (fgrt_overlap_ops), ties in row order.
+ * With out NULL and max 0: the count, m / bm.  Else writes the m / bm tile
+ * rows into out and returns their count; 0 for invalid arguments (RS or a
+ * serial schedule, m not a multiple of bm and of world x the pieces, max
+ * too small). */
+FGRT_OVERLAP_API size_t fgrt_overlap_tile_rows(fgrt_schedule s, unsigned world, unsigned chunks,
+                                               unsigned rank, long long m, unsigned bm, int *out,
+                                               size_t max);
+
 /* The plan table's row for a GEMM (the generated fg_overlap_plans, or any
  * table of that type): collective, m, n, k, world and dtype equal, and the
  * target's name when target is not NULL; NULL when there is none. */

@@ -2,6 +2,8 @@
 #include "fgrt_overlap.h"
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fg_registry.h"
@@ -174,6 +176,52 @@ size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsi
     else
         reduce_scatter(&o, s, world, rank);
     return o.n;
+}
+
+size_t fgrt_overlap_tile_rows(fgrt_schedule s, unsigned world, unsigned chunks, unsigned rank,
+                              long long m, unsigned bm, int *out, size_t max)
+{
+    const unsigned pieces = s == FGRT_CHUNK_OVERLAP ? chunks : 1;
+    if ((s != FGRT_SHARD_OVERLAP && s != FGRT_CHUNK_OVERLAP) ||
+        !valid(FGRT_AG_GEMM, s, world, chunks) || rank >= world || bm == 0 || m <= 0 ||
+        m % ((long long)world * pieces) || m % bm || m / bm > INT32_MAX)
+        return 0;
+    const size_t tiles = (size_t)(m / bm);
+    if (!out || max < tiles)
+        return max || out ? 0 : tiles;
+    const size_t nops = fgrt_overlap_ops(FGRT_AG_GEMM, s, world, chunks, rank, NULL, 0);
+    fgrt_op *ops = malloc(nops * sizeof *ops);
+    int *landed = malloc((size_t)world * pieces * sizeof *landed);   /* [sender][piece] */
+    int *key = malloc(tiles * sizeof *key);
+    if (!ops || !landed || !key) {
+        free(ops), free(landed), free(key);
+        return 0;
+    }
+    fgrt_overlap_ops(FGRT_AG_GEMM, s, world, chunks, rank, ops, nops);
+    /* a piece's place in the order of the waits (the own block: there from the start) */
+    for (unsigned i = 0; i < world * pieces; i++)
+        landed[i] = -1;
+    int place = 0;
+    for (size_t i = 0; i < nops; i++)
+        if (ops[i].kind == FGRT_OP_WAIT && ops[i].flag >= FGRT_FLAG_SENT)
+            landed[(size_t)ops[i].peer * pieces + (ops[i].flag - FGRT_FLAG_SENT)] = place++;
+    /* a tile row is complete when the last piece its rows lie in is */
+    const long long piece_rows = m / world / pieces;
+    for (size_t t = 0; t < tiles; t++) {
+        key[t] = -1;
+        for (long long p = (long long)t * bm / piece_rows; p <= ((long long)t * bm + bm - 1) / piece_rows; p++)
+            if (landed[p] > key[t])
+                key[t] = landed[p];
+    }
+    /* ordered by that, stable (insertion: a few hundred tile rows at most) */
+    for (size_t t = 0; t < tiles; t++) {
+        size_t j = t;
+        for (; j > 0 && key[out[j - 1]] > key[t]; j--)
+            out[j] = out[j - 1];
+        out[j] = (int)t;
+    }
+    free(ops), free(landed), free(key);
+    return tiles;
 }
 
 const char *fgrt_schedule_name(fgrt_schedule s)

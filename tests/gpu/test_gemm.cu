@@ -15,7 +15,9 @@
 // report hazards there).
 // Then 1000 launches at M = 256 with C poisoned before each must give
 // bitwise the first launch's output (compared on the device; issue 12's
-// deterministic mode: each output's sum has one order).  --quick: M = 128
+// deterministic mode: each output's sum has one order).  Then the kernel fed
+// as its rows land (check_pieces: the fused AG+GEMM's flag waits, a lost
+// piece ending in a status within the time limit).  --quick: M = 128
 // and 1152 only, 2 launches for determinism (for compute-sanitizer).
 // --bench [--json FILE]: both timed at M = 4096 and 16384 in CUDA graphs,
 // interleaved (fused, cuBLASLt, fused, cuBLASLt), medians; TFLOP/s and the
@@ -27,6 +29,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <memory>
@@ -34,6 +38,9 @@
 #include <vector>
 
 #include "harness.h"
+#ifdef FG_HAVE_FGRT
+#include "fgrt_overlap.h"
+#endif
 
 namespace {
 
@@ -169,10 +176,22 @@ struct Problem {
     ~Problem() { cudaFree(a), cudaFree(w), cudaFree(c), cudaFree(ref); }
 };
 
-bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s)
+// The kernel's feed (overlap_gemm.in): where A's rows come from.  The
+// default: every row there at launch, tiles in order.
+struct Feed {
+    const int *tile_rows = nullptr;
+    const unsigned *flags = nullptr, *epoch = nullptr;
+    int own = -1, shard_rows = 1, piece_rows = 1, flag_stride = 0;
+    unsigned *status = nullptr;
+    unsigned long long limit_ns = 0;
+};
+
+bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s, Feed f = Feed())
 {
     int rows = (int)p.m;
-    void *args[] = {&p.map_a, &p.map_w, &p.map_c, &rows};
+    void *args[] = {&p.map_a,       &p.map_w,        &p.map_c,     &rows,     &f.tile_rows,
+                    &f.flags,       &f.epoch,        &f.own,       &f.shard_rows, &f.piece_rows,
+                    &f.flag_stride, &f.status,       &f.limit_ns};
     const long long tiles = p.m / g.bm * (p.n / g.bn);
     const unsigned grid = tiles < g.grid ? (unsigned)tiles : g.grid;
     return cu_ok(drv.launch(g.fn, grid, 1, 1, g.block, 1, 1, g.smem, (CUstream)s, args, nullptr),
@@ -249,6 +268,8 @@ struct Lt {
 
 double host_bf16(const std::vector<uint16_t> &v, size_t i) { return fgh_bf16_to_f32(v[i]); }
 
+void compare_outputs(const char *name, const Problem &p, uint64_t seed, bool baseline);
+
 void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s, bool baseline)
 {
     char name[200];
@@ -257,12 +278,21 @@ void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s,
     if (!CHECK(name, p.open(g, rows, seed, true)))
         return;
     const size_t nc = (size_t)p.m * p.n;
-    bool ok = fgh_poison_device(p.c, nc * 2, s) == 0 && launch_fused(g, p, s) &&
-              (!baseline || lt.run(p, p.ref, s)) && fgh_ok(cudaStreamSynchronize(s));
+    const bool ok = fgh_poison_device(p.c, nc * 2, s) == 0 && launch_fused(g, p, s) &&
+                    (!baseline || lt.run(p, p.ref, s)) && fgh_ok(cudaStreamSynchronize(s));
+    if (CHECK(name, ok))
+        compare_outputs(name, p, seed, baseline);
+}
+
+// p.c against the double reference on 256 samples and (baseline) the whole
+// of it against cuBLASLt's product in p.ref.
+void compare_outputs(const char *name, const Problem &p, uint64_t seed, bool baseline)
+{
+    const size_t nc = (size_t)p.m * p.n;
     std::vector<uint16_t> got(nc), base(nc);
-    ok = ok && fgh_ok(cudaMemcpy(got.data(), p.c, nc * 2, cudaMemcpyDeviceToHost)) &&
-         (!baseline || fgh_ok(cudaMemcpy(base.data(), p.ref, nc * 2, cudaMemcpyDeviceToHost)));
-    if (!CHECK(name, ok))
+    if (!CHECK(name, fgh_ok(cudaMemcpy(got.data(), p.c, nc * 2, cudaMemcpyDeviceToHost)) &&
+                         (!baseline || fgh_ok(cudaMemcpy(base.data(), p.ref, nc * 2,
+                                                         cudaMemcpyDeviceToHost)))))
         return;
     char what[260];
     snprintf(what, sizeof what, "%s: every output written", name);
@@ -339,6 +369,114 @@ void check_deterministic(const Gemm &g, int launches, uint64_t seed, cudaStream_
     cudaFree(count);
     CHECKF(name, ok && got == 0, "%s; %llu outputs differ", ok ? "ran" : "a launch failed", got);
 }
+
+#ifdef FG_HAVE_FGRT
+double seconds_now()
+{
+    timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+// Fed as its rows land (the fused AG+GEMM, on one GPU): rank 1 of 3 under
+// chunk_overlap with 4 pieces of 192 rows a row block (tiles of 128 rows
+// straddle them).  With A whole, cuBLASLt's product is the reference; then
+// the other ranks' blocks are poisoned (NaN), the kernel launched with the
+// flags clear and the tile order of fgrt_overlap_tile_rows, and after it
+// the pieces are copied in from pinned host memory on another stream in the
+// order of the schedule's waits, each followed by its flag (a 4-byte copy
+// of the epoch, as the executor sets them), the host pausing between
+// pieces so that the kernel has to wait.  A tile taken before its rows
+// landed reads NaN: every output must be finite and right, status 0.
+// lose: the last piece never comes; the kernel must still end, within its
+// limit, with status FG_GEMM_LATE.
+void check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool lose, bool baseline)
+{
+    constexpr unsigned kWorld = 3, kChunks = 4, kRank = 1, kPieceRows = 192, kEpoch = 5;
+    constexpr long long kRows = (long long)kWorld * kChunks * kPieceRows, kBlock = kRows / kWorld;
+    constexpr unsigned kStride = FGRT_FLAG_SENT + kChunks;   // a sender's flags (the executor's)
+    constexpr unsigned kLate = 1;                             // overlap_gemm.in's FG_GEMM_LATE
+    char name[200];
+    snprintf(name, sizeof name, "%s, M=%lld fed in pieces as they land%s", g.name.c_str(), kRows,
+             lose ? ", the last one lost" : "");
+    Problem p;
+    int order[kRows / 128];
+    fgrt_op ops[64];
+    const size_t nops =
+        fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, kWorld, kChunks, kRank, ops, 64);
+    const size_t tiles = fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, kWorld, kChunks, kRank, kRows,
+                                                (unsigned)g.bm, order, kRows / 128);
+    if (!CHECK(name, nops > 0 && nops <= 64 && tiles == kRows / g.bm &&
+                         p.open(g, kRows, seed, true)))
+        return;
+    const size_t row_bytes = (size_t)g.k * 2, nc = (size_t)kRows * g.n;
+    int *tile_rows = nullptr;
+    unsigned *flags = nullptr, *words = nullptr, *host = nullptr;   // words: epoch, status
+    cudaStream_t copies = nullptr;
+    void *src = nullptr;
+    bool ok = fgh_ok(cudaMalloc(&tile_rows, sizeof order)) &&
+              fgh_ok(cudaMalloc(&flags, kWorld * kStride * 4)) &&
+              fgh_ok(cudaMalloc(&words, 8)) && fgh_ok(cudaMallocHost(&host, 8)) &&
+              fgh_ok(cudaMallocHost(&src, (size_t)kRows * row_bytes)) &&
+              fgh_ok(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking));
+    if (ok) {
+        memcpy(src, p.ha.data(), (size_t)kRows * row_bytes);
+        host[0] = kEpoch, host[1] = 0;
+        ok = fgh_ok(cudaMemcpy(tile_rows, order, sizeof order, cudaMemcpyHostToDevice)) &&
+             fgh_ok(cudaMemset(flags, 0, kWorld * kStride * 4)) &&
+             fgh_ok(cudaMemcpy(words, host, 8, cudaMemcpyHostToDevice)) &&
+             (!baseline || lt.run(p, p.ref, s)) &&
+             fgh_poison_device(p.c, nc * 2, s) == 0;
+        for (unsigned b = 0; ok && b < kWorld; b++)
+            if (b != kRank)
+                ok = fgh_poison_device((char *)p.a + b * kBlock * row_bytes, kBlock * row_bytes,
+                                       s) == 0;
+        ok = ok && fgh_ok(cudaStreamSynchronize(s));
+    }
+    Feed f;
+    f.tile_rows = tile_rows, f.flags = flags + FGRT_FLAG_SENT, f.epoch = &words[0];
+    f.own = (int)kRank, f.shard_rows = (int)kBlock, f.piece_rows = (int)kPieceRows;
+    f.flag_stride = (int)kStride, f.status = &words[1];
+    f.limit_ns = lose ? 50000000ull : 1000000000ull;
+    const double t0 = seconds_now();
+    ok = ok && launch_fused(g, p, s, f);
+    usleep(2000);
+    size_t sent = 0, waits = 0;
+    for (size_t i = 0; ok && i < nops; i++) {
+        if (ops[i].kind != FGRT_OP_WAIT || ops[i].flag < FGRT_FLAG_SENT)
+            continue;
+        waits++;
+        if (lose && waits == kChunks * (kWorld - 1))
+            break;
+        const size_t peer = (size_t)ops[i].peer, piece = ops[i].flag - FGRT_FLAG_SENT;
+        const size_t at = (peer * kBlock + piece * kPieceRows) * row_bytes;
+        ok = fgh_ok(cudaMemcpyAsync((char *)p.a + at, (char *)src + at, kPieceRows * row_bytes,
+                                    cudaMemcpyHostToDevice, copies)) &&
+             fgh_ok(cudaMemcpyAsync(flags + peer * kStride + ops[i].flag, &host[0], 4,
+                                    cudaMemcpyHostToDevice, copies));
+        sent++;
+        usleep(200);
+    }
+    ok = ok && fgh_ok(cudaStreamSynchronize(copies)) && fgh_ok(cudaStreamSynchronize(s)) &&
+         fgh_ok(cudaMemcpy(&host[1], &words[1], 4, cudaMemcpyDeviceToHost));
+    const double secs = seconds_now() - t0;
+    if (CHECK(name, ok && sent == kChunks * (kWorld - 1) - (lose ? 1 : 0))) {
+        char what[260];
+        snprintf(what, sizeof what, "%s: status", name);
+        CHECKF(what, host[1] == (lose ? kLate : 0u), "status %u, expected %u (%.3f s)", host[1],
+               lose ? kLate : 0u, secs);
+        if (!lose)
+            compare_outputs(name, p, seed, baseline);
+        else {
+            snprintf(what, sizeof what, "%s: ends within its limit", name);
+            CHECKF(what, secs < 1.0, "%.3f s", secs);
+        }
+    }
+    cudaFree(tile_rows), cudaFree(flags), cudaFree(words), cudaFreeHost(host), cudaFreeHost(src);
+    if (copies)
+        cudaStreamDestroy(copies);
+}
+#endif
 
 // ---- --bench ----
 
@@ -474,6 +612,12 @@ int main(int argc, char **argv)
             if (!a.quick || rows < 4096)
                 check(g, lt, rows, seed + rows, s, a.baseline);
         check_deterministic(g, a.quick ? 2 : 1000, seed + 5, s);
+#ifdef FG_HAVE_FGRT
+        for (bool lose : {false, true})
+            check_pieces(g, lt, seed + 11, s, lose, a.baseline);
+#else
+        fgh_skip(names[i], "fed in pieces: built without libfgrt (its tile order)");
+#endif
         if (a.bench)
             for (long long rows : {4096ll, 16384ll})
                 bench(g, lt, rows, seed + 7 * rows, s, jf ? &j : nullptr, a.baseline);

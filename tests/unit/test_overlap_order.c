@@ -746,3 +746,52 @@ Test(overlap_order, plan_table_lookup)
     cr_assert_null(fgrt_overlap_find(NULL, 0, FGRT_AG_GEMM, 4096, 5120, 8192, 2, FG_REG_BF16,
                                      NULL));
 }
+
+/* The fused GEMM's tile order: a permutation of the tile rows, the own row
+ * block's first, every other tile row no earlier than the waits of the
+ * pieces its rows lie in; two cases worked out by hand (one where pieces of
+ * 192 rows straddle tiles of 128). */
+Test(overlap_order, fused_tile_rows)
+{
+    int got[64];
+    /* 2 ranks, 4 pieces, rank 1: its block (tile rows 16..31), then rank 0's pieces in order */
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 4, 1, 4096, 128, got, 64), 32);
+    for (int i = 0; i < 32; i++)
+        cr_assert_eq(got[i], (i + 16) % 32, "place %d: tile row %d", i, got[i]);
+    /* 3 ranks, 2 pieces of 192 rows, rank 1: waits (0, piece 0), (2, 0), (0, 1), (2, 1) */
+    const int want[] = {3, 4, 5, 0, 6, 1, 2, 7, 8};
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 3, 2, 1, 1152, 128, NULL, 0), 9);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 3, 2, 1, 1152, 128, got, 9), 9);
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(got[i], want[i], "place %d: tile row %d, expected %d", i, got[i], want[i]);
+    /* every world, rank and piece count: a permutation, the own block's rows first */
+    for (unsigned w = 2; w <= 8; w++)
+        for (unsigned chunks = 1; chunks <= 4; chunks++)
+            for (unsigned r = 0; r < w; r++) {
+                const long long m = (long long)w * chunks * 256;
+                const size_t n = fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, w, chunks, r, m, 128,
+                                                        got, 64);
+                cr_assert_eq(n, (size_t)(m / 128));
+                bool seen[64] = {false};
+                const int own = (int)(m / w / 128);
+                for (size_t i = 0; i < n; i++) {
+                    cr_assert(got[i] >= 0 && (size_t)got[i] < n && !seen[got[i]]);
+                    seen[got[i]] = true;
+                    if ((int)i < own)
+                        cr_assert_eq(got[i] / own, (int)r, "%u ranks, rank %u: place %zu", w,
+                                     r, i);
+                }
+            }
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_SHARD_OVERLAP, 2, 1, 0, 512, 128, got, 64), 4);
+    cr_assert_eq(got[0], 0);
+    cr_assert_eq(got[2], 2);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_SERIAL_CE, 2, 1, 0, 512, 128, got, 64), 0);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 2, 0, 500, 128, got, 64), 0,
+                 "m not whole tiles");
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 3, 0, 512, 128, got, 64), 0,
+                 "m not whole pieces");
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 2, 2, 512, 128, got, 64), 0,
+                 "rank past the world");
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 2, 0, 512, 128, got, 3), 0,
+                 "out too small");
+}
