@@ -258,6 +258,37 @@ typedef struct fg_overlap_reduce_args {
 FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *args,
                                         fg_binding **out);
 
+/* The overlap family's GEMM (sm_90a): c[m, n] = a[m, k] . w[n, k]^T, w in
+ * nn.Linear's layout, fp32 sums rounded once; a, w, c row-major on the
+ * device, 16-byte aligned; m a multiple of 128 (whole tile rows).  Keys:
+ * n, k.  Its TMA tensor maps are encoded here, once.
+ * Fed as its rows land (the fused AG+GEMM) where flags is set: a is a
+ * gather of row blocks of shard_rows rows, each but block `own` arriving
+ * by copies in pieces of piece_rows rows, piece i of block r announced by
+ * flags[r * flag_stride + i] reaching *epoch (compared as (int32_t)(flag -
+ * epoch) >= 0; *epoch is read at each launch, so one captured launch
+ * serves every call); a tile is taken only once every piece its rows lie
+ * in is announced, tile rows in the order tile_rows lists them (m / 128 of
+ * them; NULL: in order; fgrt_overlap_tile_rows gives the executor's).  A
+ * wait that runs past limit_ns (1 .. 10^9) sets FG_GEMM_LATE in *status
+ * and the kernel stops waiting: the call's output is then undefined, never
+ * a hang.  Without flags the feed fields are ignored. */
+#define FG_GEMM_LATE 1u
+typedef struct fg_overlap_gemm_args {
+    fg_reg_dtype dtype;
+    long long n, k;        /* key dims */
+    long long m;           /* rows of every launch */
+    const void *a, *w;
+    void *c;
+    const int *tile_rows;
+    const unsigned *flags, *epoch;
+    unsigned *status;
+    long long own, shard_rows, piece_rows, flag_stride, limit_ns;
+    const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning) */
+} fg_overlap_gemm_args;
+FG_API fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
+                                      fg_binding **out);
+
 /* Enqueues the bound kernel on `stream` (a CUstream or hipStream_t; NULL is
  * the legacy default stream).  No allocation, synchronization or descriptor
  * encoding: safe inside CUDA graph capture.  A binding owns its workspaces,

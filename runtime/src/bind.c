@@ -13,6 +13,8 @@ typedef union fg_param_value {
     void *p;
     int32_t i;
     float f;
+    uint64_t u64;
+    _Alignas(64) unsigned char map[128];   /* a TMA tensor map (CUtensorMap) */
 } fg_param_value;
 
 struct fg_binding {
@@ -73,10 +75,53 @@ static fg_status check_args(const fg_op_desc *op, const void *args, fg_param_val
             vals[i].f = v;
             break;
         }
+        case FG_ARG_U64: {
+            const long long v = ll_field(args, a->offset);
+            if (v < a->min)
+                return fg_fail(FG_ERR_BAD_SHAPE, "%s: %s = %lld; expected at least %lld", op->op,
+                               a->name, v, a->min);
+            vals[i].u64 = (uint64_t)v;
+            break;
+        }
+        case FG_ARG_TENSOR_MAP: {
+            const void *p;
+            memcpy(&p, field(args, a->offset), sizeof p);
+            if (!p)
+                return fg_fail(FG_ERR_NULL_POINTER, "%s: %s is NULL", op->op, a->name);
+            if ((uintptr_t)p % 16)   /* TMA's global address */
+                return fg_fail(FG_ERR_MISALIGNED, "%s: %s = %p is not 16-byte aligned", op->op,
+                               a->name, p);
+            break;   /* encoded once the device is known (encode_maps) */
+        }
         case FG_ARG_WORKSPACE:
         case FG_ARG_COUNTERS:
             break; /* filled once the workspace exists */
         }
+    }
+    return FG_OK;
+}
+
+/* The op's tensor maps, through the driver (which checks what TMA allows:
+ * the row pitch a multiple of 16 bytes, dims under 2^32). */
+static fg_status encode_maps(fg_context *ctx, const fg_op_desc *op, const void *args,
+                             fg_reg_dtype dtype, fg_param_value *vals)
+{
+    fg_driver *d = ctx->drv;
+    for (unsigned i = 0; i < op->nargs; i++) {
+        const fg_arg_desc *a = &op->args[i];
+        if (a->kind != FG_ARG_TENSOR_MAP)
+            continue;
+        if (!d->ops->tensor_map)
+            return fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "%s: %s is a TMA tensor map; this "
+                           "device's backend has none", op->op, a->name);
+        const void *p;
+        memcpy(&p, field(args, a->offset), sizeof p);
+        const fg_status s = d->ops->tensor_map(d, vals[i].map, dtype, p,
+                                               ll_field(args, a->rows_offset),
+                                               ll_field(args, a->cols_offset), a->box_rows,
+                                               a->box_cols);
+        if (s != FG_OK)
+            return s;
     }
     return FG_OK;
 }
@@ -245,6 +290,8 @@ fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg
     fg_launch_cfg cfg;
     if (s == FG_OK)
         s = launch_shape(ctx, op, args, e, &cfg);
+    if (s == FG_OK)
+        s = encode_maps(ctx, op, args, dtype, vals);
     void *fn = NULL;
     if (s == FG_OK)
         s = fg_context_function(ctx, e, &cfg, &fn);

@@ -26,7 +26,8 @@
     X(cuStreamSynchronize) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamQuery) X(cuEventCreate) \
     X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent) X(cuMemcpyAsync) X(cuMemcpyDtoHAsync)  \
     X(cuStreamWriteValue32) X(cuStreamWaitValue32) X(cuMemGetAddressRange) X(cuIpcGetMemHandle)   \
-    X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuCtxEnablePeerAccess) X(cuDeviceCanAccessPeer)
+    X(cuIpcOpenMemHandle) X(cuIpcCloseMemHandle) X(cuCtxEnablePeerAccess) X(cuDeviceCanAccessPeer) \
+    X(cuTensorMapEncodeTiled)
 
 typedef struct cuda_fns {
 #define DECLARE(name) __typeof__(name) *name;
@@ -403,6 +404,30 @@ static void cu_ipc_close(fg_driver *d, void *base)
     ON_CONTEXT_VOID((cuda *)d, cuIpcCloseMemHandle, ((CUdeviceptr)(uintptr_t)base));
 }
 
+/* (No context needed: the map only describes memory.)  L2 promotion of
+ * 256 B: the boxes' rows are 128 B, their neighbours loaded next. */
+static fg_status cu_tensor_map(fg_driver *d, void *map, fg_reg_dtype dtype, const void *base,
+                               long long rows, long long cols, unsigned box_rows,
+                               unsigned box_cols)
+{
+    cuda *c = (cuda *)d;
+    if (rows <= 0 || cols <= 0 || (cols * 2) % 16 || box_cols * 2 != 128)
+        return fg_fail(FG_ERR_BAD_SHAPE, "a tensor map of %lld x %lld (boxes of %u x %u): rows "
+                       "of a multiple of 16 bytes, boxes one 128-byte swizzle row wide", rows,
+                       cols, box_rows, box_cols);
+    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
+    const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
+    const cuuint32_t box[2] = {box_cols, box_rows}, elem[2] = {1, 1};
+    cu_seq s = {0};
+    STEP(c, &s, cuTensorMapEncodeTiled,
+         ((CUtensorMap *)map,
+          dtype == FG_REG_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+          2, (void *)(uintptr_t)base, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+    return cu_status(c, &s, "tensor map");
+}
+
 static fg_status cu_enable_peer(fg_driver *d, int ordinal)
 {
     cuda *c = (cuda *)d;
@@ -442,6 +467,7 @@ static const fg_driver_ops cuda_ops = {
     .read_async = cu_read_async,
     .write_flag = cu_write_flag, .wait_flag = cu_wait_flag, .ipc_export = cu_ipc_export,
     .ipc_open = cu_ipc_open, .ipc_close = cu_ipc_close, .enable_peer = cu_enable_peer,
+    .tensor_map = cu_tensor_map,
 };
 
 static fg_status resolve_all(cuda *c)

@@ -74,6 +74,13 @@ typedef struct fg_driver_ops {
     void (*ipc_close)(fg_driver *d, void *base);
     /* This device may read and write device `ordinal`'s memory (one process). */
     fg_status (*enable_peer)(fg_driver *d, int ordinal);
+
+    /* A TMA tensor map (128 bytes, 64-byte aligned) of a row-major
+     * [rows][cols] matrix of 16-bit dtype at base, boxes of box_rows x
+     * box_cols, 128-byte swizzle (NULL where a backend has no TMA). */
+    fg_status (*tensor_map)(fg_driver *d, void *map, fg_reg_dtype dtype, const void *base,
+                            long long rows, long long cols, unsigned box_rows,
+                            unsigned box_cols);
 } fg_driver_ops;
 
 #define FG_IPC_HANDLE_BYTES 64
@@ -131,18 +138,25 @@ typedef enum {
     FG_ARG_F32,
     FG_ARG_WORKSPACE,
     FG_ARG_COUNTERS,
+    FG_ARG_U64,
+    FG_ARG_TENSOR_MAP,
 } fg_arg_kind;
 
 /* One kernel parameter, in kernel order, read from the op's args struct:
  * DEVPTR from a pointer field, I32 from a long long field, F32 from a float
- * field (finite).  WORKSPACE and COUNTERS are the binding's own (no field). */
+ * field (finite), U64 from a long long field (>= min).  WORKSPACE and
+ * COUNTERS are the binding's own (no field).  TENSOR_MAP: the matrix at the
+ * pointer field `offset` (16-byte aligned), its rows and columns the long
+ * long fields at rows_offset and cols_offset, encoded at bind time. */
 typedef struct fg_arg_desc {
     const char *name;
     fg_arg_kind kind;
     size_t offset;
     unsigned align;         /* DEVPTR: required alignment in bytes */
     bool nullable;          /* DEVPTR: NULL is accepted (passed as is; the op's check decides) */
-    long long min;          /* I32: smallest accepted value (the largest is INT32_MAX) */
+    long long min;          /* I32, U64: smallest accepted value (I32's largest: INT32_MAX) */
+    size_t rows_offset, cols_offset;   /* TENSOR_MAP */
+    unsigned box_rows, box_cols;       /* TENSOR_MAP */
 } fg_arg_desc;
 
 #define FG_MAX_KERNEL_ARGS 24
@@ -169,6 +183,7 @@ extern const fg_op_desc fg_op_decode_attn;
 extern const fg_op_desc fg_op_mla_decode;
 extern const fg_op_desc fg_op_mla_block;
 extern const fg_op_desc fg_op_overlap_reduce;
+extern const fg_op_desc fg_op_overlap_gemm;
 
 fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg_binding **out);
 

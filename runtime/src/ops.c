@@ -321,3 +321,81 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
 {
     return fg_bind_op(ctx, &fg_op_overlap_reduce, args, out);
 }
+
+/* ---- overlap_gemm: kernel (map_a, map_w, map_c, int m_rows, tile_rows, flags, epoch, int own,
+ *      int shard_rows, int piece_rows, int flag_stride, status, u64 limit_ns) ---- */
+
+/* The sm_90a form's tiles (overlap_gemm.in asserts them): A in boxes of 64
+ * columns x 128 rows, W of 64 x 256, C of 64 x 64 (a consumer warpgroup's
+ * rows, one 128-byte swizzle row). */
+#define GEMM_BM 128
+#define MAP(field, nrows, ncols, box)                                                              \
+    {#field, FG_ARG_TENSOR_MAP, offsetof(fg_overlap_gemm_args, field),                             \
+     .rows_offset = offsetof(fg_overlap_gemm_args, nrows),                                         \
+     .cols_offset = offsetof(fg_overlap_gemm_args, ncols), .box_rows = box, .box_cols = 64}
+#define OPT(field) {#field, FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, field), .align = 4,      \
+                    .nullable = true}
+#define I32(field, least) {#field, FG_ARG_I32, offsetof(fg_overlap_gemm_args, field), .min = least}
+
+static const fg_arg_desc overlap_gemm_args[] = {
+    MAP(a, m, k, GEMM_BM),
+    MAP(w, n, k, 256),
+    MAP(c, m, n, 64),
+    I32(m, GEMM_BM),
+    OPT(tile_rows),
+    OPT(flags),
+    OPT(epoch),
+    I32(own, -1),
+    I32(shard_rows, 0),
+    I32(piece_rows, 0),
+    I32(flag_stride, 0),
+    OPT(status),
+    {"limit_ns", FG_ARG_U64, offsetof(fg_overlap_gemm_args, limit_ns), .min = 0},
+};
+#undef MAP
+#undef OPT
+#undef I32
+
+/* Whole tile rows; a feed whose waits can be met and whose time limit stays
+ * under the kernel's own stage waits (they trap after about 2 s). */
+static fg_status overlap_gemm_check(const void *p)
+{
+    const fg_overlap_gemm_args *a = p;
+    if (a->m % GEMM_BM)
+        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: m %lld is not a multiple of %d", a->m,
+                       GEMM_BM);
+    if (!a->flags)
+        return FG_OK;
+    if (!a->epoch || !a->status)
+        return fg_fail(FG_ERR_NULL_POINTER, "overlap_gemm: flags given without %s",
+                       a->epoch ? "status" : "epoch");
+    if (a->shard_rows < 1 || a->piece_rows < 1 || a->shard_rows % a->piece_rows ||
+        a->m % a->shard_rows || a->flag_stride < a->shard_rows / a->piece_rows ||
+        a->own >= a->m / a->shard_rows)
+        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: m %lld in blocks of %lld rows, pieces of "
+                       "%lld, %lld flags a block, own block %lld: expected whole blocks of whole "
+                       "pieces, a flag for each, own below the blocks", a->m, a->shard_rows,
+                       a->piece_rows, a->flag_stride, a->own);
+    if (a->limit_ns < 1 || a->limit_ns > 1000000000)
+        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: limit_ns %lld; expected 1 .. 10^9 (the "
+                       "kernel's stage waits trap after about 2 s)", a->limit_ns);
+    return FG_OK;
+}
+#undef GEMM_BM
+
+const fg_op_desc fg_op_overlap_gemm = {
+    .op = "overlap_gemm",
+    .dtype_offset = offsetof(fg_overlap_gemm_args, dtype),
+    .nkeys = 2,
+    .key_offsets = {offsetof(fg_overlap_gemm_args, n), offsetof(fg_overlap_gemm_args, k)},
+    .instance_offset = offsetof(fg_overlap_gemm_args, instance),
+    .args = overlap_gemm_args,
+    .nargs = sizeof overlap_gemm_args / sizeof overlap_gemm_args[0],
+    .check = overlap_gemm_check,
+};
+
+fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
+                               fg_binding **out)
+{
+    return fg_bind_op(ctx, &fg_op_overlap_gemm, args, out);
+}

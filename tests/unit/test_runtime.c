@@ -254,6 +254,10 @@ typedef struct fake {
     float eps;
     void *raw[5];              /* the first five parameters as pointers */
     int zeros;
+    int maps;                  /* tensor maps encoded, each recorded below */
+    long long map_dims[4][4];  /* rows, cols, box rows, box cols */
+    fg_reg_dtype map_dtype;
+    void *params[16];          /* the last launch's parameter pointers (at most 16 kept) */
 } fake;
 
 static fake F;
@@ -305,6 +309,22 @@ static fg_status f_launch(fg_driver *d, void *fn, const fg_launch_cfg *c, void *
     memcpy(&f->eps, params[4], sizeof f->eps);
     for (int i = 0; i < 5; i++)
         memcpy(&f->raw[i], params[i], sizeof f->raw[i]);
+    memcpy(f->params, params, sizeof f->params);
+    return FG_OK;
+}
+/* A map that says what it was made of: its base in its first 8 bytes. */
+static fg_status f_tensor_map(fg_driver *d, void *map, fg_reg_dtype dtype, const void *base,
+                              long long rows, long long cols, unsigned box_rows, unsigned box_cols)
+{
+    fake *f = (fake *)d;
+    cr_assert_eq((uintptr_t)map % 64, 0, "a tensor map parameter is 64-byte aligned");
+    memset(map, 0, 128);
+    memcpy(map, &base, sizeof base);
+    if (f->maps < 4)
+        memcpy(f->map_dims[f->maps], (long long[4]){rows, cols, box_rows, box_cols},
+               sizeof f->map_dims[0]);
+    f->maps++;
+    f->map_dtype = dtype;
     return FG_OK;
 }
 static fg_status f_alloc(fg_driver *d, size_t n, void **p)
@@ -344,6 +364,7 @@ static const fg_driver_ops fake_ops = {
     .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
     .free = f_free,
     .copy = f_copy, .sync = f_sync, .make_current = f_ok, .symbol = f_symbol,
+    .tensor_map = f_tensor_map,
 };
 
 static fg_context *fake_ctx(fg_reg_arch arch, const fg_kernel_entry *r, size_t n)
@@ -467,6 +488,122 @@ Test(runtime_bind, overlap_reduce)
     cr_assert_eq(rank, 1);
     cr_assert_eq(vecs, 1024);
     fg_binding_free(b);
+    fg_shutdown(ctx);
+}
+
+static const fg_kernel_entry gemm_reg[] = {
+    ENTRY("gemm_n8192_k1024", "overlap_gemm", SM90, FG_REG_BF16, .ndims = 2, .dims = {8192, 1024},
+          .grid_rule = FG_REG_GRID_FIXED, .grid = {132, 1, 1}, .dynamic_smem = 200000),
+};
+
+static fg_overlap_gemm_args good_gemm(void)
+{
+    return (fg_overlap_gemm_args){
+        .dtype = FG_REG_BF16, .n = 8192, .k = 1024, .m = 4096, .a = DEV(0x1000000000),
+        .w = DEV(0x2000000000), .c = DEV(0x3000000000), .tile_rows = DEV(0x4000000000),
+        .flags = DEV(0x5000000004), .epoch = DEV(0x5000000000), .status = DEV(0x6000000000),
+        .own = 1, .shard_rows = 2048, .piece_rows = 512, .flag_stride = 5,
+        .limit_ns = 500000000};
+}
+
+static void expect_gemm_bind(fg_context *ctx, fg_overlap_gemm_args a, fg_status want,
+                             const char *says)
+{
+    fg_binding *b = (fg_binding *)1;
+    const fg_status s = fg_overlap_gemm_bind(ctx, &a, &b);
+    cr_assert_eq(s, want, "got %s (%s)", fg_status_string(s), fg_last_error());
+    cr_assert_null(b, "a failed bind clears *out");
+    cr_assert(!says || strstr(fg_last_error(), says), "'%s' does not say '%s'", fg_last_error(),
+              says);
+}
+
+/* The overlap family's GEMM: keyed by (n, k); its three tensor maps
+ * encoded at bind time (A: m x k in boxes of 128 x 64, W: n x k in 256 x
+ * 64, C: m x n in 64 x 64) and passed first, then m and the feed in the
+ * kernel's order. */
+Test(runtime_bind, overlap_gemm)
+{
+    fg_context *ctx = fake_ctx(SM90, gemm_reg, 1);
+    const fg_overlap_gemm_args a = good_gemm();
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_overlap_gemm_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(F.maps, 3);
+    const long long want[3][4] = {{4096, 1024, 128, 64}, {8192, 1024, 256, 64}, {4096, 8192, 64, 64}};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            cr_assert_eq(F.map_dims[i][j], want[i][j], "map %d, figure %d", i, j);
+    cr_assert_eq(F.map_dtype, FG_REG_BF16);
+    cr_assert_eq(fg_launch(b, DEV(0x55)), FG_OK);
+    cr_assert_eq(F.maps, 3, "encoded once, at bind");
+    cr_assert_eq(F.cfg.grid[0], 132);
+    cr_assert_eq(F.cfg.smem, 200000);
+    cr_assert_eq(F.raw[0], a.a);
+    cr_assert_eq(F.raw[1], a.w);
+    cr_assert_eq(F.raw[2], a.c);
+    int i32[5];
+    const int at[5] = {3, 7, 8, 9, 10};   /* m, own, shard_rows, piece_rows, flag_stride */
+    for (int i = 0; i < 5; i++)
+        memcpy(&i32[i], F.params[at[i]], sizeof i32[i]);
+    cr_assert(i32[0] == 4096 && i32[1] == 1 && i32[2] == 2048 && i32[3] == 512 && i32[4] == 5);
+    const void *p[4];
+    const int pat[4] = {4, 5, 6, 11};   /* tile_rows, flags, epoch, status */
+    for (int i = 0; i < 4; i++)
+        memcpy(&p[i], F.params[pat[i]], sizeof p[i]);
+    cr_assert(p[0] == a.tile_rows && p[1] == a.flags && p[2] == a.epoch && p[3] == a.status);
+    uint64_t limit;
+    memcpy(&limit, F.params[12], sizeof limit);
+    cr_assert_eq(limit, 500000000u);
+    fg_binding_free(b);
+    /* unfed: no flags, nothing else needed */
+    fg_overlap_gemm_args u = {.dtype = FG_REG_BF16, .n = 8192, .k = 1024, .m = 128,
+                              .a = a.a, .w = a.w, .c = a.c};
+    cr_assert_eq(fg_overlap_gemm_bind(ctx, &u, &b), FG_OK, "%s", fg_last_error());
+    fg_binding_free(b);
+    fg_shutdown(ctx);
+}
+
+Test(runtime_bind, overlap_gemm_guards)
+{
+    fg_context *ctx = fake_ctx(SM90, gemm_reg, 1);
+    fg_overlap_gemm_args a = good_gemm();
+    a.m = 4000;
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "multiple of 128");
+    a = good_gemm(), a.k = 2048;
+    expect_gemm_bind(ctx, a, FG_ERR_NO_MATCHING_INSTANCE, NULL);
+    a = good_gemm(), a.w = NULL;
+    expect_gemm_bind(ctx, a, FG_ERR_NULL_POINTER, "w is NULL");
+    a = good_gemm(), a.c = DEV(0x3000000008);
+    expect_gemm_bind(ctx, a, FG_ERR_MISALIGNED, "16-byte");
+    a = good_gemm(), a.epoch = NULL;
+    expect_gemm_bind(ctx, a, FG_ERR_NULL_POINTER, "without epoch");
+    a = good_gemm(), a.status = NULL;
+    expect_gemm_bind(ctx, a, FG_ERR_NULL_POINTER, "without status");
+    a = good_gemm(), a.piece_rows = 500;
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "whole blocks of whole pieces");
+    a = good_gemm(), a.flag_stride = 3;   /* 4 pieces a block */
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, NULL);
+    a = good_gemm(), a.own = 2;
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, NULL);
+    a = good_gemm(), a.limit_ns = 0;
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "limit_ns");
+    a = good_gemm(), a.limit_ns = 3000000000;
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "limit_ns");
+    cr_assert_eq(F.maps, 0, "refused binds encode nothing");
+    cr_assert_eq(F.loads, 0, "refused binds load nothing");
+    fg_shutdown(ctx);
+}
+
+/* A backend without TMA (HIP's) refuses the bind with a status. */
+Test(runtime_bind, overlap_gemm_needs_tensor_maps)
+{
+    static const fg_driver_ops no_tma = {
+        .close = f_close, .load = f_load, .unload = f_unload, .configure = f_configure,
+        .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
+        .free = f_free, .copy = f_copy, .sync = f_sync, .make_current = f_ok,
+        .symbol = f_symbol};
+    fg_context *ctx = fake_ctx(SM90, gemm_reg, 1);
+    F.base.ops = &no_tma;
+    expect_gemm_bind(ctx, good_gemm(), FG_ERR_UNSUPPORTED_DEVICE, "tensor map");
     fg_shutdown(ctx);
 }
 
