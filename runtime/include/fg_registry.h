@@ -68,7 +68,8 @@ typedef enum {
     FG_REG_SERIAL_NCCL,
     FG_REG_SERIAL_CE,
     FG_REG_SHARD_OVERLAP,
-    FG_REG_CHUNK_OVERLAP
+    FG_REG_CHUNK_OVERLAP,
+    FG_REG_CHUNK_FUSED
 } fg_reg_schedule;
 
 typedef struct fg_overlap_entry {

@@ -270,7 +270,7 @@ FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce
  * serves every call); a tile is taken only once every piece its rows lie
  * in is announced, tile rows in the order tile_rows lists them (m / 128 of
  * them; NULL: in order; fgrt_overlap_tile_rows gives the executor's).  A
- * wait that runs past limit_ns (1 .. 10^9) sets FG_GEMM_LATE in *status
+ * wait that runs past limit_ns (1 .. 2 x 10^10) sets FG_GEMM_LATE in *status
  * and the kernel stops waiting: the call's output is then undefined, never
  * a hang.  Without flags the feed fields are ignored. */
 #define FG_GEMM_LATE 1u

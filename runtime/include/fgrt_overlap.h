@@ -61,6 +61,11 @@ typedef enum {
                             dtype at each of the world - 1 hops, where the reduction of the
                             other schedules rounds once), and sends it on to r + 1; the last step,
                             the own block, writes `out` */
+    FGRT_CHUNK_FUSED,    /* AG only: chunk_overlap's copies and flags, and one launch of the
+                            generated GEMM (fg_overlap_gemm_bind) over the whole gathered A,
+                            issued before them: it takes each tile once the flags of the
+                            pieces its rows lie in are set (its own time-limited waits), the
+                            tile rows in fgrt_overlap_tile_rows' order */
     FGRT_SCHEDULE_COUNT
 } fgrt_schedule;
 
@@ -83,7 +88,10 @@ typedef enum {
     FGRT_OP_WAIT,     /* `stream` waits for flag `flag` of rank `peer` (its row of this
                          rank's memory; time limit) */
     FGRT_OP_REDUCE,   /* this rank's block: its own partial plus the received ones */
-    FGRT_OP_NCCL      /* the collective through NCCL (all blocks) */
+    FGRT_OP_NCCL,     /* the collective through NCCL (all blocks) */
+    FGRT_OP_FUSED_GEMM /* chunk_fused: every block in one kernel on `stream`, each piece of a
+                          peer's block multiplied once that peer's flag FGRT_FLAG_SENT + piece
+                          is set in this rank's memory (the kernel's waits: no WAIT op) */
 } fgrt_op_kind;
 
 typedef struct fgrt_op {
@@ -134,9 +142,10 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
 /* The order in which a GEMM fed as its rows land (the fused form: one
  * kernel over the whole gathered A that waits for each piece's flag) takes
  * the tile rows of bm rows of rank `rank`'s gathered A [m, k] under AG
- * schedule s (shard_overlap or chunk_overlap): the own row block's first,
- * then each tile row once the last piece its rows lie in has landed, in
- * the order of the schedule's waits (fgrt_overlap_ops), ties in row order.
+ * schedule s (shard_overlap, chunk_overlap or chunk_fused): the own row
+ * block's first, then each tile row once the last piece its rows lie in
+ * has landed, in the order of the schedule's waits (fgrt_overlap_ops;
+ * chunk_fused's pieces land as chunk_overlap's), ties in row order.
  * With out NULL and max 0: the count, m / bm.  Else writes the m / bm tile
  * rows into out and returns their count; 0 for invalid arguments (RS or a
  * serial schedule, m not a multiple of bm and of world x the pieces, max
@@ -208,13 +217,17 @@ typedef struct fgrt_overlap_args {
     void *c;                   /* [m, n]: AG: the output; RS: this rank's partials */
     void *out;                 /* RS: this rank's row block of the sum [m / world, n];
                                   AG: NULL */
-    fgrt_gemm_fn gemm;
+    fgrt_gemm_fn gemm;         /* chunk_fused: unused (the generated GEMM multiplies) */
+    const void *w;             /* chunk_fused: W [n, k] in nn.Linear's layout, C = A W^T (the
+                                  context's registry must hold overlap_gemm for n, k; m a
+                                  multiple of 128); else unused */
     fgrt_reduce_fn reduce;     /* RS but chunk_overlap (whose GEMMs add the partials: unused
                                   there); NULL: the generated overlap_reduce kernel of the
                                   context's registry (fg_overlap_reduce_bind; a row block
                                   of m / world x n must be whole 16-byte vectors) */
     void *user;                /* passed to gemm and reduce */
-    double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s) */
+    double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s); chunk_fused's kernel
+                                  waits at most min(timeout_s, 20 s) for a piece */
 } fgrt_overlap_args;
 
 /* What a rank tells its peers: opaque, the same size in every process. */

@@ -14,7 +14,8 @@ _Static_assert((int)FG_REG_AG_GEMM == (int)FGRT_AG_GEMM &&
 _Static_assert((int)FG_REG_SERIAL_NCCL == (int)FGRT_SERIAL_NCCL &&
                    (int)FG_REG_SERIAL_CE == (int)FGRT_SERIAL_CE &&
                    (int)FG_REG_SHARD_OVERLAP == (int)FGRT_SHARD_OVERLAP &&
-                   (int)FG_REG_CHUNK_OVERLAP == (int)FGRT_CHUNK_OVERLAP,
+                   (int)FG_REG_CHUNK_OVERLAP == (int)FGRT_CHUNK_OVERLAP &&
+                   (int)FG_REG_CHUNK_FUSED == (int)FGRT_CHUNK_FUSED,
                "the registry's schedules are fgrt_schedule's");
 
 typedef struct order {
@@ -66,7 +67,11 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
         return;
     }
     barrier(o, FGRT_FLAG_START);
-    const bool overlap = s != FGRT_SERIAL_CE, pieces = s == FGRT_CHUNK_OVERLAP;
+    const bool fused = s == FGRT_CHUNK_FUSED;
+    const bool overlap = s != FGRT_SERIAL_CE && !fused;
+    const bool pieces = s == FGRT_CHUNK_OVERLAP || fused;
+    if (fused)   /* before the copies: its own waits take each piece as it lands */
+        push(o, FGRT_OP_FUSED_GEMM, 1, -1, -1, 0, -1);
     if (overlap)   /* the own shard's rows first, under the first copy */
         push(o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
     for (unsigned j = 0; j < chunks; j++)   /* piece by piece, each to every peer */
@@ -76,7 +81,7 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
             push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(j), -1);
         }
     /* the peers' pieces in the order they land: piece j from every peer, then j + 1 */
-    for (unsigned j = 0; j < chunks; j++)
+    for (unsigned j = 0; j < chunks && !fused; j++)
         for (unsigned i = 1; i < world; i++) {
             const int p = (int)((rank + world - i) % world);
             const unsigned st = overlap ? 1 + (j * (world - 1) + i) % 2 : 1;
@@ -148,9 +153,10 @@ static void reduce_scatter(order *o, fgrt_schedule s, unsigned world, unsigned r
 
 static bool valid(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks)
 {
+    const bool chunked = s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
     return world >= 2 && world <= FGRT_MAX_WORLD && (unsigned)s < FGRT_SCHEDULE_COUNT &&
-           (c == FGRT_AG_GEMM || c == FGRT_GEMM_RS) &&
-           (s == FGRT_CHUNK_OVERLAP ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS : chunks == 1);
+           (c == FGRT_AG_GEMM || (c == FGRT_GEMM_RS && s != FGRT_CHUNK_FUSED)) &&
+           (chunked ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS : chunks == 1);
 }
 
 unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks)
@@ -181,6 +187,9 @@ size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsi
 size_t fgrt_overlap_tile_rows(fgrt_schedule s, unsigned world, unsigned chunks, unsigned rank,
                               long long m, unsigned bm, int *out, size_t max)
 {
+    /* chunk_fused's pieces land as chunk_overlap's, whose waits say the order */
+    if (s == FGRT_CHUNK_FUSED)
+        s = FGRT_CHUNK_OVERLAP;
     const unsigned pieces = s == FGRT_CHUNK_OVERLAP ? chunks : 1;
     if ((s != FGRT_SHARD_OVERLAP && s != FGRT_CHUNK_OVERLAP) ||
         !valid(FGRT_AG_GEMM, s, world, chunks) || rank >= world || bm == 0 || m <= 0 ||
@@ -231,6 +240,7 @@ const char *fgrt_schedule_name(fgrt_schedule s)
     case FGRT_SERIAL_CE: return "serial_ce";
     case FGRT_SHARD_OVERLAP: return "shard_overlap";
     case FGRT_CHUNK_OVERLAP: return "chunk_overlap";
+    case FGRT_CHUNK_FUSED: return "chunk_fused";
     case FGRT_SCHEDULE_COUNT: break;
     }
     return "?";

@@ -1,6 +1,6 @@
 /* The overlap executor (fgrt_overlap.h): one rank's issue order replayed on
  * its device with the copy engine, flags in device memory and the caller's
- * GEMM and reduction. */
+ * GEMM and reduction, or (chunk_fused) the generated GEMM fed by the flags. */
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -48,6 +48,9 @@ struct fgrt_overlap {
                                 TAIL_WORDS of enum tail_word */
     void *recv;              /* RS: [world][rows, n] */
     fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
+    fg_binding *fused;       /* chunk_fused: the generated GEMM over the whole gathered A */
+    int *feed;               /* chunk_fused, device: its tile order [m / 128], then its
+                                status word (FG_GEMM_LATE: a wait ran past its limit) */
     unsigned epoch;          /* the latest call's */
     bool connected, failed;
     fg_status failure;
@@ -88,6 +91,17 @@ static bool has_overlap_ops(const fg_driver_ops *o)
            o->enable_peer && o->read_async && o->sync;
 }
 
+/* Schedules whose row blocks go in pieces. */
+static bool chunked(fgrt_schedule s)
+{
+    return s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
+}
+
+/* The fused GEMM's tiles are 128 rows; its waits at most 20 s (its stage
+ * waits trap at about 2^36 clocks). */
+enum { FUSED_BM = 128 };
+#define FUSED_LIMIT_S 20.0
+
 /* Whether the order has the owner's reduction: RS but chunk_overlap, whose
  * GEMMs add the partials. */
 static bool uses_reduction(const fgrt_overlap_args *a)
@@ -101,26 +115,37 @@ static fg_status check_args(const fgrt_overlap_args *a)
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: unknown collective %d",
                        (int)a->collective);
     if (a->schedule != FGRT_SERIAL_CE && a->schedule != FGRT_SHARD_OVERLAP &&
-        a->schedule != FGRT_CHUNK_OVERLAP)
+        !chunked(a->schedule))
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: schedule %s is not the executor's (serial_ce, "
-                       "shard_overlap and chunk_overlap are; serial NCCL is NCCL's own call)",
+                       "shard_overlap, chunk_overlap and chunk_fused are; serial NCCL is "
+                       "NCCL's own call)",
                        fgrt_schedule_name(a->schedule));
+    const bool fused = a->schedule == FGRT_CHUNK_FUSED;
+    if (fused && a->collective != FGRT_AG_GEMM)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: chunk_fused is AG+GEMM's (GEMM+RS has no fused "
+                       "form yet)");
     if (a->world < 2 || a->world > MAX_WORLD || a->rank >= a->world)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: rank %u of world %u (2 to %d ranks)", a->rank,
                        a->world, MAX_WORLD);
-    const bool chunked = a->schedule == FGRT_CHUNK_OVERLAP;
-    if (chunked ? a->chunks < 1 || a->chunks > FGRT_MAX_CHUNKS : a->chunks > 1)
+    const bool by_pieces = chunked(a->schedule);
+    if (by_pieces ? a->chunks < 1 || a->chunks > FGRT_MAX_CHUNKS : a->chunks > 1)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                       "fgrt_overlap_create: %u chunks (chunk_overlap: 1 to %d; else 0 or 1)",
+                       "fgrt_overlap_create: %u chunks (chunk_overlap, chunk_fused: 1 to %d; "
+                       "else 0 or 1)",
                        a->chunks, FGRT_MAX_CHUNKS);
-    const long long pieces = (long long)a->world * (chunked ? a->chunks : 1);
+    const long long pieces = (long long)a->world * (by_pieces ? a->chunks : 1);
     if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->m % pieces)
         return fg_fail(FG_ERR_BAD_SHAPE,
                        "fgrt_overlap_create: m %lld, n %lld, k %lld (positive, m a multiple of "
                        "%lld: the world size%s)",
-                       a->m, a->n, a->k, pieces, chunked ? " times the chunks" : "");
+                       a->m, a->n, a->k, pieces, by_pieces ? " times the chunks" : "");
+    if (fused && a->m % FUSED_BM)
+        return fg_fail(FG_ERR_BAD_SHAPE,
+                       "fgrt_overlap_create: chunk_fused: m %lld is not a multiple of %d (the "
+                       "generated GEMM's tile rows)", a->m, FUSED_BM);
     if (a->m > (1LL << 40) / a->k || a->m > (1LL << 40) / a->n)
         return fg_fail(FG_ERR_BAD_SHAPE, "fgrt_overlap_create: m x k or m x n too large");
     if (fg_reg_dtype_bytes(a->dtype) == 0)
@@ -130,8 +155,9 @@ static fg_status check_args(const fgrt_overlap_args *a)
     if (!a->a || !a->c || (rs && !a->out))
         return fg_fail(FG_ERR_NULL_POINTER, "fgrt_overlap_create: %s is NULL",
                        !a->a ? "a" : !a->c ? "c" : "out");
-    if (!a->gemm)
-        return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: no gemm callback");
+    if (fused ? !a->w : !a->gemm)
+        return fused ? fg_fail(FG_ERR_NULL_POINTER, "fgrt_overlap_create: chunk_fused: w is NULL")
+                     : fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: no gemm callback");
     const long long block_bytes = a->m / a->world * a->n * (long long)fg_reg_dtype_bytes(a->dtype);
     if (uses_reduction(a) && !a->reduce && block_bytes % 16)
         return fg_fail(FG_ERR_BAD_SHAPE,
@@ -151,7 +177,8 @@ static fg_status plan(fgrt_overlap *x)
     x->nops = fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, a->rank, NULL, 0);
     x->ops = calloc(x->nops, sizeof *x->ops);
     x->done = calloc(x->nops, sizeof *x->done);
-    x->waits = calloc(x->nops * a->world, sizeof *x->waits);
+    /* a barrier waits on every peer; the fused GEMM on every peer's pieces */
+    x->waits = calloc(x->nops * a->world + (size_t)a->world * x->chunks, sizeof *x->waits);
     if (!x->ops || !x->done || !x->waits)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
     fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, a->rank, x->ops, x->nops);
@@ -164,6 +191,10 @@ static fg_status plan(fgrt_overlap *x)
             return st;
         if (op->kind == FGRT_OP_WAIT)
             x->waits[x->nwaits++] = (awaited){(unsigned)op->peer, op->flag};
+        /* the fused GEMM's waits are its own, but a timeout names and releases them too */
+        for (unsigned p = 0; op->kind == FGRT_OP_FUSED_GEMM && p < a->world; p++)
+            for (unsigned j = 0; p != a->rank && j < x->chunks; j++)
+                x->waits[x->nwaits++] = (awaited){p, FGRT_FLAG_SENT + j};
         if (op->kind == FGRT_OP_BARRIER)
             for (unsigned p = 0; p < a->world; p++)
                 if (p != a->rank)
@@ -216,6 +247,52 @@ static fg_status bind_reduction(fgrt_overlap *x)
     return FG_OK;
 }
 
+/* chunk_fused: the generated GEMM of the context's registry over the whole
+ * gathered A, fed by this rank's flags (piece j of rank p's block at
+ * flag_at(p, FGRT_FLAG_SENT + j), the epoch its tail word), its tile order
+ * and status in `feed`. */
+static fg_status bind_fused(fgrt_overlap *x)
+{
+    const fgrt_overlap_args *a = &x->args;
+    const size_t tiles = (size_t)(a->m / FUSED_BM);
+    int *order = malloc(tiles * sizeof *order);
+    if (!order)
+        return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
+    fg_status st = fgrt_overlap_tile_rows(FGRT_CHUNK_FUSED, a->world, x->chunks, a->rank, a->m,
+                                          FUSED_BM, order, tiles) == tiles
+                       ? FG_OK
+                       : fg_fail(FG_ERR_BAD_SHAPE, "fgrt_overlap_create: no tile order for m "
+                                 "%lld in %u x %u pieces", a->m, a->world, x->chunks);
+    void *p = NULL;
+    if (st == FG_OK && (st = OPS(x)->alloc(x->drv, (tiles + 1) * sizeof(int), &p)) == FG_OK)
+        x->feed = p;
+    if (st == FG_OK)
+        st = OPS(x)->zero(x->drv, x->feed, (tiles + 1) * sizeof(int));
+    if (st == FG_OK)
+        st = OPS(x)->copy(x->drv, x->feed, order, tiles * sizeof(int), true);
+    free(order);
+    const double limit_s = a->timeout_s < FUSED_LIMIT_S ? a->timeout_s : FUSED_LIMIT_S;
+    const fg_overlap_gemm_args g = {
+        .dtype = a->dtype, .n = a->n, .k = a->k, .m = a->m, .a = a->a, .w = a->w, .c = a->c,
+        .tile_rows = x->feed, .flags = x->flags + FGRT_FLAG_SENT,
+        .epoch = tail_word(x, x->flags, WORD_EPOCH), .status = (unsigned *)x->feed + tiles,
+        .own = a->rank, .shard_rows = x->rows, .piece_rows = x->rows / x->chunks,
+        .flag_stride = x->nflags, .limit_ns = (long long)(limit_s * 1e9)};
+    if (st == FG_OK && (st = fg_overlap_gemm_bind(x->ctx, &g, &x->fused)) != FG_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", fg_last_error());
+        return fg_fail(st, "fgrt_overlap_create: chunk_fused: the generated GEMM does not bind "
+                       "(%s)", why);
+    }
+    return st;
+}
+
+/* The fused GEMM's status word: FG_GEMM_LATE where a wait ran out. */
+static unsigned *fused_status(const fgrt_overlap *x)
+{
+    return (unsigned *)x->feed + x->args.m / FUSED_BM;
+}
+
 fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fgrt_overlap **out)
 {
     if (!out)
@@ -227,6 +304,16 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     fg_status st = check_args(args);
     if (st != FG_OK)
         return st;
+    /* chunk_fused's GEMM looked up before anything is made (bound once the flags exist) */
+    const fg_kernel_entry *gemm = NULL;
+    if (args->schedule == FGRT_CHUNK_FUSED &&
+        (st = fg_context_lookup(ctx, "overlap_gemm", args->dtype,
+                                (const long long[]){args->n, args->k}, 2, &gemm)) != FG_OK) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", fg_last_error());
+        return fg_fail(st, "fgrt_overlap_create: chunk_fused: the generated GEMM does not bind "
+                       "(%s)", why);
+    }
     if (!has_overlap_ops(ctx->drv->ops))
         return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
                        "fgrt_overlap_create: the device's driver has no overlap executor");
@@ -238,7 +325,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         x->args.timeout_s = 10.0;
     x->es = fg_reg_dtype_bytes(args->dtype);
     x->rows = args->m / args->world;
-    x->chunks = args->schedule == FGRT_CHUNK_OVERLAP ? args->chunks : 1;
+    x->chunks = chunked(args->schedule) ? args->chunks : 1;
     x->block_a = (size_t)x->rows * args->k * x->es;
     x->block_c = (size_t)x->rows * args->n * x->es;
     x->nflags = fgrt_overlap_flags(args->collective, args->schedule, args->world, x->chunks);
@@ -256,6 +343,8 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     }
     if (st == FG_OK && uses_reduction(args) && !args->reduce)
         st = bind_reduction(x);
+    if (st == FG_OK && args->schedule == FGRT_CHUNK_FUSED)
+        st = bind_fused(x);
     if (st != FG_OK) {
         fgrt_overlap_destroy(x);
         return st;
@@ -512,6 +601,10 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
                                 a->world, a->rank, x->rows * a->n);
         return r == 0 ? FG_OK : callback_failed("reduce", op);
     }
+    case FGRT_OP_FUSED_GEMM: {   /* its status cleared for this call, behind the last one's */
+        const fg_status st = o->write_flag(x->drv, s, fused_status(x), 0);
+        return st == FG_OK ? fg_launch(x->fused, s) : st;
+    }
     case FGRT_OP_NCCL:
         break;
     }
@@ -684,7 +777,7 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
         char name[48];
         if (w->flag == FGRT_FLAG_START)
             snprintf(name, sizeof name, "start");
-        else if (x->args.schedule != FGRT_CHUNK_OVERLAP)
+        else if (!chunked(x->args.schedule))
             snprintf(name, sizeof name, "sent(%u)", x->args.rank);
         else if (x->args.collective == FGRT_AG_GEMM)   /* piece i of the sender's shard */
             snprintf(name, sizeof name, "sent(%u) piece %u", x->args.rank,
@@ -712,8 +805,12 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
         return refuse_failed(x, "fgrt_overlap_wait");
     /* idle: the call is done, unless a peer marked a failure before now (and
      * so before any push its release let through: those could have landed
-     * while this rank's work still read its buffers) */
-    if (idle && ((st = read_mark(x, &mark)) != FG_OK || !mark))
+     * while this rank's work still read its buffers), or the fused GEMM's
+     * own wait ran out (it then went on: its output is undefined) */
+    unsigned late = 0;
+    if (idle && (st = read_mark(x, &mark)) == FG_OK && !mark && x->fused)
+        st = read_words(x, &late, fused_status(x), 1);
+    if (idle && (st != FG_OK || (!mark && !late)))
         return st;
     char missing[512];
     missing_flags(x, missing, sizeof missing);
@@ -729,6 +826,13 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
                        "undefined, its waits were released%s",
                        mark - 1, missing[0] ? " while this rank waited for " : "", missing,
                        x->args.rank, idle ? "" : ", and its streams are still busy");
+    if (late)
+        return fg_fail(FG_ERR_TIMEOUT,
+                       "fgrt_overlap_wait: rank %u's fused GEMM waited past its limit (%.1f s) "
+                       "for %s; its output is undefined",
+                       x->args.rank, x->args.timeout_s < FUSED_LIMIT_S ? x->args.timeout_s
+                                                                      : FUSED_LIMIT_S,
+                       missing[0] ? missing : "a piece (set since)");
     return fg_fail(FG_ERR_TIMEOUT,
                    "fgrt_overlap_wait: rank %u waited %.1f s for %s; its waits were released%s",
                    x->args.rank, x->args.timeout_s, missing[0] ? missing : "its own streams",
@@ -764,6 +868,9 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
         if (x->done[i])
             o->event_destroy(x->drv, x->done[i]);
     fg_binding_free(x->reduction);
+    fg_binding_free(x->fused);
+    if (x->feed)
+        o->free(x->drv, x->feed);
     if (x->flags)
         o->free(x->drv, x->flags);
     if (x->recv)

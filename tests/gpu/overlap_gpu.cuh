@@ -28,7 +28,7 @@ struct Sched {
 inline std::string part_key(Sched s)
 {
     std::string key = fgrt_schedule_name(s.s);
-    if (s.s == FGRT_CHUNK_OVERLAP)
+    if (s.s == FGRT_CHUNK_OVERLAP || s.s == FGRT_CHUNK_FUSED)
         key += "_c" + std::to_string(s.chunks);
     return key;
 }

@@ -21,6 +21,10 @@
 //   - a peer that never runs its call: the waiting rank's
 //     fgrt_overlap_wait returns FG_ERR_TIMEOUT once its limit has passed,
 //     names the flag that did not come, and the executor refuses later calls;
+//   - AG+GEMM chunk_fused (2 and 4 chunks) with the generated GEMM of
+//     --kernels (its instance of the fewest n x k; skipped, and said so,
+//     where DIR has none): 3 calls, no output left poisoned (the peers'
+//     blocks of A are poisoned too), 96 sampled outputs each;
 //   - injected failures on rank 0 (issue 12), through its driver table or
 //     its GEMM callback: a copy that fails from the n-th on (rank 0's run
 //     returns FG_ERR_DRIVER; rank 1 times out within its limit naming the
@@ -174,6 +178,52 @@ bool load_generated(const char *dir, const char *manifest_path, int world, Gener
     return true;
 }
 
+// The generated GEMM of chunk_fused: the overlap_gemm_sm90a_bf16 instance
+// of DIR with the fewest n x k (the checks sample its outputs), as an
+// engine's registry would hold it; false (and why) where DIR has none.
+bool load_fused_gemm(const char *dir, const char *manifest_path, Generated *g, char *why,
+                     size_t why_len)
+{
+    int count = 0;
+    char **names = dir ? fgh_list_cubins(dir, "overlap_gemm_sm90a_bf16_n", &count) : nullptr;
+    long long best = 0, n = 0, k = 0;
+    for (int i = 0; i < count; i++) {
+        long long ni = 0, ki = 0;
+        int end = 0;   // the model's instances only (a candidate's name goes on: _s4c2g8)
+        if (sscanf(names[i], "overlap_gemm_sm90a_bf16_n%lld_k%lld%n", &ni, &ki, &end) == 2 &&
+            names[i][end] == '\0' && (!best || ni * ki < best))
+            best = ni * ki, n = ni, k = ki, snprintf(g->name, sizeof g->name, "%s", names[i]);
+    }
+    free(names);
+    char path[1024], mpath[1024];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir ? dir : ".", g->name);
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir ? dir : ".");
+    if (!best || !(g->image = (unsigned char *)fgh_read_file(path, &g->size))) {
+        snprintf(why, why_len, "no overlap_gemm_sm90a_bf16_n*_k* cubin in %s", dir ? dir : "(none)");
+        return false;
+    }
+    size_t mlen = 0;
+    char *manifest = (char *)fgh_read_file(manifest_path ? manifest_path : mpath, &mlen);
+    const long long grid = fgh_manifest_value(manifest, g->name, "grid");
+    const long long block = fgh_manifest_value(manifest, g->name, "block");
+    const long long smem = fgh_manifest_value(manifest, g->name, "dynamic_smem");
+    free(manifest);
+    if (grid <= 0 || block <= 0 || smem <= 0) {
+        snprintf(why, why_len, "%s is not in %s", g->name, manifest_path ? manifest_path : mpath);
+        return false;
+    }
+    g->e.name = g->name, g->e.family = "overlap_gemm", g->e.op = "overlap_gemm";
+    g->e.arch = FG_REG_ARCH_SM90A, g->e.dtype = FG_REG_BF16;
+    g->e.ndims = 2, g->e.dims[0] = n, g->e.dims[1] = k;
+    g->e.grid_rule = FG_REG_GRID_FIXED;
+    g->e.grid[0] = (unsigned)grid, g->e.grid[1] = g->e.grid[2] = 1;
+    g->e.block[0] = (unsigned)block, g->e.block[1] = g->e.block[2] = 1;
+    g->e.cluster[0] = g->e.cluster[1] = g->e.cluster[2] = 1;
+    g->e.dynamic_smem = (unsigned)smem;
+    g->e.image = g->image, g->e.image_size = &g->size;
+    return true;
+}
+
 // ---- one rank's GEMM and buffers ----
 
 // A rank's cuBLASLt and the B its GEMMs multiply by.
@@ -231,17 +281,19 @@ struct Case {
 const char *coll_name(const Case &cs) { return cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS"; }
 
 // A rank's device buffers for one shape: AG: the gathered A [m, k], B, C
-// [m, n]; RS: A [m, k], B, partials C [m, n], out [m / world, n].
+// [m, n]; RS: A [m, k], B, partials C [m, n], out [m / world, n]; chunk_fused
+// also W = B^T [n, k] (the generated GEMM's operand).
 struct Buffers {
-    __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr, *out = nullptr;
-    bool alloc(const Case &cs, int world)
+    __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr, *out = nullptr, *w = nullptr;
+    bool alloc(const Case &cs, int world, bool fused)
     {
         return fgh_ok(cudaMalloc(&a, bytes(cs.m * cs.k))) &&
                fgh_ok(cudaMalloc(&b, bytes(cs.k * cs.n))) &&
                fgh_ok(cudaMalloc(&c, bytes(cs.m * cs.n))) &&
-               (cs.coll == FGRT_AG_GEMM || fgh_ok(cudaMalloc(&out, bytes(cs.m / world * cs.n))));
+               (cs.coll == FGRT_AG_GEMM || fgh_ok(cudaMalloc(&out, bytes(cs.m / world * cs.n)))) &&
+               (!fused || fgh_ok(cudaMalloc(&w, bytes(cs.n * cs.k))));
     }
-    void free_all() { cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(out); }
+    void free_all() { cudaFree(a), cudaFree(b), cudaFree(c), cudaFree(out), cudaFree(w); }
 };
 
 // The inputs of call `call` as every rank can make them: rank p's A (AG:
@@ -293,6 +345,13 @@ bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &
     ok = ok && fgh_ok(cudaMemcpy(a, h.a[P.rank].data(), bytes(h.a[P.rank].size()),
                                  cudaMemcpyHostToDevice)) &&
          fgh_ok(cudaMemcpy(d.b, h.b[P.rank].data(), bytes(cs.k * cs.n), cudaMemcpyHostToDevice));
+    if (ok && d.w) {   // chunk_fused's W: B transposed
+        std::vector<uint16_t> w(cs.n * cs.k);
+        for (long long l = 0; l < cs.k; l++)
+            for (long long j = 0; j < cs.n; j++)
+                w[j * cs.k + l] = h.b[P.rank][l * cs.n + j];
+        ok = fgh_ok(cudaMemcpy(d.w, w.data(), bytes(w.size()), cudaMemcpyHostToDevice));
+    }
     return ok;
 }
 
@@ -307,6 +366,7 @@ bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
     args.m = cs.m, args.n = cs.n, args.k = cs.k, args.dtype = FG_REG_BF16;
     args.a = d.a, args.c = d.c, args.out = d.out;
     args.gemm = gemm_cb, args.reduce = generated_reduce ? nullptr : reduce_cb, args.user = u;
+    args.w = d.w;   // (chunk_fused's)
     args.timeout_s = timeout_s;
     g->b = d.b, g->n = cs.n, g->k = cs.k;
     // Every kernel the callbacks launch, launched once first: with CUDA's
@@ -365,7 +425,7 @@ struct Run {
               double timeout_s, bool generated_reduce, const char *what)
     {
         u.g = g;
-        return CHECK(what, all_ok(P, d.alloc(cs, P.world) &&
+        return CHECK(what, all_ok(P, d.alloc(cs, P.world, sched.s == FGRT_CHUNK_FUSED) &&
                                          fgh_ok(cudaStreamCreateWithFlags(
                                              &s, cudaStreamNonBlocking)))) &&
                CHECK(what, make_executor(ctx, cs, sched, P, d, &u, timeout_s, &x,
@@ -491,6 +551,42 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
     }
 }
 
+double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Host &h,
+                     uint64_t seed);
+
+// chunk_fused (AG+GEMM): the generated GEMM `fused` (its n and k) takes each
+// piece of the gathered A as its flag lands.  3 calls in a row with new
+// inputs, the outputs and the peers' blocks of A poisoned before each (a
+// tile taken before its rows landed reads NaN): no output left poisoned,
+// 96 sampled outputs against a double reference on the host.
+void check_fused(fg_context *ctx, const Procs &P, Gemm *g, const fg_kernel_entry &fused,
+                 unsigned chunks, uint64_t base)
+{
+    const Case cs{"fused", FGRT_AG_GEMM, 128LL * P.world * chunks, fused.dims[0], fused.dims[1]};
+    const Sched sched{FGRT_CHUNK_FUSED, chunks};
+    char name[200];
+    snprintf(name, sizeof name, "executor AG+GEMM %s, %s, %d processes, M=%lld N=%lld K=%lld: "
+             "rank %d", sched_name(sched).c_str(), fused.name, P.world, cs.m, cs.n, cs.k, P.rank);
+    Run r;
+    if (!r.open(ctx, P, g, cs, sched, 10.0, false, name))
+        return;
+    for (int c = 0; c < 3; c++) {
+        Host h;
+        h.make(cs, P.world, base, c);
+        bool ok = all_ok(P, write_inputs(cs, P, r.d, h)) && call(r.x, r.s) == FG_OK;
+        std::vector<uint16_t> got(cs.m * cs.n);
+        ok = ok && fgh_ok(cudaMemcpy(got.data(), r.d.c, bytes(got.size()), cudaMemcpyDeviceToHost));
+        const size_t poisoned = ok ? fgh_count_poisoned(got.data(), FGH_BF16, got.size()) : 0;
+        const double err = ok ? sampled_error(cs, P, r.d, h, base + 31 * c) : INFINITY;
+        char what[260];
+        snprintf(what, sizeof what, "%s, call %d", name, c + 1);
+        CHECKF(what, ok && poisoned == 0 && err <= 1e-2, "%s; %zu outputs poisoned, sampled rel L2 "
+               "%.3e", ok ? "ran" : "failed", poisoned, err);
+        if (!all_ok(P, ok))
+            break;
+    }
+}
+
 // ---- injected failures (issue 12) ----
 
 // Rank 0's driver table with copy_async failing from its `after`-th call on,
@@ -596,7 +692,8 @@ void check_injected(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sc
     all_ok(P, true);
 }
 
-void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
+void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, const fg_kernel_entry *fused,
+                        uint64_t base)
 {
     if (P.world != 2) {
         if (P.rank == 0)
@@ -622,6 +719,12 @@ void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
         check_injected(ctx, P, g, ag, chunk2, false, 3, "rank 0's sent(1) piece 1",
                        base + 100 * ++i);
         check_injected(ctx, P, g, rs, chunk2, true, 1, "rank 0", base + 100 * ++i);
+        // chunk_fused: rank 1's GEMM kernel waits for a piece that never comes
+        // until its host wait gives up and releases it
+        if (fused)
+            check_injected(ctx, P, g, {"fault", FGRT_AG_GEMM, 512, fused->dims[0], fused->dims[1]},
+                           {FGRT_CHUNK_FUSED, 2}, false, 3, "rank 0's sent(1) piece 1",
+                           base + 100 * ++i);
     }
     const size_t after = free_bytes(P);
     char what[120];
@@ -696,7 +799,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         cudaStream_t s = nullptr;
         Host h;
         h.make(cs, P.world, base + 7, 0);
-        bool ok = CHECK(what, all_ok(P, d.alloc(cs, P.world) && fgh_ok(cudaStreamCreateWithFlags(
+        bool ok = CHECK(what, all_ok(P, d.alloc(cs, P.world, false) && fgh_ok(cudaStreamCreateWithFlags(
                                                                    &s, cudaStreamNonBlocking))));
         for (int i = 0; i < kScheds && ok; i++)
             ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, &u[i], 30.0, &x[i],
@@ -784,13 +887,18 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
 
 // Everything one rank does; returns when the rank is done.
 void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
-               const Generated *gen)
+               const Generated *gen, const Generated *fused)
 {
     fg_context *ctx = nullptr;
     Gemm g;
+    fg_kernel_entry reg[2];   // the engine's registry: what --kernels has of these two
+    size_t nreg = 0;
+    if (gen)
+        reg[nreg++] = gen->e;
+    if (fused)
+        reg[nreg++] = fused->e;
     const bool ok = fgh_ok(cudaSetDevice(P.device)) &&
-                    CHECK("fg_init", fg_init(gen ? &gen->e : nullptr, gen ? 1 : 0, P.device,
-                                             &ctx) == FG_OK) &&
+                    CHECK("fg_init", fg_init(nreg ? reg : nullptr, nreg, P.device, &ctx) == FG_OK) &&
                     fgh_ok(cudaDeviceGetAttribute(&g.sms, cudaDevAttrMultiProcessorCount,
                                                   P.device)) &&
                     lt_open(&g.lt);
@@ -818,8 +926,11 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                                 base + 8500);
             check_deterministic(ctx, P, &g, cases[0], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8600);
             check_deterministic(ctx, P, &g, cases[1], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8700);
+            for (unsigned chunks : {2u, 4u})
+                if (fused)
+                    check_fused(ctx, P, &g, fused->e, chunks, base + 7000 + 100 * chunks);
             check_timeout(ctx, P, &g, base + 9000);
-            check_injected_all(ctx, P, &g, base + 10000);
+            check_injected_all(ctx, P, &g, fused ? &fused->e : nullptr, base + 10000);
         }
     }
     lt_close(&g.lt);
@@ -897,9 +1008,10 @@ int main(int argc, char **argv)
     if (gpus < 2)
         printf("overlap executor: 1 GPU: ranks 0 and 1 are 2 processes sharing it\n");
     const uint64_t base = fgh_base_seed();
-    static Generated gen;
-    char why[1200];
+    static Generated gen, fused;
+    char why[1200], why_fused[1200];
     const bool have_gen = load_generated(kernels, manifest, P.world, &gen, why, sizeof why);
+    const bool have_fused = load_fused_gemm(kernels, manifest, &fused, why_fused, sizeof why_fused);
     // a rank that died must not take the others with it (a write to its
     // pipe), and none may hang for ever: every process ends by this alarm
     signal(SIGPIPE, SIG_IGN);
@@ -923,7 +1035,8 @@ int main(int argc, char **argv)
             close(up[0]), close(down[1]);
             for (int o = 1; o < c; o++)
                 close(P.down_w[o]), close(P.up_r[o]);
-            rank_main(me, base, do_bench, nullptr, have_gen ? &gen : nullptr);
+            rank_main(me, base, do_bench, nullptr, have_gen ? &gen : nullptr,
+                      have_fused ? &fused : nullptr);
             const int counts[3] = {fgh_passed_count(), fgh_failed_count(), fgh_skipped_count()};
             write_all(me.up_w, counts, sizeof counts);
             _exit(0);
@@ -934,10 +1047,12 @@ int main(int argc, char **argv)
     // skips here, once: the children's counts are added below
     if (!have_gen)
         fgh_skip("executor with the generated reduction", why);
+    if (!have_fused && !do_bench)
+        fgh_skip("executor chunk_fused (the generated GEMM)", why_fused);
     if (gpus < 2)
         fgh_skip("overlap executor between 2 GPUs (peer access, copies from GPU to GPU)",
                  "1 GPU in this machine; the checks run with both ranks on it");
-    rank_main(P, base, do_bench, json, have_gen ? &gen : nullptr);
+    rank_main(P, base, do_bench, json, have_gen ? &gen : nullptr, have_fused ? &fused : nullptr);
     for (int c = 1; c < P.world; c++) {
         int counts[3];
         const bool lost = !read_all(P.up_r[c], counts, sizeof counts);

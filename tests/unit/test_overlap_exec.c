@@ -1814,6 +1814,20 @@ Test(overlap_exec, create_checks_its_arguments)
             a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 3, a_.world = 4, a_.rank = 3,
             a_.m = 16),
            FG_ERR_BAD_SHAPE, "multiple of 12");
+    /* chunk_fused: AG's only, with W and whole tile rows of the generated GEMM,
+     * which the context's registry must hold (this one holds nothing: every
+     * allocation made for it is returned) */
+    REFUSE((a_.schedule = FGRT_CHUNK_FUSED, a_.chunks = 2), FG_ERR_INVALID_ARGUMENT,
+           "chunk_fused is AG+GEMM's");
+#define FUSED(m_) (a_.collective = FGRT_AG_GEMM, a_.out = NULL, a_.reduce = NULL,                  \
+                   a_.schedule = FGRT_CHUNK_FUSED, a_.chunks = 2, a_.m = (m_), a_.w = a)
+    REFUSE((FUSED(512), a_.w = NULL), FG_ERR_NULL_POINTER, "chunk_fused: w is NULL");
+    REFUSE(FUSED(516), FG_ERR_BAD_SHAPE, "m 516 is not a multiple of 128");
+    REFUSE((FUSED(512), a_.chunks = 9), FG_ERR_INVALID_ARGUMENT, "9 chunks");
+    REFUSE(FUSED(512), FG_ERR_NO_MATCHING_INSTANCE, "the generated GEMM does not bind");
+#undef FUSED
+    cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0,
+              "a failed create leaves nothing behind");
 
     fgrt_overlap *x = (fgrt_overlap *)1;
     cr_assert_eq(fgrt_overlap_create(ctx, &good, NULL), FG_ERR_INVALID_ARGUMENT);

@@ -51,6 +51,7 @@ typedef struct rank_state {
     held slot[MAXW][MAXP];   /* RS: receive slots */
     held out[MAXP];          /* RS: this rank's row block of the sum */
     int gemms[CALLS][MAXW][MAXP], outs[CALLS][MAXP];   /* writes per call */
+    bool taken[CALLS][MAXW][MAXP];   /* the fused GEMM's pieces, multiplied */
 } rank_state;
 
 typedef struct sim {
@@ -102,6 +103,17 @@ static bool joins(const fgrt_op *op)
 }
 
 /* Whether an op names a flag. */
+/* Whether collective c has schedule s (chunk_fused is AG's only). */
+static bool has(fgrt_collective c, fgrt_schedule s)
+{
+    return fgrt_overlap_flags(c, s, 2, 1) != 0;
+}
+
+static bool chunked(int s)
+{
+    return s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
+}
+
 static bool flagged(const fgrt_op *op)
 {
     return op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_SIGNAL || op->kind == FGRT_OP_WAIT;
@@ -290,6 +302,24 @@ static bool step(sim *m, unsigned q, size_t k)
     case FGRT_OP_REDUCE:
         reduce(m, q, op, e);
         break;
+    case FGRT_OP_FUSED_GEMM: {   /* one kernel: each piece once its flag is set, in any order */
+        bool all = true, moved = false;
+        for (unsigned b = 0; b < w; b++)
+            for (unsigned j = 0; j < m->pieces; j++) {
+                if (r->taken[e][b][j])
+                    continue;
+                if (b != q && !r->flag[e][b][FGRT_FLAG_SENT + j]) {
+                    all = false;
+                    continue;
+                }
+                const fgrt_op piece = {.kind = FGRT_OP_GEMM, .block = (int)b, .slot = -1};
+                gemm(m, q, &piece, e, j, j + 1);
+                r->taken[e][b][j] = moved = true;
+            }
+        if (!all)
+            return moved;
+        break;
+    }
     }
     r->done[k] = true;
     bool all = true;   /* the call returned when its last op is done */
@@ -462,29 +492,35 @@ Test(overlap_order, every_schedule_completes_in_any_interleaving)
 {
     for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
         for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
-            for (unsigned w = 2; w <= MAXW; w++)
+            for (unsigned w = 2; w <= MAXW && has((fgrt_collective)c, (fgrt_schedule)s); w++)
                 expect_sound((fgrt_collective)c, (fgrt_schedule)s, w, 1, SEEDS);
 }
 
 /* chunk_overlap by pieces: a piece is multiplied (AG) or added on (RS) only
  * once that piece landed, whatever its neighbours did. */
-static void expect_chunks_sound(fgrt_collective c)
+static void expect_chunks_sound(fgrt_collective c, fgrt_schedule s)
 {
     for (unsigned w = 2; w <= MAXW; w++) {
         for (unsigned chunks = 2; chunks <= 4; chunks++)
-            expect_sound(c, FGRT_CHUNK_OVERLAP, w, chunks, SEEDS);
-        expect_sound(c, FGRT_CHUNK_OVERLAP, w, FGRT_MAX_CHUNKS, SEEDS / 4);
+            expect_sound(c, s, w, chunks, SEEDS);
+        expect_sound(c, s, w, FGRT_MAX_CHUNKS, SEEDS / 4);
     }
 }
 
 Test(overlap_order, chunk_overlap_ag_by_pieces_in_any_interleaving)
 {
-    expect_chunks_sound(FGRT_AG_GEMM);
+    expect_chunks_sound(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP);
+}
+
+/* chunk_fused: the one GEMM takes each piece once it landed, in any order. */
+Test(overlap_order, chunk_fused_ag_by_pieces_in_any_interleaving)
+{
+    expect_chunks_sound(FGRT_AG_GEMM, FGRT_CHUNK_FUSED);
 }
 
 Test(overlap_order, chunk_overlap_rs_by_pieces_in_any_interleaving)
 {
-    expect_chunks_sound(FGRT_GEMM_RS);
+    expect_chunks_sound(FGRT_GEMM_RS, FGRT_CHUNK_OVERLAP);
 }
 
 /* Whether op k of a call follows op a (a < k) by streams and the other
@@ -513,8 +549,8 @@ Test(overlap_order, every_broken_order_is_caught)
     static fgrt_op ops[MAXCALL];
     for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
         for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
-            for (unsigned w = 2; w <= MAXW; w++) {
-                const unsigned chunks = s == FGRT_CHUNK_OVERLAP ? 3 : 1;
+            for (unsigned w = 2; w <= MAXW && has((fgrt_collective)c, (fgrt_schedule)s); w++) {
+                const unsigned chunks = chunked(s) ? 3 : 1;
                 const size_t n = fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, w,
                                                   chunks, 0, ops, MAXCALL);
                 for (size_t k = 0; k < n; k++) {
@@ -529,6 +565,8 @@ Test(overlap_order, every_broken_order_is_caught)
                     }
                     if (op->kind == FGRT_OP_BARRIER)
                         brk[nb++] = (breakage){DROP_OP, -1, k};
+                    if (op->kind == FGRT_OP_SIGNAL && s == FGRT_CHUNK_FUSED)
+                        brk[nb++] = (breakage){DROP_OP, 0, k};   /* the fused GEMM's flag */
                     if (op->kind == FGRT_OP_GEMM && op->slot >= 0)
                         brk[nb++] = (breakage){NO_SLOT, 0, k};
                     if (op->after >= 0 && !follows_anyway(ops, (size_t)op->after, k))
@@ -559,9 +597,11 @@ Test(overlap_order, same_collective_order_distinct_peers_and_flags_in_range)
 {
     static fgrt_op ops[MAXW][MAXCALL];
     for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
-        for (unsigned chunks = 1; chunks <= (s == FGRT_CHUNK_OVERLAP ? MAXP : 1); chunks++)
+        for (unsigned chunks = 1; chunks <= (chunked(s) ? MAXP : 1); chunks++)
             for (unsigned w = 2; w <= MAXW; w++)
                 for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
+                    if (!has((fgrt_collective)c, (fgrt_schedule)s))
+                        continue;
                     const unsigned flags = fgrt_overlap_flags((fgrt_collective)c,
                                                               (fgrt_schedule)s, w, chunks);
                     int peers[MAXW][MAXCALL];   /* each rank's copies' peers, in order */
@@ -618,8 +658,8 @@ Test(overlap_order, flags_are_per_sender_and_small)
     const unsigned worlds[] = {2, 3, 5, 8, 16, 33, 64}, some_chunks[] = {1, 3, 8};
     for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
         for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
-            for (size_t wi = 0; wi < sizeof worlds / sizeof *worlds; wi++)
-                for (size_t ci = 0; ci < (s == FGRT_CHUNK_OVERLAP ? 3u : 1u); ci++) {
+            for (size_t wi = 0; wi < sizeof worlds / sizeof *worlds && has((fgrt_collective)c, (fgrt_schedule)s); wi++)
+                for (size_t ci = 0; ci < (chunked(s) ? 3u : 1u); ci++) {
                     const fgrt_collective coll = (fgrt_collective)c;
                     const fgrt_schedule sched = (fgrt_schedule)s;
                     const unsigned w = worlds[wi], chunks = some_chunks[ci];
@@ -637,6 +677,10 @@ Test(overlap_order, flags_are_per_sender_and_small)
                         cr_assert_eq(fgrt_overlap_ops(coll, sched, w, chunks, q, ops, n), n);
                         for (size_t k = 0; k < n; k++) {
                             const fgrt_op *op = &ops[k];
+                            /* the fused GEMM waits on every peer's pieces itself */
+                            for (unsigned p = 0; op->kind == FGRT_OP_FUSED_GEMM && p < w; p++)
+                                for (unsigned j = 0; p != q && j < chunks; j++)
+                                    balance[p][q][FGRT_FLAG_SENT + j]--;
                             if (!flagged(op))
                                 continue;
                             cr_assert_lt(op->flag, flags, "%s %s, %u ranks, %u chunks: rank %u "
@@ -691,13 +735,14 @@ Test(overlap_order, sizes_and_bad_arguments)
     cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 1), 0);
     cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 1), 0);
     cr_assert_eq(fgrt_overlap_flags((fgrt_collective)7, FGRT_SERIAL_CE, 4, 1), 0);
-    /* chunks: 1 to FGRT_MAX_CHUNKS for chunk_overlap, 1 for every other schedule */
+    /* chunks: 1 to FGRT_MAX_CHUNKS for chunk_overlap and chunk_fused (AG's only), 1 for
+     * every other schedule */
     for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
         for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
             for (unsigned chunks = 0; chunks <= FGRT_MAX_CHUNKS + 1; chunks++) {
-                const bool valid = s == FGRT_CHUNK_OVERLAP
-                                       ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS
-                                       : chunks == 1;
+                const bool valid = (c == FGRT_AG_GEMM || s != FGRT_CHUNK_FUSED) &&
+                                   (chunked(s) ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS
+                                               : chunks == 1);
                 const char *name = fgrt_schedule_name((fgrt_schedule)s);
                 cr_expect_eq(fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, 4, chunks, 1,
                                               NULL, 0) > 0,
@@ -708,6 +753,7 @@ Test(overlap_order, sizes_and_bad_arguments)
             }
     cr_assert_str_eq(fgrt_schedule_name(FGRT_SHARD_OVERLAP), "shard_overlap");
     cr_assert_str_eq(fgrt_schedule_name(FGRT_CHUNK_OVERLAP), "chunk_overlap");
+    cr_assert_str_eq(fgrt_schedule_name(FGRT_CHUNK_FUSED), "chunk_fused");
 }
 
 /* The plan table's lookup: every field must match; the target only when asked. */
