@@ -120,7 +120,7 @@ done
 # generated reduction where FG_KERNELS_DIR has it; memcheck and synccheck
 # (the reduction uses no shared memory, so racecheck has nothing to check).
 for tool in memcheck synccheck; do
-    sanitize "$tool" overlap_exec "--target-processes all" ""
+    sanitize "$tool" overlap_exec "--target-processes all" "--quick"
 done
 echo "$passed passed, $failed failed, $skipped skipped"
 [ $failed = 0 ]

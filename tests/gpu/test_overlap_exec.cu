@@ -32,6 +32,7 @@
 //     by rank 0's mark: FG_ERR_PEER_FAILED before its limit); both ranks'
 //     streams drain, the failed executors refuse later calls, nothing is
 //     left allocated, and a new executor's call is right again.
+// --quick: 2 calls in place of the 1000 of determinism (compute-sanitizer).
 // On a machine with one GPU the ranks are 2 processes sharing it (CUDA IPC
 // within one device): every check but the bench runs, and the paths that
 // need two devices (peer access, copies between GPUs) are reported skipped.
@@ -71,6 +72,7 @@ namespace {
 using namespace overlap_gpu;
 
 constexpr int kMaxWorld = 8;
+bool quick = false;   // --quick: 2 calls where determinism takes 1000 (for compute-sanitizer)
 
 // ---- processes: rank 0 is the first process, the others its children ----
 
@@ -482,7 +484,7 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched 
 void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
                          bool generated_reduce, uint64_t base)
 {
-    constexpr int kCalls = 1000;
+    const int kCalls = quick ? 2 : 1000;
     char name[200];
     snprintf(name, sizeof name, "executor %s %s%s, %d calls bitwise equal: rank %d",
              coll_name(cs), sched_name(sched).c_str(),
@@ -975,6 +977,8 @@ int main(int argc, char **argv)
             fgh_set_verbose(true);
         else if (!strcmp(argv[i], "--bench"))
             do_bench = true;
+        else if (!strcmp(argv[i], "--quick"))
+            quick = true;
         else if (!strcmp(argv[i], "--json") && i + 1 < argc)
             json = argv[++i];
         else if (!strcmp(argv[i], "--kernels") && i + 1 < argc)
@@ -983,7 +987,7 @@ int main(int argc, char **argv)
             manifest = argv[++i];
         else {
             fprintf(stderr,
-                    "usage: %s [--verbose] [--kernels DIR [--manifest FILE]] "
+                    "usage: %s [--verbose] [--quick] [--kernels DIR [--manifest FILE]] "
                     "[--bench [--json FILE]]\n",
                     argv[0]);
             return 2;
