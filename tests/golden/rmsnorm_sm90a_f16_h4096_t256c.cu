@@ -148,15 +148,18 @@ template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned pa
     return ok != 0;
 }
 // Every wait has a time limit: a phase that never completes is a bug, and
-// the kernel traps after about 2 s instead of hanging the stream (the clock
-// is read only once the first try fails).
-template <bool CLUSTER_SCOPE = false> FG_DEVICE void mbar_wait(uint64_t *bar, unsigned parity)
+// the kernel traps after about 2 s (2^LIMIT_LOG2 clocks) instead of hanging
+// the stream (the clock is read only once the first try fails).  A kernel
+// whose phases wait on other GPUs' copies, themselves time-limited, takes
+// a longer one.
+template <bool CLUSTER_SCOPE = false, int LIMIT_LOG2 = 32>
+FG_DEVICE void mbar_wait(uint64_t *bar, unsigned parity)
 {
     if (mbar_try<CLUSTER_SCOPE>(bar, parity))
         return;
     const long long start = clock64();
     while (!mbar_try<CLUSTER_SCOPE>(bar, parity))
-        if (clock64() - start > (1ll << 32))
+        if (clock64() - start > (1ll << LIMIT_LOG2))
             __trap();
 }
 // bytes (a multiple of 16) from global to shared, completing on bar
