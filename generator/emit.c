@@ -106,6 +106,7 @@ static const char *registry_schedule(fg_schedule s)
 {
     return s == FG_SCHED_SHARD_OVERLAP   ? "FG_REG_SHARD_OVERLAP"
            : s == FG_SCHED_CHUNK_OVERLAP ? "FG_REG_CHUNK_OVERLAP"
+           : s == FG_SCHED_CHUNK_FUSED   ? "FG_REG_CHUNK_FUSED"
            : s == FG_SCHED_SERIAL_NCCL   ? "FG_REG_SERIAL_NCCL"
                                          : "FG_REG_SERIAL_CE";
 }

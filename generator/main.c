@@ -402,7 +402,12 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
             if (isnan(p.us[k]))
                 printf(" %s not predicted (%s)", fg_schedule_name((fg_schedule)k),
                        k == FG_SCHED_CHUNK_OVERLAP ? "no piece count divides a row block"
-                                                   : "no NCCL fit in the profile");
+                       : k == FG_SCHED_CHUNK_FUSED
+                           ? "all-gather on sm_90a in whole tiles of the generated GEMM only"
+                           : "no NCCL fit in the profile");
+            else if (k == FG_SCHED_CHUNK_FUSED)
+                printf(" %s %.1f us (%u chunks; not chosen: not yet timed between GPUs)",
+                       fg_schedule_name((fg_schedule)k), p.us[k], p.fused_chunks);
             else if (k == FG_SCHED_CHUNK_OVERLAP) {
                 printf(" %s %.1f us (%u chunks; by pieces:", fg_schedule_name((fg_schedule)k),
                        p.us[k], p.chunks);

@@ -27,6 +27,13 @@
  *        step s - 1 landed from the ring's previous rank; each GEMM piece
  *        gemm(rows / c) (1 + slowdown), plus reading the added running sum
  *        (a piece of C through the copy ceiling) at steps s > 0
+ * Chunk fused (AG, sm_90a), one persistent GEMM launched before the copies
+ * that takes each tile once its rows landed, at the whole GEMM's rate
+ * (one launch: no piece's wave quantization) under copies: the own block's
+ * rows first, then each piece once landed (as chunk_overlap's), one
+ * after the other on the whole GPU.  Not chosen: the fused GEMM has not yet
+ * run between GPUs, so the model is unchecked (it would also need W in
+ * nn.Linear's layout from the engine).
  * Every copy-engine schedule adds the executor's fixed cost per call (its
  * barriers and cross-GPU event waits), which the profile measures.
  * Serial NCCL: gemm(m) + NCCL's collective alone, latency + (W - 1) pieces
@@ -39,7 +46,8 @@
 const char *fg_schedule_name(fg_schedule s)
 {
     static const char *const names[FG_SCHED_COUNT] = {"serial_ce", "shard_overlap",
-                                                      "serial_nccl", "chunk_overlap"};
+                                                      "serial_nccl", "chunk_overlap",
+                                                      "chunk_fused"};
     return s < FG_SCHED_COUNT ? names[s] : "?";
 }
 
@@ -125,6 +133,25 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
     return now;
 }
 
+/* chunk_fused's time with c pieces per block; NaN where it does not apply
+ * (RS, not sm_90a, c not dividing the block, not whole tiles of the GEMM:
+ * 128 rows, 256 columns, K blocks of 64). */
+static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigned w, unsigned c,
+                             bool *measured)
+{
+    const fg_interconnect *ic = t->interconnect;
+    if (s->collective != FG_COLL_ALL_GATHER || t->arch != FG_ARCH_SM90A || s->m % (w * c) ||
+        s->m % 128 || s->n % 256 || s->k % 64)
+        return NAN;
+    const double rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
+    const double per_row = gemm_us(t, s->m, s->n, s->k, measured) * slow / s->m;
+    const double copy = copy_us(ic, rows / c * s->k * 2.0);
+    double now = rows * per_row;   /* the own block, there at launch */
+    for (unsigned at = 1; at <= (w - 1) * c; at++)   /* the at-th piece lands with the at-th copy */
+        now = fmax(now, at * copy) + rows / c * per_row;
+    return now;
+}
+
 unsigned fg_overlap_chosen_chunks(const fg_overlap_prediction *p)
 {
     return p->chosen == FG_SCHED_CHUNK_OVERLAP ? p->chunks : 1;
@@ -173,9 +200,19 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
             out->chunks = fg_overlap_chunks[i];
         }
     }
+    out->us[FG_SCHED_CHUNK_FUSED] = NAN;
+    for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
+        const double us =
+            chunk_fused_us(s, t, w, fg_overlap_chunks[i], &out->gemms_measured) + fixed;
+        /* (the fewest pieces on a tie: the sums differ only by rounding) */
+        if (!isnan(us) && !(us >= out->us[FG_SCHED_CHUNK_FUSED] * (1 - 1e-12))) {
+            out->us[FG_SCHED_CHUNK_FUSED] = us;
+            out->fused_chunks = fg_overlap_chunks[i];
+        }
+    }
     out->chosen = FG_SCHED_SERIAL_CE;
-    for (int k = 1; k < FG_SCHED_COUNT; k++)
-        if (out->us[k] < out->us[out->chosen])   /* NaN never wins */
+    for (int k = 1; k < FG_SCHED_COUNT; k++)   /* (chunk_fused: predicted, not chosen) */
+        if (k != FG_SCHED_CHUNK_FUSED && out->us[k] < out->us[out->chosen])   /* NaN never wins */
             out->chosen = (fg_schedule)k;
     return NULL;
 }

@@ -17,6 +17,9 @@ typedef enum {
     FG_SCHED_SERIAL_NCCL,    /* NCCL's collective, then (AG) or after (RS) the GEMM */
     FG_SCHED_CHUNK_OVERLAP,  /* each row block in pieces, each copied and multiplied on its
                                 own; RS as a ring that adds in its GEMMs (fgrt_overlap.h) */
+    FG_SCHED_CHUNK_FUSED,    /* AG on sm_90a: chunk_overlap's copies under one launch of the
+                                generated GEMM, which takes each piece as it lands; predicted,
+                                not chosen until it has been timed between GPUs */
     FG_SCHED_COUNT
 } fg_schedule;
 
@@ -35,7 +38,9 @@ typedef struct fg_overlap_prediction {
     double chunk_us[FG_OVERLAP_NCHUNKS]; /* chunk_overlap with fg_overlap_chunks[i] pieces
                                             per block; NaN where they do not divide it */
     unsigned chunks;           /* chunk_overlap's (us[FG_SCHED_CHUNK_OVERLAP]): the fastest */
-    fg_schedule chosen;        /* the fastest; serial on a tie (never slower than serial) */
+    unsigned fused_chunks;     /* chunk_fused's (us[FG_SCHED_CHUNK_FUSED]): the fastest */
+    fg_schedule chosen;        /* the fastest but chunk_fused; serial on a tie (never slower
+                                  than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */
 } fg_overlap_prediction;
 

@@ -153,3 +153,49 @@ Test(overlap, serial_nccl_from_the_profiles_fit)
     p = predict(FG_COLL_ALL_GATHER, 4, &t);
     NEAR(p.us[FG_SCHED_SERIAL_NCCL], 2000.0 + 5.0 + 1.5);
 }
+
+/* chunk_fused (AG on sm_90a, whole tiles of the generated GEMM): the own
+ * block at the whole GEMM's rate under copies, then each piece once landed;
+ * predicted, never chosen; not predicted for RS, another arch or a shape
+ * that is no whole tiles.  m 1024 = 2 x 512, n 512, k 1024 at 1 TFLOPS:
+ * gemm 1073.741824 us, 1.1 x that under copies; a piece of 512 / c rows x
+ * 1024 x 2 B: 2 pieces of 10 + 2.62144 us each, landing long before the
+ * own block (590.5580032 us) ends: it is all the GEMM, 1181.1160064 us, at
+ * every piece count */
+Test(overlap, chunk_fused_predicted_not_chosen)
+{
+    fg_gemm_shape s = {.name = "s", .collective = FG_COLL_ALL_GATHER, .m = 1024, .n = 512,
+                       .k = 1024};
+    fg_gemm g = {.name = "g", .world_size = 2, .shapes = &s, .shapes_count = 1};
+    fg_target t = target_;
+    t.arch = FG_ARCH_SM90A;
+    fg_overlap_prediction p;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    NEAR(p.us[FG_SCHED_CHUNK_FUSED], 1181.1160064);
+    cr_assert_eq(p.fused_chunks, 2, "the fewest pieces on a tie");
+    cr_assert_neq(p.chosen, FG_SCHED_CHUNK_FUSED);
+    /* slow links (1e3 B/us a way): pieces of 512 / c rows land every 10 + 1048.576 / c
+     * us; the GEMM takes 73.8197504 us for 64 rows.  8 pieces are best: the last lands at
+     * 8 x 141.072 = 1128.576 us, then its rows: 1202.3957504 (4: 4 x 272.144 + 147.6395 =
+     * 1236.215; 2: 2 x 534.288 + 295.279 = 1363.855) */
+    fg_interconnect slow = ic_;
+    slow.peer_copy_bidir_gbps = 2;
+    t.interconnect = &slow;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    NEAR(p.us[FG_SCHED_CHUNK_FUSED], 1202.3957504);
+    cr_assert_eq(p.fused_chunks, 8);
+    slow.peer_copy_bidir_gbps = 1;   /* the copies lead further */
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    cr_assert(p.us[FG_SCHED_CHUNK_FUSED] >= p.comm_us, "never under its copies");
+    cr_assert_neq(p.chosen, FG_SCHED_CHUNK_FUSED);
+    t.interconnect = &ic_;
+    s.collective = FG_COLL_REDUCE_SCATTER;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "RS has no fused form");
+    s.collective = FG_COLL_ALL_GATHER, s.n = 500;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "n not whole 256-column tiles");
+    s.n = 512, t.arch = FG_ARCH_GFX942;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "the fused GEMM's waits are sm_90a's");
+}
