@@ -10,36 +10,21 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
 #include "decode_grid_emu.h"
-#include "emu_check.h"
+#include "emu_common.h"
 #include "ref_decode.h"
 
 static const emu_decode_dims &D = emu_dims;
-static fgh_dtype dtype() { return D.f16 ? FGH_F16 : FGH_BF16; }
-
 static EmuChecks checks = {D.name};
-
-// One unit in the last place of w in the storage type.
-static double ulp(double w)
-{
-    const int mant = D.f16 ? 10 : 7, emin = D.f16 ? -14 : -126;
-    const int e = w == 0 ? emin : std::max(emin, (int)std::floor(std::log2(std::fabs(w))));
-    return std::ldexp(1.0, e - mant);
-}
 
 int main()
 {
-    // fresh inputs each run; FG_EMU_SEED repeats one
-    const char *env = std::getenv("FG_EMU_SEED");
-    const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
-    std::printf("seed 0x%llx (FG_EMU_SEED)\n", (unsigned long long)seed);
-    const fgh_dtype dt = dtype();
-    const double tol = D.f16 ? 2e-3 : 1e-2;
+    const uint64_t seed = emu_seed();
+    const fgh_dtype dt = emu_dtype(D.f16);
+    const double tol = emu_tolerance(D.f16);
     const int B = D.bmax, H = D.hidden, HD = D.head_dim, NKV = D.kv_heads;
     const int R1 = (D.heads + 2 * NKV) * HD, QD = D.heads * HD;
     const size_t cache_rows = D.page ? (size_t)B * D.pages * NKV * D.page
@@ -125,7 +110,7 @@ int main()
                 for (int d = 0; d < HD; d++) {
                     const double g = fgh_get(got.data(), dt, base + d);
                     const double w = fgh_get(want.data(), dt, base + d);
-                    row_bad += !(std::fabs(g - w) <= ulp(w) + 0.25 * ulp(rowmax));
+                    row_bad += !(std::fabs(g - w) <= emu_ulp(D.f16, w) + 0.25 * emu_ulp(D.f16, rowmax));
                     appended[base + d] = 1;
                 }
             }

@@ -9,13 +9,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
+#include "emu_common.h"
 #include "mla_portable_emu.h"
-#include "emu_check.h"
 #include "ref_mla.h"
 
 static const emu_mla_dims &D = emu_mla;
@@ -23,12 +21,9 @@ static EmuChecks checks = {D.name};
 
 int main()
 {
-    // fresh inputs each run; FG_EMU_SEED repeats one
-    const char *env = std::getenv("FG_EMU_SEED");
-    const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
-    std::printf("seed 0x%llx (FG_EMU_SEED)\n", (unsigned long long)seed);
-    const fgh_dtype dt = D.f16 ? FGH_F16 : FGH_BF16;
-    const double tol = D.f16 ? 2e-3 : 1e-2;
+    const uint64_t seed = emu_seed();
+    const fgh_dtype dt = emu_dtype(D.f16);
+    const double tol = emu_tolerance(D.f16);
     const float scale = 0.0721687836f;   // 1/sqrt(128 + 64)
     const int B = D.bmax, pages_per = D.page ? D.max_context / D.page : 0;
     const size_t rows = (size_t)B * D.max_context;   // a pool of every request's pages
