@@ -13,7 +13,6 @@
 extern "C" const emu_mla_dims emu_mla = {
     EMU_KERNEL_NAME, EMU_F16,
     kHeads, kKvLora, kD, kMaxContext, kPage, kBmax, kSplits, kGroups, kThreads,
-    (size_t)kBmax * kGroups * kSplits * kHpb * (kKvLora + 2), sizeof(Smem), kBmax * kGroups,
 };
 
 static struct Launch {
