@@ -860,6 +860,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
     const fg_attention *a = m->attention;
+    const bool att_mma = grid_att_mma(a, t), amd = fg_arch_is_amd(t->arch);
     fg_instance in = {0};
     fg_strbuf dims = {0};
     decode_dims(&dims, m);
@@ -892,10 +893,9 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "MIN_RUN", grid_min_run(bmax));
     fg_instance_add_param(&in, "UNROLL", g->unroll);
     fg_instance_add_param(&in, "HEADS_PER_ITEM", g->heads_per_item);
-    fg_instance_add_param(&in, "ATT_MMA", grid_att_mma(a, t));
+    fg_instance_add_param(&in, "ATT_MMA", att_mma);
     fg_instance_add_param(&in, "BATCH_TILE", g->batch_tile);
     fg_instance_add_param(&in, "STAGED_ROWS", g->staged_rows);
-    const bool amd = fg_arch_is_amd(t->arch);
     if (amd)   /* (HIP's second bound is waves a SIMD, not blocks an SM) */
         fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u)",
                      GRID_THREADS);
@@ -913,43 +913,48 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     /* the grid barrier, the attention items, and where the warp that ends a
      * head group's last run merges it, a ticket per request and head group
      * (a group on tensor cores is merged after a grid barrier: no tickets) */
-    in.counter_count = 2 + (grid_att_mma(a, t) ? 0 : bmax * a->heads / g->heads_per_item);
+    in.counter_count = 2 + (att_mma ? 0 : bmax * a->heads / g->heads_per_item);
     in.priority = priority;
     fg_plan_mark(&in, family, g->from);
     snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/grid/b%u/t%u%s/%s%s%s%s%s",
              fg_dtype_name(m->dtype), bmax, GRID_THREADS, config, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj",
              m->kv_cache->layout == FG_KV_PAGED ? "/paged" : "", a->qkv_bias ? "/bias" : "",
-             grid_att_mma(a, t) ? "/gqa-mma" : "");
+             att_mma ? "/gqa-mma" : "");
     const unsigned rows1 = grid_qkv_rows(a), qd = a->heads * a->head_dim, warps = grid_warps(t);
+    const char *unit = amd ? "matrix cores (MFMA 16x16x16" : "tensor cores (mma.sync m16n8k16",
+               *wave = amd ? "wave" : "warp";
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
     fg_sb_printf(&in.reasons, "%s\n", choice);
+    /* the grid barriers (decode_attn_grid.in's grid_sync calls): after phases
+     * 1 to 4, one more after the runs' merge where a group's attention runs on
+     * tensor or matrix cores (a phase of its own), one more after phase 0
+     * where no rows are staged (AMD) */
+    const unsigned barriers = 4u + (att_mma ? 1u : 0u) + (g->staged_rows ? 0u : 1u);
     if (amd)
         fg_sb_printf(&in.reasons,
                      "grid form: one cooperative workgroup of %u threads per CU (%u workgroups, "
                      "%u waves of %u), %u grid barriers at agent scope between the phases; "
                      "__launch_bounds__(%u)\n",
-                     GRID_THREADS, t->compute_units, warps, t->warp_size,
-                     (grid_att_mma(a, t) ? 5u : 4u) + (g->staged_rows ? 0u : 1u), GRID_THREADS);
+                     GRID_THREADS, t->compute_units, warps, t->warp_size, barriers, GRID_THREADS);
     else
         fg_sb_printf(&in.reasons,
                      "grid form: one cooperative CTA of %u threads per SM (%u CTAs, %u warps), "
                      "%u grid barriers between the phases; registers: __launch_bounds__(%u, 1), "
                      "at most %u per thread\n",
-                     GRID_THREADS, t->compute_units, warps, grid_att_mma(a, t) ? 5u : 4u,
-                     GRID_THREADS, t->registers_per_cu / GRID_THREADS / 8 * 8);
+                     GRID_THREADS, t->compute_units, warps, barriers, GRID_THREADS,
+                     t->registers_per_cu / GRID_THREADS / 8 * 8);
     fg_sb_printf(&in.reasons,
                  "QKV: %u units of 16 W_qkv rows x %u columns (%u slices; %.0f%% of the warps' "
                  "last round busy) on %s, the batch as N), weights loaded straight into "
                  "fragments, steps of %u columns (%u loads of 16 B in flight a lane%s); x ",
                  rows1 / 16 * g->slices_qkv, m->hidden / g->slices_qkv, g->slices_qkv,
                  100.0 * grid_round_use(rows1, g->slices_qkv, warps),
-                 amd ? "matrix cores (MFMA 16x16x16" : "tensor cores (mma.sync m16n8k16",
-                 g->step, (amd ? 1 : 2) * g->step / 32,
+                 unit, g->step, (amd ? 1 : 2) * g->step / 32,
                  g->from != FG_FROM_MODEL ? ""
                  : amd                    ? "; the H200's measured step, not measured here"
-                 : grid_att_mma(a, t)     ? "; 256 measured faster than 128 beside a GQA "
+                 : att_mma                ? "; 256 measured faster than 128 beside a GQA "
                                             "group's attention on tensor cores"
                                           : "; 128 measured faster than 256");
     if (g->staged_rows)
@@ -966,24 +971,17 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                      bmax, m->hidden, bmax * m->hidden * 2, g->staged_need,
                      t->shared_mem_per_block,
                      (bmax * (m->hidden > qd ? m->hidden : qd) * 2 + 1023) / 1024);
-    if (grid_att_mma(a, t) && amd)
+    if (att_mma)   /* 16 keys of K and V in flight */
         fg_sb_printf(&in.reasons,
                      "attention: items of (request, KV head, its %u query heads, a run of >= %u "
-                     "keys, at most %u runs) from a counter, on matrix cores (MFMA 16x16x16, "
-                     "the group's heads as N: S^T = K q^T, o^T += V^T p^T, p^T being the S^T "
-                     "a lane holds: no exchange but the 4 lanes' max), 16 keys (%u KB) in "
-                     "flight a wave, each K and V byte loaded once for the group; then, after "
-                     "a grid barrier, each head's runs merged in order by a wave\n",
-                     g->heads_per_item, grid_min_run(bmax), GRID_MAX_SPLITS,
-                     64 * a->head_dim / 1024);
-    else if (grid_att_mma(a, t))
-        fg_sb_printf(&in.reasons,
-                     "attention: items of (request, KV head, its %u query heads, a run of >= %u "
-                     "keys, at most %u runs) from a counter, on tensor cores (mma.sync "
-                     "m16n8k16, the group's heads as N: S^T = K q^T, o^T += V^T p^T), 16 keys "
-                     "(8 KB) in flight a warp, each K and V byte loaded once for the group; "
-                     "then, after a grid barrier, each head's runs merged in order by a warp\n",
-                     g->heads_per_item, grid_min_run(bmax), GRID_MAX_SPLITS);
+                     "keys, at most %u runs) from a counter, on %s, the group's heads as N: "
+                     "S^T = K q^T, o^T += V^T p^T%s), 16 keys (%u KB) in flight a %s, each K "
+                     "and V byte loaded once for the group; then, after a grid barrier, each "
+                     "head's runs merged in order by a %s\n",
+                     g->heads_per_item, grid_min_run(bmax), GRID_MAX_SPLITS, unit,
+                     amd ? ", p^T being the S^T a lane holds: no exchange but the 4 lanes' max"
+                         : "",
+                     16 * 2 * a->head_dim * fg_dtype_bytes(m->dtype) / 1024, wave, wave);
     else
         fg_sb_printf(&in.reasons,
                      "attention: items of (request, KV head, %u query head%s, a run of >= %u "

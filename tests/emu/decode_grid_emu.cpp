@@ -4,42 +4,30 @@
 // fiber, waves of 64 exchanging values at wave barriers).  What this checks
 // with no AMD GPU: the AMD path's index algebra (MFMA fragments as the ISA
 // lays them out, waves of 64, the rows staged in LDS, the merge of runs), its
-// roundings, the appended rows, inactive slots, and that a second launch (on
-// the counters the first left) gives the same bits.  Not its memory ordering
+// roundings, the appended rows, inactive slots, that a second launch (on
+// the counters the first left) gives the same bits, and that the launches
+// stay within the workspace, counters and LDS the planner sized (the
+// manifest's figures; its path the one argument).  Not its memory ordering
 // or its speed.  Prints `N passed, N failed`; exit status 1 on any failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
 #include "decode_grid_emu.h"
-#include "emu_check.h"
+#include "emu_common.h"
 #include "ref_decode.h"
 
 static const emu_decode_dims &D = emu_dims;
-static fgh_dtype dtype() { return D.f16 ? FGH_F16 : FGH_BF16; }
-
 static EmuChecks checks = {D.name};
 
-// One unit in the last place of w in the storage type.
-static double ulp(double w)
+int main(int argc, char **argv)
 {
-    const int mant = D.f16 ? 10 : 7, emin = D.f16 ? -14 : -126;
-    const int e = w == 0 ? emin : std::max(emin, (int)std::floor(std::log2(std::fabs(w))));
-    return std::ldexp(1.0, e - mant);
-}
-
-int main()
-{
-    // fresh inputs each run; FG_EMU_SEED repeats one
-    const char *env = std::getenv("FG_EMU_SEED");
-    const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
-    std::printf("seed 0x%llx (FG_EMU_SEED)\n", (unsigned long long)seed);
-    const fgh_dtype dt = dtype();
-    const double tol = D.f16 ? 2e-3 : 1e-2;
+    const EmuPlanned planned = emu_planned(argc, argv, D.name);
+    const uint64_t seed = emu_seed();
+    const fgh_dtype dt = emu_dtype(D.f16);
+    const double tol = emu_tolerance(D.f16);
     const int B = D.bmax, H = D.hidden, HD = D.head_dim, NKV = D.kv_heads;
     const int R1 = (D.heads + 2 * NKV) * HD, QD = D.heads * HD;
     const size_t cache_rows = D.page ? (size_t)B * D.pages * NKV * D.page
@@ -76,23 +64,27 @@ int main()
                       D.qkv_bias ? b_qkv.data() : nullptr, w_o.data(), &view, pos.data(),
                       y_ref.data());
 
-    std::vector<float> ws(D.ws_floats);
-    std::vector<unsigned> counters(D.counters, 0u);
-    std::vector<unsigned char> smem(D.smem_bytes + 1024);
+    // the workspace, counters (zeroed at bind) and LDS as the planner sized them
+    EmuGuarded ws(planned.workspace_bytes), counters(planned.counters * sizeof(unsigned)),
+        smem(planned.dynamic_smem);
     std::vector<st> first;
+    size_t outside = 0;
     for (int run = 0; run < 2; run++) {
         std::memset(y.data(), 0xff, y.size() * sizeof(st));   // NaN: unwritten shows
-        std::memset(ws.data(), 0xff, ws.size() * sizeof(float));
-        std::memset(smem.data(), 0xff, smem.size());
+        ws.fill(0xff);
+        smem.fill(0xff);
         emu_decode_launch(x.data(), norm_w.data(), w_qkv.data(), b_qkv.data(), w_o.data(),
-                          k.data(), v.data(), table.data(), pos.data(), y.data(), ws.data(),
-                          counters.data(), smem.data(), B, 1e-5f);
+                          k.data(), v.data(), table.data(), pos.data(), y.data(), ws.as<float>(),
+                          counters.as<unsigned>(), smem.as<unsigned char>(), B, 1e-5f);
+        outside += ws.touched() + counters.touched() + smem.touched();
         if (run == 0) {   // (the second appends the same rows again)
             first = y;
             continue;
         }
         checks.check(first == y, "a second launch (on the counters the first left) gives the same bits", 0);
     }
+    checks.check(outside == 0, "the launches within the planner's workspace, counters and LDS "
+                 "(bytes past them written)", (double)outside);
     for (int b = 0; b < B; b++) {
         char what[96];
         const size_t row = (size_t)b * H;
@@ -125,7 +117,7 @@ int main()
                 for (int d = 0; d < HD; d++) {
                     const double g = fgh_get(got.data(), dt, base + d);
                     const double w = fgh_get(want.data(), dt, base + d);
-                    row_bad += !(std::fabs(g - w) <= ulp(w) + 0.25 * ulp(rowmax));
+                    row_bad += !(std::fabs(g - w) <= emu_ulp(D.f16, w) + 0.25 * emu_ulp(D.f16, rowmax));
                     appended[base + d] = 1;
                 }
             }

@@ -10,14 +10,13 @@
 extern "C" {
 #endif
 
-/* The kernel's compile-time shape, as its template computed it. */
+/* The kernel's compile-time shape, as its template computed it (the
+ * workspace, counters and LDS a launch is given: the manifest's figures). */
 typedef struct emu_decode_dims {
     const char *name;
     int f16;                 /* storage type: 1 f16, 0 bf16 */
     int hidden, heads, kv_heads, head_dim, max_context, bmax, page, pages;
     int qkv_bias, neox, rmsnorm, window, threads;
-    size_t ws_floats, smem_bytes;
-    int counters;
     const float *inv_freq;   /* [head_dim / 2], the kernel's table */
 } emu_decode_dims;
 

@@ -7,22 +7,13 @@
 #include KERNEL_SRC
 
 #include "decode_grid_emu.h"
+#include "emu_common.h"
 #include "emu_runtime.h"
 
 // ---- the interface ----
-#define EMU_STR2(x) #x
-#define EMU_STR(x) EMU_STR2(x)
 extern "C" const emu_decode_dims emu_dims = {
-    EMU_STR(KERNEL),
-#if defined(FG_DTYPE_F16)
-    1,
-#else
-    0,
-#endif
-    H, NH, NKV, HD, SMAX, BMAX, PAGE, PAGES, QKV_BIAS, NEOX, RMSNORM, WINDOW, THREADS,
-    // (no rows staged: x's rows past the output projection's partials)
-    WS_X + (XR ? 0 : (size_t)BMAX * H / 2), (size_t)XR * XLD * sizeof(fg_t), 2 + BMAX * (NH / HPW),
-    c_inv_freq,
+    EMU_KERNEL_NAME, EMU_F16,
+    H, NH, NKV, HD, SMAX, BMAX, PAGE, PAGES, QKV_BIAS, NEOX, RMSNORM, WINDOW, THREADS, c_inv_freq,
 };
 
 extern "C" size_t emu_cache_row(const int *block_table, int b, int h, int t)

@@ -7,6 +7,7 @@
 #include <ucontext.h>
 
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
 #include "emu_runtime.h"
@@ -19,10 +20,15 @@ namespace emu {
 constexpr int kWave = 64, kSlot = 64;   // lanes a wave; bytes a lane exchanges at most
 struct Fiber {
     ucontext_t ctx;
-    std::vector<char> stack;
     bool done = false;
 };
 std::vector<Fiber> fibers;
+// The fibers' stacks, kStack bytes each, made once for the largest workgroup
+// and reused by every workgroup after it (its fibers have all returned by
+// then; a stack needs no zeroing)
+constexpr size_t kStack = 256 * 1024;
+std::unique_ptr<char[]> stacks;
+int stacks_made;
 ucontext_t scheduler;
 int current, nthreads;
 void (*body)();
@@ -48,7 +54,7 @@ struct Wave {
     unsigned char slots[kWave * kSlot];
 };
 std::vector<Wave> waves;
-std::vector<unsigned char> lane_copies;   // [thread][kWave * kSlot]
+std::vector<unsigned char> lane_copies;   // [thread][kWave * kSlot] (written before read)
 
 void fiber_main()
 {
@@ -61,16 +67,20 @@ void fiber_main()
 void run_workgroup(int n, void (*fn)())
 {
     nthreads = n, body = fn;
+    if (n > stacks_made) {
+        stacks.reset(new char[(size_t)n * kStack]);
+        stacks_made = n;
+    }
     fibers.assign(n, Fiber{});
     waves.assign(n / kWave, Wave{});
-    lane_copies.assign((size_t)n * kWave * kSlot, 0);
+    if (lane_copies.size() < (size_t)n * kWave * kSlot)
+        lane_copies.resize((size_t)n * kWave * kSlot);
     block_barrier = Barrier{};
     for (int i = 0; i < n; i++) {
         Fiber &f = fibers[i];
-        f.stack.resize(256 * 1024);
         getcontext(&f.ctx);
-        f.ctx.uc_stack.ss_sp = f.stack.data();
-        f.ctx.uc_stack.ss_size = f.stack.size();
+        f.ctx.uc_stack.ss_sp = stacks.get() + (size_t)i * kStack;
+        f.ctx.uc_stack.ss_size = kStack;
         f.ctx.uc_link = nullptr;
         makecontext(&f.ctx, fiber_main, 0);
     }

@@ -21,30 +21,19 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
-#include "emu_check.h"
+#include "emu_common.h"
 #include "gemm_emu.h"
-#include "harness.h"
 
 static const emu_gemm_dims &D = emu_gemm;
 static EmuChecks checks = {D.name};
 
-// One unit in the last place of v in the storage type.
-static double ulp(double v)
-{
-    const int mant = D.f16 ? 10 : 7, emin = D.f16 ? -14 : -126;
-    const int e = v == 0 ? emin : std::max(emin, (int)std::floor(std::log2(std::fabs(v))));
-    return std::ldexp(1.0, e - mant);
-}
-
 static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, bool twice)
 {
-    const fgh_dtype dt = D.f16 ? FGH_F16 : FGH_BF16;
-    const double tol = D.f16 ? 2e-3 : 1e-2;
+    const fgh_dtype dt = emu_dtype(D.f16);
+    const double tol = emu_tolerance(D.f16);
     const int M = tile_rows * D.bm, guard = D.bm;
     std::vector<uint16_t> a((size_t)M * D.k), w((size_t)D.n * D.k), c((size_t)(M + guard) * D.n);
     fgh_fill_host(a.data(), dt, a.size(), seed + 1, 1.0f);
@@ -66,7 +55,7 @@ static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, b
             ref[(size_t)m * D.n + n] = s;
             // C rounded once from fp32 sums: an ulp of the storage type (its
             // half, and a binade's step) plus K roundings of fp32 at most
-            bound[(size_t)m * D.n + n] = ulp(s) + D.k * std::ldexp(sa, -24);
+            bound[(size_t)m * D.n + n] = emu_ulp(D.f16, s) + D.k * std::ldexp(sa, -24);
         }
     std::vector<uint16_t> first;
     for (int run = 0; run < (twice ? 2 : 1); run++) {
@@ -152,12 +141,9 @@ static void check_lds_layout()
 
 int main()
 {
-    // fresh inputs each run; FG_EMU_SEED repeats one
-    const char *env = std::getenv("FG_EMU_SEED");
-    const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
-    std::printf("seed 0x%llx (FG_EMU_SEED); n %d, k %d, tiles %d x %d, K blocks of %d, "
-                "groups of %d tile rows, %d XCDs, grid %d\n",
-                (unsigned long long)seed, D.n, D.k, D.bm, D.bn, D.bk, D.group_m, D.xcds, D.grid);
+    const uint64_t seed = emu_seed();
+    std::printf("n %d, k %d, tiles %d x %d, K blocks of %d, groups of %d tile rows, %d XCDs, "
+                "grid %d\n", D.n, D.k, D.bm, D.bn, D.bk, D.group_m, D.xcds, D.grid);
     check_lds_layout();
     run_case("one tile row", 1, D.grid, seed + 100, true);
     run_case("a group and a partial group", D.group_m + 3, D.grid, seed + 200, false);

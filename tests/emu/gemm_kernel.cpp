@@ -7,18 +7,12 @@
 
 #include KERNEL_SRC
 
+#include "emu_common.h"
 #include "emu_runtime.h"
 #include "gemm_emu.h"
 
-#define EMU_STR2(x) #x
-#define EMU_STR(x) EMU_STR2(x)
 extern "C" const emu_gemm_dims emu_gemm = {
-    EMU_STR(KERNEL),
-#if defined(FG_DTYPE_F16)
-    1,
-#else
-    0,
-#endif
+    EMU_KERNEL_NAME, EMU_F16,
     N, K, BM, BN, BK, GROUP_M, XCDS, GRID, THREADS,
 };
 

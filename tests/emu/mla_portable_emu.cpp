@@ -4,31 +4,29 @@
 // of 64, the grid's workgroups one after another, so the splits' partial
 // results meet through the workspace and the last split's ticket).  Checks
 // out against the reference (rel L2 2e-3 f16 / 1e-2 bf16), the log-sum-exp
-// (1e-3), nothing non-finite, and a second launch bitwise equal.  Prints
-// `N passed, N failed`; exit status 1 on any failure.
+// (1e-3), nothing non-finite, a second launch bitwise equal, and both within
+// the workspace, counters and LDS the planner sized (the manifest's figures;
+// its path the one argument).  Prints `N passed, N failed`; exit status 1 on
+// any failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <vector>
 
+#include "emu_common.h"
 #include "mla_portable_emu.h"
-#include "emu_check.h"
 #include "ref_mla.h"
 
 static const emu_mla_dims &D = emu_mla;
 static EmuChecks checks = {D.name};
 
-int main()
+int main(int argc, char **argv)
 {
-    // fresh inputs each run; FG_EMU_SEED repeats one
-    const char *env = std::getenv("FG_EMU_SEED");
-    const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
-    std::printf("seed 0x%llx (FG_EMU_SEED)\n", (unsigned long long)seed);
-    const fgh_dtype dt = D.f16 ? FGH_F16 : FGH_BF16;
-    const double tol = D.f16 ? 2e-3 : 1e-2;
+    const EmuPlanned planned = emu_planned(argc, argv, D.name);
+    const uint64_t seed = emu_seed();
+    const fgh_dtype dt = emu_dtype(D.f16);
+    const double tol = emu_tolerance(D.f16);
     const float scale = 0.0721687836f;   // 1/sqrt(128 + 64)
     const int B = D.bmax, pages_per = D.page ? D.max_context / D.page : 0;
     const size_t rows = (size_t)B * D.max_context;   // a pool of every request's pages
@@ -50,23 +48,29 @@ int main()
     cfg.max_pages = pages_per;
     fgh_ref_mla(&cfg, q.data(), cache.data(), lengths.data(), o_ref.data(), lse_ref.data());
 
-    std::vector<float> lse((size_t)B * D.heads), ws(D.ws_floats);
-    std::vector<unsigned> counters(D.counters, 0u);
-    std::vector<unsigned char> smem(D.smem_bytes + 1024);
+    std::vector<float> lse((size_t)B * D.heads);
+    // the workspace, counters (zeroed at bind) and LDS as the planner sized them
+    EmuGuarded ws(planned.workspace_bytes), counters(planned.counters * sizeof(unsigned)),
+        smem(planned.dynamic_smem);
     std::vector<st> first;
+    size_t outside = 0;
     for (int run = 0; run < 2; run++) {
         std::memset(out.data(), 0xff, out.size() * sizeof(st));   // NaN: unwritten shows
         std::memset(lse.data(), 0xff, lse.size() * sizeof(float));
-        std::memset(ws.data(), 0xff, ws.size() * sizeof(float));
-        std::memset(smem.data(), 0xff, smem.size());
+        ws.fill(0xff);
+        smem.fill(0xff);
         emu_mla_launch(q.data(), cache.data(), table.data(), lengths.data(), out.data(),
-                       lse.data(), ws.data(), counters.data(), smem.data(), B, scale);
+                       lse.data(), ws.as<float>(), counters.as<unsigned>(),
+                       smem.as<unsigned char>(), B, scale);
+        outside += ws.touched() + counters.touched() + smem.touched();
         if (run == 0) {
             first = out;
             continue;
         }
         checks.check(first == out, "a second launch (on the counters the first left) gives the same bits", 0);
     }
+    checks.check(outside == 0, "the launches within the planner's workspace, counters and LDS "
+                 "(bytes past them written)", (double)outside);
     for (int b = 0; b < B; b++) {
         char what[96];
         const size_t o0 = (size_t)b * D.heads * D.kv_lora;

@@ -10,12 +10,12 @@
 extern "C" {
 #endif
 
+/* The kernel's compile-time shape (the workspace, counters and LDS a launch
+ * is given: the manifest's figures). */
 typedef struct emu_mla_dims {
     const char *name;
     int f16;   /* storage type: 1 f16, 0 bf16 */
     int heads, kv_lora, d, max_context, page, bmax, splits, groups, threads;
-    size_t ws_floats, smem_bytes;
-    int counters;
 } emu_mla_dims;
 
 extern const emu_mla_dims emu_mla;

@@ -6,20 +6,13 @@
 
 #include KERNEL_SRC
 
+#include "emu_common.h"
 #include "emu_runtime.h"
 #include "mla_portable_emu.h"
 
-#define EMU_STR2(x) #x
-#define EMU_STR(x) EMU_STR2(x)
 extern "C" const emu_mla_dims emu_mla = {
-    EMU_STR(KERNEL),
-#if defined(FG_DTYPE_F16)
-    1,
-#else
-    0,
-#endif
+    EMU_KERNEL_NAME, EMU_F16,
     kHeads, kKvLora, kD, kMaxContext, kPage, kBmax, kSplits, kGroups, kThreads,
-    (size_t)kBmax * kGroups * kSplits * kHpb * (kKvLora + 2), sizeof(Smem), kBmax * kGroups,
 };
 
 static struct Launch {

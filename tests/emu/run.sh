@@ -70,11 +70,11 @@ for hip in "$out"/gen/*/*.hip; do
             -DKERNEL_SRC="\"$src_dir/$name.hip\"" -DKERNEL="$name" \
             -c "tests/emu/${t}_kernel.cpp" -o "$out/$name.kernel.o" >"$out/$name.build.log" 2>&1 ||
        ! "$cxx" -o "$out/$name" "$out/$name.kernel.o" "$out/emu_runtime.o" "$out/${t}_test.o" \
-            $objs "$out/numerics.o" -rtlib=compiler-rt -lpthread -lm \
+            $objs "$out/numerics.o" -rtlib=compiler-rt -ljson-c -lpthread -lm \
             >>"$out/$name.build.log" 2>&1; then
         cat "$out/$name.build.log"; echo "FAIL $name: did not build"; failed=$((failed + 1)); continue
     fi
-    timeout 300 "$out/$name" >"$out/$name.log" 2>&1   # (a deadlocked emulation ends)
+    timeout 300 "$out/$name" "${hip%/*}/manifest.json" >"$out/$name.log" 2>&1   # (a deadlocked emulation ends)
     cat "$out/$name.log"
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/$name.log" | tail -n 1)
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
