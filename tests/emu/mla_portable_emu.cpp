@@ -67,6 +67,8 @@ int main()
         }
         checks.check(first == out, "a second launch (on the counters the first left) gives the same bits", 0);
     }
+    checks.check(std::all_of(counters.begin(), counters.end(), [](unsigned c) { return c == 0; }),
+                 "every ticket reset for the next launch", 0);
     for (int b = 0; b < B; b++) {
         char what[96];
         const size_t o0 = (size_t)b * D.heads * D.kv_lora;

@@ -19,7 +19,7 @@ extern "C" const emu_mla_dims emu_mla = {
     0,
 #endif
     kHeads, kKvLora, kD, kMaxContext, kPage, kBmax, kSplits, kGroups, kThreads,
-    (size_t)kBmax * kGroups * kSplits * kHpb * (kKvLora + 2), sizeof(Smem), kBmax * kGroups,
+    (kWorkspaceBytes + sizeof(float) - 1) / sizeof(float), sizeof(Smem), kCounters,
 };
 
 static struct Launch {
