@@ -15,13 +15,16 @@
  * whose slices the last cluster merges, so one launch does it all.
  *
  * The portable form (plan_portable; AMD, and sm_90 targets that say they
- * have no clusters): 16 heads a workgroup of 256 threads (the matrix
- * products' 16 rows; 8 warps or 4 waves), tiles of 32 keys (16 where 32
- * overflow the shared memory), both products on the matrix units
- * (mma.sync m16n8k16 / MFMA 16x16x16, fp32 sums), 2 workgroups an SM on
- * sm_90 where the registers allow (1 a CU on AMD: the LDS), and the splits
- * that fill the workgroups the GPU holds at once in the fewest waves
- * (portable_splits), merged in global memory by the last workgroup. */
+ * have no clusters): on sm_90 64 heads a workgroup of 512 threads where the
+ * heads allow (a tile then serves 4 mma m-tiles: the cache is read a
+ * quarter as often as at 16), else 32, else 16 a workgroup of 256; on AMD
+ * 16 heads a workgroup of 4 waves (MFMA's 16 columns; the 64 KB LDS).
+ * Tiles of 32 keys (16 where 32 overflow the shared memory), by cp.async
+ * into several buffers on sm_90, through registers on AMD; both products on
+ * the matrix units (mma.sync m16n8k16 / MFMA 16x16x16, fp32 sums); the
+ * splits that fill the workgroups the GPU holds at once in the fewest waves
+ * (portable_splits, up to 64), merged in global memory in one level or two
+ * (portable_split_group). */
 #include <math.h>
 #include <stdio.h>
 
@@ -217,71 +220,108 @@ static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool win
 /* ---- the portable form (templates/mla_decode_portable.in) ----
  * For targets without thread-block clusters (max_cluster_size 0: the AMD
  * GPUs, and sm_90 where a target says so, to check the same algorithm on an
- * H200): PORTABLE_THREADS threads (8 warps of 32, 4 waves of 64) take
- * PORTABLE_HEADS heads of one request (the matrix products' 16-row tile)
- * over one split of its keys, tiles of PORTABLE_TILE keys in shared memory;
- * the scores and P.V on the matrix units (mma.sync m16n8k16 / MFMA
- * 16x16x16), fp32 sums; the splits merge in global memory, the last
- * workgroup to take its ticket merging them all. */
-#define PORTABLE_HEADS 16
-#define PORTABLE_THREADS 256   /* 8 warps: every 8th k-step each; 4 waves: 2 key blocks x 2 halves */
+ * H200): a workgroup takes a group of heads of one request over one split of
+ * its keys, tiles of PORTABLE_TILE keys in shared memory; the scores and P.V
+ * on the matrix units (mma.sync m16n8k16 / MFMA 16x16x16), fp32 sums; the
+ * splits merge in global memory in up to two levels of tickets.  The shape
+ * (portable_shape) is the planner's: heads a workgroup, threads, the parts
+ * of the row the scores are split over, tile, stages, workgroups a CU; the
+ * template static_asserts each. */
 #define PORTABLE_TILE 32       /* 2 key blocks of 16, or 1 where the LDS needs (AMD: 64 keys' rows
                                 * overflow its 64 KB) */
-#define PORTABLE_MAX_SPLITS 32  /* the last workgroup reads this many partial rows a head */
-#define PORTABLE_CUDA_BLOCKS 2  /* workgroups an SM (__launch_bounds__: <= 128 registers) */
+#define PORTABLE_MAX_SPLITS 64 /* 8 groups of 8 at the most: each merge reads 8 partials a head */
+#define PORTABLE_ONE_LEVEL 4   /* splits up to this many merge in one level */
+#define PORTABLE_MAX_STAGES 4  /* sm_90: 3 tiles in flight, 112 KB at DeepSeek's row: past the ~68 KB
+                                * an SM needs at the read ceiling (MAX_STAGES above) */
+#define PORTABLE_CUDA_BLOCKS 2 /* workgroups an SM at most (256 threads at <= 128 registers) */
+#define PORTABLE_REGS_BASE 40  /* registers past O's and the P.V fragments: the scores' sums,
+                                * addresses, the softmax's, loop state */
 
-/* Slices of the row the scores are split over (a warp or wave each, their
- * partial scores summed by the softmax): sm_90's 8 warps take every 8th
- * k-step of 16 columns over all the tile's keys; AMD's 4 waves are key
- * blocks of 16 x slices. */
-static unsigned portable_parts(const fg_target *t, unsigned tile)
-{
-    const unsigned waves = PORTABLE_THREADS / t->warp_size;
-    return fg_arch_is_amd(t->arch) ? waves / (tile / 16) : waves;
-}
+/* A shape of the portable form on a target. */
+typedef struct {
+    unsigned hpb, threads, parts, tile, stages, per_cu, smem, regs;
+    bool q_lds;   /* Q's rows in shared memory (sm_90), not its fragments in registers (AMD) */
+} portable_shape;
 
-/* Bytes of the portable form's Smem: Q's rows then the tile's (8 elements
- * apart, 16-byte aligned), the partial scores, P, three row arrays and the
- * ticket (rounded up to 16). */
-static unsigned portable_smem(const fg_target *t, unsigned d, unsigned elem, unsigned tile)
+/* Bytes of the portable form's Smem: Q's rows (sm_90's; AMD holds Q in
+ * registers) and the tile buffers' (8 elements apart, 16-byte aligned), the
+ * partial scores, P, three row arrays and the ticket (rounded up to 16). */
+static unsigned portable_smem(const portable_shape *p, unsigned d, unsigned elem)
 {
-    const unsigned rows = tile > PORTABLE_HEADS ? tile : PORTABLE_HEADS;
-    const unsigned bytes = rows * (d + 8) * elem + portable_parts(t, tile) * PORTABLE_HEADS * (tile + 4) * 4 +
-                           PORTABLE_HEADS * (tile + 8) * elem + 3 * PORTABLE_HEADS * 4 + 4;
+    const unsigned rows = (p->q_lds ? p->hpb : 0) + p->stages * p->tile;
+    const unsigned bytes = rows * (d + 8) * elem + p->parts * p->hpb * (p->tile + 4) * 4 +
+                           p->hpb * (p->tile + 8) * elem + 3 * p->hpb * 4 + 4;
     return (bytes + 15) / 16 * 16;
 }
 
-/* The portable form's tile: the most keys (PORTABLE_TILE, else 16: the
- * matrix products' key blocks) whose shared memory fits; 0 if none does. */
-static unsigned portable_tile(const fg_model *m, const fg_target *t)
+/* The shape for hpb heads a workgroup on target t, model m; false if the
+ * matrix products or the shared memory do not take it.  sm_90: 8 warps at
+ * 16 heads, else 16 (a tile then serves 32 or 64 heads), the warps over
+ * m-tiles x parts of the row for the scores; Q's rows in shared memory
+ * (the registers are O's: 64 a thread at 64 heads); tiles by cp.async into
+ * 2 .. PORTABLE_MAX_STAGES buffers, the most whose shared memory fits the
+ * workgroups an SM its registers allow (at most PORTABLE_CUDA_BLOCKS).
+ * AMD: 4 waves and 16 heads (MFMA's N), the key blocks of a tile x parts of
+ * the row, Q's fragments in registers; one tile buffer (the next tile in
+ * registers); the workgroups a CU its LDS allows (at most 2). */
+static bool portable_shape_for(const fg_model *m, const fg_target *t, unsigned hpb, portable_shape *p)
 {
-    const unsigned d = m->mla->kv_lora_rank + m->mla->qk_rope_head_dim;
-    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2)
-        if (portable_smem(t, d, fg_dtype_bytes(m->dtype), tile) <= t->shared_mem_per_block)
-            return tile;
-    return 0;
+    const fg_mla *a = m->mla;
+    const unsigned kv = a->kv_lora_rank, d = kv + a->qk_rope_head_dim, elem = fg_dtype_bytes(m->dtype);
+    const bool amd = fg_arch_is_amd(t->arch);
+    const unsigned threads = amd || hpb == 16 ? 256 : 512, waves = threads / t->warp_size;
+    /* P.V: a wave's output columns whole 16-byte vectors a lane (AMD),
+     * n-tile pairs (sm_90) */
+    if ((amd && hpb != 16) || hpb % 16 || kv % (amd ? waves * 128 : waves * 16) || d % (amd ? 32 : 16))
+        return false;
+    for (unsigned tile = PORTABLE_TILE; tile >= 16; tile /= 2) {
+        *p = (portable_shape){.hpb = hpb, .threads = threads, .tile = tile, .q_lds = !amd};
+        p->parts = amd ? waves / (tile / 16) : waves / (hpb / 16);
+        if (amd) {
+            p->stages = 1;
+            p->smem = portable_smem(p, d, elem);
+            if (p->smem > t->shared_mem_per_block)
+                continue;
+            p->per_cu = t->shared_mem_per_cu / (p->smem + 1024);
+            p->per_cu = p->per_cu > 2 ? 2 : p->per_cu ? p->per_cu : 1;
+            return true;
+        }
+        /* a thread's registers across the tile loop: O (hpb x kv over the
+         * threads), 16 keys' V fragments of its columns and P's of an
+         * m-tile, and the rest */
+        p->regs = hpb * kv / threads + 4 * (kv / waves / 16) + 4 + PORTABLE_REGS_BASE;
+        unsigned per_cu = t->registers_per_cu / (threads * p->regs);
+        per_cu = per_cu > PORTABLE_CUDA_BLOCKS ? PORTABLE_CUDA_BLOCKS : per_cu ? per_cu : 1;
+        for (; per_cu >= 1; per_cu--) {
+            for (p->stages = PORTABLE_MAX_STAGES; p->stages >= 2; p->stages--) {
+                p->smem = portable_smem(p, d, elem);
+                if (p->smem <= t->shared_mem_per_block && per_cu * (p->smem + 1024) <= t->shared_mem_per_cu)
+                    break;
+            }
+            if (p->stages >= 2) {
+                p->per_cu = per_cu;
+                return true;
+            }
+        }
+    }
+    return false;
 }
 
-/* Workgroups of the portable form a CU holds at once: on sm_90 what
- * __launch_bounds__ asks for, PORTABLE_CUDA_BLOCKS where the shared memory
- * allows and a thread's registers across the tile loop fit its share (Q's
- * fragments, 4 a k-step of 16 over 8 warps; O, kv_lora / 16; the next
- * tile's 16-byte vectors, 4 each of a row's over 8 threads; about 40 more:
- * the DeepSeek row of 576 is 20 + 32 + 36 + 40 = 128), else 1; on AMD what
- * the LDS allows. */
-static unsigned portable_per_cu(const fg_target *t, const fg_mla *a, unsigned smem)
+/* The portable form's shape for model m on target t: the most heads a
+ * workgroup (64, 32, 16 on sm_90; 16 on AMD) that divide the heads and fit;
+ * false if none does. */
+static bool portable_shape_of(const fg_model *m, const fg_target *t, portable_shape *p)
 {
-    unsigned n = t->shared_mem_per_cu / (smem + 1024);
-    const unsigned d = a->kv_lora_rank + a->qk_rope_head_dim;
-    const unsigned regs = 4 * ((d / 16 + 7) / 8) + a->kv_lora_rank / 16 + 4 * ((d / 8 + 7) / 8) + 40;
-    const unsigned most = fg_arch_is_amd(t->arch) ? 2 : regs <= 128 ? PORTABLE_CUDA_BLOCKS : 1;
-    if (n > most)
-        n = most;
-    return n ? n : 1;
+    const unsigned heads = m->mla->heads / m->mla->tensor_parallel;
+    for (unsigned hpb = 64; hpb >= 16; hpb /= 2)
+        if (heads % hpb == 0 && portable_shape_for(m, t, hpb, p))
+            return true;
+    return false;
 }
 
 /* Why the portable form does not fit model m on target t, or NULL (past
- * the checks every form makes, in unsupported()). */
+ * the checks every form makes, in unsupported()): its 16-head shape is the
+ * least it needs. */
 static const char *portable_unsupported(const fg_model *m, const fg_target *t)
 {
     static char buf[240];
@@ -291,7 +331,8 @@ static const char *portable_unsupported(const fg_model *m, const fg_target *t)
     /* P.V: a warp's columns whole n-tile pairs (8 warps x 16); a wave's
      * lanes whole 16-byte vectors of V (4 waves x 16 lanes x 8); the
      * scores: the row in k-steps of 16 (sm_90), chunks of 32 (AMD) */
-    const unsigned kv_unit = amd ? PORTABLE_THREADS / t->warp_size * 16 * 8 : PORTABLE_THREADS / 32 * 16;
+    const unsigned kv_unit = amd ? 256 / t->warp_size * 16 * 8 : 256 / 32 * 16;
+    portable_shape p;
     if (amd && t->warp_size != 64)
         snprintf(buf, sizeof buf, "waves of %u: the portable form's AMD matrix products take waves "
                                   "of 64", t->warp_size);
@@ -300,12 +341,13 @@ static const char *portable_unsupported(const fg_model *m, const fg_target *t)
                                   "need kv_lora a multiple of %u and at most %u (O in registers), and the "
                                   "row a multiple of 32 on %s",
                  a->kv_lora_rank, d, kv_unit, MAX_KV_LORA, t->name);
-    else if (!portable_tile(m, t))
-        snprintf(buf, sizeof buf, "a row of %u: 16 keys and %u heads need %u bytes of shared "
-                                  "memory; %s allows %u", d, PORTABLE_HEADS,
-                 portable_smem(t, d, fg_dtype_bytes(m->dtype), 16), t->name,
-                 t->shared_mem_per_block);
-    else
+    else if (!portable_shape_for(m, t, 16, &p)) {
+        p = (portable_shape){.hpb = 16, .threads = 256, .tile = 16, .stages = amd ? 1 : 2, .q_lds = !amd};
+        p.parts = amd ? 256 / t->warp_size : 8;
+        snprintf(buf, sizeof buf, "a row of %u: 16 keys and 16 heads need %u bytes of shared "
+                                  "memory; %s allows %u", d,
+                 portable_smem(&p, d, fg_dtype_bytes(m->dtype)), t->name, t->shared_mem_per_block);
+    } else
         return NULL;
     return buf;
 }
@@ -317,8 +359,7 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel, d = a->kv_lora_rank + a->qk_rope_head_dim;
     const unsigned page = page_size(m);
-    _Static_assert(PORTABLE_HEADS == 16, "every form takes heads in groups of 16");
-    if (heads % 16) {
+    if (heads % 16) {   /* (every form: the matrix products' 16 rows) */
         snprintf(buf, sizeof buf, "%u heads per GPU: the core takes heads in groups of 16", heads);
         return buf;
     }
@@ -663,9 +704,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
 /* The splits of each of `items` (request, head group) pairs at B_max, for
  * `slots` workgroups resident at once: a split's keys take time 1 / splits,
  * and the grid runs in ceil(items x splits / slots) waves of them, so the
- * fewest splits (each one more partial for the last workgroup to merge)
- * within 10% of the least time any count up to PORTABLE_MAX_SPLITS (and the
- * tiles of S_max, `most`) gives. */
+ * fewest splits (each one more partial to merge) within 10% of the least
+ * time any count up to PORTABLE_MAX_SPLITS (and the tiles of S_max, `most`)
+ * gives. */
 static unsigned portable_splits(unsigned items, unsigned slots, unsigned most)
 {
     if (most > PORTABLE_MAX_SPLITS)
@@ -684,8 +725,22 @@ static unsigned portable_splits(unsigned items, unsigned slots, unsigned most)
     return most;
 }
 
-/* The portable form at B_max: splits of each request's keys as
- * portable_splits() has them for the workgroups the GPU holds at once. */
+/* Splits a first-level merge takes: all of them up to PORTABLE_ONE_LEVEL
+ * (one level), else ceil(sqrt(splits)), so that each merge, the groups' in
+ * parallel and then the last one, reads about sqrt(splits) partials. */
+static unsigned portable_split_group(unsigned splits)
+{
+    if (splits <= PORTABLE_ONE_LEVEL)
+        return splits;
+    unsigned g = 1;
+    while (g * g < splits)
+        g++;
+    return g;
+}
+
+/* The portable form at B_max: the shape portable_shape_of() gives, and the
+ * splits of each request's keys portable_splits() has for the workgroups the
+ * GPU holds at once. */
 static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                          fg_diag *d)
 {
@@ -695,12 +750,15 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const bool amd = fg_arch_is_amd(t->arch);
     const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
     const unsigned rope = a->qk_rope_head_dim, width = kv + rope, page = page_size(m);
-    const unsigned hpb = PORTABLE_HEADS, groups = heads / hpb, tile = portable_tile(m, t);
-    const unsigned elem = fg_dtype_bytes(m->dtype);
-    const unsigned smem = portable_smem(t, width, elem, tile);
-    const unsigned per_cu = portable_per_cu(t, a, smem), slots = t->compute_units * per_cu;
-    const unsigned items = groups * bmax;
+    portable_shape p;
+    if (!portable_shape_of(m, t, &p))
+        return 0;   /* (portable_unsupported() refused what has no shape) */
+    const unsigned hpb = p.hpb, groups = heads / hpb, tile = p.tile, elem = fg_dtype_bytes(m->dtype);
+    const unsigned slots = t->compute_units * p.per_cu, items = groups * bmax;
     const unsigned splits = portable_splits(items, slots, m->max_context / tile);
+    const unsigned group = portable_split_group(splits), nsg = (splits + group - 1) / group;
+    const unsigned entries = splits + (nsg > 1 ? nsg : 0), tickets = nsg + (nsg > 1);
+    const unsigned waves = p.threads / t->warp_size, grid_waves = (items * splits + slots - 1) / slots;
 
     char dims[96], variant[32];
     mla_dims(m, bmax, dims);
@@ -708,63 +766,94 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance in = {0};
     if (mla_instance_init(&in, m, t, bmax, dims, variant, "mla_decode_portable.in", d) != 0)
         return -1;
+    if (splits > 1) {   /* each partial's rows (storage type) and log-sum-exps; the tickets */
+        in.workspace_bytes = bmax * groups * entries * hpb * (kv * elem + 4);
+        in.counter_count = bmax * groups * tickets;
+    }
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);
     fg_instance_add_param(&in, "SPLITS", splits);
+    fg_instance_add_param(&in, "SPLIT_GROUP", group);
     fg_instance_add_param(&in, "CLUSTER", 1);
     fg_instance_add_param(&in, "CLUSTERS", splits);
     fg_instance_add_param(&in, "TILE", tile);
-    fg_instance_add_param(&in, "STAGES", 1);
-    fg_instance_add_param(&in, "THREADS", PORTABLE_THREADS);
+    fg_instance_add_param(&in, "STAGES", p.stages);
+    fg_instance_add_param(&in, "THREADS", p.threads);
+    fg_instance_add_param(&in, "PARTS", p.parts);
     /* __launch_bounds__'s second figure: the blocks an SM (workgroups a CU,
      * one wave a SIMD each on AMD) the splits were counted for */
-    fg_instance_add_param(&in, "MIN_BLOCKS", per_cu);
-    fg_instance_add_param(&in, "SMEM_BYTES", smem);
+    fg_instance_add_param(&in, "MIN_BLOCKS", p.per_cu);
+    fg_instance_add_param(&in, "SMEM_BYTES", p.smem);
+    fg_instance_add_param(&in, "WORKSPACE_BYTES", (long long)in.workspace_bytes);
+    fg_instance_add_param(&in, "COUNTERS", in.counter_count);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {splits, groups, bmax},
-                            .block = {PORTABLE_THREADS, 1, 1},
+                            .block = {p.threads, 1, 1},
                             .cluster = {1, 1, 1},
-                            .dynamic_smem = smem};
-    if (splits > 1) {   /* each split's rows and (max, sum) pairs; a ticket per (request, group) */
-        in.workspace_bytes = bmax * groups * splits * hpb * (kv * 4 + 8);
-        in.counter_count = bmax * groups;
-    }
+                            .dynamic_smem = p.smem};
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/portable/%s/%s",
              fg_arch_tag(t->arch), fg_dtype_name(m->dtype), page ? "paged" : "contiguous",
-             splits > 1 ? "merged" : "one-split");
+             splits == 1 ? "one-split" : nsg > 1 ? "two-level" : "merged");
     used_for_reason(&in, m, bmax);
     fg_sb_printf(&in.reasons,
                  "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
-                 "merge in distributed shared memory; plain 16-byte loads (the next tile's in "
-                 "flight while one is computed); the scores and P.V on the matrix units (%s), "
-                 "fp32 sums\n", t->name,
+                 "merge in distributed shared memory; %s; the scores and P.V on the matrix units "
+                 "(%s), fp32 sums\n", t->name,
+                 amd ? "16-byte loads, the next tile's in registers while one is computed"
+                     : "tiles copied by cp.async, several in flight while one is computed",
                  amd ? "MFMA 16x16x16: the scores in the free K order, P.V as O^T = V^T P^T with "
                        "the heads as N"
                      : "mma.sync m16n8k16 with ldmatrix, the heads as M");
-    if (splits > 1)
-        fg_sb_printf(&in.reasons,
-                     "the splits merge in global memory: the last workgroup to take its ticket "
-                     "(device-scope release/acquire, as the %s need) merges them in split order\n",
-                     amd ? "XCDs' L2 caches" : "SMs' L1 caches");
-    else
-        fg_sb_printf(&in.reasons, "one split: the workgroup writes its heads' output itself\n");
     scale_reason(&in, m);
-    const unsigned parts = portable_parts(t, tile), waves = PORTABLE_THREADS / t->warp_size;
     fg_sb_printf(&in.reasons,
-                 "%u heads a workgroup (the matrix products' 16 rows), %u head group%s; %u threads "
-                 "(%u %s): the scores a key block of 16 x a %u-column slice of the row each (%u "
-                 "slices, summed in order by the softmax), P.V %u output columns each, O in "
-                 "registers; tiles of %u keys, %u bytes of shared memory\n",
-                 hpb, groups, groups == 1 ? "" : "s", PORTABLE_THREADS, waves,
-                 amd ? "waves of 64" : "warps", width / parts, parts, kv / waves, tile, smem);
+                 "%u heads a workgroup (%s), %u head group%s: each cache tile is read by %u "
+                 "workgroup%s of a request; %u threads (%u %s): the scores over %u part%s of the "
+                 "row (%u columns each, summed in order by the softmax)%s, P.V %u output columns "
+                 "a wave for all %u heads, O in registers\n",
+                 hpb,
+                 amd ? "MFMA's 16 columns"
+                     : hpb == 64 ? "the most, 4 mma m-tiles: a tile serves 4 times the heads of 16"
+                                 : "whole mma m-tiles of 16, the most that divide the heads",
+                 groups, groups == 1 ? "" : "s", groups, groups == 1 ? "" : "s", p.threads, waves,
+                 amd ? "waves of 64" : "warps", p.parts, p.parts == 1 ? "" : "s", width / p.parts,
+                 amd ? ", key blocks of 16 each" : hpb > 16 ? ", a warp an m-tile each" : "",
+                 kv / waves, hpb);
+    if (amd)
+        fg_sb_printf(&in.reasons,
+                     "tiles of %u keys in one LDS buffer (%u bytes of LDS), %u workgroup%s a CU by "
+                     "the LDS\n",
+                     tile, p.smem, p.per_cu, p.per_cu == 1 ? "" : "s");
+    else
+        fg_sb_printf(&in.reasons,
+                     "tiles of %u keys in %u cp.async buffers (%u in flight while one is computed; "
+                     "%u bytes of shared memory), %u block%s an SM: about %u registers a thread "
+                     "(O, the P.V fragments and %u more; Q's rows in shared memory) of the %u an SM "
+                     "has for %u threads\n",
+                     tile, p.stages, p.stages - 1, p.smem, p.per_cu, p.per_cu == 1 ? "" : "s", p.regs,
+                     PORTABLE_REGS_BASE, t->registers_per_cu, p.threads);
     fg_sb_printf(&in.reasons,
                  "%u split%s of each request's keys (cut by its length at run time): %u x %u x %u "
                  "workgroups for %u %s holding %u each, %u wave%s of them (the fewest splits within "
-                 "10%% of the best waves-per-split; at most %u splits: the last workgroup reads "
-                 "them all)\n",
+                 "10%% of the best waves-per-split, at most %u)\n",
                  splits, splits == 1 ? "" : "s", splits, groups, bmax, t->compute_units,
-                 amd ? "CUs" : "SMs", per_cu, (items * splits + slots - 1) / slots,
-                 (items * splits + slots - 1) / slots == 1 ? "" : "s", PORTABLE_MAX_SPLITS);
+                 amd ? "CUs" : "SMs", p.per_cu, grid_waves, grid_waves == 1 ? "" : "s",
+                 PORTABLE_MAX_SPLITS);
+    if (nsg > 1)
+        fg_sb_printf(&in.reasons,
+                     "the splits merge in global memory in two levels (device-scope release/acquire "
+                     "tickets, as the %s need): each leaves its rows normalized, in %s, and their "
+                     "log-sum-exp; the last of each group of %u splits merges the group (%u groups, "
+                     "in parallel), the last of those merges the groups\n",
+                     amd ? "XCDs' L2 caches" : "SMs' L1 caches", fg_dtype_name(m->dtype), group, nsg);
+    else if (splits > 1)
+        fg_sb_printf(&in.reasons,
+                     "the splits merge in global memory: each leaves its rows normalized, in %s, and "
+                     "their log-sum-exp; the last to take its ticket (device-scope release/acquire, "
+                     "as the %s need) merges them in split order (%u splits: one level up to %u)\n",
+                     fg_dtype_name(m->dtype), amd ? "XCDs' L2 caches" : "SMs' L1 caches", splits,
+                     PORTABLE_ONE_LEVEL);
+    else
+        fg_sb_printf(&in.reasons, "one split: the workgroup writes its heads' output itself\n");
     paged_reason(&in, page, tile, false);
     return fg_plan_add(set, &in, s, ts, d);
 }

@@ -71,6 +71,9 @@ int main(int argc, char **argv)
     }
     checks.check(outside == 0, "the launches within the planner's workspace, counters and LDS "
                  "(bytes past them written)", (double)outside);
+    const unsigned *tickets = counters.as<unsigned>();
+    checks.check(std::all_of(tickets, tickets + planned.counters, [](unsigned c) { return c == 0; }),
+                 "every ticket reset for the next launch", 0);
     for (int b = 0; b < B; b++) {
         char what[96];
         const size_t o0 = (size_t)b * D.heads * D.kv_lora;

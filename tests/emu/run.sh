@@ -13,8 +13,9 @@ cxx=${CLANG_CXX:-clang++-19}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # the decode grid form on one CU (its grid barriers need every workgroup at
-# once, and the emulation runs one), the MLA core on four (splits merged by
-# ticket, which workgroups run one after another can take), the GEMM on eight
+# once, and the emulation runs one), the MLA core on four and on 32 (splits
+# merged by ticket in one level, and in two: workgroups that run one after
+# another can take either), the GEMM on eight
 # (its persistent grid numbered XCD-major; no grid barrier); the decode grid
 # form again on one CU with 16 KB of LDS, where the lds16k specs' rows do not
 # fit and the projections read x and o from the workspace
@@ -28,7 +29,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
    ! "$fusegen" generate --out "$out/gen/decode-lds16k" --filter 'decode_attn_*' $lds16k_specs \
         tests/emu/specs/emu-gfx942-1cu-lds16k.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla" --filter 'mla_decode_*' $mla_specs \
-        tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1 ||
+        tests/emu/specs/emu-gfx942-4cu.yaml tests/emu/specs/emu-gfx942-32cu.yaml \
+        >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1

@@ -94,6 +94,7 @@ FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
 // A float another block wrote before its ticket (L1 is not coherent: from L2).
 // (Its reader took, or follows a barrier after, the acquiring ticket.)
 FG_DEVICE float fg_load_fresh(const float *p) { return __ldcg(p); }
+FG_DEVICE fg_vec16 fg_load_fresh(const fg_vec16 *p) { return __ldcg(p); }
 #line 1 "templates/sm90.cu.in"
 // sm_90 PTX the CUDA kernel templates share, rendered after prelude.cu.in
 // into every CUDA kernel (unused helpers cost nothing): shared addresses,
@@ -240,6 +241,28 @@ template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first
     }
     sync();
 }
+// cp.async: 16-byte copies from global to shared memory through L2 (.cg),
+// in groups a thread commits and waits for.
+FG_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+// all but the newest N groups of this thread's copies have landed
+template <int N> FG_DEVICE void cp_async_wait_group()
+{
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+FG_DEVICE void cp_async_wait_all()
+{
+    asm volatile("cp.async.commit_group;\ncp.async.wait_group 0;\n" ::: "memory");
+}
+// 16 bytes from src + SRC to shared address dst + DST, the offsets as the
+// instruction's immediates (the compiler would rebuild each global address)
+template <int DST, int SRC> FG_DEVICE void cp_async16_at(unsigned dst, const void *src)
+{
+    asm volatile("cp.async.cg.shared.global [%0+%2], [%1+%3], 16;\n" ::"r"(dst), "l"(src), "n"(DST),
+                 "n"(SRC));
+}
+// 16 bytes from global to shared.
+FG_DEVICE void cp_async16(void *dst, const void *src) { cp_async16_at<0, 0>(smem_addr(dst), src); }
+
 // mma.sync's operands from shared memory (four 8 x 8 matrices of 16-bit
 // values, plain or transposed), and the m16n8k16 product with fp32 sums.
 FG_DEVICE void ldmatrix_x4(unsigned r[4], const void *p)

@@ -1754,7 +1754,7 @@ Test(cli, explain_decode_plan_and_skips)
               out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
-    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s30_portable\n"),
+    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s59_portable\n"),
               "%s", out);
     cr_assert(strstr(out, "the portable form: mi300x has no thread-block clusters"), "%s", out);
     cr_expect(strstr(out, "the scores and P.V on the matrix units (MFMA 16x16x16"), "%s", out);
@@ -1768,6 +1768,20 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "the scores and P.V on the matrix units (mma.sync m16n8k16"), "%s", out);
     cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
     cr_expect(strstr(out, "64-token pages through the block table, a lookup a tile"), "%s", out);
+    free(out);
+    /* 128 heads: 64 a workgroup of 16 warps (a tile serves 4 m-tiles), Q in
+     * shared memory, tiles by cp.async; at B = 1 the splits fill the SMs and
+     * merge in two levels */
+    cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2.yaml "
+                           "tests/gpu/portable/h200-portable.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh128_kv512_r64_s16384_p64_b1_g64_s59_portable\n"),
+              "%s", out);
+    cr_expect(strstr(out, "HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=59 SPLIT_GROUP=8"), "%s", out);
+    cr_expect(strstr(out, "THREADS=512 PARTS=4 MIN_BLOCKS=1"), "%s", out);
+    cr_expect(strstr(out, "tiles of 32 keys in 3 cp.async buffers (2 in flight"), "%s", out);
+    cr_expect(strstr(out, "the last of each group of 8 splits merges the group (8 groups, in parallel)"),
+              "%s", out);
     free(out);
     /* the fused decode family's portable form on an sm_90a target without
      * clusters: the grid form at every batch, explain says why; no ring or
@@ -1927,8 +1941,8 @@ Test(cli, mla_portable_tile_fits_the_lds)
     const struct {
         const char *kv, *rope, *want;
     } cases[] = {
-        {"512", "64", "tiles of 32 keys, 43472 bytes"},     /* DeepSeek's 576 */
-        {"512", "448", "tiles of 16 keys, 37072 bytes"},    /* 960: 32 keys would need 68,032 */
+        {"512", "64", "tiles of 32 keys in one LDS buffer (43472 bytes of LDS)"},     /* DeepSeek's 576 */
+        {"512", "448", "tiles of 16 keys in one LDS buffer (37072 bytes of LDS)"},    /* 960: 32 keys would need 68,032 */
         {"1024", "512", "kv_lora 1024 and a row of 1536: the portable form's matrix products need"},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
