@@ -272,7 +272,12 @@ FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce
  * them; NULL: in order; fgrt_overlap_tile_rows gives the executor's).  A
  * wait that runs past limit_ns (1 .. 2 x 10^10) sets FG_GEMM_LATE in *status
  * and the kernel stops waiting: the call's output is then undefined, never
- * a hang.  Without flags the feed fields are ignored. */
+ * a hang.  Without flags the feed fields are ignored.
+ * Drained as its rows are written (the fused GEMM+RS) where done is set:
+ * once a tile's rows are in c, done[row / done_rows] grows by 2 (release,
+ * system scope; a multiple of 128 rows that divides m), so a stream that
+ * waits for a counter's multiple (cuStreamWaitValue32) may then copy those
+ * rows; the counters are never reset. */
 #define FG_GEMM_LATE 1u
 typedef struct fg_overlap_gemm_args {
     fg_reg_dtype dtype;
@@ -284,6 +289,8 @@ typedef struct fg_overlap_gemm_args {
     const unsigned *flags, *epoch;
     unsigned *status;
     long long own, shard_rows, piece_rows, flag_stride, limit_ns;
+    unsigned *done;
+    long long done_rows;
     const char *instance;  /* NULL: the lookup's choice; else this instance (tests, tuning) */
 } fg_overlap_gemm_args;
 FG_API fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_args *args,

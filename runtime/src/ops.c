@@ -323,7 +323,8 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
 }
 
 /* ---- overlap_gemm: kernel (map_a, map_w, map_c, int m_rows, tile_rows, flags, epoch, int own,
- *      int shard_rows, int piece_rows, int flag_stride, status, u64 limit_ns) ---- */
+ *      int shard_rows, int piece_rows, int flag_stride, status, u64 limit_ns, done,
+ *      int done_rows) ---- */
 
 /* The sm_90a form's tiles (overlap_gemm.in asserts them): A in boxes of 64
  * columns x 128 rows, W of 64 x 256, C of 64 x 64 (a consumer warpgroup's
@@ -351,6 +352,8 @@ static const fg_arg_desc overlap_gemm_args[] = {
     I32(flag_stride, 0),
     OPT(status),
     {"limit_ns", FG_ARG_U64, offsetof(fg_overlap_gemm_args, limit_ns), .min = 0},
+    OPT(done),
+    I32(done_rows, 0),
 };
 #undef MAP
 #undef OPT
@@ -364,6 +367,9 @@ static fg_status overlap_gemm_check(const void *p)
     if (a->m % GEMM_BM)
         return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: m %lld is not a multiple of %d", a->m,
                        GEMM_BM);
+    if (a->done && (a->done_rows < GEMM_BM || a->done_rows % GEMM_BM || a->m % a->done_rows))
+        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: done_rows %lld; expected whole tile rows "
+                       "of %d that divide m %lld", a->done_rows, GEMM_BM, a->m);
     if (!a->flags)
         return FG_OK;
     if (!a->epoch || !a->status)

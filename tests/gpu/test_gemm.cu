@@ -17,7 +17,9 @@
 // bitwise the first launch's output (compared on the device; issue 12's
 // deterministic mode: each output's sum has one order).  Then the kernel fed
 // as its rows land (check_pieces: the fused AG+GEMM's flag waits, a lost
-// piece ending in a status within the time limit).  --quick: M = 128
+// piece ending in a status within the time limit), and drained as its
+// rows are written (check_drain: the fused GEMM+RS's counters, a copy
+// engine's waits on them).  --quick: M = 128
 // and 1152 only, 2 launches for determinism (for compute-sanitizer).
 // --bench [--json FILE]: both timed at M = 4096 and 16384 in CUDA graphs,
 // interleaved (fused, cuBLASLt, fused, cuBLASLt), medians; TFLOP/s and the
@@ -53,6 +55,7 @@ struct Driver {
     decltype(&cuLaunchKernel) launch = nullptr;
     decltype(&cuTensorMapEncodeTiled) encode = nullptr;
     decltype(&cuGetErrorString) errstr = nullptr;
+    decltype(&cuStreamWaitValue32) wait_value = nullptr;
 };
 Driver drv;
 
@@ -73,7 +76,8 @@ bool driver_open()
 {
     return entry("cuModuleLoadData", &drv.load) && entry("cuModuleGetFunction", &drv.getfn) &&
            entry("cuFuncSetAttribute", &drv.setattr) && entry("cuLaunchKernel", &drv.launch) &&
-           entry("cuTensorMapEncodeTiled", &drv.encode) && entry("cuGetErrorString", &drv.errstr);
+           entry("cuTensorMapEncodeTiled", &drv.encode) && entry("cuGetErrorString", &drv.errstr) &&
+           entry("cuStreamWaitValue32", &drv.wait_value);
 }
 
 bool cu_ok(CUresult r, const char *what)
@@ -184,6 +188,8 @@ struct Feed {
     int own = -1, shard_rows = 1, piece_rows = 1, flag_stride = 0;
     unsigned *status = nullptr;
     unsigned long long limit_ns = 0;
+    unsigned *done = nullptr;   // the drain (the fused GEMM+RS)
+    int done_rows = 0;
 };
 
 bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s, Feed f = Feed())
@@ -191,7 +197,7 @@ bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s, Feed f = Feed())
     int rows = (int)p.m;
     void *args[] = {&p.map_a,       &p.map_w,        &p.map_c,     &rows,     &f.tile_rows,
                     &f.flags,       &f.epoch,        &f.own,       &f.shard_rows, &f.piece_rows,
-                    &f.flag_stride, &f.status,       &f.limit_ns};
+                    &f.flag_stride, &f.status,       &f.limit_ns, &f.done,  &f.done_rows};
     const long long tiles = p.m / g.bm * (p.n / g.bn);
     const unsigned grid = tiles < g.grid ? (unsigned)tiles : g.grid;
     return cu_ok(drv.launch(g.fn, grid, 1, 1, g.block, 1, 1, g.smem, (CUstream)s, args, nullptr),
@@ -478,6 +484,73 @@ void check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool los
 }
 #endif
 
+// Drained as its rows are written (the fused GEMM+RS, on one GPU): M = 2304
+// in 6 pieces of 384 rows (3 tile rows), a counter each, C poisoned.
+// Before the launch, another stream is given, per piece, a wait for its
+// counter to reach 2 x its tiles (cuStreamWaitValue32) and then a copy of
+// its rows of C into pinned host memory: a counter that grew before its
+// rows were written leaves poison, or rows other than the final ones, in
+// the copy.  The copy must equal C afterwards, C must be right, the
+// counters must hold exactly that figure, and twice it after a second launch.
+void check_drain(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool baseline)
+{
+    constexpr long long kRows = 2304, kPiece = 384, kPieces = kRows / kPiece;
+    char name[200];
+    snprintf(name, sizeof name, "%s, M=%lld drained in pieces as they are written",
+             g.name.c_str(), kRows);
+    Problem p;
+    if (!CHECK(name, p.open(g, kRows, seed, true)))
+        return;
+    const unsigned per_piece = (unsigned)(kPiece / g.bm * (g.n / g.bn) * 2);
+    const size_t piece_bytes = (size_t)kPiece * g.n * 2, nc = (size_t)kRows * g.n;
+    unsigned *done = nullptr, counts[kPieces];
+    uint16_t *copied = nullptr;
+    cudaStream_t copies = nullptr;
+    bool ok = fgh_ok(cudaMalloc(&done, sizeof counts)) &&
+              fgh_ok(cudaMemset(done, 0, sizeof counts)) &&
+              fgh_ok(cudaMallocHost(&copied, nc * 2)) &&
+              fgh_ok(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking)) &&
+              fgh_poison_device(p.c, nc * 2, s) == 0 && (!baseline || lt.run(p, p.ref, s)) &&
+              fgh_ok(cudaStreamSynchronize(s));
+    if (ok)
+        memset(copied, 0, nc * 2);
+    for (long long i = 0; ok && i < kPieces; i++)
+        ok = cu_ok(drv.wait_value((CUstream)copies, (CUdeviceptr)(done + i), per_piece,
+                                  CU_STREAM_WAIT_VALUE_GEQ),
+                   "cuStreamWaitValue32") &&
+             fgh_ok(cudaMemcpyAsync((char *)copied + i * piece_bytes, (char *)p.c + i * piece_bytes,
+                                    piece_bytes, cudaMemcpyDeviceToHost, copies));
+    Feed f;
+    f.done = done, f.done_rows = (int)kPiece;
+    ok = ok && launch_fused(g, p, s, f) && fgh_ok(cudaStreamSynchronize(s)) &&
+         fgh_ok(cudaStreamSynchronize(copies)) &&
+         fgh_ok(cudaMemcpy(counts, done, sizeof counts, cudaMemcpyDeviceToHost));
+    if (CHECK(name, ok)) {
+        std::vector<uint16_t> final_c(nc);
+        char what[260];
+        const bool read = fgh_ok(cudaMemcpy(final_c.data(), p.c, nc * 2, cudaMemcpyDeviceToHost));
+        snprintf(what, sizeof what, "%s: each piece copied after its counter equals C", name);
+        CHECKF(what, read && memcmp(final_c.data(), copied, nc * 2) == 0,
+               "%zu poisoned words in the copies", fgh_count_poisoned(copied, FGH_BF16, nc));
+        int wrong = -1;
+        for (long long i = 0; i < kPieces && wrong < 0; i++)
+            wrong = counts[i] == per_piece ? -1 : (int)i;
+        snprintf(what, sizeof what, "%s: each counter grew by 2 a tile", name);
+        CHECKF(what, wrong < 0, "counter %d holds %u, expected %u", wrong,
+               wrong < 0 ? 0 : counts[wrong], per_piece);
+        compare_outputs(name, p, seed, baseline);
+        ok = launch_fused(g, p, s, f) && fgh_ok(cudaStreamSynchronize(s)) &&
+             fgh_ok(cudaMemcpy(counts, done, sizeof counts, cudaMemcpyDeviceToHost));
+        for (long long i = 0; i < kPieces && ok; i++)
+            ok = counts[i] == 2 * per_piece;
+        snprintf(what, sizeof what, "%s: a second launch adds as much (never reset)", name);
+        CHECK(what, ok);
+    }
+    cudaFree(done), cudaFreeHost(copied);
+    if (copies)
+        cudaStreamDestroy(copies);
+}
+
 // ---- --bench ----
 
 struct Timed {
@@ -618,6 +691,7 @@ int main(int argc, char **argv)
 #else
         fgh_skip(names[i], "fed in pieces: built without libfgrt (its tile order)");
 #endif
+        check_drain(g, lt, seed + 13, s, a.baseline);
         if (a.bench)
             for (long long rows : {4096ll, 16384ll})
                 bench(g, lt, rows, seed + 7 * rows, s, jf ? &j : nullptr, a.baseline);

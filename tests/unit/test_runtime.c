@@ -503,7 +503,7 @@ static fg_overlap_gemm_args good_gemm(void)
         .w = DEV(0x2000000000), .c = DEV(0x3000000000), .tile_rows = DEV(0x4000000000),
         .flags = DEV(0x5000000004), .epoch = DEV(0x5000000000), .status = DEV(0x6000000000),
         .own = 1, .shard_rows = 2048, .piece_rows = 512, .flag_stride = 5,
-        .limit_ns = 500000000};
+        .limit_ns = 500000000, .done = DEV(0x7000000000), .done_rows = 1024};
 }
 
 static void expect_gemm_bind(fg_context *ctx, fg_overlap_gemm_args a, fg_status want,
@@ -553,6 +553,11 @@ Test(runtime_bind, overlap_gemm)
     uint64_t limit;
     memcpy(&limit, F.params[12], sizeof limit);
     cr_assert_eq(limit, 500000000u);
+    void *done;
+    int done_rows;
+    memcpy(&done, F.params[13], sizeof done);
+    memcpy(&done_rows, F.params[14], sizeof done_rows);
+    cr_assert(done == a.done && done_rows == 1024);
     fg_binding_free(b);
     /* unfed: no flags, nothing else needed */
     fg_overlap_gemm_args u = {.dtype = FG_REG_BF16, .n = 8192, .k = 1024, .m = 128,
@@ -588,6 +593,10 @@ Test(runtime_bind, overlap_gemm_guards)
     expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "limit_ns");
     a = good_gemm(), a.limit_ns = 30000000000;
     expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "limit_ns");
+    a = good_gemm(), a.done_rows = 192;
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "done_rows 192");
+    a = good_gemm(), a.done_rows = 1536;   /* not dividing m 4096 */
+    expect_gemm_bind(ctx, a, FG_ERR_BAD_SHAPE, "done_rows 1536");
     cr_assert_eq(F.maps, 0, "refused binds encode nothing");
     cr_assert_eq(F.loads, 0, "refused binds load nothing");
     fg_shutdown(ctx);
