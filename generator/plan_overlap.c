@@ -27,12 +27,15 @@
  *        step s - 1 landed from the ring's previous rank; each GEMM piece
  *        gemm(rows / c) (1 + slowdown), plus reading the added running sum
  *        (a piece of C through the copy ceiling) at steps s > 0
- * Chunk fused (AG, sm_90a), one persistent GEMM launched before the copies
- * that takes each tile once its rows landed, at the whole GEMM's rate
- * (one launch: no piece's wave quantization) under copies: the own block's
- * rows first, then each piece once landed (as chunk_overlap's), one
- * after the other on the whole GPU.  Not chosen: the fused GEMM has not yet
- * run between GPUs, so the model is unchecked (it would also need W in
+ * Chunk fused (sm_90a), one persistent GEMM at the whole GEMM's rate (one
+ * launch: no piece's wave quantization) under copies.  AG: launched before
+ * the copies, it takes each tile once its rows landed: the own block's
+ * rows first, then each piece once landed (as chunk_overlap's), one after
+ * the other on the whole GPU.  RS: the peers' blocks first, each piece
+ * pushed (the copy engine serial) once its rows are written, the own block
+ * last, then the reduction once the GEMM and every push are done (pieces
+ * of whole 128-row tiles).  Not chosen: the fused GEMM has not yet run
+ * between GPUs, so the model is unchecked (it would also need W in
  * nn.Linear's layout from the engine).
  * Every copy-engine schedule adds the executor's fixed cost per call (its
  * barriers and cross-GPU event waits), which the profile measures.
@@ -133,19 +136,27 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
     return now;
 }
 
-/* chunk_fused's time with c pieces per block; NaN where it does not apply
- * (RS, not sm_90a, c not dividing the block, not whole tiles of the GEMM:
- * 128 rows, 256 columns, K blocks of 64). */
+/* chunk_fused's time with c pieces per block (reduce: RS's owner's
+ * reduction); NaN where it does not apply (not sm_90a, c not dividing the
+ * block, not whole tiles of the GEMM: 128 rows, 256 columns, K blocks of
+ * 64; RS: pieces of whole tile rows). */
 static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigned w, unsigned c,
-                             bool *measured)
+                             double reduce, bool *measured)
 {
     const fg_interconnect *ic = t->interconnect;
-    if (s->collective != FG_COLL_ALL_GATHER || t->arch != FG_ARCH_SM90A || s->m % (w * c) ||
-        s->m % 128 || s->n % 256 || s->k % 64)
+    const bool ag = s->collective == FG_COLL_ALL_GATHER;
+    if (t->arch != FG_ARCH_SM90A || s->m % (w * c) || s->m % 128 || s->n % 256 || s->k % 64 ||
+        (!ag && (s->m / (w * c)) % 128))
         return NAN;
     const double rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
     const double per_row = gemm_us(t, s->m, s->n, s->k, measured) * slow / s->m;
-    const double copy = copy_us(ic, rows / c * s->k * 2.0);
+    const double copy = copy_us(ic, rows / c * (ag ? s->k : s->n) * 2.0);
+    if (!ag) {   /* the pieces pushed as written, the own block last, then the reduction */
+        double engine = 0;
+        for (unsigned at = 1; at <= (w - 1) * c; at++)
+            engine = fmax(engine, at * rows / c * per_row) + copy;
+        return fmax(engine, s->m * per_row) + reduce;
+    }
     double now = rows * per_row;   /* the own block, there at launch */
     for (unsigned at = 1; at <= (w - 1) * c; at++)   /* the at-th piece lands with the at-th copy */
         now = fmax(now, at * copy) + rows / c * per_row;
@@ -203,7 +214,7 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_CHUNK_FUSED] = NAN;
     for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
         const double us =
-            chunk_fused_us(s, t, w, fg_overlap_chunks[i], &out->gemms_measured) + fixed;
+            chunk_fused_us(s, t, w, fg_overlap_chunks[i], reduce, &out->gemms_measured) + fixed;
         /* (the fewest pieces on a tie: the sums differ only by rounding) */
         if (!isnan(us) && !(us >= out->us[FG_SCHED_CHUNK_FUSED] * (1 - 1e-12))) {
             out->us[FG_SCHED_CHUNK_FUSED] = us;

@@ -17,9 +17,10 @@ typedef enum {
     FG_SCHED_SERIAL_NCCL,    /* NCCL's collective, then (AG) or after (RS) the GEMM */
     FG_SCHED_CHUNK_OVERLAP,  /* each row block in pieces, each copied and multiplied on its
                                 own; RS as a ring that adds in its GEMMs (fgrt_overlap.h) */
-    FG_SCHED_CHUNK_FUSED,    /* AG on sm_90a: chunk_overlap's copies under one launch of the
-                                generated GEMM, which takes each piece as it lands; predicted,
-                                not chosen until it has been timed between GPUs */
+    FG_SCHED_CHUNK_FUSED,    /* sm_90a: one launch of the generated GEMM under chunk_overlap's
+                                copies, taking each piece as it lands (AG) or having each
+                                pushed as it is written (RS); predicted, not chosen until it
+                                has been timed between GPUs */
     FG_SCHED_COUNT
 } fg_schedule;
 

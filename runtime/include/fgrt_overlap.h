@@ -61,11 +61,14 @@ typedef enum {
                             dtype at each of the world - 1 hops, where the reduction of the
                             other schedules rounds once), and sends it on to r + 1; the last step,
                             the own block, writes `out` */
-    FGRT_CHUNK_FUSED,    /* AG only: chunk_overlap's copies and flags, and one launch of the
-                            generated GEMM (fg_overlap_gemm_bind) over the whole gathered A,
-                            issued before them: it takes each tile once the flags of the
-                            pieces its rows lie in are set (its own time-limited waits), the
-                            tile rows in fgrt_overlap_tile_rows' order */
+    FGRT_CHUNK_FUSED,    /* one launch of the generated GEMM (fg_overlap_gemm_bind) over all
+                            of A, the tile rows in fgrt_overlap_tile_rows' order.  AG:
+                            chunk_overlap's copies and flags, the GEMM issued before them
+                            taking each tile once the flags of the pieces its rows lie in are
+                            set (its own time-limited waits).  RS: the peers' blocks first,
+                            the own last, each piece of a peer's partial pushed (copy engine)
+                            once the GEMM has counted its rows written, then the owner's
+                            reduction as shard_overlap's; pieces of whole 128-row tiles */
     FGRT_SCHEDULE_COUNT
 } fgrt_schedule;
 
@@ -89,9 +92,11 @@ typedef enum {
                          rank's memory; time limit) */
     FGRT_OP_REDUCE,   /* this rank's block: its own partial plus the received ones */
     FGRT_OP_NCCL,     /* the collective through NCCL (all blocks) */
-    FGRT_OP_FUSED_GEMM /* chunk_fused: every block in one kernel on `stream`, each piece of a
-                          peer's block multiplied once that peer's flag FGRT_FLAG_SENT + piece
-                          is set in this rank's memory (the kernel's waits: no WAIT op) */
+    FGRT_OP_FUSED_GEMM, /* chunk_fused: every block in one kernel on `stream`; AG: each piece
+                          of a peer's block multiplied once that peer's flag FGRT_FLAG_SENT +
+                          piece is set in this rank's memory (the kernel's waits: no WAIT op) */
+    FGRT_OP_WAIT_DONE  /* chunk_fused RS: `stream` waits until this rank's fused GEMM has
+                          written piece `chunk` of row block `block` of its partials */
 } fgrt_op_kind;
 
 typedef struct fgrt_op {
@@ -139,20 +144,20 @@ FGRT_OVERLAP_API size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, uns
 
 FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_overlap" */
 
-/* The order in which a GEMM fed as its rows land (the fused form: one
- * kernel over the whole gathered A that waits for each piece's flag) takes
- * the tile rows of bm rows of rank `rank`'s gathered A [m, k] under AG
- * schedule s (shard_overlap, chunk_overlap or chunk_fused): the own row
- * block's first, then each tile row once the last piece its rows lie in
- * has landed, in the order of the schedule's waits (fgrt_overlap_ops;
- * chunk_fused's pieces land as chunk_overlap's), ties in row order.
- * With out NULL and max 0: the count, m / bm.  Else writes the m / bm tile
- * rows into out and returns their count; 0 for invalid arguments (RS or a
- * serial schedule, m not a multiple of bm and of world x the pieces, max
- * too small). */
-FGRT_OVERLAP_API size_t fgrt_overlap_tile_rows(fgrt_schedule s, unsigned world, unsigned chunks,
-                                               unsigned rank, long long m, unsigned bm, int *out,
-                                               size_t max);
+/* The order in which the fused GEMM (one kernel over all of A) takes the
+ * tile rows of bm rows of rank `rank`'s A [m, k] under schedule s
+ * (shard_overlap, chunk_overlap or chunk_fused).  AG: the own row block's
+ * first, then each tile row once the last piece its rows lie in has
+ * landed, in the order of the schedule's waits (fgrt_overlap_ops;
+ * chunk_fused's pieces land as chunk_overlap's), ties in row order.  RS:
+ * the blocks in the order their partials are pushed (rank + 1, rank + 2,
+ * ...), the own block last.  With out NULL and max 0: the count, m / bm.
+ * Else writes the m / bm tile rows into out and returns their count; 0 for
+ * invalid arguments (a serial schedule, m not a multiple of bm and of
+ * world x the pieces, max too small). */
+FGRT_OVERLAP_API size_t fgrt_overlap_tile_rows(fgrt_collective c, fgrt_schedule s,
+                                               unsigned world, unsigned chunks, unsigned rank,
+                                               long long m, unsigned bm, int *out, size_t max);
 
 /* The plan table's row for a GEMM (the generated fg_overlap_plans, or any
  * table of that type): collective, m, n, k, world and dtype equal, and the

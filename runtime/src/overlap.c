@@ -119,6 +119,30 @@ static void ring_reduce_scatter(order *o, unsigned world, unsigned chunks, unsig
     }
 }
 
+/* RS chunk_fused: one GEMM over every block, the peers' first (d = r + 1,
+ * r + 2, ...) and the own last; each piece of a peer's partial is pushed
+ * once the GEMM has counted its rows written, and flagged; the owner then
+ * reduces as shard_overlap's does, after its GEMM and every peer's pieces.
+ * The next call's opening barrier keeps its GEMM's writes of the partials
+ * behind this call's pushes of them. */
+static void fused_reduce_scatter(order *o, unsigned world, unsigned chunks, unsigned rank)
+{
+    barrier(o, FGRT_FLAG_START);
+    push(o, FGRT_OP_FUSED_GEMM, 1, -1, -1, 0, -1);
+    for (unsigned i = 1; i < world; i++) {
+        const int d = (int)((rank + i) % world);
+        for (unsigned j = 0; j < chunks; j++) {
+            piece(o, push(o, FGRT_OP_WAIT_DONE, 0, -1, d, 0, -1), (int)j, -1);
+            piece(o, push(o, FGRT_OP_COPY, 0, d, d, 0, -1), (int)j, (int)rank);
+            push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(j), -1);
+        }
+    }
+    for (unsigned i = 1; i < world; i++)
+        for (unsigned j = 0; j < chunks; j++)
+            push(o, FGRT_OP_WAIT, 1, (int)((rank + world - i) % world), -1, sent(j), -1);
+    push(o, FGRT_OP_REDUCE, 1, -1, (int)rank, 0, -1);
+}
+
 /* RS: the partial of the block of rank d is computed at step i (d = r + i),
  * pushed to d, and flagged; the own block comes last, so the peers' partials
  * of it arrive while this rank computes the others.  No closing barrier: the
@@ -155,7 +179,7 @@ static bool valid(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned c
 {
     const bool chunked = s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
     return world >= 2 && world <= FGRT_MAX_WORLD && (unsigned)s < FGRT_SCHEDULE_COUNT &&
-           (c == FGRT_AG_GEMM || (c == FGRT_GEMM_RS && s != FGRT_CHUNK_FUSED)) &&
+           (c == FGRT_AG_GEMM || c == FGRT_GEMM_RS) &&
            (chunked ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS : chunks == 1);
 }
 
@@ -179,25 +203,38 @@ size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsi
         all_gather(&o, s, world, chunks, rank);
     else if (s == FGRT_CHUNK_OVERLAP)
         ring_reduce_scatter(&o, world, chunks, rank);
+    else if (s == FGRT_CHUNK_FUSED)
+        fused_reduce_scatter(&o, world, chunks, rank);
     else
         reduce_scatter(&o, s, world, rank);
     return o.n;
 }
 
-size_t fgrt_overlap_tile_rows(fgrt_schedule s, unsigned world, unsigned chunks, unsigned rank,
-                              long long m, unsigned bm, int *out, size_t max)
+size_t fgrt_overlap_tile_rows(fgrt_collective c, fgrt_schedule s, unsigned world,
+                              unsigned chunks, unsigned rank, long long m, unsigned bm, int *out,
+                              size_t max)
 {
     /* chunk_fused's pieces land as chunk_overlap's, whose waits say the order */
-    if (s == FGRT_CHUNK_FUSED)
+    if (s == FGRT_CHUNK_FUSED && c == FGRT_AG_GEMM)
         s = FGRT_CHUNK_OVERLAP;
-    const unsigned pieces = s == FGRT_CHUNK_OVERLAP ? chunks : 1;
-    if ((s != FGRT_SHARD_OVERLAP && s != FGRT_CHUNK_OVERLAP) ||
-        !valid(FGRT_AG_GEMM, s, world, chunks) || rank >= world || bm == 0 || m <= 0 ||
+    const unsigned pieces = s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED ? chunks : 1;
+    if ((s != FGRT_SHARD_OVERLAP && s != FGRT_CHUNK_OVERLAP && s != FGRT_CHUNK_FUSED) ||
+        !valid(c, s, world, chunks) || rank >= world || bm == 0 || m <= 0 ||
         m % ((long long)world * pieces) || m % bm || m / bm > INT32_MAX)
         return 0;
     const size_t tiles = (size_t)(m / bm);
     if (!out || max < tiles)
         return max || out ? 0 : tiles;
+    if (c == FGRT_GEMM_RS) {   /* blocks in push order, the own last */
+        if ((m / world) % bm)
+            return 0;
+        const size_t per_block = tiles / world;
+        size_t n = 0;
+        for (unsigned i = 1; i <= world; i++)
+            for (size_t t = 0; t < per_block; t++)
+                out[n++] = (int)(((rank + i) % world) * per_block + t);
+        return tiles;
+    }
     const size_t nops = fgrt_overlap_ops(FGRT_AG_GEMM, s, world, chunks, rank, NULL, 0);
     fgrt_op *ops = malloc(nops * sizeof *ops);
     int *landed = malloc((size_t)world * pieces * sizeof *landed);   /* [sender][piece] */

@@ -49,8 +49,10 @@ struct fgrt_overlap {
     void *recv;              /* RS: [world][rows, n] */
     fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
     fg_binding *fused;       /* chunk_fused: the generated GEMM over the whole gathered A */
-    int *feed;               /* chunk_fused, device: its tile order [m / 128], then its
-                                status word (FG_GEMM_LATE: a wait ran past its limit) */
+    int *feed;               /* chunk_fused, device: its tile order [m / 128], its status
+                                word (AG: FG_GEMM_LATE where a wait ran past its limit), then
+                                (RS) its counters of rows written, [world][chunks] */
+    unsigned per_piece;      /* chunk_fused RS: a piece's counter grows by this a call */
     unsigned epoch;          /* the latest call's */
     bool connected, failed;
     fg_status failure;
@@ -97,9 +99,9 @@ static bool chunked(fgrt_schedule s)
     return s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
 }
 
-/* The fused GEMM's tiles are 128 rows; its waits at most 20 s (its stage
+/* The fused GEMM's tiles are 128 x 256; its waits at most 20 s (its stage
  * waits trap at about 2^36 clocks). */
-enum { FUSED_BM = 128 };
+enum { FUSED_BM = 128, FUSED_BN = 256 };
 #define FUSED_LIMIT_S 20.0
 
 /* Whether the order has the owner's reduction: RS but chunk_overlap, whose
@@ -122,10 +124,6 @@ static fg_status check_args(const fgrt_overlap_args *a)
                        "NCCL's own call)",
                        fgrt_schedule_name(a->schedule));
     const bool fused = a->schedule == FGRT_CHUNK_FUSED;
-    if (fused && a->collective != FGRT_AG_GEMM)
-        return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                       "fgrt_overlap_create: chunk_fused is AG+GEMM's (GEMM+RS has no fused "
-                       "form yet)");
     if (a->world < 2 || a->world > MAX_WORLD || a->rank >= a->world)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: rank %u of world %u (2 to %d ranks)", a->rank,
@@ -146,6 +144,12 @@ static fg_status check_args(const fgrt_overlap_args *a)
         return fg_fail(FG_ERR_BAD_SHAPE,
                        "fgrt_overlap_create: chunk_fused: m %lld is not a multiple of %d (the "
                        "generated GEMM's tile rows)", a->m, FUSED_BM);
+    /* RS's pieces are counted done by whole tiles */
+    if (fused && a->collective == FGRT_GEMM_RS && a->m % (pieces * FUSED_BM))
+        return fg_fail(FG_ERR_BAD_SHAPE,
+                       "fgrt_overlap_create: chunk_fused GEMM+RS: m %lld is not a multiple of "
+                       "%lld (the world x the chunks x the GEMM's %d-row tiles)", a->m,
+                       pieces * FUSED_BM, FUSED_BM);
     if (a->m > (1LL << 40) / a->k || a->m > (1LL << 40) / a->n)
         return fg_fail(FG_ERR_BAD_SHAPE, "fgrt_overlap_create: m x k or m x n too large");
     if (fg_reg_dtype_bytes(a->dtype) == 0)
@@ -254,30 +258,36 @@ static fg_status bind_reduction(fgrt_overlap *x)
 static fg_status bind_fused(fgrt_overlap *x)
 {
     const fgrt_overlap_args *a = &x->args;
+    const bool ag = a->collective == FGRT_AG_GEMM;
     const size_t tiles = (size_t)(a->m / FUSED_BM);
+    const size_t words = tiles + 1 + (ag ? 0 : (size_t)a->world * x->chunks);
     int *order = malloc(tiles * sizeof *order);
     if (!order)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
-    fg_status st = fgrt_overlap_tile_rows(FGRT_CHUNK_FUSED, a->world, x->chunks, a->rank, a->m,
-                                          FUSED_BM, order, tiles) == tiles
+    fg_status st = fgrt_overlap_tile_rows(a->collective, FGRT_CHUNK_FUSED, a->world, x->chunks,
+                                          a->rank, a->m, FUSED_BM, order, tiles) == tiles
                        ? FG_OK
                        : fg_fail(FG_ERR_BAD_SHAPE, "fgrt_overlap_create: no tile order for m "
                                  "%lld in %u x %u pieces", a->m, a->world, x->chunks);
     void *p = NULL;
-    if (st == FG_OK && (st = OPS(x)->alloc(x->drv, (tiles + 1) * sizeof(int), &p)) == FG_OK)
+    if (st == FG_OK && (st = OPS(x)->alloc(x->drv, words * sizeof(int), &p)) == FG_OK)
         x->feed = p;
     if (st == FG_OK)
-        st = OPS(x)->zero(x->drv, x->feed, (tiles + 1) * sizeof(int));
+        st = OPS(x)->zero(x->drv, x->feed, words * sizeof(int));
     if (st == FG_OK)
         st = OPS(x)->copy(x->drv, x->feed, order, tiles * sizeof(int), true);
     free(order);
     const double limit_s = a->timeout_s < FUSED_LIMIT_S ? a->timeout_s : FUSED_LIMIT_S;
+    /* AG: fed by this rank's flags; RS: drained into counters of a piece's rows */
+    const long long piece_rows = x->rows / x->chunks;
+    x->per_piece = (unsigned)(piece_rows / FUSED_BM * (a->n / FUSED_BN) * 2);
     const fg_overlap_gemm_args g = {
         .dtype = a->dtype, .n = a->n, .k = a->k, .m = a->m, .a = a->a, .w = a->w, .c = a->c,
-        .tile_rows = x->feed, .flags = x->flags + FGRT_FLAG_SENT,
+        .tile_rows = x->feed, .flags = ag ? x->flags + FGRT_FLAG_SENT : NULL,
         .epoch = tail_word(x, x->flags, WORD_EPOCH), .status = (unsigned *)x->feed + tiles,
-        .own = a->rank, .shard_rows = x->rows, .piece_rows = x->rows / x->chunks,
-        .flag_stride = x->nflags, .limit_ns = (long long)(limit_s * 1e9)};
+        .own = a->rank, .shard_rows = x->rows, .piece_rows = piece_rows,
+        .flag_stride = x->nflags, .limit_ns = (long long)(limit_s * 1e9),
+        .done = ag ? NULL : (unsigned *)x->feed + tiles + 1, .done_rows = piece_rows};
     if (st == FG_OK && (st = fg_overlap_gemm_bind(x->ctx, &g, &x->fused)) != FG_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", fg_last_error());
@@ -605,6 +615,10 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         const fg_status st = o->write_flag(x->drv, s, fused_status(x), 0);
         return st == FG_OK ? fg_launch(x->fused, s) : st;
     }
+    case FGRT_OP_WAIT_DONE:   /* the piece's counter at this call's multiple (never reset) */
+        return o->wait_flag(x->drv, s,
+                            fused_status(x) + 1 + (size_t)op->block * x->chunks + part,
+                            epoch * x->per_piece);
     case FGRT_OP_NCCL:
         break;
     }
@@ -779,7 +793,8 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
             snprintf(name, sizeof name, "start");
         else if (!chunked(x->args.schedule))
             snprintf(name, sizeof name, "sent(%u)", x->args.rank);
-        else if (x->args.collective == FGRT_AG_GEMM)   /* piece i of the sender's shard */
+        else if (x->args.collective == FGRT_AG_GEMM || x->args.schedule == FGRT_CHUNK_FUSED)
+            /* piece i of the sender's shard (AG) or partial (RS chunk_fused) */
             snprintf(name, sizeof name, "sent(%u) piece %u", x->args.rank,
                      w->flag - FGRT_FLAG_SENT);
         else   /* the ring: i = step x chunks + piece */

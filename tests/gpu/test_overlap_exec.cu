@@ -21,10 +21,11 @@
 //   - a peer that never runs its call: the waiting rank's
 //     fgrt_overlap_wait returns FG_ERR_TIMEOUT once its limit has passed,
 //     names the flag that did not come, and the executor refuses later calls;
-//   - AG+GEMM chunk_fused (2 and 4 chunks) with the generated GEMM of
-//     --kernels (its instance of the fewest n x k; skipped, and said so,
-//     where DIR has none): 3 calls, no output left poisoned (the peers'
-//     blocks of A are poisoned too), 96 sampled outputs each;
+//   - AG+GEMM and GEMM+RS chunk_fused (2 and 4 chunks) with the generated
+//     GEMM of --kernels (its instance of the fewest n x k; skipped, and said
+//     so, where DIR has none; RS with the generated reduction where there is
+//     one): 3 calls, no output left poisoned (AG: the peers' blocks of A are
+//     poisoned too), 96 sampled outputs each; a copy failing on rank 0;
 //   - injected failures on rank 0 (issue 12), through its driver table or
 //     its GEMM callback: a copy that fails from the n-th on (rank 0's run
 //     returns FG_ERR_DRIVER; rank 1 times out within its limit naming the
@@ -556,28 +557,34 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
 double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Host &h,
                      uint64_t seed);
 
-// chunk_fused (AG+GEMM): the generated GEMM `fused` (its n and k) takes each
-// piece of the gathered A as its flag lands.  3 calls in a row with new
-// inputs, the outputs and the peers' blocks of A poisoned before each (a
-// tile taken before its rows landed reads NaN): no output left poisoned,
-// 96 sampled outputs against a double reference on the host.
+// chunk_fused with the generated GEMM `fused` (its n and k).  AG+GEMM: it
+// takes each piece of the gathered A as its flag lands; GEMM+RS: each piece
+// of a peer's partial is pushed once the GEMM counted its rows written, then
+// the owner reduces (the generated reduction where there is one).  3 calls
+// in a row with new inputs, the outputs (AG: and the peers' blocks of A: a
+// tile taken before its rows landed reads NaN) poisoned before each: no
+// output left poisoned, 96 sampled outputs against a double reference.
 void check_fused(fg_context *ctx, const Procs &P, Gemm *g, const fg_kernel_entry &fused,
-                 unsigned chunks, uint64_t base)
+                 fgrt_collective coll, unsigned chunks, bool generated_reduce, uint64_t base)
 {
-    const Case cs{"fused", FGRT_AG_GEMM, 128LL * P.world * chunks, fused.dims[0], fused.dims[1]};
+    const Case cs{"fused", coll, 128LL * P.world * chunks, fused.dims[0], fused.dims[1]};
     const Sched sched{FGRT_CHUNK_FUSED, chunks};
+    const bool ag = coll == FGRT_AG_GEMM;
     char name[200];
-    snprintf(name, sizeof name, "executor AG+GEMM %s, %s, %d processes, M=%lld N=%lld K=%lld: "
-             "rank %d", sched_name(sched).c_str(), fused.name, P.world, cs.m, cs.n, cs.k, P.rank);
+    snprintf(name, sizeof name, "executor %s %s%s, %s, %d processes, M=%lld N=%lld K=%lld: rank %d",
+             coll_name(cs), sched_name(sched).c_str(),
+             generated_reduce ? " (generated reduction)" : "", fused.name, P.world, cs.m, cs.n,
+             cs.k, P.rank);
     Run r;
-    if (!r.open(ctx, P, g, cs, sched, 10.0, false, name))
+    if (!r.open(ctx, P, g, cs, sched, 10.0, generated_reduce, name))
         return;
     for (int c = 0; c < 3; c++) {
         Host h;
         h.make(cs, P.world, base, c);
         bool ok = all_ok(P, write_inputs(cs, P, r.d, h)) && call(r.x, r.s) == FG_OK;
-        std::vector<uint16_t> got(cs.m * cs.n);
-        ok = ok && fgh_ok(cudaMemcpy(got.data(), r.d.c, bytes(got.size()), cudaMemcpyDeviceToHost));
+        std::vector<uint16_t> got((ag ? cs.m : cs.m / P.world) * cs.n);
+        ok = ok && fgh_ok(cudaMemcpy(got.data(), ag ? r.d.c : r.d.out, bytes(got.size()),
+                                     cudaMemcpyDeviceToHost));
         const size_t poisoned = ok ? fgh_count_poisoned(got.data(), FGH_BF16, got.size()) : 0;
         const double err = ok ? sampled_error(cs, P, r.d, h, base + 31 * c) : INFINITY;
         char what[260];
@@ -723,10 +730,11 @@ void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, const fg_kerne
         check_injected(ctx, P, g, rs, chunk2, true, 1, "rank 0", base + 100 * ++i);
         // chunk_fused: rank 1's GEMM kernel waits for a piece that never comes
         // until its host wait gives up and releases it
-        if (fused)
-            check_injected(ctx, P, g, {"fault", FGRT_AG_GEMM, 512, fused->dims[0], fused->dims[1]},
-                           {FGRT_CHUNK_FUSED, 2}, false, 3, "rank 0's sent(1) piece 1",
-                           base + 100 * ++i);
+        for (fgrt_collective coll : {FGRT_AG_GEMM, FGRT_GEMM_RS})
+            if (fused)
+                check_injected(ctx, P, g, {"fault", coll, 512, fused->dims[0], fused->dims[1]},
+                               {FGRT_CHUNK_FUSED, 2}, false, 3, "rank 0's sent(1) piece 1",
+                               base + 100 * ++i);
     }
     const size_t after = free_bytes(P);
     char what[120];
@@ -929,8 +937,11 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
             check_deterministic(ctx, P, &g, cases[0], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8600);
             check_deterministic(ctx, P, &g, cases[1], {FGRT_CHUNK_OVERLAP, 4}, false, base + 8700);
             for (unsigned chunks : {2u, 4u})
-                if (fused)
-                    check_fused(ctx, P, &g, fused->e, chunks, base + 7000 + 100 * chunks);
+                for (fgrt_collective coll : {FGRT_AG_GEMM, FGRT_GEMM_RS})
+                    if (fused)
+                        check_fused(ctx, P, &g, fused->e, coll, chunks,
+                                    coll == FGRT_GEMM_RS && gen != nullptr,
+                                    base + 7000 + 100 * chunks + 50 * coll);
             check_timeout(ctx, P, &g, base + 9000);
             check_injected_all(ctx, P, &g, fused ? &fused->e : nullptr, base + 10000);
         }

@@ -189,9 +189,18 @@ Test(overlap, chunk_fused_predicted_not_chosen)
     cr_assert(p.us[FG_SCHED_CHUNK_FUSED] >= p.comm_us, "never under its copies");
     cr_assert_neq(p.chosen, FG_SCHED_CHUNK_FUSED);
     t.interconnect = &ic_;
+    /* RS: pieces of 256 rows (2 chunks: 2 x 128) x 512 x 2 B = 2.62144e5 B, 12.62144 us a
+     * copy; the peer's block's pieces written at 295.2790016 and 590.5580032 us, pushed by
+     * 603.1794432; the GEMM ends at 1181.1160064, then the reduction: 3 blocks of 5.24288e5 B
+     * at 1e5 B/us = 15.72864 us -> 1196.8446464 */
     s.collective = FG_COLL_REDUCE_SCATTER;
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
-    cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "RS has no fused form");
+    NEAR(p.us[FG_SCHED_CHUNK_FUSED], 1196.8446464);
+    cr_assert_eq(p.fused_chunks, 2);
+    s.m = 768;   /* blocks of 384 rows: 2 pieces of 192 are no whole tiles */
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "RS pieces of whole tile rows only");
+    s.m = 1024;
     s.collective = FG_COLL_ALL_GATHER, s.n = 500;
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
     cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "n not whole 256-column tiles");

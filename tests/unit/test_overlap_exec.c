@@ -1817,8 +1817,10 @@ Test(overlap_exec, create_checks_its_arguments)
     /* chunk_fused: AG's only, with W and whole tile rows of the generated GEMM,
      * which the context's registry must hold (this one holds nothing: every
      * allocation made for it is returned) */
-    REFUSE((a_.schedule = FGRT_CHUNK_FUSED, a_.chunks = 2), FG_ERR_INVALID_ARGUMENT,
-           "chunk_fused is AG+GEMM's");
+    REFUSE((a_.schedule = FGRT_CHUNK_FUSED, a_.chunks = 2, a_.w = a), FG_ERR_BAD_SHAPE,
+           "m 12 is not a multiple of 128");
+    REFUSE((a_.schedule = FGRT_CHUNK_FUSED, a_.chunks = 2, a_.w = a, a_.m = 640),
+           FG_ERR_BAD_SHAPE, "not a multiple of 512 (the world x the chunks x the GEMM's");
 #define FUSED(m_) (a_.collective = FGRT_AG_GEMM, a_.out = NULL, a_.reduce = NULL,                  \
                    a_.schedule = FGRT_CHUNK_FUSED, a_.chunks = 2, a_.m = (m_), a_.w = a)
     REFUSE((FUSED(512), a_.w = NULL), FG_ERR_NULL_POINTER, "chunk_fused: w is NULL");

@@ -293,6 +293,10 @@ static bool step(sim *m, unsigned q, size_t k)
         if (!r->flag[e][op->peer][op->flag])
             return false;
         break;
+    case FGRT_OP_WAIT_DONE:   /* the fused GEMM has written this call's piece */
+        if (op->block < 0 || op->chunk < 0 || !r->taken[e][op->block][op->chunk])
+            return false;
+        break;
     case FGRT_OP_COPY:
         copy(m, q, op, e, j0, j1);
         break;
@@ -302,13 +306,23 @@ static bool step(sim *m, unsigned q, size_t k)
     case FGRT_OP_REDUCE:
         reduce(m, q, op, e);
         break;
-    case FGRT_OP_FUSED_GEMM: {   /* one kernel: each piece once its flag is set, in any order */
+    case FGRT_OP_FUSED_GEMM: {   /* one kernel: AG each piece once its flag is set, in any
+                                    order; RS one piece a step in its tile order (the peers'
+                                    blocks first, the own last), waiting on nothing */
+        for (unsigned i = 1; m->c == FGRT_GEMM_RS && i <= w; i++)
+            for (unsigned j = 0, b = (q + i) % w; j < m->pieces; j++)
+                if (!r->taken[e][b][j]) {
+                    const fgrt_op piece = {.kind = FGRT_OP_GEMM, .block = (int)b, .slot = -1};
+                    gemm(m, q, &piece, e, j, j + 1);
+                    r->taken[e][b][j] = true;
+                    return true;   /* done once a step finds every piece taken */
+                }
         bool all = true, moved = false;
         for (unsigned b = 0; b < w; b++)
             for (unsigned j = 0; j < m->pieces; j++) {
                 if (r->taken[e][b][j])
                     continue;
-                if (b != q && !r->flag[e][b][FGRT_FLAG_SENT + j]) {
+                if (m->c == FGRT_AG_GEMM && b != q && !r->flag[e][b][FGRT_FLAG_SENT + j]) {
                     all = false;
                     continue;
                 }
@@ -512,10 +526,12 @@ Test(overlap_order, chunk_overlap_ag_by_pieces_in_any_interleaving)
     expect_chunks_sound(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP);
 }
 
-/* chunk_fused: the one GEMM takes each piece once it landed, in any order. */
-Test(overlap_order, chunk_fused_ag_by_pieces_in_any_interleaving)
+/* chunk_fused: AG's one GEMM takes each piece once it landed, in any order;
+ * RS's pieces are pushed once the GEMM wrote them. */
+Test(overlap_order, chunk_fused_by_pieces_in_any_interleaving)
 {
     expect_chunks_sound(FGRT_AG_GEMM, FGRT_CHUNK_FUSED);
+    expect_chunks_sound(FGRT_GEMM_RS, FGRT_CHUNK_FUSED);
 }
 
 Test(overlap_order, chunk_overlap_rs_by_pieces_in_any_interleaving)
@@ -557,7 +573,12 @@ Test(overlap_order, every_broken_order_is_caught)
                     const fgrt_op *op = &ops[k];
                     breakage brk[4];
                     size_t nb = 0;
-                    if (op->kind == FGRT_OP_WAIT) {
+                    /* RS chunk_fused's owner waits for every piece before one
+                     * reduction: a sender pushes its pieces in order on one stream, so
+                     * only the last piece's wait bears weight (the others are implied) */
+                    const bool implied = c == FGRT_GEMM_RS && s == FGRT_CHUNK_FUSED &&
+                                         op->flag != FGRT_FLAG_SENT + chunks - 1;
+                    if (op->kind == FGRT_OP_WAIT && !implied) {
                         brk[nb++] = (breakage){DROP_OP, 0, k};
                         brk[nb++] = (breakage){EARLIER_FLAG, 0, k};
                         if (w > 2)   /* a third rank to have set a flag of that number */
@@ -567,6 +588,8 @@ Test(overlap_order, every_broken_order_is_caught)
                         brk[nb++] = (breakage){DROP_OP, -1, k};
                     if (op->kind == FGRT_OP_SIGNAL && s == FGRT_CHUNK_FUSED)
                         brk[nb++] = (breakage){DROP_OP, 0, k};   /* the fused GEMM's flag */
+                    if (op->kind == FGRT_OP_WAIT_DONE)
+                        brk[nb++] = (breakage){DROP_OP, 0, k};
                     if (op->kind == FGRT_OP_GEMM && op->slot >= 0)
                         brk[nb++] = (breakage){NO_SLOT, 0, k};
                     if (op->after >= 0 && !follows_anyway(ops, (size_t)op->after, k))
@@ -677,8 +700,9 @@ Test(overlap_order, flags_are_per_sender_and_small)
                         cr_assert_eq(fgrt_overlap_ops(coll, sched, w, chunks, q, ops, n), n);
                         for (size_t k = 0; k < n; k++) {
                             const fgrt_op *op = &ops[k];
-                            /* the fused GEMM waits on every peer's pieces itself */
-                            for (unsigned p = 0; op->kind == FGRT_OP_FUSED_GEMM && p < w; p++)
+                            /* AG's fused GEMM waits on every peer's pieces itself */
+                            for (unsigned p = 0; op->kind == FGRT_OP_FUSED_GEMM &&
+                                                 coll == FGRT_AG_GEMM && p < w; p++)
                                 for (unsigned j = 0; p != q && j < chunks; j++)
                                     balance[p][q][FGRT_FLAG_SENT + j]--;
                             if (!flagged(op))
@@ -735,14 +759,13 @@ Test(overlap_order, sizes_and_bad_arguments)
     cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 1), 0);
     cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 1), 0);
     cr_assert_eq(fgrt_overlap_flags((fgrt_collective)7, FGRT_SERIAL_CE, 4, 1), 0);
-    /* chunks: 1 to FGRT_MAX_CHUNKS for chunk_overlap and chunk_fused (AG's only), 1 for
+    /* chunks: 1 to FGRT_MAX_CHUNKS for chunk_overlap and chunk_fused, 1 for
      * every other schedule */
     for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
         for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
             for (unsigned chunks = 0; chunks <= FGRT_MAX_CHUNKS + 1; chunks++) {
-                const bool valid = (c == FGRT_AG_GEMM || s != FGRT_CHUNK_FUSED) &&
-                                   (chunked(s) ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS
-                                               : chunks == 1);
+                const bool valid = chunked(s) ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS
+                                              : chunks == 1;
                 const char *name = fgrt_schedule_name((fgrt_schedule)s);
                 cr_expect_eq(fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, 4, chunks, 1,
                                               NULL, 0) > 0,
@@ -801,13 +824,13 @@ Test(overlap_order, fused_tile_rows)
 {
     int got[64];
     /* 2 ranks, 4 pieces, rank 1: its block (tile rows 16..31), then rank 0's pieces in order */
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 4, 1, 4096, 128, got, 64), 32);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 4, 1, 4096, 128, got, 64), 32);
     for (int i = 0; i < 32; i++)
         cr_assert_eq(got[i], (i + 16) % 32, "place %d: tile row %d", i, got[i]);
     /* 3 ranks, 2 pieces of 192 rows, rank 1: waits (0, piece 0), (2, 0), (0, 1), (2, 1) */
     const int want[] = {3, 4, 5, 0, 6, 1, 2, 7, 8};
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 3, 2, 1, 1152, 128, NULL, 0), 9);
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 3, 2, 1, 1152, 128, got, 9), 9);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 3, 2, 1, 1152, 128, NULL, 0), 9);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 3, 2, 1, 1152, 128, got, 9), 9);
     for (int i = 0; i < 9; i++)
         cr_assert_eq(got[i], want[i], "place %d: tile row %d, expected %d", i, got[i], want[i]);
     /* every world, rank and piece count: a permutation, the own block's rows first */
@@ -815,7 +838,7 @@ Test(overlap_order, fused_tile_rows)
         for (unsigned chunks = 1; chunks <= 4; chunks++)
             for (unsigned r = 0; r < w; r++) {
                 const long long m = (long long)w * chunks * 256;
-                const size_t n = fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, w, chunks, r, m, 128,
+                const size_t n = fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, w, chunks, r, m, 128,
                                                         got, 64);
                 cr_assert_eq(n, (size_t)(m / 128));
                 bool seen[64] = {false};
@@ -828,16 +851,29 @@ Test(overlap_order, fused_tile_rows)
                                      r, i);
                 }
             }
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_SHARD_OVERLAP, 2, 1, 0, 512, 128, got, 64), 4);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 2, 1, 0, 512, 128, got, 64), 4);
     cr_assert_eq(got[0], 0);
     cr_assert_eq(got[2], 2);
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_SERIAL_CE, 2, 1, 0, 512, 128, got, 64), 0);
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 2, 0, 500, 128, got, 64), 0,
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_SERIAL_CE, 2, 1, 0, 512, 128, got, 64), 0);
+    /* RS: the blocks in push order from rank + 1, the own last */
+    const int rs[] = {4, 5, 0, 1, 2, 3};
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_GEMM_RS, FGRT_CHUNK_FUSED, 3, 2, 1, 768, 128, got, 64),
+                 6);
+    for (int i = 0; i < 6; i++)
+        cr_assert_eq(got[i], rs[i], "RS place %d: tile row %d, expected %d", i, got[i], rs[i]);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_GEMM_RS, FGRT_CHUNK_FUSED, 3, 1, 1, 384, 128, got, 64),
+                 3);
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_GEMM_RS, FGRT_CHUNK_FUSED, 3, 1, 1, 768 / 2 * 3, 128,
+                                        got, 64),
+                 9, "blocks of 384 rows: 3 tile rows each");
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_GEMM_RS, FGRT_CHUNK_FUSED, 2, 1, 0, 640, 128, got, 64),
+                 0, "RS blocks of 320 rows straddle tiles");
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 2, 0, 500, 128, got, 64), 0,
                  "m not whole tiles");
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 3, 0, 512, 128, got, 64), 0,
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 3, 0, 512, 128, got, 64), 0,
                  "m not whole pieces");
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 2, 2, 512, 128, got, 64), 0,
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 2, 2, 512, 128, got, 64), 0,
                  "rank past the world");
-    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_CHUNK_OVERLAP, 2, 2, 0, 512, 128, got, 3), 0,
+    cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 2, 0, 512, 128, got, 3), 0,
                  "out too small");
 }
