@@ -195,8 +195,10 @@ static fg_status plan(fgrt_overlap *x)
             return st;
         if (op->kind == FGRT_OP_WAIT)
             x->waits[x->nwaits++] = (awaited){(unsigned)op->peer, op->flag};
-        /* the fused GEMM's waits are its own, but a timeout names and releases them too */
-        for (unsigned p = 0; op->kind == FGRT_OP_FUSED_GEMM && p < a->world; p++)
+        /* AG's fused GEMM waits on its own, but a timeout names and releases its flags too */
+        for (unsigned p = 0; op->kind == FGRT_OP_FUSED_GEMM && a->collective == FGRT_AG_GEMM &&
+                             p < a->world;
+             p++)
             for (unsigned j = 0; p != a->rank && j < x->chunks; j++)
                 x->waits[x->nwaits++] = (awaited){p, FGRT_FLAG_SENT + j};
         if (op->kind == FGRT_OP_BARRIER)
@@ -251,10 +253,10 @@ static fg_status bind_reduction(fgrt_overlap *x)
     return FG_OK;
 }
 
-/* chunk_fused: the generated GEMM of the context's registry over the whole
- * gathered A, fed by this rank's flags (piece j of rank p's block at
- * flag_at(p, FGRT_FLAG_SENT + j), the epoch its tail word), its tile order
- * and status in `feed`. */
+/* chunk_fused: the generated GEMM of the context's registry over all of A,
+ * its tile order, status and (RS) counters in `feed`.  AG: fed by this
+ * rank's flags (piece j of rank p's block at flag_at(p, FGRT_FLAG_SENT +
+ * j), the epoch its tail word); RS: drained into a counter a piece. */
 static fg_status bind_fused(fgrt_overlap *x)
 {
     const fgrt_overlap_args *a = &x->args;
