@@ -6,8 +6,9 @@
  * `generate --candidates` every one that fits as a tuning candidate (issue
  * 11).  On gfx942 / gfx90a a persistent MFMA kernel staged through
  * registers and LDS (overlap_gemm_hip.in), its tiles fixed here (not tuned:
- * no AMD GPU to time it).  The wait on each piece's flag is the next step
- * (docs/performance.md). */
+ * no AMD GPU to time it).  Both are fed as their rows land (the fused
+ * AG+GEMM: a tile waits for the flags of the pieces its rows lie in;
+ * gemm_tiles.in). */
 #include <stdio.h>
 
 #include "plan.h"
@@ -190,6 +191,12 @@ static int plan_hip(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                  "waves: the LDS keeps up) and %u B a workgroup from L2 (64 flop a byte)\n",
                  mfmas, mfmas * mfma_cycles, mfma_cycles, lds_read, 4 * lds_read / 128,
                  HIP_LDS / 2);
+    fg_sb_printf(&in->reasons,
+                 "fed as its rows land (flags given): thread 0 waits for the flags of the pieces "
+                 "a tile's %u rows lie in (acquire at system scope; s_memrealtime taken as "
+                 "100 MHz for the time limit), then a workgroup barrier before the tile's loads: "
+                 "a barrier a tile and a poll a piece more; unfed, none\n",
+                 HIP_BM);
     return fg_plan_add(set, in, s, ts, d);
 }
 

@@ -102,7 +102,10 @@ void run_workgroup(int n, void (*fn)())
 void emu_yield() { swapcontext(&emu::fibers[emu::current].ctx, &emu::scheduler); }
 void __syncthreads() { emu::block_barrier.wait(emu::nthreads); }
 unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 long long clock64() { return ++emu::clock_ticks; }
+unsigned long long emu_realtime() { return (unsigned long long)++emu::clock_ticks; }
+void (*emu_system_load_hook)(const void *p);
 
 const unsigned char *emu_wave_exchange(const void *mine, size_t bytes)
 {

@@ -30,21 +30,30 @@
 static const emu_gemm_dims &D = emu_gemm;
 static EmuChecks checks = {D.name};
 
-static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, bool twice)
+// Random A and W of `tile_rows` tile rows, and the double reference.
+struct Problem {
+    int M;
+    std::vector<uint16_t> a, w;
+    std::vector<double> ref, bound;
+};
+
+static Problem make_problem(int tile_rows, uint64_t seed)
 {
     const fgh_dtype dt = emu_dtype(D.f16);
-    const double tol = emu_tolerance(D.f16);
-    const int M = tile_rows * D.bm, guard = D.bm;
-    std::vector<uint16_t> a((size_t)M * D.k), w((size_t)D.n * D.k), c((size_t)(M + guard) * D.n);
-    fgh_fill_host(a.data(), dt, a.size(), seed + 1, 1.0f);
-    fgh_fill_host(w.data(), dt, w.size(), seed + 2, 1.0f);
-    std::vector<double> ref((size_t)M * D.n), bound((size_t)M * D.n);
-    std::vector<double> av(a.size()), wv(w.size());
-    for (size_t i = 0; i < a.size(); i++)
-        av[i] = fgh_get(a.data(), dt, i);
-    for (size_t i = 0; i < w.size(); i++)
-        wv[i] = fgh_get(w.data(), dt, i);
-    for (int m = 0; m < M; m++)
+    Problem p;
+    p.M = tile_rows * D.bm;
+    p.a.resize((size_t)p.M * D.k);
+    p.w.resize((size_t)D.n * D.k);
+    fgh_fill_host(p.a.data(), dt, p.a.size(), seed + 1, 1.0f);
+    fgh_fill_host(p.w.data(), dt, p.w.size(), seed + 2, 1.0f);
+    p.ref.resize((size_t)p.M * D.n);
+    p.bound.resize((size_t)p.M * D.n);
+    std::vector<double> av(p.a.size()), wv(p.w.size());
+    for (size_t i = 0; i < p.a.size(); i++)
+        av[i] = fgh_get(p.a.data(), dt, i);
+    for (size_t i = 0; i < p.w.size(); i++)
+        wv[i] = fgh_get(p.w.data(), dt, i);
+    for (int m = 0; m < p.M; m++)
         for (int n = 0; n < D.n; n++) {
             double s = 0, sa = 0;
             const double *ar = &av[(size_t)m * D.k], *wr = &wv[(size_t)n * D.k];
@@ -52,45 +61,289 @@ static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, b
                 s += ar[k] * wr[k];
                 sa += std::fabs(ar[k] * wr[k]);
             }
-            ref[(size_t)m * D.n + n] = s;
+            p.ref[(size_t)m * D.n + n] = s;
             // C rounded once from fp32 sums: an ulp of the storage type (its
             // half, and a binade's step) plus K roundings of fp32 at most
-            bound[(size_t)m * D.n + n] = emu_ulp(D.f16, s) + D.k * std::ldexp(sa, -24);
+            p.bound[(size_t)m * D.n + n] = emu_ulp(D.f16, s) + D.k * std::ldexp(sa, -24);
         }
-    std::vector<uint16_t> first;
+    return p;
+}
+
+// C of M rows and a tile row of guard rows past them, poisoned (NaN:
+// unwritten shows).
+static std::vector<uint16_t> poisoned_c(const Problem &p)
+{
+    return std::vector<uint16_t>((size_t)(p.M + D.bm) * D.n, 0xffff);
+}
+
+// C against the reference on the rows `checked` marks (all: also C's rel L2):
+// every element within an ulp + the fp32 sums' bound, none left poisoned,
+// the guard rows past M untouched.
+static void check_c(const char *what, const Problem &p, const std::vector<uint16_t> &c,
+                    const std::vector<char> *checked = nullptr)
+{
+    const fgh_dtype dt = emu_dtype(D.f16);
+    const double tol = emu_tolerance(D.f16);
+    char msg[240];
+    const size_t nc = (size_t)p.M * D.n;
+    if (!checked) {
+        const fgh_err e = fgh_compare(c.data(), dt, p.ref.data(), nc);
+        std::snprintf(msg, sizeof msg, "%s: C rel L2 <= %.0e", what, tol);
+        checks.check(e.nonfinite == 0 && e.rel_l2 <= tol, msg, e.rel_l2);
+    }
+    double worst = 0;
+    size_t worst_at = 0, left = 0, rows = 0;
+    for (int m = 0; m < p.M; m++) {
+        if (checked && !(*checked)[m])
+            continue;
+        rows++;
+        for (int n = 0; n < D.n; n++) {
+            const size_t i = (size_t)m * D.n + n;
+            left += fgh_count_poisoned(c.data() + i, dt, 1);
+            const double g = fgh_get(c.data(), dt, i);
+            const double r = std::isfinite(g) ? std::fabs(g - p.ref[i]) / p.bound[i] : INFINITY;
+            if (!(r <= worst)) {
+                worst = r;
+                worst_at = i;
+            }
+        }
+    }
+    std::snprintf(msg, sizeof msg, "%s: every element%s within an ulp + fp32 sums' bound "
+                  "(%zu rows; worst ratio at row %zu, column %zu)", what,
+                  checked ? " of the rows checked" : "", rows, worst_at / D.n, worst_at % D.n);
+    checks.check(worst <= 1.0, msg, worst);
+    std::snprintf(msg, sizeof msg, "%s: no element of C%s left poisoned", what,
+                  checked ? "'s rows checked" : "");
+    checks.check(left == 0, msg, (double)left);
+    const size_t guard_n = (size_t)D.bm * D.n;
+    const size_t guard_left = fgh_count_poisoned(c.data() + nc, dt, guard_n);
+    std::snprintf(msg, sizeof msg, "%s: the %d rows past M untouched", what, D.bm);
+    checks.check(guard_left == guard_n, msg, (double)(guard_n - guard_left));
+}
+
+static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, bool twice)
+{
+    const Problem p = make_problem(tile_rows, seed);
+    std::vector<uint16_t> c = poisoned_c(p), first;
     for (int run = 0; run < (twice ? 2 : 1); run++) {
-        std::memset(c.data(), 0xff, c.size() * sizeof(uint16_t));   // NaN: unwritten shows
-        emu_gemm_launch(a.data(), w.data(), c.data(), M, grid);
+        c = poisoned_c(p);
+        emu_gemm_launch(p.a.data(), p.w.data(), c.data(), p.M, grid, nullptr, nullptr);
         if (run == 1)
             checks.check(first == c, "a second launch gives the same bits", 0);
         first = c;
     }
-    char msg[200];
-    const size_t nc = (size_t)M * D.n;
-    const fgh_err e = fgh_compare(c.data(), dt, ref.data(), nc);
-    std::snprintf(msg, sizeof msg, "%s (M %d, %d tiles, grid %d): C rel L2 <= %.0e", what, M,
-                  tile_rows * (D.n / D.bn), grid, tol);
-    checks.check(e.nonfinite == 0 && e.rel_l2 <= tol, msg, e.rel_l2);
-    double worst = 0;
-    size_t worst_at = 0;
-    for (size_t i = 0; i < nc; i++) {
-        const double g = fgh_get(c.data(), dt, i);
-        const double r = std::isfinite(g) ? std::fabs(g - ref[i]) / bound[i] : INFINITY;
-        if (!(r <= worst)) {
-            worst = r;
-            worst_at = i;
-        }
+    char label[160];
+    std::snprintf(label, sizeof label, "%s (M %d, %d tiles, grid %d)", what, p.M,
+                  tile_rows * (D.n / D.bn), grid);
+    check_c(label, p, c);
+}
+
+// ---- the feed (overlap_gemm_hip.in's flags, tile_rows, status) ----
+//
+// A of 3 blocks of 384 rows (3 tile rows each), block 1 the own one, the
+// others in pieces of 96 rows (4 a block, 6 flags a block apart: tiles
+// straddle pieces); the epoch near the wrap (0xfffffffe; flags set to it, or
+// to 1 or 2 past it, which wrap to 0), a flag unset one or 1000 below it (the
+// own block's too: a wait on them never ends).  tile_rows a random
+// permutation.  The sequential emulation runs workgroups one after another,
+// so a flag is either set before the launch or landed by the poll hook (on
+// the polling thread, mid-wait: the rows copied in, then the flag set).
+namespace feed {
+constexpr int kBlocks = 3, kBlockRows = 384, kPieceRows = 96, kPieces = 4, kStride = 6, kOwn = 1;
+constexpr unsigned kEpoch = 0xfffffffeu;
+
+struct State {
+    std::vector<unsigned> flags = std::vector<unsigned>(kBlocks * kStride, kEpoch - 1);
+    std::vector<int> tile_rows;
+    unsigned epoch = kEpoch, status = 0;
+    // hook: polls a flag, landings left to do (rows from `source` into `a`
+    // at the poll `land_at` of the flag), polls outside the flags or of the
+    // own block's
+    std::vector<int> polls = std::vector<int>(kBlocks * kStride, 0);
+    int stray = 0, land_at = 0, landed = 0;
+    const Problem *source = nullptr;
+    std::vector<uint16_t> *a = nullptr;
+    emu_gemm_feed args(unsigned long long limit_ns)
+    {
+        return {tile_rows.data(), flags.data(), &epoch, kOwn, kBlockRows, kPieceRows, kStride,
+                &status, limit_ns};
     }
-    std::snprintf(msg, sizeof msg, "%s: every element within an ulp + fp32 sums' bound "
-                  "(worst ratio at row %zu, column %zu)", what, worst_at / D.n, worst_at % D.n);
-    checks.check(worst <= 1.0, msg, worst);
-    const size_t left = fgh_count_poisoned(c.data(), dt, nc);
-    std::snprintf(msg, sizeof msg, "%s: no element of C left poisoned", what);
-    checks.check(left == 0, msg, (double)left);
-    const size_t guard_left = fgh_count_poisoned(c.data() + nc, dt, (size_t)guard * D.n);
-    std::snprintf(msg, sizeof msg, "%s: the %d rows past M untouched", what, guard);
-    const size_t guard_n = (size_t)guard * D.n;
-    checks.check(guard_left == guard_n, msg, (double)(guard_n - guard_left));
+};
+
+unsigned set_value(int i) { return kEpoch + (unsigned)(i % 3); }   // (0xfffffffe, f, 0)
+
+void on_poll(const unsigned *flag, int, void *ctx)
+{
+    State &s = *static_cast<State *>(ctx);
+    const long i = flag - s.flags.data();
+    if (i < 0 || i >= (long)s.flags.size() || i / kStride == kOwn || i % kStride >= kPieces) {
+        s.stray++;
+        return;
+    }
+    s.polls[i]++;
+    if (s.land_at && s.polls[i] == s.land_at && (int)(s.flags[i] - kEpoch) < 0) {
+        const size_t row0 = (size_t)(i / kStride) * kBlockRows + (size_t)(i % kStride) * kPieceRows;
+        std::memcpy(s.a->data() + row0 * D.k, s.source->a.data() + row0 * D.k,
+                    (size_t)kPieceRows * D.k * sizeof(uint16_t));
+        s.flags[i] = set_value((int)i);
+        s.landed++;
+    }
+}
+
+// The flags (block, piece) rows [row0, row0 + BM) lie in, the own block's left out.
+std::vector<int> pieces_of(int row0)
+{
+    std::vector<int> out;
+    for (int r = row0; r < row0 + D.bm; r += kPieceRows / 2) {   // (pieces are >= 48 rows)
+        const int b = r / kBlockRows, i = b * kStride + r % kBlockRows / kPieceRows;
+        if (b != kOwn && (out.empty() || out.back() != i))
+            out.push_back(i);
+    }
+    return out;
+}
+
+// The tiles workgroup g of `grid` takes, as (tile row after tile_rows, column):
+// XCD-major numbering where the grid divides into the XCDs, GROUP_M tile
+// rows at a time (the kernel's order, written out again here).
+std::vector<int> tile_rows_of(int g, int grid, int tiles_m, const std::vector<int> &order)
+{
+    const int tiles_n = D.n / D.bn, tiles = tiles_m * tiles_n;
+    int t = g;
+    if (D.xcds > 1 && grid % D.xcds == 0)
+        t = g % D.xcds * (grid / D.xcds) + g / D.xcds;
+    std::vector<int> out;
+    for (; t < tiles; t += grid) {
+        const int per_group = D.group_m * tiles_n, first = t / per_group * D.group_m;
+        const int rows = std::min(tiles_m - first, D.group_m), r = t % per_group;
+        out.push_back(order[first + r % rows]);
+    }
+    return out;
+}
+
+std::vector<int> permutation(int n, uint64_t seed)
+{
+    std::vector<int> p(n);
+    for (int i = 0; i < n; i++)
+        p[i] = i;
+    for (int i = n - 1; i > 0; i--) {   // (Fisher-Yates on a 64-bit LCG)
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        std::swap(p[i], p[(int)((seed >> 33) % (uint64_t)(i + 1))]);
+    }
+    return p;
+}
+} // namespace feed
+
+static void run_feed_cases(uint64_t seed)
+{
+    using namespace feed;
+    const int tiles_m = kBlocks * kBlockRows / D.bm, grid = D.grid;
+    const Problem p = make_problem(tiles_m, seed);
+    char msg[240];
+    // the unfed run, in order: what the fed runs must give bit for bit
+    std::vector<uint16_t> plain = poisoned_c(p);
+    emu_gemm_launch(p.a.data(), p.w.data(), plain.data(), p.M, grid, nullptr, nullptr);
+    check_c("feed: the unfed run", p, plain);
+
+    // (1) every piece landed before the launch, tile rows permuted: the
+    // unfed run's bits, status 0, each tile's pieces polled once each
+    {
+        State s;
+        s.tile_rows = permutation(tiles_m, seed + 7);
+        for (int i = 0; i < (int)s.flags.size(); i++)
+            if (i / kStride != kOwn && i % kStride < kPieces)
+                s.flags[i] = set_value(i);
+        emu_gemm_on_poll(on_poll, &s);
+        std::vector<uint16_t> c = poisoned_c(p);
+        const emu_gemm_feed f = s.args(100000ull);
+        emu_gemm_launch(p.a.data(), p.w.data(), c.data(), p.M, grid, &f, nullptr);
+        emu_gemm_on_poll(nullptr, nullptr);
+        checks.check(c == plain, "feed, every piece landed, tile rows permuted: the unfed "
+                     "run's bits", 0);
+        checks.check(s.status == 0, "feed, every piece landed: status 0", s.status);
+        long polls = 0, expected = 0;
+        for (int v : s.polls)
+            polls += v;
+        for (int m = 0; m < tiles_m; m++)
+            expected += (long)pieces_of(m * D.bm).size() * (D.n / D.bn);
+        std::snprintf(msg, sizeof msg, "feed, every piece landed: one poll a piece a tile "
+                      "(%ld expected), none of the own block's or outside the flags", expected);
+        checks.check(polls == expected && s.stray == 0, msg, (double)(polls - expected));
+    }
+    // (2) the rows land mid-wait: every other block's rows poisoned (NaN)
+    // and its flags unset, the hook copying a piece in and setting its flag
+    // at the third poll of it (limit 100 us: 10^4 polls, never reached).  A workgroup that
+    // read a tile before its thread 0 saw every flag (no barrier after the
+    // wait, a piece skipped) reads NaN.
+    {
+        State s;
+        s.tile_rows = permutation(tiles_m, seed + 8);
+        std::vector<uint16_t> a = p.a;
+        for (int b = 0; b < kBlocks; b++)
+            if (b != kOwn)
+                std::memset(a.data() + (size_t)b * kBlockRows * D.k, 0xff,
+                            (size_t)kBlockRows * D.k * sizeof(uint16_t));
+        s.land_at = 3, s.source = &p, s.a = &a;
+        emu_gemm_on_poll(on_poll, &s);
+        std::vector<uint16_t> c = poisoned_c(p);
+        const emu_gemm_feed f = s.args(100000ull);
+        emu_gemm_launch(a.data(), p.w.data(), c.data(), p.M, grid, &f, nullptr);
+        emu_gemm_on_poll(nullptr, nullptr);
+        const int pieces = (kBlocks - 1) * kPieces;
+        std::snprintf(msg, sizeof msg, "feed, rows landing mid-wait: all %d pieces landed by "
+                      "the hook, status 0", pieces);
+        checks.check(s.landed == pieces && s.status == 0 && s.stray == 0, msg, s.landed);
+        checks.check(c == plain, "feed, rows landing mid-wait: the unfed run's bits", 0);
+    }
+    // (3) a piece lost (block 2's piece 1, rows 864-959, poisoned, its flag
+    // never set), limit 2 us (200 polls): the kernel ends, status
+    // FG_GEMM_LATE, every row of the tile rows that do not touch it right;
+    // (4) only some pieces landed (block 0's pieces 0 and 3, block 2's 2),
+    // limit 1 ns: the workgroups that report late are exactly those with a
+    // tile needing another piece
+    for (int which = 0; which < 2; which++) {
+        State s;
+        s.tile_rows = permutation(tiles_m, seed + 9 + which);
+        std::vector<uint16_t> a = p.a;
+        std::vector<char> landed(s.flags.size(), 0);
+        for (int i = 0; i < (int)s.flags.size(); i++)
+            if (i / kStride != kOwn && i % kStride < kPieces)
+                landed[i] = which == 0 ? i != 2 * kStride + 1
+                                       : i == 0 || i == 3 || i == 2 * kStride + 2;
+        for (int i = 0; i < (int)s.flags.size(); i++)
+            s.flags[i] = landed[i] ? set_value(i) : kEpoch - (i % 2 ? 1000u : 1u);
+        if (which == 0)
+            std::memset(a.data() + (size_t)(2 * kBlockRows + kPieceRows) * D.k, 0xff,
+                        (size_t)kPieceRows * D.k * sizeof(uint16_t));
+        emu_gemm_on_poll(on_poll, &s);
+        std::vector<uint16_t> c = poisoned_c(p);
+        std::vector<unsigned> late(grid, 0);
+        const emu_gemm_feed f = s.args(which == 0 ? 2000ull : 1ull);
+        emu_gemm_launch(a.data(), p.w.data(), c.data(), p.M, grid, &f, late.data());
+        emu_gemm_on_poll(nullptr, nullptr);
+        // which tile rows need a piece that never lands, which workgroups take one
+        std::vector<char> needs(tiles_m, 0), rows_ok(p.M, 1);
+        for (int m = 0; m < tiles_m; m++)
+            for (int i : pieces_of(m * D.bm))
+                needs[m] |= !landed[i];
+        int expected_late = 0, wrong = 0;
+        for (int g = 0; g < grid; g++) {
+            bool want = false;
+            for (int m : tile_rows_of(g, grid, tiles_m, s.tile_rows))
+                want |= needs[m] != 0;
+            expected_late += want;
+            wrong += (late[g] == 1) != want || (late[g] & ~1u);
+        }
+        for (int m = 0; m < tiles_m; m++)
+            if (needs[m])
+                std::fill(rows_ok.begin() + m * D.bm, rows_ok.begin() + (m + 1) * D.bm, 0);
+        const char *name = which == 0 ? "feed, a piece lost" : "feed, some pieces landed";
+        std::snprintf(msg, sizeof msg, "%s: the kernel ends, status FG_GEMM_LATE, exactly the "
+                      "%d workgroups with a tile needing an unlanded piece report it (wrong: "
+                      "%d of %d)", name, expected_late, wrong, grid);
+        checks.check(s.status == 1 && wrong == 0 && expected_late > 0 && s.stray == 0, msg,
+                     wrong);
+        check_c(name, p, c, &rows_ok);
+    }
 }
 
 // lds_at against the kernel's access patterns (a ds_read_b128 / ds_write_b128
@@ -150,5 +403,6 @@ int main()
     run_case("one workgroup", 3, 1, seed + 300, false);
     const int odd = D.xcds > 1 ? D.xcds + 1 : 3;   // not a multiple of the XCDs
     run_case("a grid of no whole XCDs", 5, odd, seed + 400, false);
+    run_feed_cases(seed + 500);
     return checks.summary();
 }

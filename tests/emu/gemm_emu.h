@@ -20,9 +20,28 @@ extern const emu_gemm_dims emu_gemm;
  * row `row` of a block's A or W takes in its buffer. */
 int emu_gemm_lds_at(int row, int c);
 
+/* The kernel's parameters after m_rows (overlap_gemm_hip.in's feed,
+ * fg_overlap_gemm_args): flags NULL for an unfed launch. */
+typedef struct emu_gemm_feed {
+    const int *tile_rows;
+    const unsigned *flags, *epoch;
+    int own, shard_rows, piece_rows, flag_stride;
+    unsigned *status;
+    unsigned long long limit_ns;
+} emu_gemm_feed;
+
 /* One launch of `grid` workgroups (one after another): C[m_rows, n] =
- * A[m_rows, k] . W[n, k]^T, storage type in and out. */
-void emu_gemm_launch(const void *a, const void *w, void *c, int m_rows, int grid);
+ * A[m_rows, k] . W[n, k]^T, storage type in and out; feed NULL: unfed.
+ * late (NULL or [grid]): each workgroup's own FG_GEMM_LATE report (the
+ * status word is taken and cleared after each workgroup's thread 0 returns,
+ * and holds their OR at the end). */
+void emu_gemm_launch(const void *a, const void *w, void *c, int m_rows, int grid,
+                     const emu_gemm_feed *feed, unsigned *late);
+
+/* hook(flag, workgroup, ctx) before each of the kernel's flag polls (its
+ * system-scope acquire loads), on the polling thread: it may land rows and
+ * set their flag mid-wait.  NULL: none. */
+void emu_gemm_on_poll(void (*hook)(const unsigned *flag, int workgroup, void *ctx), void *ctx);
 
 #ifdef __cplusplus
 }

@@ -22,16 +22,42 @@ static struct Launch {
     const fg_t *a, *w;
     fg_t *c;
     int m_rows;
+    emu_gemm_feed feed;
+    unsigned *late, reported;
 } launch_args;
 
 static void thread_body()
 {
-    const Launch &l = launch_args;
-    KERNEL(l.a, l.w, l.c, l.m_rows);
+    Launch &l = launch_args;
+    const emu_gemm_feed &f = l.feed;
+    KERNEL(l.a, l.w, l.c, l.m_rows, f.tile_rows, f.flags, f.epoch, f.own, f.shard_rows,
+           f.piece_rows, f.flag_stride, f.status, f.limit_ns);
+    if (threadIdx.x == 0 && l.late && f.status) {   // (thread 0 is the one that reports)
+        l.late[blockIdx.x] = *f.status;
+        l.reported |= *f.status;
+        *f.status = 0;
+    }
 }
 
-extern "C" void emu_gemm_launch(const void *a, const void *w, void *c, int m_rows, int grid)
+extern "C" void emu_gemm_launch(const void *a, const void *w, void *c, int m_rows, int grid,
+                                const emu_gemm_feed *feed, unsigned *late)
 {
-    launch_args = {(const fg_t *)a, (const fg_t *)w, (fg_t *)c, m_rows};
+    launch_args = {(const fg_t *)a, (const fg_t *)w, (fg_t *)c, m_rows,
+                   feed ? *feed : emu_gemm_feed{}, late, 0};
     emu_run_grid({(unsigned)grid, 1, 1}, THREADS, thread_body);
+    if (late && launch_args.feed.status)
+        *launch_args.feed.status |= launch_args.reported;
+}
+
+static void (*poll_hook)(const unsigned *, int, void *);
+static void *poll_ctx;
+static void on_system_load(const void *p)
+{
+    poll_hook((const unsigned *)p, (int)blockIdx.x, poll_ctx);
+}
+
+extern "C" void emu_gemm_on_poll(void (*hook)(const unsigned *, int, void *), void *ctx)
+{
+    poll_hook = hook, poll_ctx = ctx;
+    emu_system_load_hook = hook ? on_system_load : nullptr;
 }

@@ -68,14 +68,26 @@ template <class T> T __shfl_xor(T v, int mask, int width = 64)
 }
 
 unsigned atomicAdd(unsigned *p, unsigned v);
+unsigned atomicOr(unsigned *p, unsigned v);
 long long clock64();
+// s_memrealtime: a tick (10 ns of the 100 MHz clock the kernels assume) a
+// read, so a wait's time limit is a count of polls.
+unsigned long long emu_realtime();
+#define __builtin_amdgcn_s_memrealtime() emu_realtime()
+template <class T> T __ldg(const T *p) { return *p; }
 
-#define __HIP_MEMORY_SCOPE_AGENT 0
+#define __HIP_MEMORY_SCOPE_AGENT 4   // (clang's values)
+#define __HIP_MEMORY_SCOPE_SYSTEM 5
+// Called (when set) before each system-scope atomic load, with its address:
+// a test's hook, which may land data and its flag mid-wait and count polls.
+extern void (*emu_system_load_hook)(const void *p);
 #define __hip_atomic_fetch_add(p, v, order, scope) __atomic_fetch_add((p), (v), (order))
-#define __hip_atomic_load(p, order, scope) emu_atomic_load((p), (order))
-template <class T> T emu_atomic_load(const T *p, int order)
+#define __hip_atomic_load(p, order, scope) emu_atomic_load((p), (order), (scope))
+template <class T> T emu_atomic_load(const T *p, int order, int scope)
 {
     emu_yield();   // (a spinning wait lets the others run)
+    if (scope == __HIP_MEMORY_SCOPE_SYSTEM && emu_system_load_hook)
+        emu_system_load_hook(p);
     T v;
     __atomic_load(p, &v, order);
     return v;
