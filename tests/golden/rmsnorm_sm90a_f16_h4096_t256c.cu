@@ -91,10 +91,24 @@ FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
     return *slot;
 }
 #line 74 "templates/prelude.cu.in"
-// A float another block wrote before its ticket (L1 is not coherent: from L2).
-// (Its reader took, or follows a barrier after, the acquiring ticket.)
-FG_DEVICE float fg_load_fresh(const float *p) { return __ldcg(p); }
-FG_DEVICE fg_vec16 fg_load_fresh(const fg_vec16 *p) { return __ldcg(p); }
+// The workspace between blocks (global scratch one block writes and
+// another reads), ordered by a ticket (fg_ticket, fg_block_ticket) or a grid
+// barrier (fg_grid_barrier): fg_ws_store writes what other blocks read after
+// the writer's release, fg_ws_load reads what other blocks wrote before
+// theirs.  The reader is the thread that took the acquire, a lane of its
+// warp after fg_wave_sync, or a thread of its block after __syncthreads.
+// CUDA: through L2 (ld.global.cg, st.global.cg): L1 is not coherent, so no
+// stale L1 line is read, and the stores allocate none.  (A plain store is
+// as correct, stores reaching L2 all the same: the MLA portable form's
+// partials, written by the output's store_run, are plain.)
+FG_DEVICE float fg_ws_load(const float *p) { return __ldcg(p); }
+FG_DEVICE float2 fg_ws_load(const float2 *p) { return __ldcg(p); }
+FG_DEVICE float4 fg_ws_load(const float4 *p) { return __ldcg(p); }
+FG_DEVICE fg_vec16 fg_ws_load(const fg_vec16 *p) { return __ldcg(p); }
+FG_DEVICE void fg_ws_store(float *p, float v) { __stcg(p, v); }
+FG_DEVICE void fg_ws_store(float2 *p, float2 v) { __stcg(p, v); }
+FG_DEVICE void fg_ws_store(float4 *p, float4 v) { __stcg(p, v); }
+FG_DEVICE void fg_ws_store(fg_vec16 *p, fg_vec16 v) { __stcg(p, v); }
 #line 1 "templates/sm90.cu.in"
 // sm_90 PTX the CUDA kernel templates share, rendered after prelude.cu.in
 // into every CUDA kernel (unused helpers cost nothing): shared addresses,
