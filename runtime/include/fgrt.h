@@ -279,6 +279,9 @@ FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce
  * waits for a counter's multiple (cuStreamWaitValue32) may then copy those
  * rows; the counters are never reset. */
 #define FG_GEMM_LATE 1u
+#define FG_GEMM_TILE_ROWS 128              /* m, done_rows: whole tile rows */
+#define FG_GEMM_TILE_COLS 256              /* a tile's columns (2 done counts a tile) */
+#define FG_GEMM_MAX_LIMIT_NS 20000000000LL /* limit_ns at most (the stages trap at ~35 s) */
 typedef struct fg_overlap_gemm_args {
     fg_reg_dtype dtype;
     long long n, k;        /* key dims */

@@ -329,7 +329,7 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
 /* The sm_90a form's tiles (overlap_gemm.in asserts them): A in boxes of 64
  * columns x 128 rows, W of 64 x 256, C of 64 x 64 (a consumer warpgroup's
  * rows, one 128-byte swizzle row). */
-#define GEMM_BM 128
+#define GEMM_BM FG_GEMM_TILE_ROWS
 #define MAP(field, nrows, ncols, box)                                                              \
     {#field, FG_ARG_TENSOR_MAP, offsetof(fg_overlap_gemm_args, field),                             \
      .rows_offset = offsetof(fg_overlap_gemm_args, nrows),                                         \
@@ -340,7 +340,7 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
 
 static const fg_arg_desc overlap_gemm_args[] = {
     MAP(a, m, k, GEMM_BM),
-    MAP(w, n, k, 256),
+    MAP(w, n, k, FG_GEMM_TILE_COLS),
     MAP(c, m, n, 64),
     I32(m, GEMM_BM),
     OPT(tile_rows),
@@ -382,7 +382,7 @@ static fg_status overlap_gemm_check(const void *p)
                        "%lld, %lld flags a block, own block %lld: expected whole blocks of whole "
                        "pieces, a flag for each, own below the blocks", a->m, a->shard_rows,
                        a->piece_rows, a->flag_stride, a->own);
-    if (a->limit_ns < 1 || a->limit_ns > 20000000000)
+    if (a->limit_ns < 1 || a->limit_ns > FG_GEMM_MAX_LIMIT_NS)
         return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: limit_ns %lld; expected 1 .. 2 x 10^10 "
                        "(the kernel's stage waits trap after about 35 s)", a->limit_ns);
     return FG_OK;

@@ -99,10 +99,9 @@ static bool chunked(fgrt_schedule s)
     return s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
 }
 
-/* The fused GEMM's tiles are 128 x 256; its waits at most 20 s (its stage
- * waits trap at about 2^36 clocks). */
-enum { FUSED_BM = 128, FUSED_BN = 256 };
-#define FUSED_LIMIT_S 20.0
+/* The fused GEMM's tiles (fgrt.h) and its waits' longest limit */
+enum { FUSED_BM = FG_GEMM_TILE_ROWS, FUSED_BN = FG_GEMM_TILE_COLS };
+#define FUSED_LIMIT_S (FG_GEMM_MAX_LIMIT_NS * 1e-9)
 
 /* Whether the order has the owner's reduction: RS but chunk_overlap, whose
  * GEMMs add the partials. */
@@ -282,7 +281,7 @@ static fg_status bind_fused(fgrt_overlap *x)
     const double limit_s = a->timeout_s < FUSED_LIMIT_S ? a->timeout_s : FUSED_LIMIT_S;
     /* AG: fed by this rank's flags; RS: drained into counters of a piece's rows */
     const long long piece_rows = x->rows / x->chunks;
-    x->per_piece = (unsigned)(piece_rows / FUSED_BM * (a->n / FUSED_BN) * 2);
+    x->per_piece = (unsigned)(piece_rows / FUSED_BM * (a->n / FUSED_BN) * 2);   /* 2 a tile */
     const fg_overlap_gemm_args g = {
         .dtype = a->dtype, .n = a->n, .k = a->k, .m = a->m, .a = a->a, .w = a->w, .c = a->c,
         .tile_rows = x->feed, .flags = ag ? x->flags + FGRT_FLAG_SENT : NULL,
