@@ -54,6 +54,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -148,12 +149,12 @@ struct Generated {
     fg_kernel_entry e = {};
 };
 
-// overlap_reduce_sm90a_bf16_w<world> from DIR: its cubin, and from the
-// manifest its launch shape; false (and why) if either is missing.
-bool load_generated(const char *dir, const char *manifest_path, int world, Generated *g,
-                    char *why, size_t why_len)
+// Instance g->name of DIR as an engine's registry holds it (op `op`, key
+// dims `dims`): its cubin, and from the manifest its launch shape; false
+// (and why) if either is missing.
+bool load_entry(const char *dir, const char *manifest_path, const char *op,
+                std::initializer_list<long long> dims, Generated *g, char *why, size_t why_len)
 {
-    snprintf(g->name, sizeof g->name, "overlap_reduce_sm90a_bf16_w%d", world);
     char path[1024], mpath[1024];
     snprintf(path, sizeof path, "%s/%s.cubin", dir ? dir : ".", g->name);
     snprintf(mpath, sizeof mpath, "%s/manifest.json", dir ? dir : ".");
@@ -165,25 +166,36 @@ bool load_generated(const char *dir, const char *manifest_path, int world, Gener
     char *manifest = (char *)fgh_read_file(manifest_path ? manifest_path : mpath, &mlen);
     const long long grid = fgh_manifest_value(manifest, g->name, "grid");
     const long long block = fgh_manifest_value(manifest, g->name, "block");
+    const long long smem = fgh_manifest_value(manifest, g->name, "dynamic_smem");
     free(manifest);
-    if (grid <= 0 || block <= 0) {
+    if (grid <= 0 || block <= 0 || smem < 0) {
         snprintf(why, why_len, "%s is not in %s", g->name, manifest_path ? manifest_path : mpath);
         return false;
     }
-    g->e.name = g->name, g->e.family = "overlap_reduce", g->e.op = "overlap_reduce";
+    g->e.name = g->name, g->e.family = op, g->e.op = op;
     g->e.arch = FG_REG_ARCH_SM90A, g->e.dtype = FG_REG_BF16;
-    g->e.ndims = 1, g->e.dims[0] = world;
+    g->e.ndims = 0;
+    for (long long d : dims)
+        g->e.dims[g->e.ndims++] = d;
     g->e.grid_rule = FG_REG_GRID_FIXED;
     g->e.grid[0] = (unsigned)grid, g->e.grid[1] = g->e.grid[2] = 1;
     g->e.block[0] = (unsigned)block, g->e.block[1] = g->e.block[2] = 1;
     g->e.cluster[0] = g->e.cluster[1] = g->e.cluster[2] = 1;
+    g->e.dynamic_smem = (unsigned)smem;
     g->e.image = g->image, g->e.image_size = &g->size;
     return true;
 }
 
+// The generated reduction: overlap_reduce_sm90a_bf16_w<world> from DIR.
+bool load_generated(const char *dir, const char *manifest_path, int world, Generated *g,
+                    char *why, size_t why_len)
+{
+    snprintf(g->name, sizeof g->name, "overlap_reduce_sm90a_bf16_w%d", world);
+    return load_entry(dir, manifest_path, "overlap_reduce", {world}, g, why, why_len);
+}
+
 // The generated GEMM of chunk_fused: the overlap_gemm_sm90a_bf16 instance
-// of DIR with the fewest n x k (the checks sample its outputs), as an
-// engine's registry would hold it; false (and why) where DIR has none.
+// of DIR with the fewest n x k (the checks sample its outputs).
 bool load_fused_gemm(const char *dir, const char *manifest_path, Generated *g, char *why,
                      size_t why_len)
 {
@@ -198,33 +210,11 @@ bool load_fused_gemm(const char *dir, const char *manifest_path, Generated *g, c
             best = ni * ki, n = ni, k = ki, snprintf(g->name, sizeof g->name, "%s", names[i]);
     }
     free(names);
-    char path[1024], mpath[1024];
-    snprintf(path, sizeof path, "%s/%s.cubin", dir ? dir : ".", g->name);
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir ? dir : ".");
-    if (!best || !(g->image = (unsigned char *)fgh_read_file(path, &g->size))) {
+    if (!best) {
         snprintf(why, why_len, "no overlap_gemm_sm90a_bf16_n*_k* cubin in %s", dir ? dir : "(none)");
         return false;
     }
-    size_t mlen = 0;
-    char *manifest = (char *)fgh_read_file(manifest_path ? manifest_path : mpath, &mlen);
-    const long long grid = fgh_manifest_value(manifest, g->name, "grid");
-    const long long block = fgh_manifest_value(manifest, g->name, "block");
-    const long long smem = fgh_manifest_value(manifest, g->name, "dynamic_smem");
-    free(manifest);
-    if (grid <= 0 || block <= 0 || smem <= 0) {
-        snprintf(why, why_len, "%s is not in %s", g->name, manifest_path ? manifest_path : mpath);
-        return false;
-    }
-    g->e.name = g->name, g->e.family = "overlap_gemm", g->e.op = "overlap_gemm";
-    g->e.arch = FG_REG_ARCH_SM90A, g->e.dtype = FG_REG_BF16;
-    g->e.ndims = 2, g->e.dims[0] = n, g->e.dims[1] = k;
-    g->e.grid_rule = FG_REG_GRID_FIXED;
-    g->e.grid[0] = (unsigned)grid, g->e.grid[1] = g->e.grid[2] = 1;
-    g->e.block[0] = (unsigned)block, g->e.block[1] = g->e.block[2] = 1;
-    g->e.cluster[0] = g->e.cluster[1] = g->e.cluster[2] = 1;
-    g->e.dynamic_smem = (unsigned)smem;
-    g->e.image = g->image, g->e.image_size = &g->size;
-    return true;
+    return load_entry(dir, manifest_path, "overlap_gemm", {n, k}, g, why, why_len);
 }
 
 // ---- one rank's GEMM and buffers ----
