@@ -31,7 +31,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -42,6 +41,7 @@
 #include "harness.h"
 #ifdef FG_HAVE_FGRT
 #include "fgrt_overlap.h"
+#include "overlap_gpu.cuh"   // now_us
 #endif
 
 namespace {
@@ -377,13 +377,6 @@ void check_deterministic(const Gemm &g, int launches, uint64_t seed, cudaStream_
 }
 
 #ifdef FG_HAVE_FGRT
-double seconds_now()
-{
-    timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 // Fed as its rows land (the fused AG+GEMM, on one GPU): rank 1 of 3 under
 // chunk_overlap with 4 pieces of 192 rows a row block (tiles of 128 rows
 // straddle them).  With A whole, cuBLASLt's product is the reference; then
@@ -444,7 +437,7 @@ void check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool los
     f.own = (int)kRank, f.shard_rows = (int)kBlock, f.piece_rows = (int)kPieceRows;
     f.flag_stride = (int)kStride, f.status = &words[1];
     f.limit_ns = lose ? 50000000ull : 1000000000ull;
-    const double t0 = seconds_now();
+    const double t0 = overlap_gpu::now_us();
     ok = ok && launch_fused(g, p, s, f);
     usleep(2000);
     size_t sent = 0, waits = 0;
@@ -465,7 +458,7 @@ void check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool los
     }
     ok = ok && fgh_ok(cudaStreamSynchronize(copies)) && fgh_ok(cudaStreamSynchronize(s)) &&
          fgh_ok(cudaMemcpy(&host[1], &words[1], 4, cudaMemcpyDeviceToHost));
-    const double secs = seconds_now() - t0;
+    const double secs = (overlap_gpu::now_us() - t0) * 1e-6;
     if (CHECK(name, ok && sent == kChunks * (kWorld - 1) - (lose ? 1 : 0))) {
         char what[260];
         snprintf(what, sizeof what, "%s: status", name);
