@@ -101,14 +101,9 @@ FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
 // stale L1 line is read, and the stores allocate none.  (A plain store is
 // as correct, stores reaching L2 all the same: the MLA portable form's
 // partials, written by the output's store_run, are plain.)
-FG_DEVICE float fg_ws_load(const float *p) { return __ldcg(p); }
-FG_DEVICE float2 fg_ws_load(const float2 *p) { return __ldcg(p); }
-FG_DEVICE float4 fg_ws_load(const float4 *p) { return __ldcg(p); }
-FG_DEVICE fg_vec16 fg_ws_load(const fg_vec16 *p) { return __ldcg(p); }
-FG_DEVICE void fg_ws_store(float *p, float v) { __stcg(p, v); }
-FG_DEVICE void fg_ws_store(float2 *p, float2 v) { __stcg(p, v); }
-FG_DEVICE void fg_ws_store(float4 *p, float4 v) { __stcg(p, v); }
-FG_DEVICE void fg_ws_store(fg_vec16 *p, fg_vec16 v) { __stcg(p, v); }
+// (float, float2, float4 and fg_vec16 are the types used)
+template <class T> FG_DEVICE T fg_ws_load(const T *p) { return __ldcg(p); }
+template <class T> FG_DEVICE void fg_ws_store(T *p, T v) { __stcg(p, v); }
 #line 1 "templates/sm90.cu.in"
 // sm_90 PTX the CUDA kernel templates share, rendered after prelude.cu.in
 // into every CUDA kernel (unused helpers cost nothing): shared addresses,
