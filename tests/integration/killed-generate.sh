@@ -71,7 +71,13 @@ done
 # The files are written at the end of a run, in a window that can fall
 # between the steps above (a loaded machine also stretches a run): if no
 # kill landed in it, halve the time between the last kill that left nothing
-# and the first that left everything until one does.
+# and the first that left everything until one does.  Runs vary in length,
+# so the sweep's outcomes need not be monotonic (a later kill may leave
+# nothing where an earlier one left everything): then start from the
+# widest window.
+if [ "$lo" -ge "$hi" ]; then
+    lo=0 hi=$((run_us * 2))
+fi
 tries=0
 while [ "$partial" = 0 ] && [ $tries -lt 40 ] && [ $((hi - lo)) -gt 50 ]; do
     mid=$(((lo + hi) / 2))
