@@ -25,6 +25,23 @@
 // stages (correct):
 //   mode 11 no cluster (2 blocks)
 //   mode 12 clusters of 2 (the form's launch)
+// and what the two-team form has beyond those: the teams take an odd
+// number of tiles in turn (team 0 one more, so one more pair of team
+// barriers), the stages are one ring of 3 that both teams' tiles go
+// through, each on the (stage, team) mbarrier, a team refilling the stage
+// it left with the next tile, which is the other team's; V read with
+// ldmatrix .trans twice a tile (scores, then P.V) around a team barrier;
+// then a block barrier and plain stores over every stage (correct):
+//   mode 13 the teams kernel of modes 3-10 with 5 tiles for team 0 and 4
+//           for team 1, then mode 9's block barrier and cross-team writes
+//   mode 14 the ring, 9 tiles, no cluster (2 blocks)
+//   mode 15 the ring, 9 tiles, clusters of 2
+// and the decode ring form's and the MLA block's slot handoff: a producer
+// warp bulk-copies each piece into a slot of 2 on the slot's full mbarrier;
+// 4 consumer warps wait on it, read the slot with plain loads, __syncwarp,
+// and lane 0 of each arrives on the slot's empty mbarrier (count 4); the
+// producer waits on empty before its next copy into the slot (correct):
+//   mode 16 8 pieces, 2 blocks
 // and the MLA core's stage reuse: each block bulk-copies 16 KB into its
 // shared memory (cp.async.bulk on an mbarrier), reads it, syncs the block,
 // then writes the same bytes with plain stores (as the core writes its
@@ -43,7 +60,7 @@
 // with 0 hazards (2026-12-02, with the launches' status checked).
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
-//   for m in $(seq 0 12); do compute-sanitizer --tool racecheck ./probe $m; done
+//   for m in $(seq 0 16); do compute-sanitizer --tool racecheck ./probe $m; done
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -115,7 +132,8 @@ __global__ void teams(int mode, int tiles, int *out)
         out[threadIdx.x] = 0;
         return;
     }
-    for (int t = 0; t < tiles; t++) {
+    const int my_tiles = mode == 13 && team == 0 ? tiles + 1 : tiles;
+    for (int t = 0; t < my_tiles; t++) {
         for (int i = 0; i < 8; i++)
             buf[team][t128 * 8 + i] = t * 1000 + t128 + i;
         probe_team_sync(team);
@@ -125,7 +143,7 @@ __global__ void teams(int mode, int tiles, int *out)
             probe_team_sync(team);
     }
     if (mode >= 9) {
-        if (mode == 9)
+        if (mode != 10)
             __syncthreads();
         for (int i = 0; i < 8; i++)
             buf[1 - team][t128 * 8 + i] = acc + i;
@@ -192,12 +210,88 @@ __global__ void teams_tma(const int4 *src, int *out)
     out[blockIdx.x * blockDim.x + threadIdx.x] = (int)acc;
 }
 
+// The two-team form's stage ring (modes 14, 15): tile u in stage u % 3 on
+// mbarrier full[u % 3][u % 2]; the tiles of one barrier are 6 apart.
+__global__ void teams_ring(const int4 *src, int *out)
+{
+    constexpr int kStages = 3, kTeams = 2, kTiles = 9, kPhaseStep = 6, kBytes = 4096;
+    __shared__ alignas(128) uint16_t stage[kStages][32 * 64];   // 32 rows x 64 values
+    __shared__ alignas(8) uint64_t full[kStages][kTeams];
+    const int team = threadIdx.x / 128, t128 = threadIdx.x % 128, lane = threadIdx.x % 32;
+    const auto bar_at = [&](int u) { return (unsigned)__cvta_generic_to_shared(&full[u % kStages][u % kTeams]); };
+    const auto stage_at = [&](int u) { return (unsigned)__cvta_generic_to_shared(&stage[u % kStages][0]); };
+    if (threadIdx.x < kStages * kTeams)
+        probe_mbar_init((unsigned)__cvta_generic_to_shared(&full[threadIdx.x / kTeams][threadIdx.x % kTeams]));
+    __syncthreads();
+    if (threadIdx.x == 0)
+        for (int u = 0; u < kStages; u++)
+            probe_bulk_copy(stage_at(u), src + u * 256, kBytes, bar_at(u));
+    unsigned acc = 0;
+    const auto read_v = [&](unsigned st) {
+        unsigned r[4];
+        const unsigned a = st + ((lane % 16) * 64 + (t128 / 32) * 16 + lane / 16 * 8) * 2;
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+        acc += r[0] ^ r[1] ^ r[2] ^ r[3];
+    };
+    for (int u = team; u < kTiles; u += kTeams) {
+        probe_mbar_wait(bar_at(u), (unsigned)(u / kPhaseStep) & 1u);
+        read_v(stage_at(u));   // the scores
+        probe_team_sync(team);   // the team is done with its previous tile's stage
+        const int next = u - kTeams + kStages;
+        if (u >= kTeams && next < kTiles && t128 == 0) {
+            asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+            probe_bulk_copy(stage_at(next), src + next % 4 * 256, kBytes, bar_at(next));
+        }
+        probe_team_sync(team);   // the softmax's
+        read_v(stage_at(u));     // P.V
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < kStages * 32 * 64; i += blockDim.x)
+        (&stage[0][0])[i] = (uint16_t)(acc + i);
+    out[blockIdx.x * blockDim.x + threadIdx.x] = (int)acc;
+}
+
+// The producer / consumer slot handoff (mode 16).
+__global__ void slots(const int4 *src, int *out)
+{
+    constexpr int kSlots = 2, kPieces = 8, kConsumers = 4, kBytes = 4096;
+    __shared__ alignas(128) int4 slot[kSlots][kBytes / 16];
+    __shared__ alignas(8) uint64_t full[kSlots], empty[kSlots];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const auto addr = [](const void *p) { return (unsigned)__cvta_generic_to_shared(p); };
+    if (threadIdx.x < kSlots) {
+        probe_mbar_init(addr(&full[threadIdx.x]));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(addr(&empty[threadIdx.x])), "r"(kConsumers)
+                     : "memory");
+    }
+    __syncthreads();
+    int acc = 0;
+    if (warp == 0) {
+        for (int u = 0; u < kPieces && lane == 0; u++) {
+            if (u >= kSlots)   // the consumers are done with piece u - kSlots
+                probe_mbar_wait(addr(&empty[u % kSlots]), (unsigned)(u / kSlots - 1) & 1u);
+            probe_bulk_copy(addr(&slot[u % kSlots][0]), src + u % 4 * 256, kBytes, addr(&full[u % kSlots]));
+        }
+    } else {
+        for (int u = 0; u < kPieces; u++) {
+            probe_mbar_wait(addr(&full[u % kSlots]), (unsigned)(u / kSlots) & 1u);
+            for (int i = lane; i < kBytes / 16; i += 32)
+                acc += slot[u % kSlots][(i * 5 + warp) % (kBytes / 16)].x;
+            __syncwarp();
+            if (lane == 0)
+                asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(addr(&empty[u % kSlots])) : "memory");
+        }
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+}
+
 int main(int argc, char **argv)
 {
     const int mode = argc > 1 ? atoi(argv[1]) : 0;
     int *out;
-    if (mode < 0 || mode > 12) {
-        fprintf(stderr, "usage: %s [0..12]\n", argv[0]);
+    if (mode < 0 || mode > 16) {
+        fprintf(stderr, "usage: %s [0..16]\n", argv[0]);
         return 2;
     }
     int sms = 0;
@@ -211,16 +305,19 @@ int main(int argc, char **argv)
     cudaError_t launched = cudaSuccess;
     if (mode <= 2) {
         handoff<<<2, 256>>>(mode, 4, out);
-    } else if (mode <= 5 || mode == 9 || mode == 10) {
+    } else if (mode == 16) {
+        slots<<<2, 160>>>(src, out);
+    } else if (mode <= 5 || mode == 9 || mode == 10 || mode == 13) {
         teams<<<2, 256>>>(mode, 4, out);
     } else if (mode >= 11) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = mode == 12 ? 2 : 1, attr[0].val.clusterDim.y = 1;
+        attr[0].val.clusterDim.x = mode == 12 || mode == 15 ? 2 : 1, attr[0].val.clusterDim.y = 1;
         attr[0].val.clusterDim.z = 1;
         cfg.gridDim = dim3(2), cfg.blockDim = dim3(256), cfg.attrs = attr, cfg.numAttrs = 1;
-        launched = cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
+        launched = mode >= 14 ? cudaLaunchKernelEx(&cfg, teams_ring, (const int4 *)src, out)
+                              : cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
     } else {
         const int smem = 160 * 1024;
         launched = cudaFuncSetAttribute(reuse, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
