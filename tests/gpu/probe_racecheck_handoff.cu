@@ -57,7 +57,12 @@
 // right every time (0, 4, 0, 0, 0, 0, 0 and 2 hazards), so neither the team
 // barriers nor the bulk-copied stages explain its reports on the MLA core's
 // two-team form (docs/reliability.md).  Modes 11 and 12 print "no error"
-// with 0 hazards (2026-12-02, with the launches' status checked).
+// with 0 hazards (2026-12-02, with the launches' status checked); so do
+// modes 13, 14 and 15 (2026-12-02, main at 9fdbabf + this probe), while
+// mode 16, correct, gets 1 error: the producer's bulk copy (the async
+// proxy's write) against the consumers' reads of the piece before it,
+// 1364-1564 hazards at each of the 8 loads, although the producer waited on
+// the empty mbarrier that every consumer warp arrived on after its reads.
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
 //   for m in $(seq 0 16); do compute-sanitizer --tool racecheck ./probe $m; done
