@@ -42,6 +42,12 @@
 // and lane 0 of each arrives on the slot's empty mbarrier (count 4); the
 // producer waits on empty before its next copy into the slot (correct):
 //   mode 16 8 pieces, 2 blocks
+// and the two-team form's exit as two blocks of one cluster see it: each
+// block reads its own stage with ldmatrix .trans (block 1 for far longer),
+// syncs, writes the same bytes with plain stores, then the cluster barrier;
+// no shared memory is read or written across blocks (correct):
+//   mode 17 clusters of 2
+//   mode 18 no cluster (2 blocks)
 // and the MLA core's stage reuse: each block bulk-copies 16 KB into its
 // shared memory (cp.async.bulk on an mbarrier), reads it, syncs the block,
 // then writes the same bytes with plain stores (as the core writes its
@@ -65,7 +71,7 @@
 // the empty mbarrier that every consumer warp arrived on after its reads.
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
-//   for m in $(seq 0 16); do compute-sanitizer --tool racecheck ./probe $m; done
+//   for m in $(seq 0 18); do compute-sanitizer --tool racecheck ./probe $m; done
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -291,12 +297,39 @@ __global__ void slots(const int4 *src, int *out)
     out[blockIdx.x * blockDim.x + threadIdx.x] = acc;
 }
 
+// Two blocks, each only in its own shared memory, one far slower (modes 17, 18).
+__global__ void own_stage(int cluster, int *out)
+{
+    __shared__ alignas(128) uint16_t stage[64 * 64];
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+    for (int i = threadIdx.x; i < 64 * 64; i += blockDim.x)
+        stage[i] = (uint16_t)i;
+    __syncthreads();
+    unsigned acc = 0;
+    const unsigned a = (unsigned)__cvta_generic_to_shared(&stage[((lane % 16) + 16 * (warp % 4)) * 64 +
+                                                                  (warp / 4) * 16 + lane / 16 * 8]);
+    for (int it = 0; it < (blockIdx.x % 2 ? 4000 : 1); it++) {
+        unsigned r[4];
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                     : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a) : "memory");
+        acc += r[0] ^ r[1] ^ r[2] ^ r[3];
+    }
+    __syncthreads();
+    for (int i = threadIdx.x; i < 64 * 64; i += blockDim.x)
+        stage[i] = (uint16_t)(acc + i);
+    if (cluster) {
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = (int)acc + stage[threadIdx.x];
+}
+
 int main(int argc, char **argv)
 {
     const int mode = argc > 1 ? atoi(argv[1]) : 0;
     int *out;
-    if (mode < 0 || mode > 16) {
-        fprintf(stderr, "usage: %s [0..16]\n", argv[0]);
+    if (mode < 0 || mode > 18) {
+        fprintf(stderr, "usage: %s [0..18]\n", argv[0]);
         return 2;
     }
     int sms = 0;
@@ -321,8 +354,11 @@ int main(int argc, char **argv)
         attr[0].val.clusterDim.x = mode == 12 || mode == 15 ? 2 : 1, attr[0].val.clusterDim.y = 1;
         attr[0].val.clusterDim.z = 1;
         cfg.gridDim = dim3(2), cfg.blockDim = dim3(256), cfg.attrs = attr, cfg.numAttrs = 1;
-        launched = mode >= 14 ? cudaLaunchKernelEx(&cfg, teams_ring, (const int4 *)src, out)
-                              : cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
+        if (mode >= 17)
+            attr[0].val.clusterDim.x = mode == 17 ? 2 : 1;
+        launched = mode >= 17   ? cudaLaunchKernelEx(&cfg, own_stage, mode == 17 ? 1 : 0, out)
+                   : mode >= 14 ? cudaLaunchKernelEx(&cfg, teams_ring, (const int4 *)src, out)
+                                : cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
     } else {
         const int smem = 160 * 1024;
         launched = cudaFuncSetAttribute(reuse, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
