@@ -309,6 +309,13 @@ FG_DEVICE unsigned pack2(float lo, float hi)
     h[0] = fg_from_float(lo), h[1] = fg_from_float(hi);
     return u;
 }
+// 2^x, the special function unit's approximation (-inf gives 0, NaN NaN)
+FG_DEVICE float ex2(float x)
+{
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+    return y;
+}
 
 // wgmma.  A shared-memory matrix descriptor, 128-byte swizzle: start
 // address, leading and stride byte offsets (>> 4).
