@@ -15,16 +15,17 @@
  * whose slices the last cluster merges, so one launch does it all.
  *
  * The portable form (plan_portable; AMD, and sm_90 targets that say they
- * have no clusters): on sm_90 64 heads a workgroup of 512 threads where the
- * heads allow (a tile then serves 4 mma m-tiles: the cache is read a
- * quarter as often as at 16), else 32, else 16 a workgroup of 256; on AMD
- * 16 heads a workgroup of 4 waves (MFMA's 16 columns; the 64 KB LDS).
- * Tiles of 32 keys (16 where 32 overflow the shared memory), by cp.async
- * into several buffers on sm_90, through registers on AMD; both products on
- * the matrix units (mma.sync m16n8k16 / MFMA 16x16x16, fp32 sums); the
- * splits that fill the workgroups the GPU holds at once in the fewest waves
- * (portable_splits, up to 64), merged in global memory in one level or two
- * (portable_split_group). */
+ * have no clusters): on sm_90 64 heads a workgroup where the heads allow (a
+ * tile then serves 64 heads: the cache is read a quarter as often as at
+ * 16), with the cluster form's wgmma main loop where the cluster planner
+ * would run it (kv_lora 512: 256 threads, tiles of 64 keys in two stages),
+ * else 512 threads on mma.sync; else 32, else 16 a workgroup of 256 on
+ * mma.sync; on AMD 16 heads a workgroup of 4 waves (MFMA's 16 columns; the
+ * 64 KB LDS).  On mma.sync and MFMA tiles of 32 keys (16 where 32 overflow
+ * the shared memory), by cp.async into several buffers on sm_90, through
+ * registers on AMD, fp32 sums; the splits that fill the workgroups the GPU
+ * holds at once in the fewest waves (portable_splits, up to 64), merged in
+ * global memory in one level or two (portable_split_group). */
 #include <math.h>
 #include <stdio.h>
 
@@ -241,7 +242,32 @@ static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool win
 typedef struct {
     unsigned hpb, threads, parts, tile, stages, per_cu, smem, regs;
     bool q_lds;   /* Q's rows in shared memory (sm_90), not its fragments in registers (AMD) */
+    bool wgmma;   /* sm_90: the cluster form's wgmma main loop (mla_wgmma.in) */
 } portable_shape;
+
+/* Why the cluster form's wgmma main loop (mla_wgmma.in) does not take
+ * model m on sm_90 target t at 64 heads a block, or NULL: what the cluster
+ * planner checks before it runs that loop (shape_for's 64 heads and
+ * kv_lora 512, unsupported()'s row of whole 64-column chunks and the
+ * shared memory of two stages). */
+static const char *wgmma_misfit(const fg_model *m, const fg_target *t, char why[160])
+{
+    const fg_mla *a = m->mla;
+    const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
+    const unsigned d = kv + a->qk_rope_head_dim, smem = smem_bytes_wgmma(d, fg_dtype_bytes(m->dtype));
+    block_shape b;
+    if (!shape_for(heads, kv, WG_HEADS, &b))
+        snprintf(why, 160, "%u heads per GPU and kv_lora %u: it takes a multiple of %u heads and "
+                           "kv_lora %u", heads, kv, WG_HEADS, WG_KV_LORA);
+    else if (d % 64)
+        snprintf(why, 160, "a row of %u: it takes whole 64-column chunks", d);
+    else if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu)
+        snprintf(why, 160, "its %u bytes of shared memory: %s allows %u a block", smem, t->name,
+                 t->shared_mem_per_block);
+    else
+        return NULL;
+    return why;
+}
 
 /* Bytes of the portable form's Smem: Q's rows (sm_90's; AMD holds Q in
  * registers) and the tile buffers' (8 elements apart, 16-byte aligned), the
@@ -269,6 +295,15 @@ static bool portable_shape_for(const fg_model *m, const fg_target *t, unsigned h
     const fg_mla *a = m->mla;
     const unsigned kv = a->kv_lora_rank, d = kv + a->qk_rope_head_dim, elem = fg_dtype_bytes(m->dtype);
     const bool amd = fg_arch_is_amd(t->arch);
+    char why[160];
+    if (!amd && hpb == WG_HEADS && !wgmma_misfit(m, t, why)) {
+        /* the cluster form's loop and layout: 2 warpgroups, warpgroup 0
+         * scoring the whole row (one part), tiles of 64 keys in 2 stages */
+        *p = (portable_shape){.hpb = WG_HEADS, .threads = 256, .parts = 1, .tile = WG_HEADS,
+                              .stages = 2, .per_cu = 1, .smem = smem_bytes_wgmma(d, elem),
+                              .q_lds = true, .wgmma = true};
+        return true;
+    }
     const unsigned threads = amd || hpb == 16 ? 256 : 512, waves = threads / t->warp_size;
     /* P.V: a wave's output columns whole 16-byte vectors a lane (AMD),
      * n-tile pairs (sm_90) */
@@ -780,6 +815,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "STAGES", p.stages);
     fg_instance_add_param(&in, "THREADS", p.threads);
     fg_instance_add_param(&in, "PARTS", p.parts);
+    fg_instance_add_param(&in, "WGMMA", (unsigned)p.wgmma);
     /* __launch_bounds__'s second figure: the blocks an SM (workgroups a CU,
      * one wave a SIMD each on AMD) the splits were counted for */
     fg_instance_add_param(&in, "MIN_BLOCKS", p.per_cu);
@@ -791,8 +827,9 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                             .block = {p.threads, 1, 1},
                             .cluster = {1, 1, 1},
                             .dynamic_smem = p.smem};
-    snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/portable/%s/%s",
-             fg_arch_tag(t->arch), fg_dtype_name(m->dtype), page ? "paged" : "contiguous",
+    snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/portable%s/%s/%s",
+             fg_arch_tag(t->arch), fg_dtype_name(m->dtype), p.wgmma ? "-wgmma" : "",
+             page ? "paged" : "contiguous",
              splits == 1 ? "one-split" : nsg > 1 ? "two-level" : "merged");
     used_for_reason(&in, m, bmax);
     fg_sb_printf(&in.reasons,
@@ -800,25 +837,58 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "merge in distributed shared memory; %s; the scores and P.V on the matrix units "
                  "(%s), fp32 sums\n", t->name,
                  amd ? "16-byte loads, the next tile's in registers while one is computed"
-                     : "tiles copied by cp.async, several in flight while one is computed",
+                 : p.wgmma ? "tiles copied by cp.async into wgmma's 128-byte swizzle, the next in "
+                             "flight while one is computed"
+                           : "tiles copied by cp.async, several in flight while one is computed",
                  amd ? "MFMA 16x16x16: the scores in the free K order, P.V as O^T = V^T P^T with "
                        "the heads as N"
-                     : "mma.sync m16n8k16 with ldmatrix, the heads as M");
-    scale_reason(&in, m);
-    fg_sb_printf(&in.reasons,
-                 "%u heads a workgroup (%s), %u head group%s: each cache tile is read by %u "
-                 "workgroup%s of a request; %u threads (%u %s): the scores over %u part%s of the "
-                 "row (%u columns each, summed in order by the softmax)%s, P.V %u output columns "
-                 "a wave for all %u heads, O in registers\n",
-                 hpb,
-                 amd ? "MFMA's 16 columns"
-                     : hpb == 64 ? "the most, 4 mma m-tiles: a tile serves 4 times the heads of 16"
-                                 : "whole mma m-tiles of 16, the most that divide the heads",
-                 groups, groups == 1 ? "" : "s", groups, groups == 1 ? "" : "s", p.threads, waves,
-                 amd ? "waves of 64" : "warps", p.parts, p.parts == 1 ? "" : "s", width / p.parts,
-                 amd ? ", key blocks of 16 each" : hpb > 16 ? ", a warp an m-tile each" : "",
-                 kv / waves, hpb);
+                 : p.wgmma ? "wgmma: m64n64k16 for the scores, m64n128k16 for P.V, the heads as M"
+                           : "mma.sync m16n8k16 with ldmatrix, the heads as M");
+    /* which main loop, and why */
+    char why[160];
     if (amd)
+        fg_sb_printf(&in.reasons, "main loop: this template's MFMA form (AMD has no wgmma)\n");
+    else if (p.wgmma)
+        fg_sb_printf(&in.reasons,
+                     "main loop: the cluster form's wgmma loop (mla_wgmma.in), which the cluster "
+                     "planner runs for these heads and this row (a multiple of %u heads, kv_lora "
+                     "%u, whole 64-column chunks, its shared memory fits): only the merge differs "
+                     "from the cluster form's\n",
+                     WG_HEADS, WG_KV_LORA);
+    else   /* (64 heads a workgroup come first: the wgmma loop's, wherever it fits) */
+        fg_sb_printf(&in.reasons,
+                     "main loop: this template's mma.sync form; the cluster form's wgmma loop does "
+                     "not take %s\n",
+                     wgmma_misfit(m, t, why) ? why : "this shape");
+    scale_reason(&in, m);
+    if (p.wgmma)
+        fg_sb_printf(&in.reasons,
+                     "%u heads a workgroup (wgmma's 64 rows), %u head group%s: each cache tile is "
+                     "read by %u workgroup%s of a request; %u threads (2 warpgroups: the first "
+                     "computes the scores over the whole row and the softmax, each adds P.V for "
+                     "half of the %u output columns), O in registers\n",
+                     hpb, groups, groups == 1 ? "" : "s", groups, groups == 1 ? "" : "s", p.threads, kv);
+    else
+        fg_sb_printf(&in.reasons,
+                     "%u heads a workgroup (%s), %u head group%s: each cache tile is read by %u "
+                     "workgroup%s of a request; %u threads (%u %s): the scores over %u part%s of the "
+                     "row (%u columns each, summed in order by the softmax)%s, P.V %u output columns "
+                     "a wave for all %u heads, O in registers\n",
+                     hpb,
+                     amd ? "MFMA's 16 columns"
+                         : hpb == 64 ? "the most, 4 mma m-tiles: a tile serves 4 times the heads of 16"
+                                     : "whole mma m-tiles of 16, the most that divide the heads",
+                     groups, groups == 1 ? "" : "s", groups, groups == 1 ? "" : "s", p.threads, waves,
+                     amd ? "waves of 64" : "warps", p.parts, p.parts == 1 ? "" : "s", width / p.parts,
+                     amd ? ", key blocks of 16 each" : hpb > 16 ? ", a warp an m-tile each" : "",
+                     kv / waves, hpb);
+    if (p.wgmma)
+        fg_sb_printf(&in.reasons,
+                     "tiles of %u keys in %u cp.async stages (one in flight while one is computed; "
+                     "%u bytes of shared memory: the loop's, whose stages hold the merge's arrays "
+                     "after it), %u block%s an SM\n",
+                     tile, p.stages, p.smem, p.per_cu, p.per_cu == 1 ? "" : "s");
+    else if (amd)
         fg_sb_printf(&in.reasons,
                      "tiles of %u keys in one LDS buffer (%u bytes of LDS), %u workgroup%s a CU by "
                      "the LDS\n",

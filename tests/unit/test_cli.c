@@ -1766,20 +1766,30 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s15_portable\n"),
               "%s", out);
     cr_expect(strstr(out, "the scores and P.V on the matrix units (mma.sync m16n8k16"), "%s", out);
+    cr_expect(strstr(out, "main loop: this template's mma.sync form; the cluster form's wgmma loop "
+                          "does not take 16 heads per GPU and kv_lora 512: it takes a multiple of 64 "
+                          "heads and kv_lora 512"),
+              "%s", out);
     cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
     cr_expect(strstr(out, "64-token pages through the block table, a lookup a tile"), "%s", out);
     free(out);
-    /* 128 heads: 64 a workgroup of 16 warps (a tile serves 4 m-tiles), Q in
-     * shared memory, tiles by cp.async; at B = 1 the splits fill the SMs and
-     * merge in two levels */
+    /* 128 heads: 64 a workgroup on the cluster form's wgmma main loop (2
+     * warpgroups, tiles of 64 keys in 2 stages); at B = 1 the splits fill
+     * the SMs and merge in two levels */
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2.yaml "
                            "tests/gpu/portable/h200-portable.yaml"),
                  0, "%s", out);
     cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh128_kv512_r64_s16384_p64_b1_g64_s59_portable\n"),
               "%s", out);
     cr_expect(strstr(out, "HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=59 SPLIT_GROUP=8"), "%s", out);
-    cr_expect(strstr(out, "THREADS=512 PARTS=4 MIN_BLOCKS=1"), "%s", out);
-    cr_expect(strstr(out, "tiles of 32 keys in 3 cp.async buffers (2 in flight"), "%s", out);
+    cr_expect(strstr(out, "TILE=64 STAGES=2 THREADS=256 PARTS=1 WGMMA=1 MIN_BLOCKS=1 SMEM_BYTES=231424"),
+              "%s", out);
+    cr_expect(strstr(out, "main loop: the cluster form's wgmma loop (mla_wgmma.in), which the cluster "
+                          "planner runs for these heads and this row"),
+              "%s", out);
+    cr_expect(strstr(out, "(wgmma: m64n64k16 for the scores, m64n128k16 for P.V, the heads as M)"), "%s",
+              out);
+    cr_expect(strstr(out, "tiles of 64 keys in 2 cp.async stages"), "%s", out);
     cr_expect(strstr(out, "the last of each group of 8 splits merges the group (8 groups, in parallel)"),
               "%s", out);
     free(out);
@@ -1962,6 +1972,42 @@ Test(cli, mla_portable_tile_fits_the_lds)
         free(out);
     }
     free(lite);
+}
+
+/* The portable form's sm_90 main loop at 64 heads a workgroup: the cluster
+ * form's wgmma loop where the cluster planner would run it (kv_lora 512, a
+ * row of whole 64-column chunks, its shared memory fits), else this
+ * template's mma.sync loop at 512 threads, and explain says why. */
+Test(cli, mla_portable_main_loop)
+{
+    char *v2 = slurp("specs/models/deepseek-v2.yaml");
+    const struct {
+        const char *kv, *want, *params;
+    } cases[] = {
+        {"512", "main loop: the cluster form's wgmma loop (mla_wgmma.in)",
+         "TILE=64 STAGES=2 THREADS=256 PARTS=1 WGMMA=1"},
+        {"256", "main loop: this template's mma.sync form; the cluster form's wgmma loop does not take "
+                "128 heads per GPU and kv_lora 256: it takes a multiple of 64 heads and kv_lora 512",
+         "HEADS_PER_BLOCK=64 "},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[128], kv[64];
+        snprintf(path, sizeof path, "%s/mla-main-loop-%u.yaml", tmp, i);
+        snprintf(kv, sizeof kv, "kv_lora_rank: %s", cases[i].kv);
+        char *text = replaced(v2, "kv_lora_rank: 512", kv);
+        write_file(path, text);
+        free(text);
+        char *out;
+        cr_assert_eq(run(&out, "explain --filter 'mla_decode*b1_*' %s tests/gpu/portable/h200-portable.yaml",
+                         path),
+                     0, "%s", out);
+        cr_expect_not_null(strstr(out, cases[i].want), "%s", out);
+        cr_expect_not_null(strstr(out, cases[i].params), "%s", out);
+        if (i == 1)
+            cr_expect_not_null(strstr(out, "THREADS=512 PARTS=4 WGMMA=0"), "%s", out);
+        free(out);
+    }
+    free(v2);
 }
 
 /* The MLA planner's choices at widths other than DeepSeek's: a cluster of c
