@@ -737,25 +737,26 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
 }
 
 /* The splits of each of `items` (request, head group) pairs at B_max, for
- * `slots` workgroups resident at once: a split's keys take time 1 / splits,
- * and the grid runs in ceil(items x splits / slots) waves of them, so the
- * fewest splits (each one more partial to merge) within 10% of the least
- * time any count up to PORTABLE_MAX_SPLITS (and the tiles of S_max, `most`)
- * gives. */
-static unsigned portable_splits(unsigned items, unsigned slots, unsigned most)
+ * `slots` workgroups resident at once, a request of S_max being `tiles`
+ * tiles: the kernel cuts a request's keys into splits of whole tiles, so a
+ * split takes ceil(tiles / splits) tiles, and the grid runs in
+ * ceil(items x splits / slots) waves of them; the fewest splits (each one
+ * more partial to merge) within 10% of the least time any count up to
+ * PORTABLE_MAX_SPLITS (and `tiles`) gives.  (Counting a split's time as
+ * 1 / splits, not in whole tiles, chose 59 splits of 16K keys in tiles of
+ * 64, which the kernel cuts into 52 of 5 tiles: 64 take 4.) */
+static unsigned portable_splits(unsigned items, unsigned slots, unsigned tiles)
 {
-    if (most > PORTABLE_MAX_SPLITS)
-        most = PORTABLE_MAX_SPLITS;
-    if (most < 1)
-        most = 1;
-    double best = 1e30;
+    const unsigned most = tiles < 1 ? 1 : tiles > PORTABLE_MAX_SPLITS ? PORTABLE_MAX_SPLITS : tiles;
+    unsigned long long time[PORTABLE_MAX_SPLITS + 1], best = ~0ull;
     for (unsigned s = 1; s <= most; s++) {
-        const double t = (double)((items * s + slots - 1) / slots) / s;
-        if (t < best)
-            best = t;
+        time[s] = (unsigned long long)(((unsigned long long)items * s + slots - 1) / slots) *
+                  ((tiles + s - 1) / s);
+        if (time[s] < best)
+            best = time[s];
     }
     for (unsigned s = 1; s < most; s++)
-        if ((double)((items * s + slots - 1) / slots) / s <= best * 1.1)
+        if (time[s] * 10 <= best * 11)
             return s;
     return most;
 }

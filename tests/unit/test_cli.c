@@ -1754,7 +1754,7 @@ Test(cli, explain_decode_plan_and_skips)
               out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
-    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s59_portable\n"),
+    cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s64_portable\n"),
               "%s", out);
     cr_assert(strstr(out, "the portable form: mi300x has no thread-block clusters"), "%s", out);
     cr_expect(strstr(out, "the scores and P.V on the matrix units (MFMA 16x16x16"), "%s", out);
@@ -1779,9 +1779,9 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2.yaml "
                            "tests/gpu/portable/h200-portable.yaml"),
                  0, "%s", out);
-    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh128_kv512_r64_s16384_p64_b1_g64_s59_portable\n"),
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh128_kv512_r64_s16384_p64_b1_g64_s64_portable\n"),
               "%s", out);
-    cr_expect(strstr(out, "HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=59 SPLIT_GROUP=8"), "%s", out);
+    cr_expect(strstr(out, "HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=64 SPLIT_GROUP=8"), "%s", out);
     cr_expect(strstr(out, "TILE=64 STAGES=2 THREADS=256 PARTS=1 WGMMA=1 MIN_BLOCKS=1 SMEM_BYTES=231424"),
               "%s", out);
     cr_expect(strstr(out, "main loop: the cluster form's wgmma loop (mla_wgmma.in), which the cluster "
