@@ -69,9 +69,10 @@ for tool in memcheck synccheck racecheck; do
             # on the wgmma form (64) racecheck reports hazards on a correct
             # named-barrier handoff as on a racy one
             # (tests/gpu/probe_racecheck_handoff.cu), and on the two-team form
-            # (16) it reports the teams' barrier handoffs, not yet explained
-            # (docs/reliability.md); so they, the 1-token-page gather path
-            # among them, go without it.
+            # (16) it pairs a block's stores after its block barrier with its
+            # cluster peer's reads of the peer's own memory (a cluster barrier
+            # there makes it quiet; docs/reliability.md); so they, the
+            # 1-token-page gather path among them, go without it.
             # Without mla_decode cubins the program says SKIP ("checked
             # nothing"); without any of 32 heads a block, racecheck of the core
             # is skipped and says so.
@@ -80,7 +81,9 @@ for tool in memcheck synccheck racecheck; do
                      "(16 and 64 heads a block, the 1-token-page path among them): SKIPPED" \
                      "(hazards reported on their named-barrier handoffs; on the wgmma form's" \
                      "racecheck does the same with the ordering removed:" \
-                     "tests/gpu/probe_racecheck_handoff.cu; on the two-team form not yet explained)"
+                     "tests/gpu/probe_racecheck_handoff.cu; on the two-team form it pairs a block's" \
+                     "stores with its cluster peer's reads of the peer's own memory:" \
+                     "docs/reliability.md)"
                 skipped=$((skipped + 1))
                 if ! ls "$FG_KERNELS_DIR"/mla_decode_*_g32_*.cubin >/dev/null 2>&1; then
                     echo "check-gpu-sanitize: racecheck mla_decode: SKIPPED (no instance of" \
@@ -94,14 +97,15 @@ for tool in memcheck synccheck racecheck; do
             # input-scale ones, 2 deterministic launches; check-gpu runs the 1000)
             decode_attn/racecheck) args="--quick --no-baseline --only $race_only"
                 echo "check-gpu-sanitize: racecheck decode_attn ring form: SKIPPED (potential" \
-                     "WAR reports on TMA ring handoffs, as on cuBLAS's TMA kernels)"
+                     "WAR reports on TMA ring handoffs, as on cuBLAS's TMA kernels and on a correct" \
+                     "handoff alone: tests/gpu/probe_racecheck_handoff.cu mode 16)"
                 skipped=$((skipped + 1)) ;;
             decode_attn/*) args="--quick --only $decode_only" ;;
             mla_block/racecheck)
                 echo "check-gpu-sanitize: racecheck mla_block: SKIPPED (potential WAR reports on" \
                      "its ring's handoffs from the consumers' reads to the producer warp's next" \
                      "bulk copy, ordered by a named barrier and an mbarrier, as on the decode" \
-                     "ring form and cuBLAS's TMA kernels)"
+                     "ring form, cuBLAS's TMA kernels and the probe's mode 16)"
                 skipped=$((skipped + 1))
                 continue ;;
             mla_block/*) args="--quick --only $block_only" ;;

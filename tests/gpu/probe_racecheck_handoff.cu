@@ -48,6 +48,13 @@
 // no shared memory is read or written across blocks (correct):
 //   mode 17 clusters of 2
 //   mode 18 no cluster (2 blocks)
+//   mode 20 as 17, then each block reads its peer's stage through
+//           distributed shared memory and the cluster barrier again (the
+//           core's merge: correct)
+// and the MLA core's stage reuse of mode 7 (8 blocks an SM, one after
+// another, each bulk-copying its stage, reading it, then writing it with
+// plain stores) launched in clusters of 2, as the core is:
+//   mode 19
 // and the MLA core's stage reuse: each block bulk-copies 16 KB into its
 // shared memory (cp.async.bulk on an mbarrier), reads it, syncs the block,
 // then writes the same bytes with plain stores (as the core writes its
@@ -71,7 +78,7 @@
 // the empty mbarrier that every consumer warp arrived on after its reads.
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
-//   for m in $(seq 0 18); do compute-sanitizer --tool racecheck ./probe $m; done
+//   for m in $(seq 0 20); do compute-sanitizer --tool racecheck ./probe $m; done
 #include <cuda_runtime.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -321,6 +328,16 @@ __global__ void own_stage(int cluster, int *out)
         asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
         asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
     }
+    if (cluster == 2) {   // the peer's stage, then nobody leaves before its peer is done
+        unsigned rank, peer_addr, v;
+        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
+                     : "=r"(peer_addr) : "r"((unsigned)__cvta_generic_to_shared(&stage[threadIdx.x])), "r"(rank ^ 1u));
+        asm volatile("ld.shared::cluster.u16 %0, [%1];" : "=r"(v) : "r"(peer_addr) : "memory");
+        acc += v;
+        asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+        asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+    }
     out[blockIdx.x * blockDim.x + threadIdx.x] = (int)acc + stage[threadIdx.x];
 }
 
@@ -328,8 +345,8 @@ int main(int argc, char **argv)
 {
     const int mode = argc > 1 ? atoi(argv[1]) : 0;
     int *out;
-    if (mode < 0 || mode > 18) {
-        fprintf(stderr, "usage: %s [0..18]\n", argv[0]);
+    if (mode < 0 || mode > 20) {
+        fprintf(stderr, "usage: %s [0..20]\n", argv[0]);
         return 2;
     }
     int sms = 0;
@@ -347,6 +364,17 @@ int main(int argc, char **argv)
         slots<<<2, 160>>>(src, out);
     } else if (mode <= 5 || mode == 9 || mode == 10 || mode == 13) {
         teams<<<2, 256>>>(mode, 4, out);
+    } else if (mode == 19) {
+        const int smem = 160 * 1024;
+        launched = cudaFuncSetAttribute(reuse, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+        cudaLaunchConfig_t cfg = {};
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeClusterDimension;
+        attr[0].val.clusterDim.x = 2, attr[0].val.clusterDim.y = 1, attr[0].val.clusterDim.z = 1;
+        cfg.gridDim = dim3(8 * sms), cfg.blockDim = dim3(256), cfg.dynamicSmemBytes = smem;
+        cfg.attrs = attr, cfg.numAttrs = 1;
+        if (launched == cudaSuccess)
+            launched = cudaLaunchKernelEx(&cfg, reuse, mode, (const int4 *)src, out);
     } else if (mode >= 11) {
         cudaLaunchConfig_t cfg = {};
         cudaLaunchAttribute attr[1];
@@ -355,8 +383,8 @@ int main(int argc, char **argv)
         attr[0].val.clusterDim.z = 1;
         cfg.gridDim = dim3(2), cfg.blockDim = dim3(256), cfg.attrs = attr, cfg.numAttrs = 1;
         if (mode >= 17)
-            attr[0].val.clusterDim.x = mode == 17 ? 2 : 1;
-        launched = mode >= 17   ? cudaLaunchKernelEx(&cfg, own_stage, mode == 17 ? 1 : 0, out)
+            attr[0].val.clusterDim.x = mode == 18 ? 1 : 2;
+        launched = mode >= 17   ? cudaLaunchKernelEx(&cfg, own_stage, mode == 17 ? 1 : mode == 20 ? 2 : 0, out)
                    : mode >= 14 ? cudaLaunchKernelEx(&cfg, teams_ring, (const int4 *)src, out)
                                 : cudaLaunchKernelEx(&cfg, teams_tma, (const int4 *)src, out);
     } else {
