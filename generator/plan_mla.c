@@ -246,17 +246,18 @@ typedef struct {
 } portable_shape;
 
 /* Why the cluster form's wgmma main loop (mla_wgmma.in) does not take
- * model m on sm_90 target t at 64 heads a block, or NULL: what the cluster
- * planner checks before it runs that loop (shape_for's 64 heads and
- * kv_lora 512, unsupported()'s row of whole 64-column chunks and the
- * shared memory of two stages). */
-static const char *wgmma_misfit(const fg_model *m, const fg_target *t, char why[160])
+ * model m on sm_90 target t at 64 heads a block, or NULL with its block
+ * shape in *b: what the cluster planner checks before it runs that loop
+ * (shape_for's 64 heads and kv_lora 512, unsupported()'s row of whole
+ * 64-column chunks and the shared memory of its stages). */
+static const char *wgmma_misfit(const fg_model *m, const fg_target *t, block_shape *b, char why[160])
 {
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
-    const unsigned d = kv + a->qk_rope_head_dim, smem = smem_bytes_wgmma(d, fg_dtype_bytes(m->dtype));
-    block_shape b;
-    if (!shape_for(heads, kv, WG_HEADS, &b))
+    const unsigned d = kv + a->qk_rope_head_dim;
+    const bool fits = shape_for(heads, kv, WG_HEADS, b);
+    const unsigned smem = shape_smem(*b, d, fg_dtype_bytes(m->dtype), b->min_stages);
+    if (!fits)
         snprintf(why, 160, "%u heads per GPU and kv_lora %u: it takes a multiple of %u heads and "
                            "kv_lora %u", heads, kv, WG_HEADS, WG_KV_LORA);
     else if (d % 64)
@@ -296,12 +297,14 @@ static bool portable_shape_for(const fg_model *m, const fg_target *t, unsigned h
     const unsigned kv = a->kv_lora_rank, d = kv + a->qk_rope_head_dim, elem = fg_dtype_bytes(m->dtype);
     const bool amd = fg_arch_is_amd(t->arch);
     char why[160];
-    if (!amd && hpb == WG_HEADS && !wgmma_misfit(m, t, why)) {
-        /* the cluster form's loop and layout: 2 warpgroups, warpgroup 0
-         * scoring the whole row (one part), tiles of 64 keys in 2 stages */
-        *p = (portable_shape){.hpb = WG_HEADS, .threads = 256, .parts = 1, .tile = WG_HEADS,
-                              .stages = 2, .per_cu = 1, .smem = smem_bytes_wgmma(d, elem),
-                              .q_lds = true, .wgmma = true};
+    block_shape wg;
+    if (!amd && hpb == WG_HEADS && !wgmma_misfit(m, t, &wg, why)) {
+        /* the cluster form's loop and layout (its block shape): warpgroup 0
+         * scoring the whole row (one part) */
+        *p = (portable_shape){.hpb = wg.hpb, .threads = wg.threads, .parts = 1, .tile = wg.tile,
+                              .stages = wg.min_stages, .per_cu = 1,
+                              .smem = shape_smem(wg, d, elem, wg.min_stages), .q_lds = true,
+                              .wgmma = true};
         return true;
     }
     const unsigned threads = amd || hpb == 16 ? 256 : 512, waves = threads / t->warp_size;
@@ -847,6 +850,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                            : "mma.sync m16n8k16 with ldmatrix, the heads as M");
     /* which main loop, and why */
     char why[160];
+    block_shape wg;
     if (amd)
         fg_sb_printf(&in.reasons, "main loop: this template's MFMA form (AMD has no wgmma)\n");
     else if (p.wgmma)
@@ -860,7 +864,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
         fg_sb_printf(&in.reasons,
                      "main loop: this template's mma.sync form; the cluster form's wgmma loop does "
                      "not take %s\n",
-                     wgmma_misfit(m, t, why) ? why : "this shape");
+                     wgmma_misfit(m, t, &wg, why) ? why : "this shape");
     scale_reason(&in, m);
     if (p.wgmma)
         fg_sb_printf(&in.reasons,
