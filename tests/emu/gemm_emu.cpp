@@ -10,7 +10,10 @@
 // element left poisoned, the guard rows untouched.  The cases: one tile row;
 // a full group of tile rows and a partial one; every tile through one
 // workgroup (the K pipeline running on across tiles); a grid that is not a
-// multiple of the XCDs (the plain order).  What this checks: the index
+// multiple of the XCDs (the plain order); and the feed (run_feed_cases):
+// every piece flagged before the launch, rows landing mid-wait, a piece
+// lost (the kernel ends late, within its limit), only some flagged.  What
+// this checks: the index
 // algebra (LDS swizzle, fragments, the free K and column orders, the tile
 // order), the roundings, and (on the kernel's lds_at, not by timing) that the
 // swizzle places a block's rows one-to-one and that every 8-lane phase of the
@@ -124,7 +127,7 @@ static void check_c(const char *what, const Problem &p, const std::vector<uint16
 static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, bool twice)
 {
     const Problem p = make_problem(tile_rows, seed);
-    std::vector<uint16_t> c = poisoned_c(p), first;
+    std::vector<uint16_t> c, first;
     for (int run = 0; run < (twice ? 2 : 1); run++) {
         c = poisoned_c(p);
         emu_gemm_launch(p.a.data(), p.w.data(), c.data(), p.M, grid, nullptr, nullptr);

@@ -18,13 +18,14 @@
 
 namespace overlap_gpu {
 
-// A schedule as the tests run it: chunk_overlap with its pieces per block.
+// A schedule as the tests run it: chunk_overlap and chunk_fused with their
+// pieces per block.
 struct Sched {
     fgrt_schedule s;
     unsigned chunks;
 };
 
-// A results key: "shard_overlap", "chunk_overlap_c4"
+// A results key: "shard_overlap", "chunk_overlap_c4", "chunk_fused_c2"
 inline std::string part_key(Sched s)
 {
     std::string key = fgrt_schedule_name(s.s);
@@ -33,11 +34,11 @@ inline std::string part_key(Sched s)
     return key;
 }
 
-// "shard_overlap", "chunk_overlap (4 chunks)"
+// "shard_overlap", "chunk_overlap (4 chunks)", "chunk_fused (2 chunks)"
 inline std::string sched_name(Sched s)
 {
     std::string name = fgrt_schedule_name(s.s);
-    if (s.s == FGRT_CHUNK_OVERLAP)
+    if (s.s == FGRT_CHUNK_OVERLAP || s.s == FGRT_CHUNK_FUSED)
         name += " (" + std::to_string(s.chunks) + " chunks)";
     return name;
 }

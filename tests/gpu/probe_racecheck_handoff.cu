@@ -67,15 +67,18 @@
 // With compute-sanitizer 2025.3.1 on an H200 racecheck reports hazards in
 // all of modes 0-2 (8, 7 or 8, 6 over 2 blocks, in two runs), and none on a
 // one-phase arrive/sync handoff in either direction; in modes 3-10 it is
-// right every time (0, 4, 0, 0, 0, 0, 0 and 2 hazards), so neither the team
-// barriers nor the bulk-copied stages explain its reports on the MLA core's
-// two-team form (docs/reliability.md).  Modes 11 and 12 print "no error"
+// right every time (0, 4, 0, 0, 0, 0, 0 and 2 hazards): neither the team
+// barriers nor the bulk-copied stages alone bring its reports on the MLA
+// core's two-team form.  Modes 11 and 12 print "no error"
 // with 0 hazards (2026-12-02, with the launches' status checked); so do
 // modes 13, 14 and 15 (2026-12-02, main at 9fdbabf + this probe), while
 // mode 16, correct, gets 1 error: the producer's bulk copy (the async
 // proxy's write) against the consumers' reads of the piece before it,
 // 1364-1564 hazards at each of the 8 loads, although the producer waited on
 // the empty mbarrier that every consumer warp arrived on after its reads.
+// Modes 17-20: 0 hazards each.  What explains the two-team form's reports
+// came from the kernel itself: with a cluster barrier in place of its block
+// barrier after the loop, racecheck reports none (docs/reliability.md).
 //
 //   nvcc -arch=sm_90a -o probe tests/gpu/probe_racecheck_handoff.cu
 //   for m in $(seq 0 20); do compute-sanitizer --tool racecheck ./probe $m; done

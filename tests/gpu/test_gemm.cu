@@ -19,8 +19,9 @@
 // as its rows land (check_pieces: the fused AG+GEMM's flag waits, a lost
 // piece ending in a status within the time limit), and drained as its
 // rows are written (check_drain: the fused GEMM+RS's counters, a copy
-// engine's waits on them).  --quick: M = 128
-// and 1152 only, 2 launches for determinism (for compute-sanitizer).
+// engine's waits on them).  --quick: the plain checks at M = 128 and
+// 1152 only (the fed and drained ones keep their M = 2304), 2 launches for
+// determinism (for compute-sanitizer).
 // --bench [--json FILE]: both timed at M = 4096 and 16384 in CUDA graphs,
 // interleaved (fused, cuBLASLt, fused, cuBLASLt), medians; TFLOP/s and the
 // fused kernel's share of cuBLASLt's rate (--no-baseline: the fused kernel

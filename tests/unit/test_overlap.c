@@ -154,10 +154,10 @@ Test(overlap, serial_nccl_from_the_profiles_fit)
     NEAR(p.us[FG_SCHED_SERIAL_NCCL], 2000.0 + 5.0 + 1.5);
 }
 
-/* chunk_fused (AG on sm_90a, whole tiles of the generated GEMM): the own
+/* chunk_fused (on sm_90a, whole tiles of the generated GEMM): the own
  * block at the whole GEMM's rate under copies, then each piece once landed;
- * predicted, never chosen; not predicted for RS, another arch or a shape
- * that is no whole tiles.  m 1024 = 2 x 512, n 512, k 1024 at 1 TFLOPS:
+ * predicted, never chosen; for RS only where its blocks are whole tile
+ * rows; not for another arch or a shape that is no whole tiles.  m 1024 = 2 x 512, n 512, k 1024 at 1 TFLOPS:
  * gemm 1073.741824 us, 1.1 x that under copies; a piece of 512 / c rows x
  * 1024 x 2 B: 2 pieces of 10 + 2.62144 us each, landing long before the
  * own block (590.5580032 us) ends: it is all the GEMM, 1181.1160064 us, at
