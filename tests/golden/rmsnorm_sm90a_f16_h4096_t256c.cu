@@ -158,7 +158,7 @@ template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned pa
     return ok != 0;
 }
 // Every wait has a time limit: a phase that never completes is a bug, and
-// the kernel traps after about 2 s (2^LIMIT_LOG2 clocks) instead of hanging
+// the kernel traps after 2^LIMIT_LOG2 clocks (the default 2^32: about 2 s) instead of hanging
 // the stream (the clock is read only once the first try fails).  A kernel
 // whose phases wait on other GPUs' copies, themselves time-limited, takes
 // a longer one.
