@@ -224,8 +224,8 @@ typedef struct fgrt_overlap_args {
                                   AG: NULL */
     fgrt_gemm_fn gemm;         /* chunk_fused: unused (the generated GEMM multiplies) */
     const void *w;             /* chunk_fused: W [n, k] in nn.Linear's layout, C = A W^T (the
-                                  context's registry must hold overlap_gemm for n, k; m a
-                                  multiple of 128); else unused */
+                                  context's registry must hold overlap_gemm for n, k, an
+                                  sm_90a one; m a multiple of 128); else unused */
     fgrt_reduce_fn reduce;     /* RS but chunk_overlap (whose GEMMs add the partials: unused
                                   there); NULL: the generated overlap_reduce kernel of the
                                   context's registry (fg_overlap_reduce_bind; a row block

@@ -325,6 +325,15 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         return fg_fail(st, "fgrt_overlap_create: chunk_fused: the generated GEMM does not bind "
                        "(%s)", why);
     }
+    /* the executor binds the sm_90a kernel's parameters (tensor maps; RS's
+     * pushes wait on its done counters): the AMD one takes plain pointers and
+     * has no done counters, so a WAIT_DONE would never pass and destroy would
+     * wait for ever */
+    if (gemm && gemm->arch != FG_REG_ARCH_SM90A)
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                       "fgrt_overlap_create: chunk_fused runs the sm_90a overlap_gemm; the "
+                       "registry's %s is for %s (plain pointers, no done counters)",
+                       gemm->name, fg_reg_arch_name(gemm->arch));
     if (!has_overlap_ops(ctx->drv->ops))
         return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
                        "fgrt_overlap_create: the device's driver has no overlap executor");

@@ -1889,6 +1889,39 @@ Test(overlap_exec, create_checks_its_arguments)
     cr_assert_eq(misuse, 0, "%s", misuse_why);
 }
 
+/* chunk_fused runs the sm_90a overlap_gemm only: an AMD device's entry (plain
+ * pointers, no done counters for RS's pushes to wait on) is refused, AG and
+ * RS alike, before anything is made. */
+Test(overlap_exec, chunk_fused_refuses_a_gemm_not_for_sm90a)
+{
+    static const unsigned char image[16] = {1};
+    static const size_t image_size = sizeof image;
+    static const fg_kernel_entry amd[] = {
+        {.name = "overlap_gemm_gfx942_f16_n8_k7", .family = "overlap_gemm", .op = "overlap_gemm",
+         .arch = FG_REG_ARCH_GFX942, .dtype = FG_REG_F16, .ndims = 2, .dims = {N, K},
+         .grid_rule = FG_REG_GRID_FIXED, .grid = {1, 1, 1}, .block = {256, 1, 1},
+         .cluster = {1, 1, 1}, .image = image, .image_size = &image_size}};
+    fdev *f = fake_open(&fake_ops);
+    f->base.caps.info.backend = FG_BACKEND_HIP;
+    f->base.caps.info.arch = FG_REG_ARCH_GFX942;
+    snprintf(f->base.caps.info.arch_name, sizeof f->base.caps.info.arch_name, "gfx942");
+    fg_context *ctx = NULL;
+    cr_assert_eq(fg_context_create(&f->base, NULL, amd, 1, &ctx), FG_OK);
+    void *a = dev_buffer(f, 512 * K * 2), *c = dev_buffer(f, 512 * N * 2);
+    void *out = dev_buffer(f, 256 * N * 2);
+    const fgrt_overlap_args good = {
+        .collective = FGRT_GEMM_RS, .schedule = FGRT_CHUNK_FUSED, .world = 2, .rank = 0,
+        .chunks = 2, .m = 512, .n = N, .k = K, .dtype = FG_REG_F16, .a = a, .c = c, .out = out,
+        .w = a, .reduce = cb_reduce, .timeout_s = 1};
+    REFUSE((void)0, FG_ERR_UNSUPPORTED_DEVICE, "the registry's overlap_gemm_gfx942_f16_n8_k7 is "
+                                               "for gfx942");
+    REFUSE((a_.collective = FGRT_AG_GEMM, a_.out = NULL, a_.reduce = NULL),
+           FG_ERR_UNSUPPORTED_DEVICE, "chunk_fused runs the sm_90a overlap_gemm");
+    cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
+    fg_shutdown(ctx);
+    cr_assert_eq(misuse, 0, "%s", misuse_why);
+}
+
 /* RS with no reduce callback binds the registry's overlap_reduce kernel; a
  * context without one refuses the executor and leaks nothing it made. */
 Test(overlap_exec, rs_without_a_callback_needs_the_generated_reduction)
