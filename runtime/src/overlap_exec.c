@@ -621,8 +621,11 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
                                 a->world, a->rank, x->rows * a->n);
         return r == 0 ? FG_OK : callback_failed("reduce", op);
     }
-    case FGRT_OP_FUSED_GEMM: {   /* its status cleared for this call, behind the last one's */
-        const fg_status st = o->write_flag(x->drv, s, fused_status(x), 0);
+    case FGRT_OP_FUSED_GEMM: {   /* AG: its status cleared for this call, behind the last
+                                    one's (RS: no flags, so the kernel never sets it) */
+        const fg_status st = a->collective == FGRT_AG_GEMM
+                                 ? o->write_flag(x->drv, s, fused_status(x), 0)
+                                 : FG_OK;
         return st == FG_OK ? fg_launch(x->fused, s) : st;
     }
     case FGRT_OP_WAIT_DONE:   /* the piece's counter at this call's multiple (never reset) */
@@ -830,10 +833,12 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
         return refuse_failed(x, "fgrt_overlap_wait");
     /* idle: the call is done, unless a peer marked a failure before now (and
      * so before any push its release let through: those could have landed
-     * while this rank's work still read its buffers), or the fused GEMM's
-     * own wait ran out (it then went on: its output is undefined) */
+     * while this rank's work still read its buffers), or AG's fused GEMM's
+     * own wait ran out (it then went on: its output is undefined; RS's has
+     * no waits) */
     unsigned late = 0;
-    if (idle && (st = read_mark(x, &mark)) == FG_OK && !mark && x->fused)
+    if (idle && (st = read_mark(x, &mark)) == FG_OK && !mark && x->fused &&
+        x->args.collective == FGRT_AG_GEMM)
         st = read_words(x, &late, fused_status(x), 1);
     if (idle && (st != FG_OK || (!mark && !late)))
         return st;
