@@ -89,6 +89,11 @@ const char *fg_plan_mla_skipped(const fg_spec *model, const fg_target *target);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
 int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
                            fg_instance *in, fg_diag *d);
+/* The sm_90a fused GEMM's tile (overlap_gemm.in asserts it): 128 rows, 256
+ * columns, K blocks of 64. */
+#define GEMM_BM 128u
+#define GEMM_BN 256u
+#define GEMM_BK 64u
 /* The overlap family's fused GEMM for shape sh's n and k of GEMM spec s on
  * target spec ts, added to set, with set->candidates its tuning candidates
  * (plan_gemm.c); and why a shape and target get none (NULL: they do). */

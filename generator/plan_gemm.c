@@ -13,9 +13,6 @@
 
 #include "plan.h"
 
-#define GEMM_BM 128u
-#define GEMM_BN 256u
-#define GEMM_BK 64u
 #define GEMM_THREADS 384u
 #define GEMM_STAGE_BYTES ((GEMM_BM + GEMM_BN) * GEMM_BK * 2)
 

@@ -46,6 +46,8 @@
 
 #include <math.h>
 
+#include "plan.h"
+
 const char *fg_schedule_name(fg_schedule s)
 {
     static const char *const names[FG_SCHED_COUNT] = {"serial_ce", "shard_overlap",
@@ -137,16 +139,17 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
 }
 
 /* chunk_fused's time with c pieces per block (reduce: RS's owner's
- * reduction); NaN where it does not apply (not sm_90a, c not dividing the
- * block, not whole tiles of the GEMM: 128 rows, 256 columns, K blocks of
- * 64; RS: pieces of whole tile rows). */
+ * reduction); NaN where it does not apply (not sm_90a, whose GEMM alone the
+ * executor runs; no fused GEMM emitted for the shape's n and k on the target,
+ * fg_plan_overlap_gemm_skipped; c not dividing the block; m not whole tile
+ * rows; RS: pieces of whole tile rows). */
 static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigned w, unsigned c,
                              double reduce, bool *measured)
 {
     const fg_interconnect *ic = t->interconnect;
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
-    if (t->arch != FG_ARCH_SM90A || s->m % (w * c) || s->m % 128 || s->n % 256 || s->k % 64 ||
-        (!ag && (s->m / (w * c)) % 128))
+    if (t->arch != FG_ARCH_SM90A || fg_plan_overlap_gemm_skipped(s, t) || s->m % (w * c) ||
+        s->m % GEMM_BM || (!ag && (s->m / (w * c)) % GEMM_BM))
         return NAN;
     const double rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
     const double per_row = gemm_us(t, s->m, s->n, s->k, measured) * slow / s->m;

@@ -169,6 +169,7 @@ Test(overlap, chunk_fused_predicted_not_chosen)
     fg_gemm g = {.name = "g", .world_size = 2, .shapes = &s, .shapes_count = 1};
     fg_target t = target_;
     t.arch = FG_ARCH_SM90A;
+    t.shared_mem_per_block = 232448;   /* an H200's: the fused GEMM is emitted */
     fg_overlap_prediction p;
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
     NEAR(p.us[FG_SCHED_CHUNK_FUSED], 1181.1160064);
@@ -207,4 +208,7 @@ Test(overlap, chunk_fused_predicted_not_chosen)
     s.n = 512, t.arch = FG_ARCH_GFX942;
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
     cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "the fused GEMM's waits are sm_90a's");
+    t.arch = FG_ARCH_SM90A, t.shared_mem_per_block = 99 * 1024;   /* its stages do not fit */
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "no fused GEMM emitted for the target");
 }
