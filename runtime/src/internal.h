@@ -8,6 +8,7 @@
 #include <stdbool.h>
 
 #include "fgrt.h"
+#include "fgrt_overlap.h"
 
 /* Records the details of a failure for fg_last_error() and returns `s`. */
 fg_status fg_fail(fg_status s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -105,6 +106,14 @@ fg_status fg_hip_open(void *lib, int device, fg_driver **out);
 /* The HIP functions the overlap executor resolves, NULL-terminated (tests
  * check that the HIP runtime has each). */
 extern const char *const fg_hip_overlap_symbols[];
+
+/* ---- the overlap executor's issue order ---- */
+
+/* Schedules whose row blocks go in pieces (args.chunks of them). */
+static inline bool fgrt_schedule_chunked(fgrt_schedule s)
+{
+    return s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
+}
 
 /* ---- context ---- */
 

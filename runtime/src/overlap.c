@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fg_registry.h"
+#include "internal.h"
 
 _Static_assert((int)FG_REG_AG_GEMM == (int)FGRT_AG_GEMM &&
                    (int)FG_REG_GEMM_RS == (int)FGRT_GEMM_RS,
@@ -69,7 +70,7 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
     barrier(o, FGRT_FLAG_START);
     const bool fused = s == FGRT_CHUNK_FUSED;
     const bool overlap = s != FGRT_SERIAL_CE && !fused;
-    const bool pieces = s == FGRT_CHUNK_OVERLAP || fused;
+    const bool pieces = fgrt_schedule_chunked(s);
     if (fused)   /* before the copies: its own waits take each piece as it lands */
         push(o, FGRT_OP_FUSED_GEMM, 1, -1, -1, 0, -1);
     if (overlap)   /* the own shard's rows first, under the first copy */
@@ -177,10 +178,9 @@ static void reduce_scatter(order *o, fgrt_schedule s, unsigned world, unsigned r
 
 static bool valid(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks)
 {
-    const bool chunked = s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
     return world >= 2 && world <= FGRT_MAX_WORLD && (unsigned)s < FGRT_SCHEDULE_COUNT &&
            (c == FGRT_AG_GEMM || c == FGRT_GEMM_RS) &&
-           (chunked ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS : chunks == 1);
+           (fgrt_schedule_chunked(s) ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS : chunks == 1);
 }
 
 unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks)
@@ -217,8 +217,8 @@ size_t fgrt_overlap_tile_rows(fgrt_collective c, fgrt_schedule s, unsigned world
     /* chunk_fused's pieces land as chunk_overlap's, whose waits say the order */
     if (s == FGRT_CHUNK_FUSED && c == FGRT_AG_GEMM)
         s = FGRT_CHUNK_OVERLAP;
-    const unsigned pieces = s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED ? chunks : 1;
-    if ((s != FGRT_SHARD_OVERLAP && s != FGRT_CHUNK_OVERLAP && s != FGRT_CHUNK_FUSED) ||
+    const unsigned pieces = fgrt_schedule_chunked(s) ? chunks : 1;
+    if ((s != FGRT_SHARD_OVERLAP && !fgrt_schedule_chunked(s)) ||
         !valid(c, s, world, chunks) || rank >= world || bm == 0 || m <= 0 ||
         m % ((long long)world * pieces) || m % bm || m / bm > INT32_MAX)
         return 0;

@@ -93,12 +93,6 @@ static bool has_overlap_ops(const fg_driver_ops *o)
            o->enable_peer && o->read_async && o->sync;
 }
 
-/* Schedules whose row blocks go in pieces. */
-static bool chunked(fgrt_schedule s)
-{
-    return s == FGRT_CHUNK_OVERLAP || s == FGRT_CHUNK_FUSED;
-}
-
 /* The fused GEMM's tiles (fgrt.h) and its waits' longest limit */
 enum { FUSED_BM = FG_GEMM_TILE_ROWS, FUSED_BN = FG_GEMM_TILE_COLS };
 #define FUSED_LIMIT_S (FG_GEMM_MAX_LIMIT_NS * 1e-9)
@@ -116,7 +110,7 @@ static fg_status check_args(const fgrt_overlap_args *a)
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_create: unknown collective %d",
                        (int)a->collective);
     if (a->schedule != FGRT_SERIAL_CE && a->schedule != FGRT_SHARD_OVERLAP &&
-        !chunked(a->schedule))
+        !fgrt_schedule_chunked(a->schedule))
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: schedule %s is not the executor's (serial_ce, "
                        "shard_overlap, chunk_overlap and chunk_fused are; serial NCCL is "
@@ -127,7 +121,7 @@ static fg_status check_args(const fgrt_overlap_args *a)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: rank %u of world %u (2 to %d ranks)", a->rank,
                        a->world, MAX_WORLD);
-    const bool by_pieces = chunked(a->schedule);
+    const bool by_pieces = fgrt_schedule_chunked(a->schedule);
     if (by_pieces ? a->chunks < 1 || a->chunks > FGRT_MAX_CHUNKS : a->chunks > 1)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: %u chunks (chunk_overlap, chunk_fused: 1 to %d; "
@@ -345,7 +339,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         x->args.timeout_s = 10.0;
     x->es = fg_reg_dtype_bytes(args->dtype);
     x->rows = args->m / args->world;
-    x->chunks = chunked(args->schedule) ? args->chunks : 1;
+    x->chunks = fgrt_schedule_chunked(args->schedule) ? args->chunks : 1;
     x->block_a = (size_t)x->rows * args->k * x->es;
     x->block_c = (size_t)x->rows * args->n * x->es;
     x->nflags = fgrt_overlap_flags(args->collective, args->schedule, args->world, x->chunks);
@@ -804,7 +798,7 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
         char name[48];
         if (w->flag == FGRT_FLAG_START)
             snprintf(name, sizeof name, "start");
-        else if (!chunked(x->args.schedule))
+        else if (!fgrt_schedule_chunked(x->args.schedule))
             snprintf(name, sizeof name, "sent(%u)", x->args.rank);
         else if (x->args.collective == FGRT_AG_GEMM || x->args.schedule == FGRT_CHUNK_FUSED)
             /* piece i of the sender's shard (AG) or partial (RS chunk_fused) */
