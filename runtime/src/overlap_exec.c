@@ -53,6 +53,7 @@ struct fgrt_overlap {
                                 word (AG: FG_GEMM_LATE where a wait ran past its limit), then
                                 (RS) its counters of rows written, [world][chunks] */
     unsigned per_piece;      /* chunk_fused RS: a piece's counter grows by this a call */
+    double fused_limit_s;    /* chunk_fused: its waits' limit, min(timeout_s, FUSED_LIMIT_S) */
     unsigned epoch;          /* the latest call's */
     bool connected, failed;
     fg_status failure;
@@ -246,6 +247,29 @@ static fg_status bind_reduction(fgrt_overlap *x)
     return FG_OK;
 }
 
+/* The fused GEMM's feed: its m / FUSED_BM tile rows, then its status word
+ * (FG_GEMM_LATE where a wait ran out), then (RS) its done counters. */
+static unsigned *fused_status(const fgrt_overlap *x)
+{
+    return (unsigned *)x->feed + x->args.m / FUSED_BM;
+}
+
+/* RS: the done counter of piece `part` of row block `block` (2 a tile of
+ * its rows written, never reset). */
+static unsigned *fused_done(const fgrt_overlap *x, size_t block, size_t part)
+{
+    return fused_status(x) + 1 + block * x->chunks + part;
+}
+
+/* Fails with st, saying why the generated GEMM does not bind (fg_last_error()). */
+static fg_status fused_unbound(fg_status st)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", fg_last_error());
+    return fg_fail(st, "fgrt_overlap_create: chunk_fused: the generated GEMM does not bind (%s)",
+                   why);
+}
+
 /* chunk_fused: the generated GEMM of the context's registry over all of A,
  * its tile order, status and (RS) counters in `feed`.  AG: fed by this
  * rank's flags (piece j of rank p's block at flag_at(p, FGRT_FLAG_SENT +
@@ -272,30 +296,21 @@ static fg_status bind_fused(fgrt_overlap *x)
     if (st == FG_OK)
         st = OPS(x)->copy(x->drv, x->feed, order, tiles * sizeof(int), true);
     free(order);
-    const double limit_s = a->timeout_s < FUSED_LIMIT_S ? a->timeout_s : FUSED_LIMIT_S;
+    if (st != FG_OK)
+        return st;
+    x->fused_limit_s = a->timeout_s < FUSED_LIMIT_S ? a->timeout_s : FUSED_LIMIT_S;
     /* AG: fed by this rank's flags; RS: drained into counters of a piece's rows */
     const long long piece_rows = x->rows / x->chunks;
     x->per_piece = (unsigned)(piece_rows / FUSED_BM * (a->n / FUSED_BN) * 2);   /* 2 a tile */
     const fg_overlap_gemm_args g = {
         .dtype = a->dtype, .n = a->n, .k = a->k, .m = a->m, .a = a->a, .w = a->w, .c = a->c,
         .tile_rows = x->feed, .flags = ag ? x->flags + FGRT_FLAG_SENT : NULL,
-        .epoch = tail_word(x, x->flags, WORD_EPOCH), .status = (unsigned *)x->feed + tiles,
+        .epoch = tail_word(x, x->flags, WORD_EPOCH), .status = fused_status(x),
         .own = a->rank, .shard_rows = x->rows, .piece_rows = piece_rows,
-        .flag_stride = x->nflags, .limit_ns = (long long)(limit_s * 1e9),
-        .done = ag ? NULL : (unsigned *)x->feed + tiles + 1, .done_rows = piece_rows};
-    if (st == FG_OK && (st = fg_overlap_gemm_bind(x->ctx, &g, &x->fused)) != FG_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", fg_last_error());
-        return fg_fail(st, "fgrt_overlap_create: chunk_fused: the generated GEMM does not bind "
-                       "(%s)", why);
-    }
-    return st;
-}
-
-/* The fused GEMM's status word: FG_GEMM_LATE where a wait ran out. */
-static unsigned *fused_status(const fgrt_overlap *x)
-{
-    return (unsigned *)x->feed + x->args.m / FUSED_BM;
+        .flag_stride = x->nflags, .limit_ns = (long long)(x->fused_limit_s * 1e9),
+        .done = ag ? NULL : fused_done(x, 0, 0), .done_rows = piece_rows};
+    st = fg_overlap_gemm_bind(x->ctx, &g, &x->fused);
+    return st == FG_OK ? FG_OK : fused_unbound(st);
 }
 
 fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fgrt_overlap **out)
@@ -313,12 +328,8 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     const fg_kernel_entry *gemm = NULL;
     if (args->schedule == FGRT_CHUNK_FUSED &&
         (st = fg_context_lookup(ctx, "overlap_gemm", args->dtype,
-                                (const long long[]){args->n, args->k}, 2, &gemm)) != FG_OK) {
-        char why[512];
-        snprintf(why, sizeof why, "%s", fg_last_error());
-        return fg_fail(st, "fgrt_overlap_create: chunk_fused: the generated GEMM does not bind "
-                       "(%s)", why);
-    }
+                                (const long long[]){args->n, args->k}, 2, &gemm)) != FG_OK)
+        return fused_unbound(st);
     /* the executor binds the sm_90a kernel's parameters (tensor maps; RS's
      * pushes wait on its done counters): the AMD one takes plain pointers and
      * has no done counters, so a WAIT_DONE would never pass and destroy would
@@ -623,8 +634,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         return st == FG_OK ? fg_launch(x->fused, s) : st;
     }
     case FGRT_OP_WAIT_DONE:   /* the piece's counter at this call's multiple (never reset) */
-        return o->wait_flag(x->drv, s,
-                            fused_status(x) + 1 + (size_t)op->block * x->chunks + part,
+        return o->wait_flag(x->drv, s, fused_done(x, (size_t)op->block, part),
                             epoch * x->per_piece);
     case FGRT_OP_NCCL:
         break;
@@ -854,8 +864,7 @@ fg_status fgrt_overlap_wait(fgrt_overlap *x)
         return fg_fail(FG_ERR_TIMEOUT,
                        "fgrt_overlap_wait: rank %u's fused GEMM waited past its limit (%.1f s) "
                        "for %s; its output is undefined",
-                       x->args.rank, x->args.timeout_s < FUSED_LIMIT_S ? x->args.timeout_s
-                                                                      : FUSED_LIMIT_S,
+                       x->args.rank, x->fused_limit_s,
                        missing[0] ? missing : "a piece (set since)");
     return fg_fail(FG_ERR_TIMEOUT,
                    "fgrt_overlap_wait: rank %u waited %.1f s for %s; its waits were released%s",
