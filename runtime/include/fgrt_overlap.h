@@ -104,8 +104,10 @@ typedef struct fgrt_op {
     unsigned stream;  /* 0, 1 or 2; a barrier joins them all */
     int peer;         /* COPY, SIGNAL: the rank written to; WAIT: the rank whose flag;
                          else -1 */
-    int block;        /* COPY, GEMM, REDUCE: a row block (rank-sized share of M); -1: all */
-    int chunk;        /* COPY, GEMM: a piece of the block (chunk_overlap); -1: all of it */
+    int block;        /* COPY, GEMM, REDUCE, WAIT_DONE: a row block (rank-sized share of M);
+                         -1: all */
+    int chunk;        /* COPY, GEMM, WAIT_DONE: a piece of the block (chunk_overlap,
+                         chunk_fused); -1: all of it */
     int slot;         /* RS COPY: the peer's receive slot written; RS GEMM: the slot added;
                          else -1 */
     unsigned flag;    /* BARRIER, SIGNAL, WAIT (FGRT_FLAG_*) */
@@ -116,9 +118,10 @@ typedef struct fgrt_op {
 /* Flags of a rank, one row per sender in the memory of the rank that waits
  * on them (the row says who sent, the memory whom it was for): the opening
  * barrier's, then "piece i of what the sender pushed here has landed"
- * (FGRT_FLAG_SENT + i: AG's shard, or its piece i under chunk_overlap; RS's
- * partial of this rank's block, i = 0; RS chunk_overlap's running sum sent
- * at the sender's ring step s, piece j: i = s * chunks + j). */
+ * (FGRT_FLAG_SENT + i: AG's shard, or its piece i under chunk_overlap and
+ * chunk_fused; RS's partial of this rank's block, i = 0, or its piece i
+ * under chunk_fused; RS chunk_overlap's running sum sent at the sender's
+ * ring step s, piece j: i = s * chunks + j). */
 enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 
 #define FGRT_MAX_WORLD 64   /* ranks an order or an executor may have */
@@ -136,8 +139,8 @@ FGRT_OVERLAP_API unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s,
  * `world` ranks into out (at most max of them) and returns how many there
  * are (more than max: out was too small), or 0 for invalid arguments (world
  * under 2 or over FGRT_MAX_WORLD, rank not below world, an unknown collective or
- * schedule, chunks not 1 for a schedule other than chunk_overlap or not in
- * 1..FGRT_MAX_CHUNKS for it). */
+ * schedule, chunks not 1 for a schedule other than chunk_overlap and
+ * chunk_fused or not in 1..FGRT_MAX_CHUNKS for them). */
 FGRT_OVERLAP_API size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world,
                                          unsigned chunks, unsigned rank, fgrt_op *out,
                                          size_t max);
@@ -208,13 +211,14 @@ typedef int (*fgrt_reduce_fn)(void *user, void *stream, const void *own, const v
 
 typedef struct fgrt_overlap_args {
     fgrt_collective collective;
-    fgrt_schedule schedule;    /* FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP or FGRT_CHUNK_OVERLAP
-                                  (serial NCCL is NCCL's own call) */
+    fgrt_schedule schedule;    /* FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP, FGRT_CHUNK_OVERLAP or
+                                  FGRT_CHUNK_FUSED (serial NCCL is NCCL's own call) */
     unsigned world, rank;      /* 2..FGRT_MAX_WORLD ranks; each rank's device differs */
-    unsigned chunks;           /* chunk_overlap: pieces per row block (1..FGRT_MAX_CHUNKS);
-                                  else 0 or 1 */
+    unsigned chunks;           /* chunk_overlap, chunk_fused: pieces per row block
+                                  (1..FGRT_MAX_CHUNKS); else 0 or 1 */
     long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world
-                                  (of world x chunks for chunk_overlap) */
+                                  (of world x chunks for chunk_overlap and chunk_fused;
+                                  chunk_fused: of 128 too, RS's of world x chunks x 128) */
     fg_reg_dtype dtype;
     void *a;                   /* AG: the gathered A [m, k]; the caller writes its shard into
                                   row block `rank`, the peers push theirs into the others.

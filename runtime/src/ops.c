@@ -383,8 +383,9 @@ static fg_status overlap_gemm_check(const void *p)
                        "pieces, a flag for each, own below the blocks", a->m, a->shard_rows,
                        a->piece_rows, a->flag_stride, a->own);
     if (a->limit_ns < 1 || a->limit_ns > FG_GEMM_MAX_LIMIT_NS)
-        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: limit_ns %lld; expected 1 .. 2 x 10^10 "
-                       "(the kernel's stage waits trap after about 35 s)", a->limit_ns);
+        return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: limit_ns %lld; expected 1 .. %lld (%g "
+                       "s; the kernel's stage waits trap after about 35 s)",
+                       a->limit_ns, FG_GEMM_MAX_LIMIT_NS, FG_GEMM_MAX_LIMIT_NS * 1e-9);
     return FG_OK;
 }
 #undef GEMM_BM

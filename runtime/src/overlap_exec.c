@@ -31,7 +31,7 @@ struct fgrt_overlap {
     fgrt_overlap_args args;
     size_t es;               /* bytes per element */
     long long rows;          /* m / world */
-    unsigned chunks;         /* pieces per row block (1 but for chunk_overlap) */
+    unsigned chunks;         /* pieces per row block (1 but for chunk_overlap, chunk_fused) */
     size_t block_a, block_c; /* bytes of a row block of A and of C */
     fgrt_op *ops;
     size_t nops;
@@ -634,6 +634,8 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         return st == FG_OK ? fg_launch(x->fused, s) : st;
     }
     case FGRT_OP_WAIT_DONE:   /* the piece's counter at this call's multiple (never reset) */
+        /* epoch * per_piece wraps as the counter does; CUDA's GEQ compares cyclically,
+         * (int32_t)(*flag - value) >= 0 (HIP's is unsigned: chunk_fused is sm_90a's only) */
         return o->wait_flag(x->drv, s, fused_done(x, (size_t)op->block, part),
                             epoch * x->per_piece);
     case FGRT_OP_NCCL:
