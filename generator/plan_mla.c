@@ -27,6 +27,7 @@
  * holds at once in the fewest waves (portable_splits, up to 64), merged in
  * global memory in one level or two (portable_split_group). */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "plan.h"
@@ -138,6 +139,23 @@ static block_shape shape_of(unsigned heads, unsigned kv_lora)
 static unsigned shape_smem(block_shape b, unsigned d, unsigned elem, unsigned stages)
 {
     return b.wgmma ? smem_bytes_wgmma(d, elem) : smem_bytes(b.hpb, d, elem, stages, b.teams);
+}
+
+/* An instance's workspace of `bytes`, worked out in 64 bits: past the
+ * registry's 32-bit field it is refused, and `in` freed.  (The splits fill
+ * the GPU's workgroups once, so a workspace stays near slots x rows, about
+ * 10^8 bytes at the spec rules' largest target: this guards the arithmetic
+ * against a rule that changes, as plan_decode does.) */
+static int set_workspace(fg_instance *in, unsigned long long bytes, fg_diag *d)
+{
+    if (bytes > UINT32_MAX) {
+        fg_error(d, "%s: a workspace of %llu bytes does not fit the registry's 32-bit field", in->name,
+                 bytes);
+        fg_instance_free(in);
+        return -1;
+    }
+    in->workspace_bytes = (unsigned)bytes;
+    return 0;
 }
 
 /* The instance dimensions in every mla_decode name: heads, kv_lora, rope,
@@ -607,7 +625,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                             .cluster = {cluster, 1, 1},
                             .dynamic_smem = smem};
     if (clusters > 1) {   /* the clusters' merged slices (normalized, stored type), their (max, sum) */
-        in.workspace_bytes = bmax * groups * clusters * hpb * (kv * elem + cluster * 8);
+        if (set_workspace(&in, (unsigned long long)bmax * groups * clusters * hpb * (kv * elem + cluster * 8), d))
+            return -1;
         in.counter_count = bmax * groups * cluster;
     }
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/hpb%u/%s/%s",
@@ -806,7 +825,8 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     if (mla_instance_init(&in, m, t, bmax, dims, variant, "mla_decode_portable.in", d) != 0)
         return -1;
     if (splits > 1) {   /* each partial's rows (storage type) and log-sum-exps; the tickets */
-        in.workspace_bytes = bmax * groups * entries * hpb * (kv * elem + 4);
+        if (set_workspace(&in, (unsigned long long)bmax * groups * entries * hpb * (kv * elem + 4), d))
+            return -1;
         in.counter_count = bmax * groups * tickets;
     }
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
