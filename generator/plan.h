@@ -86,6 +86,16 @@ int fg_plan_mla(fg_plan_set *set, const fg_spec *model, const fg_spec *target, f
 int fg_plan_mla_block(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
 const char *fg_plan_mla_block_skipped(const fg_spec *model, const fg_target *t);
 const char *fg_plan_mla_skipped(const fg_spec *model, const fg_target *target);
+/* The MLA core's portable form (templates/mla_decode_portable.in) at 16
+ * heads a workgroup on a target without clusters, as plan_mla.c's planner
+ * shapes it for model m on target t: the fused block's portable form
+ * (plan_mla_block.c) runs that loop.  NULL with the shape in *p, or why the
+ * form does not fit (its text; valid until the next call). */
+typedef struct fg_mla_portable_shape {
+    unsigned threads, tile, stages, parts;
+    unsigned smem;   /* the loop's shared memory (bytes) */
+} fg_mla_portable_shape;
+const char *fg_plan_mla_portable16(const fg_model *m, const fg_target *t, fg_mla_portable_shape *p);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
 int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
                            fg_instance *in, fg_diag *d);

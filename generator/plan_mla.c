@@ -971,3 +971,16 @@ const char *fg_plan_mla_skipped(const fg_spec *s, const fg_target *t)
 {
     return unsupported(s->model, t);
 }
+
+const char *fg_plan_mla_portable16(const fg_model *m, const fg_target *t, fg_mla_portable_shape *out)
+{
+    const char *why = portable_unsupported(m, t);   /* (its checks are the 16-head shape's) */
+    portable_shape p;
+    if (why)
+        return why;
+    if (!portable_shape_for(m, t, 16, &p))   /* (portable_unsupported() refused that) */
+        return "the portable form has no 16-head shape";
+    *out = (fg_mla_portable_shape){.threads = p.threads, .tile = p.tile, .stages = p.stages,
+                                   .parts = p.parts, .smem = p.smem};
+    return NULL;
+}
