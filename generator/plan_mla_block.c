@@ -5,7 +5,17 @@
  * threads; what a block reads from HBM streams through a ring of shared-memory
  * slots in the order the phases take it, so later phases' bytes are in flight
  * during earlier phases and barriers.  The attention takes heads in groups of
- * 16 on tensor cores. */
+ * 16 on tensor cores.
+ *
+ * The portable form (templates/mla_block_portable.in; plan_portable): for
+ * targets without clusters (max_cluster_size 0: gfx942, gfx90a, and sm_90a
+ * where a target says so, as the MLA core's planner chooses its portable
+ * form), the same phases at the same grid barriers with agent-scope
+ * release/acquire, no bulk copies, ring or producer warp: every thread
+ * loads, the projections' weights straight into matrix-unit fragments, and
+ * the attention is the MLA core's portable loop at 16 heads a workgroup
+ * (its shape: fg_plan_mla_portable16). */
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,15 +33,24 @@
 #define BLOCK_MAX_ROPE 128   /* the frequency table's room */
 #define BLOCK_PIECE_ROWS 16  /* weight rows a ring slot holds at most */
 #define BLOCK_MAX_SLOTS 8
+#define PORTABLE_OWN_SMEM 4096   /* the portable form's shared memory past the MLA core loop's */
+#define PORTABLE_UNIT_ROWS 16    /* weight rows a unit of its projections (the matrix units' M) */
+#define PORTABLE_ABSORB_COLS 128 /* output columns an item of W_uk's absorption */
 
 static unsigned block_heads(const fg_mla *a) { return a->heads / a->tensor_parallel; }
+
+/* The portable form is for targets without clusters (plan_mla.c's rule for
+ * the MLA core's portable form). */
+static bool portable_target(const fg_target *t) { return t->max_cluster_size == 0; }
 
 /* Why this spec and target get no fused block, or NULL. */
 static const char *unsupported(const fg_model *m, const fg_target *t)
 {
+    static char buf[512];
     const fg_mla *a = m->mla;
-    if (t->arch != FG_ARCH_SM90A)
-        return "the fused MLA block is emitted for sm_90a only so far";
+    if (!portable_target(t) && t->arch != FG_ARCH_SM90A)
+        return "the fused MLA block is emitted for sm_90a, and in its portable form for targets "
+               "without clusters (max_cluster_size 0)";
     if (t->compute_units > 1024)
         return "the fused MLA block's merge weighs at most 1024 splits a request (one a block)";
     if (m->kv_cache->layout == FG_KV_PAGED && m->max_context % m->kv_cache->page_size)
@@ -52,6 +71,14 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     float inv[BLOCK_MAX_ROPE / 2];
     if (a->qk_rope_head_dim > BLOCK_MAX_ROPE || !fg_rope_inv_freq(m->rope, a->qk_rope_head_dim, inv))
         return "the spec's RoPE scaling gives no frequency table";
+    fg_mla_portable_shape p;
+    const char *why;
+    if (portable_target(t) && (why = fg_plan_mla_portable16(m, t, &p)) != NULL) {
+        snprintf(buf, sizeof buf, "the fused MLA block's portable form (%s has no clusters: "
+                                  "max_cluster_size 0) runs the MLA core's portable loop at 16 heads "
+                                  "a workgroup, which does not fit: %s", t->name, why);
+        return buf;
+    }
     return NULL;
 }
 
@@ -82,6 +109,125 @@ static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned s
     return (b + 127) / 128 * 128 + slots * slot;
 }
 
+/* An mla_block instance of template tmpl named by the block's dimensions and
+ * variant ("": the sm_90a form), with what both forms share: the 11 key
+ * parameters (a call's batch may be below B_max). */
+static int block_instance_init(fg_instance *in, const fg_model *m, const fg_target *t,
+                               unsigned bmax, const char *variant, const char *tmpl, fg_diag *d)
+{
+    const fg_mla *a = m->mla;
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    char dims[96], paged[16] = "";
+    if (page)
+        snprintf(paged, sizeof paged, "_p%u", page);
+    snprintf(dims, sizeof dims, "h%u_nh%u_q%u_kv%u_r%u_s%u%s_b%u", m->hidden, block_heads(a),
+             a->q_lora_rank, a->kv_lora_rank, a->qk_rope_head_dim, m->max_context, paged, bmax);
+    if (!fg_instance_name(in->name, "mla_block", t->arch, fg_dtype_name(m->dtype), dims, variant)) {
+        fg_error(d, "cannot name an mla_block instance");
+        return -1;
+    }
+    in->family = "mla_block";
+    in->op = "mla_block";
+    in->template_name = tmpl;
+    in->target = t;
+    in->dtype = m->dtype;
+    fg_instance_add_param(in, "HIDDEN", m->hidden);
+    fg_instance_add_param(in, "HEADS", block_heads(a));
+    fg_instance_add_param(in, "Q_LORA", a->q_lora_rank);
+    fg_instance_add_param(in, "KV_LORA", a->kv_lora_rank);
+    fg_instance_add_param(in, "ROPE_DIM", a->qk_rope_head_dim);
+    fg_instance_add_param(in, "NOPE", a->qk_nope_head_dim);
+    fg_instance_add_param(in, "V_DIM", a->v_head_dim);
+    fg_instance_add_param(in, "W_O_LD", a->heads * a->v_head_dim);   /* all heads' columns (TP: more) */
+    fg_instance_add_param(in, "MAX_CONTEXT", m->max_context);
+    fg_instance_add_param(in, "PAGE_SIZE", page);
+    fg_instance_add_param(in, "BMAX", bmax);
+    in->nkey_params = 11;
+    in->key_max_mask = 1u << 10;   /* a call's batch may be below B_max */
+    return 0;
+}
+
+/* The texts both forms take: the RoPE frequency table and YaRN's cos/sin
+ * factor. */
+static void rope_texts(fg_instance *in, const fg_model *m)
+{
+    const unsigned rope = m->mla->qk_rope_head_dim;
+    float inv[BLOCK_MAX_ROPE / 2];
+    fg_rope_inv_freq(m->rope, rope, inv);   /* unsupported() checked that it gives one */
+    fg_strbuf *tab = fg_instance_add_text(in, "INV_FREQ");
+    for (unsigned i = 0; i < rope / 2; i++)
+        fg_sb_printf(tab, "%s%.9ef", i ? ", " : "", (double)inv[i]);
+    fg_sb_printf(fg_instance_add_text(in, "CS_SCALE"), "%.9ef", fg_rope_cos_sin_scale(m->rope));
+}
+
+/* Both forms' fp32 workspace for a grid of `grid` blocks at B_max, and the
+ * grid barrier's counter: the projections' outputs, q absorbed, the
+ * attention's outputs, and per attention item (the kernel cuts each
+ * request's keys into grid / (batch x head groups) splits, at least one) a
+ * group's rows and statistics.  Worked out in 64 bits and refused past the
+ * registry's 32-bit field (in freed), as plan_mla.c's set_workspace. */
+static int block_workspace(fg_instance *in, const fg_model *m, unsigned grid, unsigned bmax,
+                           fg_diag *d)
+{
+    const fg_mla *a = m->mla;
+    const unsigned heads = block_heads(a), kv = a->kv_lora_rank, ql = a->q_lora_rank;
+    const unsigned width = kv + a->qk_rope_head_dim, vdim = a->v_head_dim;
+    const unsigned qrows = heads * (a->qk_nope_head_dim + a->qk_rope_head_dim);
+    const unsigned long long groups = heads / BLOCK_GROUP,
+                             items = grid > bmax * groups ? grid : bmax * groups;
+    const unsigned long long floats =
+        (unsigned long long)bmax * (ql + qrows + 2 * width) + (unsigned long long)bmax * heads * kv +
+        (unsigned long long)bmax * heads * (kv + vdim) +
+        (unsigned long long)items * BLOCK_GROUP * (2 + kv);
+    if (floats * 4 > UINT32_MAX) {
+        fg_error(d, "%s: a workspace of %llu bytes does not fit the registry's 32-bit field", in->name,
+                 floats * 4);
+        fg_instance_free(in);
+        return -1;
+    }
+    in->workspace_bytes = (unsigned)(floats * 4);
+    in->counter_count = 1;   /* the grid barrier's count */
+    return 0;
+}
+
+/* explain's lines both forms share: what the instance is for (first), and
+ * the weights a step reads at the target's read ceiling. */
+static void used_for_reason(fg_instance *in, const fg_model *m, unsigned bmax)
+{
+    const fg_mla *a = m->mla;
+    fg_sb_printf(&in->reasons, "used for: the whole MLA attention block of %s at decode (%u heads "
+                               "per GPU at tensor parallel %u%s), batch up to %u\n",
+                 m->name, block_heads(a), a->tensor_parallel,
+                 a->tensor_parallel > 1 ? ": y is this GPU's partial sum" : "", bmax);
+}
+
+static void weights_reason(fg_instance *in, const fg_model *m, const fg_target *t)
+{
+    const fg_mla *a = m->mla;
+    const unsigned heads = block_heads(a), kv = a->kv_lora_rank, ql = a->q_lora_rank;
+    const unsigned nope = a->qk_nope_head_dim, vdim = a->v_head_dim;
+    const unsigned width = kv + a->qk_rope_head_dim, qrows = heads * (nope + a->qk_rope_head_dim);
+    const unsigned long long weights =
+        ((unsigned long long)(ql ? ql * m->hidden + qrows * ql + ql : qrows * m->hidden) +
+         (unsigned long long)width * m->hidden + kv +
+         (unsigned long long)heads * (nope + vdim) * kv + (unsigned long long)m->hidden * heads * vdim) *
+        fg_dtype_bytes(m->dtype);
+    fg_sb_printf(&in->reasons,
+                 "weights read once a step: %.1f MB (%.1f us at %s's %.0f GB/s read ceiling), "
+                 "plus each request's latent rows\n",
+                 weights / 1e6, t->ceilings ? weights / (t->ceilings->read_gbps * 1e3) : 0.0,
+                 t->name, t->ceilings ? t->ceilings->read_gbps : 0.0);
+}
+
+/* explain's last line: RoPE, the cache, the shared memory. */
+static void rope_reason(fg_instance *in, const fg_model *m, unsigned page, const char *smem)
+{
+    fg_sb_printf(&in->reasons, "RoPE on q_pe and k_pe in interleaved pairs, YaRN's cos/sin factor "
+                               "%.9f; %s; %s\n",
+                 fg_rope_cos_sin_scale(m->rope),
+                 page ? "paged cache through the block table" : "contiguous cache", smem);
+}
+
 static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                     fg_diag *d)
 {
@@ -89,8 +235,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_target *t = ts->target;
     const fg_mla *a = m->mla;
     const unsigned heads = block_heads(a), kv = a->kv_lora_rank, rope = a->qk_rope_head_dim;
-    const unsigned nope = a->qk_nope_head_dim, vdim = a->v_head_dim, ql = a->q_lora_rank;
-    const unsigned width = kv + rope, qrows = heads * (nope + rope);
+    const unsigned vdim = a->v_head_dim, ql = a->q_lora_rank;
+    const unsigned width = kv + rope;
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
     const unsigned elem = fg_dtype_bytes(m->dtype), grid = t->compute_units;
     const unsigned slot = slot_bytes(m, elem);
@@ -104,34 +250,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         return -1;
     }
     const unsigned smem = smem_bytes(bmax, width, slots, slot);
-    char dims[96], paged[16] = "";
-    if (page)
-        snprintf(paged, sizeof paged, "_p%u", page);
-    snprintf(dims, sizeof dims, "h%u_nh%u_q%u_kv%u_r%u_s%u%s_b%u", m->hidden, heads, ql, kv,
-             rope, m->max_context, paged, bmax);
     fg_instance in = {0};
-    if (!fg_instance_name(in.name, "mla_block", t->arch, fg_dtype_name(m->dtype), dims, "")) {
-        fg_error(d, "cannot name an mla_block instance");
+    if (block_instance_init(&in, m, t, bmax, "", "mla_block.in", d) != 0)
         return -1;
-    }
-    in.family = "mla_block";
-    in.op = "mla_block";
-    in.template_name = "mla_block.in";
-    in.target = t;
-    in.dtype = m->dtype;
-    fg_instance_add_param(&in, "HIDDEN", m->hidden);
-    fg_instance_add_param(&in, "HEADS", heads);
-    fg_instance_add_param(&in, "Q_LORA", ql);
-    fg_instance_add_param(&in, "KV_LORA", kv);
-    fg_instance_add_param(&in, "ROPE_DIM", rope);
-    fg_instance_add_param(&in, "NOPE", nope);
-    fg_instance_add_param(&in, "V_DIM", vdim);
-    fg_instance_add_param(&in, "W_O_LD", a->heads * vdim);   /* all heads' columns (TP: more) */
-    fg_instance_add_param(&in, "MAX_CONTEXT", m->max_context);
-    fg_instance_add_param(&in, "PAGE_SIZE", page);
-    fg_instance_add_param(&in, "BMAX", bmax);
-    in.nkey_params = 11;
-    in.key_max_mask = 1u << 10;   /* a call's batch may be below B_max */
     fg_instance_add_param(&in, "THREADS", BLOCK_THREADS);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
     fg_instance_add_param(&in, "SLOTS", slots);
@@ -140,52 +261,26 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     fg_instance_add_param(&in, "CHUNK_ROWS", BLOCK_CHUNK);
     const bool mma = bmax >= BLOCK_MMA_BATCH;
     fg_instance_add_param(&in, "MMA_PROJ", mma);
-    float inv[BLOCK_MAX_ROPE / 2];
-    fg_rope_inv_freq(m->rope, rope, inv);   /* unsupported() checked that it gives one */
-    fg_strbuf *tab = fg_instance_add_text(&in, "INV_FREQ");
-    for (unsigned i = 0; i < rope / 2; i++)
-        fg_sb_printf(tab, "%s%.9ef", i ? ", " : "", (double)inv[i]);
-    fg_sb_printf(fg_instance_add_text(&in, "CS_SCALE"), "%.9ef",
-                 fg_rope_cos_sin_scale(m->rope));
+    rope_texts(&in, m);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {grid, 1, 1},
                             .block = {BLOCK_THREADS + 32, 1, 1},   /* a producer warp besides */
                             .cluster = {1, 1, 1},
                             .cooperative = true,
                             .dynamic_smem = smem};
-    /* attention items: the kernel cuts each request's keys into grid / (batch x
-     * head groups) splits, at least one */
-    const unsigned long long groups = heads / BLOCK_GROUP,
-                             items = grid > bmax * groups ? grid : bmax * groups;
-    const unsigned long long floats =
-        (unsigned long long)bmax * (ql + qrows + 2 * width) + (unsigned long long)bmax * heads * kv +
-        (unsigned long long)bmax * heads * (kv + vdim) +
-        (unsigned long long)items * BLOCK_GROUP * (2 + kv);
-    in.workspace_bytes = (unsigned)(floats * 4);
-    in.counter_count = 1;   /* the grid barrier's count */
+    if (block_workspace(&in, m, grid, bmax, d) != 0)
+        return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
 
     /* explain: what it is for, how it runs, what it moves */
-    const unsigned long long weights =
-        ((unsigned long long)(ql ? ql * m->hidden + qrows * ql + ql : qrows * m->hidden) +
-         (unsigned long long)width * m->hidden + kv +
-         (unsigned long long)heads * (nope + vdim) * kv + (unsigned long long)m->hidden * heads * vdim) *
-        elem;
-    fg_sb_printf(&in.reasons, "used for: the whole MLA attention block of %s at decode (%u heads "
-                              "per GPU at tensor parallel %u%s), batch up to %u\n",
-                 m->name, heads, a->tensor_parallel,
-                 a->tensor_parallel > 1 ? ": y is this GPU's partial sum" : "", bmax);
+    used_for_reason(&in, m, bmax);
     fg_sb_printf(&in.reasons,
                  "one launch: a cooperative grid of %u blocks (one per SM) x %u threads, %u grid "
                  "barriers between its phases (projections%s, the new latent row and W_uk "
                  "absorbed into q, attention, the splits' merge, W_uv, W_o)\n",
                  grid, BLOCK_THREADS, ql ? 6 : 5, ql ? ", q_lora's second projection" : "");
-    fg_sb_printf(&in.reasons,
-                 "weights read once a step: %.1f MB (%.1f us at %s's %.0f GB/s read ceiling), "
-                 "plus each request's latent rows\n",
-                 weights / 1e6, t->ceilings ? weights / (t->ceilings->read_gbps * 1e3) : 0.0,
-                 t->name, t->ceilings ? t->ceilings->read_gbps : 0.0);
+    weights_reason(&in, m, t);
     fg_sb_printf(&in.reasons,
                  "attention on tensor cores (mma.sync m16n8k16, a group's %u heads the rows), "
                  "tiles of %u keys; a request's keys cut into splits over the grid at run time "
@@ -222,10 +317,104 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  "of %u slots of %u bytes (as many as fit), in the order the phases take them, "
                  "so the next phases' bytes are in flight during a phase and its barrier\n",
                  slots, slot);
-    fg_sb_printf(&in.reasons, "RoPE on q_pe and k_pe in interleaved pairs, YaRN's cos/sin factor "
-                              "%.9f; %s; %u bytes of shared memory\n",
-                 fg_rope_cos_sin_scale(m->rope),
-                 page ? "paged cache through the block table" : "contiguous cache", smem);
+    char smem_text[64];
+    snprintf(smem_text, sizeof smem_text, "%u bytes of shared memory", smem);
+    rope_reason(&in, m, page, smem_text);
+    return fg_plan_add(set, &in, s, ts, d);
+}
+
+/* The portable form at B_max (templates/mla_block_portable.in): one
+ * workgroup of the MLA core's 16-head portable shape's threads a CU (SM),
+ * its shared memory the loop's and PORTABLE_OWN_SMEM more. */
+static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                         fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    const fg_mla *a = m->mla;
+    const bool amd = fg_arch_is_amd(t->arch);
+    const unsigned heads = block_heads(a), kv = a->kv_lora_rank, ql = a->q_lora_rank;
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned grid = t->compute_units;
+    fg_mla_portable_shape p;
+    if (fg_plan_mla_portable16(m, t, &p) != NULL)
+        return 0;   /* (unsupported() refused what has no shape) */
+    const unsigned smem = p.smem + PORTABLE_OWN_SMEM;
+    if (smem > t->shared_mem_per_block) {
+        fg_error(d, "mla_block: the portable form needs %u bytes of shared memory (the MLA core "
+                    "loop's %u at 16 heads, tiles of %u keys in %u stage%s, and %u of its own); "
+                    "%s allows %u",
+                 smem, p.smem, p.tile, p.stages, p.stages == 1 ? "" : "s", PORTABLE_OWN_SMEM,
+                 t->name, t->shared_mem_per_block);
+        return -1;
+    }
+    fg_instance in = {0};
+    if (block_instance_init(&in, m, t, bmax, "portable", "mla_block_portable.in", d) != 0)
+        return -1;
+    fg_instance_add_param(&in, "THREADS", p.threads);
+    fg_instance_add_param(&in, "SMEM_BYTES", smem);
+    fg_instance_add_param(&in, "TILE", p.tile);
+    fg_instance_add_param(&in, "STAGES", p.stages);
+    fg_instance_add_param(&in, "PARTS", p.parts);
+    rope_texts(&in, m);
+    in.launch = (fg_launch){.grid = FG_GRID_FIXED,
+                            .grid_dims = {grid, 1, 1},
+                            .block = {p.threads, 1, 1},   /* no producer warp: every thread loads */
+                            .cluster = {1, 1, 1},
+                            .cooperative = true,
+                            .dynamic_smem = smem};
+    if (block_workspace(&in, m, grid, bmax, d) != 0)
+        return -1;
+    snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/portable/%s/%s", fg_arch_tag(t->arch),
+             fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
+
+    /* explain: what it is for, why this form, how it runs, what it moves */
+    const unsigned waves = p.threads / t->warp_size, ntile = amd ? 16 : 8;
+    const unsigned ntiles = (bmax + ntile - 1) / ntile;
+    const char *unit = amd ? "CU" : "SM";
+    used_for_reason(&in, m, bmax);
+    fg_sb_printf(&in.reasons,
+                 "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
+                 "bulk copies, no mbarrier ring and no producer warp: every thread loads what its "
+                 "wave computes on\n",
+                 t->name);
+    fg_sb_printf(&in.reasons,
+                 "one launch: a cooperative grid of %u workgroups (one per %s) x %u threads (%u %s), "
+                 "%u grid barriers between its phases (projections%s, the new latent row and W_uk "
+                 "absorbed into q, attention, the splits' merge, W_uv, W_o) with %s\n",
+                 grid, unit, p.threads, waves, amd ? "waves of 64" : "warps", ql ? 6 : 5,
+                 ql ? ", q_lora's second projection" : "",
+                 amd ? "agent-scope release/acquire (MI300X's XCD L2 caches are not coherent "
+                       "with each other)"
+                     : "device-scope release/acquire (agent scope on AMD, where MI300X's XCD L2 "
+                       "caches are not coherent with each other)");
+    weights_reason(&in, m, t);
+    fg_sb_printf(&in.reasons,
+                 "projections on the matrix units, the weights loaded straight from HBM into "
+                 "fragments (%s, K in the free order): units of %u weight rows a workgroup, its "
+                 "%u %s splitting the columns and their sums added in %s order; the requests as "
+                 "N (%u n-tile%s of %u for B_max %u); the input RMSNorm's 1/rms computed by every "
+                 "workgroup\n",
+                 amd ? "MFMA 16x16x16" : "mma.sync m16n8k16", PORTABLE_UNIT_ROWS, waves,
+                 amd ? "waves" : "warps", amd ? "wave" : "warp", ntiles, ntiles == 1 ? "" : "s",
+                 ntile, bmax);
+    fg_sb_printf(&in.reasons,
+                 "W_uk's absorption into q on the vector units: items of (head, %u output "
+                 "columns), %u of them\n",
+                 PORTABLE_ABSORB_COLS, heads * (kv / PORTABLE_ABSORB_COLS));
+    fg_sb_printf(&in.reasons,
+                 "attention: the MLA core's portable loop at %u heads a group (%u group%s), tiles "
+                 "of %u keys in %u stage%s, the scores over %u parts of the row, on %s; a "
+                 "request's keys cut into splits over the grid at run time (%ss / (batch x head "
+                 "groups)), their partials merged after a grid barrier\n",
+                 BLOCK_GROUP, heads / BLOCK_GROUP, heads / BLOCK_GROUP == 1 ? "" : "s", p.tile,
+                 p.stages, p.stages == 1 ? "" : "s", p.parts,
+                 amd ? "MFMA 16x16x16" : "mma.sync m16n8k16", unit);
+    char smem_text[128];
+    snprintf(smem_text, sizeof smem_text,
+             "%u bytes of shared memory (the loop's %u and %u of the block's own)", smem, p.smem,
+             PORTABLE_OWN_SMEM);
+    rope_reason(&in, m, page, smem_text);
     return fg_plan_add(set, &in, s, ts, d);
 }
 
@@ -234,8 +423,11 @@ int fg_plan_mla_block(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_
     const fg_model *m = s->model;
     if (unsupported(m, ts->target))
         return 0;   /* fg_plan_mla_block_skipped() says why in explain */
+    const bool portable = portable_target(ts->target);
     for (unsigned i = 0; i < m->batch_sizes_count; i++)
-        if (m->batch_sizes[i] <= BLOCK_MAX_BATCH && plan_one(set, s, ts, m->batch_sizes[i], d))
+        if (m->batch_sizes[i] <= BLOCK_MAX_BATCH &&
+            (portable ? plan_portable(set, s, ts, m->batch_sizes[i], d)
+                      : plan_one(set, s, ts, m->batch_sizes[i], d)) != 0)
             return -1;
     return 0;
 }
