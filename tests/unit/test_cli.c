@@ -1284,6 +1284,164 @@ Test(cli, mla_block_refuses_a_partial_last_page)
     free(out);
 }
 
+/* The fused MLA block's portable form (templates/mla_block_portable.in) on
+ * the targets without clusters, DeepSeek-V2-Lite's B_max 1 and 16: the 11
+ * key params, then the MLA core's 16-head portable shape (threads, tile,
+ * stages, parts) and its shared memory + 4096; one cooperative workgroup a
+ * CU (SM) of exactly THREADS threads (no producer warp); named _portable so
+ * that h200-portable's do not collide with h200's. */
+Test(cli, mla_block_portable_plans)
+{
+    static const char *const keys = "params: HIDDEN=2048 HEADS=16 Q_LORA=0 KV_LORA=512 ROPE_DIM=64 "
+                                    "NOPE=128 V_DIM=128 W_O_LD=2048 MAX_CONTEXT=16384 PAGE_SIZE=64 BMAX=";
+    const struct {
+        const char *target, *arch, *shape, *launch, *scope, *units;
+    } cases[] = {
+        {"specs/targets/mi300x.yaml", "gfx942", "THREADS=256 SMEM_BYTES=47568 TILE=32 STAGES=1 PARTS=2\n",
+         "launch: grid=(304,1,1) block=(256,1,1) cluster=(1,1,1) dynamic_smem=47568 cooperative\n",
+         "with agent-scope release/acquire (MI300X's XCD L2 caches are not coherent",
+         "(MFMA 16x16x16, K in the free order): units of 16 weight rows a workgroup, its 4 waves"},
+        {"specs/targets/mi250.yaml", "gfx90a", "THREADS=256 SMEM_BYTES=47568 TILE=32 STAGES=1 PARTS=2\n",
+         "launch: grid=(110,1,1) block=(256,1,1) cluster=(1,1,1) dynamic_smem=47568 cooperative\n",
+         "with agent-scope release/acquire",
+         "(MFMA 16x16x16, K in the free order): units of 16 weight rows a workgroup, its 4 waves"},
+        {"tests/gpu/portable/h200-portable.yaml", "sm90a",
+         "THREADS=256 SMEM_BYTES=117456 TILE=32 STAGES=2 PARTS=8\n",
+         "launch: grid=(132,1,1) block=(256,1,1) cluster=(1,1,1) dynamic_smem=117456 cooperative\n",
+         "with device-scope release/acquire",
+         "(mma.sync m16n8k16, K in the free order): units of 16 weight rows a workgroup, its 8 warps"},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *out, want[256];
+        cr_assert_eq(run(&out, "explain --filter 'mla_block*' specs/models/deepseek-v2-lite.yaml %s",
+                         cases[i].target),
+                     0, "%s", out);
+        for (unsigned b = 1; b <= 16; b += 15) {
+            snprintf(want, sizeof want, "mla_block_%s_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b%u_portable\n",
+                     cases[i].arch, b);
+            const char *at = strstr(out, want);
+            cr_assert_not_null(at, "%s: %s", want, out);
+            snprintf(want, sizeof want, "%s%u %s", keys, b, cases[i].shape);
+            cr_expect_not_null(strstr(at, want), "%s: %s", want, at);
+            cr_expect_not_null(strstr(at, cases[i].launch), "%s", at);
+        }
+        cr_expect_not_null(strstr(out, "has no thread-block clusters (max_cluster_size 0), so no bulk "
+                                       "copies, no mbarrier ring and no producer warp"),
+                           "%s", out);
+        cr_expect_not_null(strstr(out, "x 256 threads"), "%s", out);
+        cr_expect_not_null(strstr(out, "5 grid barriers between its phases"), "%s", out);
+        cr_expect_not_null(strstr(out, cases[i].scope), "%s", out);
+        cr_expect_not_null(strstr(out, cases[i].units), "%s", out);
+        cr_expect_not_null(strstr(out, "W_uk's absorption into q on the vector units: items of (head, "
+                                       "128 output columns), 64 of them"),
+                           "%s", out);
+        cr_expect_not_null(strstr(out, "attention: the MLA core's portable loop at 16 heads a group"),
+                           "%s", out);
+        cr_expect_not_null(strstr(out, "weights read once a step: 27.5 MB"), "%s", out);
+        cr_expect_null(strstr(out, "the fused MLA block:"), "no skip line: %s", out);
+        free(out);
+    }
+    /* q_lora: one grid barrier more; the requests as n-tiles of 16 on AMD */
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'mla_block*b16*' specs/models/deepseek-v3-tp8.yaml "
+                           "specs/targets/mi300x.yaml"),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "mla_block_gfx942_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16_portable\n"),
+                       "%s", out);
+    cr_expect_not_null(strstr(out, "6 grid barriers between its phases (projections, q_lora's second"),
+                       "%s", out);
+    cr_expect_not_null(strstr(out, "the requests as N (1 n-tile of 16 for B_max 16)"), "%s", out);
+    free(out);
+
+    /* the manifest: the family and op fg_mla_block_bind looks up, the
+     * template, the RoPE texts, the sm_90a form's workspace (items = max(grid,
+     * B_max x groups): 304 at B_max 1), one counter */
+    cr_assert_eq(run(&out, "generate --out %s --filter 'mla_block*b1_*' specs/models/deepseek-v2-lite.yaml "
+                           "specs/targets/mi300x.yaml", tmp),
+                 0, "%s", out);
+    free(out);
+    char path[128];
+    snprintf(path, sizeof path, "%s/manifest.json", tmp);
+    char *man = slurp(path);
+    cr_expect_not_null(strstr(man, "\"family\": \"mla_block\",\n      \"op\": \"mla_block\""), "%s", man);
+    cr_expect_not_null(strstr(man, "\"template\": \"mla_block_portable.in\""), "%s", man);
+    cr_expect_not_null(strstr(man, "\"inv_freq\": \"1.000000000e+00f, 7.498942018e-01f"), "%s", man);
+    cr_expect_not_null(strstr(man, "\"cs_scale\": \"1.000000000e+00f\""), "%s", man);
+    cr_expect_not_null(strstr(man, "\"workspace_bytes\": 10091008,\n      \"counters\": 1,"), "%s", man);
+    free(man);
+}
+
+/* The sm_90a targets with clusters keep the sm_90a form (mla_block.in: a
+ * producer warp besides the 256 threads, the ring's slots), and h200 and
+ * h200-portable planned together name their blocks apart. */
+Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'mla_block*b1*' specs/models/deepseek-v2-lite.yaml "
+                           "specs/targets/h200.yaml tests/gpu/portable/h200-portable.yaml"),
+                 0, "%s", out);
+    const char *at = strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "THREADS=256 SMEM_BYTES=224128 SLOTS=5 SLOT_BYTES=37376 PIECE_ROWS=16 "
+                                  "CHUNK_ROWS=32 MMA_PROJ=0\n  launch: grid=(132,1,1) block=(288,1,1) "
+                                  "cluster=(1,1,1) dynamic_smem=224128 cooperative\n"),
+                       "%s", at);
+    cr_expect_not_null(strstr(at, "target: h200 (sm_90a"), "%s", at);
+    at = strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1_portable\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "target: h200-portable (sm_90a"), "%s", at);
+    free(out);
+    /* no portable form where the target has clusters */
+    cr_assert_eq(run(&out, "list --out %s " ALL_SPECS, tmp), 0, "%s", out);
+    cr_expect_null(strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1_portable"),
+                   "%s", out);
+    cr_expect_not_null(strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1.cu"), "%s",
+                       out);
+    free(out);
+}
+
+/* Where the MLA core's portable loop does not fit a target without
+ * clusters, the block is skipped and explain says so (its reason the
+ * core's); where the loop fits but not the block's 4096 bytes more, the
+ * plan is refused with the figures. */
+Test(cli, mla_block_portable_skipped_where_the_loop_does_not_fit)
+{
+    char *mi = slurp("specs/targets/mi300x.yaml");
+    const struct {
+        const char *lds;
+        int rc;
+        const char *want;
+    } cases[] = {
+        {"24576", 0,
+         "deepseek-v2-lite on small-lds: the fused MLA block: the fused MLA block's portable form "
+         "(small-lds has no clusters: max_cluster_size 0) runs the MLA core's portable loop at 16 "
+         "heads a workgroup, which does not fit: a row of 576: 16 keys and 16 heads need 24784 bytes "
+         "of shared memory; small-lds allows 24576\n"},
+        {"26000", 1,
+         "mla_block: the portable form needs 28880 bytes of shared memory (the MLA core loop's 24784 "
+         "at 16 heads, tiles of 16 keys in 1 stage, and 4096 of its own); small-lds allows 26000"},
+    };
+    for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char block[64], cu[64], path[128], *out;
+        snprintf(block, sizeof block, "shared_mem_per_block: %s", cases[i].lds);
+        snprintf(cu, sizeof cu, "shared_mem_per_cu: %s", cases[i].lds);
+        char *a = replaced(mi, "shared_mem_per_block: 65536", block);
+        char *b = replaced(a, "shared_mem_per_cu: 65536", cu);
+        char *text = replaced(b, "name: mi300x", "name: small-lds");
+        snprintf(path, sizeof path, "%s/small-lds-%u.yaml", tmp, i);
+        write_file(path, text);
+        free(text);
+        free(b);
+        free(a);
+        const int rc = run(&out, "explain --filter 'mla_block*' specs/models/deepseek-v2-lite.yaml %s", path);
+        cr_expect_eq(rc != 0, cases[i].rc, "exit %d: %s", rc, out);
+        cr_expect_not_null(strstr(out, cases[i].want), "%s", out);
+        cr_expect_null(strstr(out, "mla_block_gfx942"), "%s", out);
+        free(out);
+    }
+    free(mi);
+}
+
 /* tune --target adds the shipped target spec only when no spec given is that
  * target's, which it tells by the name inside the spec, not by the file's:
  * h200's spec under another name is not added twice, and a file named
