@@ -16,17 +16,13 @@ fi
 fg_gpu_build || { echo "0 passed, 1 failed"; exit 1; }
 
 passed=0 failed=0 skipped=0
-for t in $FG_GPU_TESTS; do
-    echo "== $t"
-    log=$GPU_BUILD/$t.log
-    "$GPU_BUILD/$t" --kernels "$FG_KERNELS_DIR" "$@" >"$log" 2>&1
-    rc=$?
-    cat "$log"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+# Adds test program $1's closing line in log $2 (exit status $3) to the counts.
+tally() {
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$2" | tail -n 1)
     if [ -z "$line" ]; then
-        echo "check-gpu: $t ended without its closing line (exit $rc): counted as 1 failure"
+        echo "check-gpu: $1 ended without its closing line (exit $3): counted as 1 failure"
         failed=$((failed + 1))
-        continue
+        return
     fi
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
     f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
@@ -34,11 +30,53 @@ for t in $FG_GPU_TESTS; do
     passed=$((passed + p))
     failed=$((failed + f))
     skipped=$((skipped + ${s:-0}))
-    if [ "$f" -eq 0 ] && [ $rc -ne 0 ]; then
-        echo "check-gpu: $t exited $rc with no failed check: counted as 1 failure"
+    if [ "$f" -eq 0 ] && [ "$3" -ne 0 ]; then
+        echo "check-gpu: $1 exited $3 with no failed check: counted as 1 failure"
         failed=$((failed + 1))
     fi
+}
+for t in $FG_GPU_TESTS; do
+    echo "== $t"
+    log=$GPU_BUILD/$t.log
+    "$GPU_BUILD/$t" --kernels "$FG_KERNELS_DIR" "$@" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    tally "$t" "$log" $rc
 done
+# The portable forms on this GPU (issue 10): the MLA core's and the MLA
+# block's instances for an H200 without clusters
+# (tests/gpu/portable/h200-portable.yaml), generated into
+# FG_PORTABLE_GEN_DIR (default tests/gpu/gen_portable: by $BUILD/fusegen
+# where there is one, else beforehand, as tests/gpu/device-run.sh says),
+# compiled apart and checked by test_mla_decode and test_mla_block with that
+# build's manifest, as the cluster build's are above.
+pgen=${FG_PORTABLE_GEN_DIR:-tests/gpu/gen_portable}
+if [ -x "$BUILD/fusegen" ]; then
+    "$BUILD/fusegen" generate --out "$pgen" --filter 'mla_decode*' --filter 'mla_block*' \
+        tests/gpu/portable/h200-portable.yaml specs/models/*.yaml tests/gpu/specs/*.yaml ||
+        echo "check-gpu: generating the portable forms into $pgen failed"
+fi
+if [ -f "$pgen/manifest.json" ] && ls "$pgen"/*.cu >/dev/null 2>&1; then
+    pk=$GPU_BUILD/portable-kernels
+    if ! fg_compile_kernels "$pgen" "$pk"; then
+        echo "check-gpu: the portable forms did not compile ($pgen): counted as 1 failure"
+        failed=$((failed + 1))
+    else
+        for t in test_mla_decode test_mla_block; do
+            [ -x "$GPU_BUILD/$t" ] || continue
+            echo "== $t (portable forms: $pgen)"
+            log=$GPU_BUILD/$t-portable.log
+            "$GPU_BUILD/$t" --kernels "$pk" --manifest "$pgen/manifest.json" "$@" >"$log" 2>&1
+            rc=$?
+            cat "$log"
+            tally "$t (portable forms)" "$log" $rc
+        done
+    fi
+else
+    echo "== portable forms: SKIPPED — no generated sources in $pgen (no $BUILD/fusegen to make" \
+        "them: generate them there, see tests/gpu/device-run.sh)"
+    skipped=$((skipped + 1))
+fi
 # Transfers between nodes through NCCL's socket transport, on one host: the
 # serial_nccl checks with shared memory and peer-to-peer off; NCCL's own log
 # must show the socket transport in use, or the run proves nothing.

@@ -2,7 +2,13 @@
 # One call on a lent GPU machine (the workplace's device tool): build, check
 # and benchmark in one go, logs and results under $OUT.  Kernels are compiled
 # there from pre-generated sources (FG_GEN_DIR, default tests/gpu/gen_tmp),
-# since fusegen needs libcyaml, which such machines lack.
+# since fusegen needs libcyaml, which such machines lack; so are the portable
+# forms' (the MLA core and block for an H200 without clusters, which
+# check-gpu.sh checks apart), from FG_PORTABLE_GEN_DIR (default
+# tests/gpu/gen_portable), made beforehand by
+#   build/fusegen generate --out tests/gpu/gen_portable --filter 'mla_decode*' \
+#       --filter 'mla_block*' tests/gpu/portable/h200-portable.yaml specs/models/*.yaml \
+#       tests/gpu/specs/*.yaml
 #   OUT=dir FG_COMMIT=abc tests/gpu/device-run.sh [--sanitize] [--no-bench] [--timeline INSTANCE]
 # --sanitize: scripts/check-gpu-sanitize.sh (memcheck, synccheck, racecheck);
 # --timeline: INSTANCE once more with the template's TIMELINE hook on
@@ -11,7 +17,8 @@ set -u
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/fg-out}
 mkdir -p "$OUT"
-export FG_GEN_DIR="${FG_GEN_DIR:-tests/gpu/gen_tmp}" FG_RESULTS_DIR="$OUT" BUILD="${BUILD:-build}"
+export FG_GEN_DIR="${FG_GEN_DIR:-tests/gpu/gen_tmp}" FG_RESULTS_DIR="$OUT" BUILD="${BUILD:-build}" \
+    FG_PORTABLE_GEN_DIR="${FG_PORTABLE_GEN_DIR:-tests/gpu/gen_portable}"
 sanitize=0 bench=1 timeline=""
 while [ $# -gt 0 ]; do
     case $1 in

@@ -13,6 +13,10 @@
 #                   when it holds any, else compiled here from FG_GEN_DIR)
 #   FG_GEN_DIR      generated sources to compile when there are no cubins
 #                   (default: generated/ when it holds any .cu)
+#   FG_PORTABLE_GEN_DIR  check-gpu.sh's portable forms (h200-portable's
+#                   mla_decode and mla_block sources, checked with their own
+#                   manifest; default tests/gpu/gen_portable, made by
+#                   $BUILD/fusegen where there is one)
 #   NVCC_ARCH       harness target (default -arch=native)
 #   FG_SHARD        K/N: test_decode_attn checks only the instances whose name
 #                   hashes to K mod N, so N runs split the suite (a lent GPU

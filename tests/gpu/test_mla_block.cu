@@ -1,7 +1,12 @@
 // GPU tests and benchmark of the whole MLA attention block at decode
-// (fgrt.h's fg_mla_block_args; templates/mla_block.in), launched through
-// libfgrt: registry rows made from the manifest -> fg_init -> fg_mla_block_bind
-// (by instance name) -> fg_launch.
+// (fgrt.h's fg_mla_block_args; templates/mla_block.in, and its portable form
+// mla_block_portable.in for a target without clusters, e.g.
+// tests/gpu/portable/h200-portable.yaml: scripts/check-gpu.sh runs that build
+// with its own --manifest), launched through libfgrt: registry rows made from
+// the manifest -> fg_init -> fg_mla_block_bind (by instance name) ->
+// fg_launch.  Nothing here assumes a form's block size: the launch (the
+// sm_90a form's producer warp besides its THREADS, the portable form's
+// THREADS alone) is the manifest's.
 //
 // Kernels: DIR/mla_block_*.cubin (--kernels).  Everything else comes from the
 // generator's manifest.json (--manifest; default $FG_GEN_DIR/manifest.json,
