@@ -406,7 +406,8 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "attention: the MLA core's portable loop at %u heads a group (%u group%s), tiles "
                  "of %u keys in %u stage%s, the scores over %u parts of the row, on %s; a "
                  "request's keys cut into splits over the grid at run time (%ss / (batch x head "
-                 "groups)), their partials merged after a grid barrier\n",
+                 "groups)); the splits merged after a grid barrier, items (request, head, a part of "
+                 "the columns)\n",
                  BLOCK_GROUP, heads / BLOCK_GROUP, heads / BLOCK_GROUP == 1 ? "" : "s", p.tile,
                  p.stages, p.stages == 1 ? "" : "s", p.parts,
                  amd ? "MFMA 16x16x16" : "mma.sync m16n8k16", unit);
