@@ -381,7 +381,8 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_sb_printf(&in.reasons,
                  "one launch: a cooperative grid of %u workgroups (one per %s) x %u threads (%u %s), "
                  "%u grid barriers between its phases (projections%s, the new latent row and W_uk "
-                 "absorbed into q, attention, the splits' merge, W_uv, W_o) with %s\n",
+                 "absorbed into q, attention, the splits' merge, W_uv, W_o; one fewer where a "
+                 "request's keys are one split: the attention writes o_lat itself) with %s\n",
                  grid, unit, p.threads, waves, amd ? "waves of 64" : "warps", ql ? 6 : 5,
                  ql ? ", q_lora's second projection" : "",
                  amd ? "agent-scope release/acquire (MI300X's XCD L2 caches are not coherent "
@@ -393,8 +394,9 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  "projections on the matrix units, the weights loaded straight from HBM into "
                  "fragments (%s, K in the free order): units of %u weight rows a workgroup, its "
                  "%u %s splitting the columns and their sums added in %s order; the requests as "
-                 "N (%u n-tile%s of %u for B_max %u); the input RMSNorm's 1/rms computed by every "
-                 "workgroup\n",
+                 "N (%u n-tile%s of %u for B_max %u); a step's weights, input vectors and norm "
+                 "weights loaded a step ahead; the RMSNorms' 1/rms from the squares of every "
+                 "workgroup's first unit's loads\n",
                  amd ? "MFMA 16x16x16" : "mma.sync m16n8k16", PORTABLE_UNIT_ROWS, waves,
                  amd ? "waves" : "warps", amd ? "wave" : "warp", ntiles, ntiles == 1 ? "" : "s",
                  ntile, bmax);
