@@ -42,12 +42,14 @@ $(FUZZ_BUILD)/cov/%.o: %.c
 
 -include $(FUZZ_LIB_OBJS:.o=.d) $(FUZZ_COV_OBJS:.o=.d)
 
-# specs/targets/h200.yaml as bytes, for fuzz_spec's planning
-$(FUZZ_BUILD)/h200_target.c: specs/targets/h200.yaml $(FUSEGEN)
+# specs/targets/h200.yaml and mi300x.yaml as bytes, for fuzz_spec's planning
+$(FUZZ_BUILD)/%_target.c: specs/targets/%.yaml $(FUSEGEN)
 	@mkdir -p $(dir $@)
-	$(FUSEGEN) embed --name h200_target $< $@
+	$(FUSEGEN) embed --name $*_target $< $@
 
-$(FUZZ_BUILD)/fuzz_spec: fuzz/fuzz_spec.c $(FUZZ_BUILD)/h200_target.c $(FUZZ_LIB_OBJS)
+FUZZ_TARGET_IMAGES := $(FUZZ_BUILD)/h200_target.c $(FUZZ_BUILD)/mi300x_target.c
+
+$(FUZZ_BUILD)/fuzz_spec: fuzz/fuzz_spec.c $(FUZZ_TARGET_IMAGES) $(FUZZ_LIB_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LIBS)
 
 $(FUZZ_BUILD)/fuzz_importhf: fuzz/fuzz_importhf.c $(FUZZ_LIB_OBJS)
@@ -55,7 +57,7 @@ $(FUZZ_BUILD)/fuzz_importhf: fuzz/fuzz_importhf.c $(FUZZ_LIB_OBJS)
 
 # the same targets with a plain main (libFuzzer's, running given files once)
 # and source-based coverage
-$(FUZZ_BUILD)/cov_fuzz_spec: fuzz/fuzz_spec.c $(FUZZ_BUILD)/h200_target.c $(FUZZ_COV_OBJS)
+$(FUZZ_BUILD)/cov_fuzz_spec: fuzz/fuzz_spec.c $(FUZZ_TARGET_IMAGES) $(FUZZ_COV_OBJS)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -fprofile-instr-generate -fcoverage-mapping \
 	    -o $@ $^ $(LIBS)
 
