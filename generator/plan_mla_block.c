@@ -73,6 +73,9 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
         return "the spec's RoPE scaling gives no frequency table";
     fg_mla_portable_shape p;
     const char *why;
+    if (portable_target(t) && a->v_head_dim % PORTABLE_UNIT_ROWS)
+        return "the fused MLA block's portable form takes v_head_dim a multiple of 16 (W_uv's "
+               "units of 16 rows within one head)";
     if (portable_target(t) && (why = fg_plan_mla_portable16(m, t, &p)) != NULL) {
         snprintf(buf, sizeof buf, "the fused MLA block's portable form (%s has no clusters: "
                                   "max_cluster_size 0) runs the MLA core's portable loop at 16 heads "
@@ -323,9 +326,26 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     return fg_plan_add(set, &in, s, ts, d);
 }
 
+/* Bytes of the portable form's phases' shared memory at B_max, beside the
+ * MLA core loop's (the template's union): the absorption's (every request's
+ * q_nope_h and the row groups' sums), the merge's (a weight and a sum a
+ * split, 4 floats a thread), the projections' (each wave's sums and
+ * squares); the template checks its own figure against SMEM_BYTES. */
+static unsigned portable_phase_smem(unsigned bmax, unsigned nope, unsigned threads, unsigned waves,
+                                    unsigned ntile)
+{
+    const unsigned groups = threads / (PORTABLE_ABSORB_COLS / 2), padded = (bmax + ntile - 1) / ntile * ntile;
+    const unsigned absorb = bmax * (nope + groups * PORTABLE_ABSORB_COLS) * 4;
+    const unsigned merge = 2 * 1024 * 4 + threads * 4 * 4;
+    const unsigned proj = waves * (PORTABLE_UNIT_ROWS + 1) * padded * 4;
+    unsigned b = absorb > merge ? absorb : merge;
+    return b > proj ? b : proj;
+}
+
 /* The portable form at B_max (templates/mla_block_portable.in): one
  * workgroup of the MLA core's 16-head portable shape's threads a CU (SM),
- * its shared memory the loop's and PORTABLE_OWN_SMEM more. */
+ * its shared memory the largest of the loop's and the other phases' and
+ * PORTABLE_OWN_SMEM more. */
 static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                          fg_diag *d)
 {
@@ -339,13 +359,15 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_mla_portable_shape p;
     if (fg_plan_mla_portable16(m, t, &p) != NULL)
         return 0;   /* (unsupported() refused what has no shape) */
-    const unsigned smem = p.smem + PORTABLE_OWN_SMEM;
+    const unsigned phases = portable_phase_smem(bmax, a->qk_nope_head_dim, p.threads,
+                                                p.threads / t->warp_size, amd ? 16 : 8);
+    const unsigned smem = (phases > p.smem ? phases : p.smem) + PORTABLE_OWN_SMEM;
     if (smem > t->shared_mem_per_block) {
-        fg_error(d, "mla_block: the portable form needs %u bytes of shared memory (the MLA core "
-                    "loop's %u at 16 heads, tiles of %u keys in %u stage%s, and %u of its own); "
-                    "%s allows %u",
-                 smem, p.smem, p.tile, p.stages, p.stages == 1 ? "" : "s", PORTABLE_OWN_SMEM,
-                 t->name, t->shared_mem_per_block);
+        fg_error(d, "mla_block: the portable form needs %u bytes of shared memory at B_max %u (the "
+                    "MLA core loop's %u at 16 heads, tiles of %u keys in %u stage%s, or its other "
+                    "phases' %u, and %u of its own); %s allows %u",
+                 smem, bmax, p.smem, p.tile, p.stages, p.stages == 1 ? "" : "s", phases,
+                 PORTABLE_OWN_SMEM, t->name, t->shared_mem_per_block);
         return -1;
     }
     fg_instance in = {0};
@@ -415,8 +437,8 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  amd ? "MFMA 16x16x16" : "mma.sync m16n8k16", unit);
     char smem_text[128];
     snprintf(smem_text, sizeof smem_text,
-             "%u bytes of shared memory (the loop's %u and %u of the block's own)", smem, p.smem,
-             PORTABLE_OWN_SMEM);
+             "%u bytes of shared memory (the largest of the loop's %u and the other phases' %u, "
+             "and %u of the block's own)", smem, p.smem, phases, PORTABLE_OWN_SMEM);
     rope_reason(&in, m, page, smem_text);
     return fg_plan_add(set, &in, s, ts, d);
 }

@@ -51,19 +51,26 @@ done
 # compiled apart and checked by test_mla_decode and test_mla_block with that
 # build's manifest, as the cluster build's are above.
 pgen=${FG_PORTABLE_GEN_DIR:-tests/gpu/gen_portable}
-if [ -x "$BUILD/fusegen" ]; then
-    "$BUILD/fusegen" generate --out "$pgen" --filter 'mla_decode*' --filter 'mla_block*' \
-        tests/gpu/portable/h200-portable.yaml specs/models/*.yaml tests/gpu/specs/*.yaml ||
-        echo "check-gpu: generating the portable forms into $pgen failed"
+pgen_ok=1
+if [ -x "$BUILD/fusegen" ] &&
+   ! "$BUILD/fusegen" generate --out "$pgen" --filter 'mla_decode*' --filter 'mla_block*' \
+        tests/gpu/portable/h200-portable.yaml specs/models/*.yaml tests/gpu/specs/*.yaml; then
+    echo "check-gpu: generating the portable forms into $pgen failed: counted as 1 failure"
+    failed=$((failed + 1)) pgen_ok=0
 fi
-if [ -f "$pgen/manifest.json" ] && ls "$pgen"/*.cu >/dev/null 2>&1; then
+if [ $pgen_ok = 0 ]; then :
+elif [ -f "$pgen/manifest.json" ] && ls "$pgen"/*.cu >/dev/null 2>&1; then
     pk=$GPU_BUILD/portable-kernels
     if ! fg_compile_kernels "$pgen" "$pk"; then
         echo "check-gpu: the portable forms did not compile ($pgen): counted as 1 failure"
         failed=$((failed + 1))
     else
         for t in test_mla_decode test_mla_block; do
-            [ -x "$GPU_BUILD/$t" ] || continue
+            if [ ! -x "$GPU_BUILD/$t" ]; then
+                echo "== $t (portable forms): SKIPPED — not built"
+                skipped=$((skipped + 1))
+                continue
+            fi
             echo "== $t (portable forms: $pgen)"
             log=$GPU_BUILD/$t-portable.log
             "$GPU_BUILD/$t" --kernels "$pk" --manifest "$pgen/manifest.json" "$@" >"$log" 2>&1

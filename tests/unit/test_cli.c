@@ -1402,7 +1402,8 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
 
 /* Where the MLA core's portable loop does not fit a target without
  * clusters, the block is skipped and explain says so (its reason the
- * core's); where the loop fits but not the block's 4096 bytes more, the
+ * core's); where the loop fits but not the block's (the largest of the
+ * loop's and its other phases' shared memory, and 4096 bytes more), the
  * plan is refused with the figures. */
 Test(cli, mla_block_portable_skipped_where_the_loop_does_not_fit)
 {
@@ -1418,8 +1419,15 @@ Test(cli, mla_block_portable_skipped_where_the_loop_does_not_fit)
          "heads a workgroup, which does not fit: a row of 576: 16 keys and 16 heads need 24784 bytes "
          "of shared memory; small-lds allows 24576\n"},
         {"26000", 1,
-         "mla_block: the portable form needs 28880 bytes of shared memory (the MLA core loop's 24784 "
-         "at 16 heads, tiles of 16 keys in 1 stage, and 4096 of its own); small-lds allows 26000"},
+         "mla_block: the portable form needs 28880 bytes of shared memory at B_max 1 (the MLA core "
+         "loop's 24784 at 16 heads, tiles of 16 keys in 1 stage, or its other phases' 12288, and "
+         "4096 of its own); small-lds allows 26000"},
+        /* the loop fits, but at B_max 16 the absorption's every request's
+         * q_nope and sums do not */
+        {"32768", 1,
+         "mla_block: the portable form needs 45056 bytes of shared memory at B_max 16 (the MLA core "
+         "loop's 24784 at 16 heads, tiles of 16 keys in 1 stage, or its other phases' 40960, and "
+         "4096 of its own); small-lds allows 32768"},
     };
     for (unsigned i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char block[64], cu[64], path[128], *out;
