@@ -1,5 +1,5 @@
-// The tests/emu scaffolding the three tests share (decode grid, MLA portable,
-// GEMM).  Two sides, chosen by whether KERNEL is defined:
+// The tests/emu scaffolding the tests share (decode grid, MLA portable, MLA
+// block, GEMM).  Two sides, chosen by whether KERNEL is defined:
 //  - the emulated side (*_kernel.cpp: the generated source, KERNEL its kernel;
 //    included after KERNEL_SRC): the instance's name and storage type as its
 //    source has them;
@@ -7,9 +7,9 @@
 //    type's dtype, ulp and tolerance, the checks (a line
 //    `ok|FAIL <kernel>: <what> (<detail>)` each, counted, and the closing
 //    `N passed, N failed` that run.sh sums), and the planner's figures for the
-//    instance (its manifest.json entry) with buffers of exactly those sizes
-//    behind a guard, so that a launch needing more than the planner gives
-//    it shows.
+//    instance (its manifest.json entry, the launch's grid with them) with
+//    buffers of exactly those sizes behind a guard, so that a launch needing
+//    more than the planner gives it shows.
 #ifndef FG_EMU_COMMON_H
 #define FG_EMU_COMMON_H
 
@@ -81,6 +81,7 @@ struct EmuChecks {
 struct EmuPlanned {
     size_t workspace_bytes, dynamic_smem;
     unsigned counters;
+    unsigned grid[3];   // launch.grid
 };
 
 // The planner's figures for instance `name` from the manifest named on the
@@ -100,18 +101,23 @@ inline EmuPlanned emu_planned(int argc, char **argv, const char *name)
                 std::strcmp(json_object_get_string(n), name) == 0)
                 in = o;
         }
-    json_object *ws, *counters, *launch, *smem;
+    json_object *ws, *counters, *launch, *smem, *grid;
     const bool ok = in && json_object_object_get_ex(in, "workspace_bytes", &ws) &&
                     json_object_object_get_ex(in, "counters", &counters) &&
                     json_object_object_get_ex(in, "launch", &launch) &&
-                    json_object_object_get_ex(launch, "dynamic_smem", &smem);
+                    json_object_object_get_ex(launch, "dynamic_smem", &smem) &&
+                    json_object_object_get_ex(launch, "grid", &grid) &&
+                    json_object_array_length(grid) == 3;
     if (ok)
         p = {(size_t)json_object_get_int64(ws), (size_t)json_object_get_int64(smem),
-             (unsigned)json_object_get_int64(counters)};
+             (unsigned)json_object_get_int64(counters),
+             {(unsigned)json_object_get_int64(json_object_array_get_idx(grid, 0)),
+              (unsigned)json_object_get_int64(json_object_array_get_idx(grid, 1)),
+              (unsigned)json_object_get_int64(json_object_array_get_idx(grid, 2))}};
     json_object_put(root);
     if (!ok) {
         std::printf("FAIL %s: the planner's figures (%s)\n0 passed, 1 failed\n", name,
-                    in ? "workspace_bytes, counters, launch.dynamic_smem" : why);
+                    in ? "workspace_bytes, counters, launch.dynamic_smem, launch.grid" : why);
         std::exit(1);
     }
     std::printf("planned: workspace %zu B, %u counters, %zu B of dynamic LDS (manifest)\n",
