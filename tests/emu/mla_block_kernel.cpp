@@ -1,0 +1,34 @@
+// The emulated side of tests/emu's MLA block test: the block's portable form
+// (KERNEL_SRC, its `extern __shared__` line replaced by emu_dyn_smem; kernel
+// KERNEL) compiled for the host with the HIP shim, and the plain-C interface
+// of mla_block_emu.h.  The test is mla_block_emu.cpp.
+#include <hip/hip_runtime.h>
+
+#include KERNEL_SRC
+
+#include "emu_common.h"
+#include "emu_runtime.h"
+#include "mla_block_emu.h"
+
+extern "C" const emu_mla_block_dims emu_mla_block = {
+    EMU_KERNEL_NAME, EMU_F16, kHidden, kHeads, kQLora, kKvLora, kNope, kRope, kVDim, kMaxContext,
+    kPage, kBmax, kWoLd, kThreads, c_inv_freq, kCsScale,
+};
+
+static emu_mla_block_args launch_args;
+
+static void thread_body()
+{
+    const emu_mla_block_args &a = launch_args;
+    const auto in = [](const void *p) { return static_cast<const fg_t *>(p); };
+    KERNEL(in(a.x), in(a.input_norm), in(a.w_q), in(a.w_q_a), in(a.q_a_norm), in(a.w_q_b), in(a.w_kv_a),
+           in(a.kv_a_norm), in(a.w_kv_b), in(a.w_o), static_cast<fg_t *>(a.cache), a.block_table,
+           a.positions, static_cast<fg_t *>(a.y), a.ws, a.counters, a.batch, a.eps, a.scale);
+}
+
+extern "C" void emu_mla_block_launch(const emu_mla_block_args *a)
+{
+    launch_args = *a;
+    emu_dyn_smem = static_cast<unsigned char *>(a->smem);
+    emu_run_grid({1, 1, 1}, kThreads, thread_body);   // (the target has one CU: the grid is 1)
+}
