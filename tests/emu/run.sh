@@ -1,9 +1,9 @@
 #!/bin/sh
 # Generates the AMD kernels of the host emulation's specs (tests/emu/specs:
-# the decode family's grid form, the MLA core's portable form, the overlap
-# family's GEMM) and runs each instance on the CPU against the C reference of
-# the GPU tests, or the GEMM's double reference (tests/emu/*_emu.cpp).  Ends
-# with `N passed, N failed`.
+# the decode family's grid form, the MLA core's portable form, the whole MLA
+# block's portable form, the overlap family's GEMM) and runs each instance on
+# the CPU against the C reference of the GPU tests, or the GEMM's double
+# reference (tests/emu/*_emu.cpp).  Ends with `N passed, N failed`.
 #   FUSEGEN=build/fusegen BUILD=build tests/emu/run.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -15,13 +15,15 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # the decode grid form on one CU (its grid barriers need every workgroup at
 # once, and the emulation runs one), the MLA core on four and on 32 (splits
 # merged by ticket in one level, and in two: workgroups that run one after
-# another can take either), the GEMM on eight
+# another can take either), the MLA block on one CU (a cooperative launch, as
+# the decode grid form), the GEMM on eight
 # (its persistent grid numbered XCD-major; no grid barrier); the decode grid
 # form again on one CU with 16 KB of LDS, where the lds16k specs' rows do not
 # fit and the projections read x and o from the workspace
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
+block_specs=$(ls tests/emu/specs/emu-block-mla-*.yaml)
 gemm_specs=$(ls tests/emu/specs/emu-gemm-*.yaml)
 # shellcheck disable=SC2086 # the lists are file names without spaces
 if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decode_specs \
@@ -31,6 +33,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
    ! "$fusegen" generate --out "$out/gen/mla" --filter 'mla_decode_*' $mla_specs \
         tests/emu/specs/emu-gfx942-4cu.yaml tests/emu/specs/emu-gfx942-32cu.yaml \
         >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block" --filter 'mla_block_*' $block_specs \
+        tests/emu/specs/emu-gfx942-1cu.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
@@ -41,11 +45,11 @@ fi
 ok=1
 "$cxx" -std=c++17 -O1 -g -Itests/emu/include -Itests/emu -c tests/emu/emu_runtime.cpp \
     -o "$out/emu_runtime.o" || ok=0
-for t in decode_grid mla_portable gemm; do
+for t in decode_grid mla_portable mla_block gemm; do
     "$cxx" -std=c++17 -O2 -Itests/emu -Itests/gpu -I"$cuda_home/include" \
         -c "tests/emu/${t}_emu.cpp" -o "$out/${t}_test.o" || ok=0
 done
-for c in ref_decode ref_mla numerics; do
+for c in ref_decode ref_mla ref_mla_block numerics; do
     cc -std=c17 -O2 -Itests/gpu -I"$cuda_home/include" -c "tests/gpu/$c.c" -o "$out/$c.o" || ok=0
 done
 [ $ok = 1 ] || { echo "0 passed, 1 failed"; exit 1; }
@@ -57,6 +61,7 @@ for hip in "$out"/gen/*/*.hip; do
     case $name in
     decode_attn_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 ;;
     mla_decode_*) t=mla_portable objs="$out/ref_mla.o" dyn=1 ;;
+    mla_block_*) t=mla_block objs="$out/ref_mla_block.o" dyn=1 ;;
     overlap_gemm_*) t=gemm objs= dyn=0 ;;
     *) continue ;;
     esac
