@@ -403,7 +403,7 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
                 printf(" %s not predicted (%s)", fg_schedule_name((fg_schedule)k),
                        k == FG_SCHED_CHUNK_OVERLAP ? "no piece count divides a row block"
                        : k == FG_SCHED_CHUNK_FUSED
-                           ? "sm_90a in whole tiles of the generated GEMM only"
+                           ? "sm_90a's wgmma GEMM (a target with clusters) in whole tiles only"
                            : "no NCCL fit in the profile");
             else if (k == FG_SCHED_CHUNK_FUSED)
                 printf(" %s %.1f us (%u chunks; not chosen: not yet timed between GPUs)",

@@ -4,11 +4,13 @@
  * (overlap_gemm.in) whose configuration (stages, the C buffer's rounds, the
  * tile rows a group) is the model's below, a tuning entry's, or with
  * `generate --candidates` every one that fits as a tuning candidate (issue
- * 11).  On gfx942 / gfx90a a persistent MFMA kernel staged through
- * registers and LDS (overlap_gemm_hip.in), its tiles fixed here (not tuned:
- * no AMD GPU to time it).  Both are fed as their rows land (the fused
- * AG+GEMM: a tile waits for the flags of the pieces its rows lie in;
- * gemm_tiles.in). */
+ * 11).  On targets without clusters (gfx942 / gfx90a, and an sm_90a target
+ * that says it has none, to run the AMD algorithm on an H200) the portable
+ * form: a persistent kernel staged through registers and LDS, MFMA on AMD
+ * and mma.sync on sm_90 (overlap_gemm_portable.in), its tiles fixed here
+ * (not tuned).  Both are fed as their rows land (the fused AG+GEMM: a tile
+ * waits for the flags of the pieces its rows lie in; gemm_tiles.in) and
+ * drained as their rows are written (the fused GEMM+RS's counters). */
 #include <stdio.h>
 
 #include "plan.h"
@@ -16,18 +18,59 @@
 #define GEMM_THREADS 384u
 #define GEMM_STAGE_BYTES ((GEMM_BM + GEMM_BN) * GEMM_BK * 2)
 
-/* AMD (gfx942, gfx90a): 4 waves of 64 a workgroup, each a 64 x 64 sub-tile
- * of 4 x 4 MFMA 16x16x16 tiles; K blocks of 32 (a lane's 16-byte vector of
- * a 64-byte row), two LDS buffers of A's and W's rows */
-#define HIP_BM 128u
-#define HIP_BN 128u
-#define HIP_BK 32u
-#define HIP_THREADS 256u
-#define HIP_GROUP_M 8u
-#define HIP_LDS (2u * (HIP_BM + HIP_BN) * HIP_BK * 2u)
-/* workgroups a CU at most: 2 (8 waves, 2 a SIMD) keeps each lane's
+/* The portable form (overlap_gemm_portable.in): 256 threads a block, each
+ * wave a 64 x 64 sub-tile, 2 x (waves / 2) of them: AMD's 4 waves of 64 a
+ * 128 x 128 tile of 4 x 4 MFMA 16x16x16 tiles a wave; sm_90's 8 warps of 32
+ * a 128 x 256 tile of 4 x 8 mma.sync m16n8k16 a warp.  K blocks of 32 (a
+ * lane's 16-byte vector of a 64-byte row) in LDS stages of A's and W's
+ * rows: AMD's 2 (through registers), sm_90's PORT_STAGES_SM90 (cp.async;
+ * 4: three blocks in flight while one multiplies, 96 KB). */
+#define PORT_BM 128u
+#define PORT_WN 64u
+#define PORT_BK 32u
+#define PORT_THREADS 256u
+#define PORT_GROUP_M 8u
+#define PORT_STAGES_SM90 4u
+/* AMD's workgroups a CU at most: 2 (8 waves, 2 a SIMD) keeps each lane's
  * registers within 256 (VGPRs and AGPRs together: 512 / 2) */
-#define HIP_MAX_PER_CU 2u
+#define PORT_MAX_PER_CU_AMD 2u
+
+/* The portable form's shape on a target. */
+typedef struct port_gemm {
+    unsigned bn;       /* the tile's columns: 64 a wave, waves / 2 across */
+    unsigned stages;   /* LDS buffers of a K block's A and W rows */
+    unsigned lds;      /* their bytes */
+    unsigned per_cu;   /* blocks a CU / SM (the launch bounds' second figure) */
+    unsigned xcds;     /* MI300X's XCDs (the blocks' numbering), else 1 */
+} port_gemm;
+
+/* The targets that take the portable form: no thread-block clusters. */
+static bool gemm_portable(const fg_target *t)
+{
+    return fg_arch_is_amd(t->arch) || t->max_cluster_size == 0;
+}
+
+static port_gemm port_shape(const fg_target *t)
+{
+    port_gemm p = {0};
+    p.bn = PORT_THREADS / t->warp_size / 2 * PORT_WN;
+    p.stages = fg_arch_is_amd(t->arch) ? 2u : PORT_STAGES_SM90;
+    p.lds = p.stages * (PORT_BM + p.bn) * PORT_BK * 2u;
+    if (fg_arch_is_amd(t->arch)) {
+        p.per_cu = t->shared_mem_per_cu / p.lds;
+        if (p.per_cu > PORT_MAX_PER_CU_AMD)
+            p.per_cu = PORT_MAX_PER_CU_AMD;
+    } else {
+        /* sm_90: a warp's 128 accumulators and its fragments take ~200
+         * registers a thread, so one block of 256 an SM (65536 registers) */
+        p.per_cu = 1;
+    }
+    if (p.per_cu == 0)
+        p.per_cu = 1;
+    /* MI300X (gfx942, 8 XCDs of 38 CUs) hands workgroup i to XCD i % 8 */
+    p.xcds = t->arch == FG_ARCH_GFX942 && t->compute_units % 8 == 0 ? 8 : 1;
+    return p;
+}
 
 typedef struct gemm_cfg {
     unsigned stages;     /* TMA stages of A's and W's boxes */
@@ -78,16 +121,22 @@ static const char *gemm_misfit(const gemm_cfg *c, const fg_target *t, char why[1
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t)
 {
     static char why[160];
-    const bool amd = fg_arch_is_amd(t->arch);
-    const unsigned bn = amd ? HIP_BN : GEMM_BN, bk = amd ? HIP_BK : GEMM_BK;
-    if (t->arch != FG_ARCH_SM90A && !amd)
+    const bool portable = gemm_portable(t);
+    if (t->arch != FG_ARCH_SM90A && !fg_arch_is_amd(t->arch))
         return "the fused GEMM is emitted for sm_90a, gfx942 and gfx90a only";
+    if (portable && t->warp_size != 32 && t->warp_size != 64) {
+        snprintf(why, sizeof why, "the portable form needs warps of 32 or waves of 64; %s has %u",
+                 t->name, t->warp_size);
+        return why;
+    }
+    const unsigned bn = portable ? port_shape(t).bn : GEMM_BN;
+    const unsigned bk = portable ? PORT_BK : GEMM_BK;
     if (sh->n % bn || sh->k % bk) {
         snprintf(why, sizeof why, "n %lld and k %lld must be multiples of %u and %u (whole tiles)",
                  (long long)sh->n, (long long)sh->k, bn, bk);
         return why;
     }
-    if (!amd && gemm_misfit(&MODEL, t, why))
+    if (!portable && gemm_misfit(&MODEL, t, why))
         return why;
     return NULL;
 }
@@ -111,89 +160,129 @@ static void gemm_instance(fg_instance *in, const char *template_name, fg_dtype d
     fg_instance_add_param(in, "BK", bk);
 }
 
-/* gfx942 / gfx90a: overlap_gemm_hip.in. */
-static int plan_hip(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
-                    const fg_gemm_shape *sh, const char *family, const char *why, fg_diag *d)
+/* Targets without clusters: overlap_gemm_portable.in. */
+static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
+                         const fg_gemm_shape *sh, const char *family, const char *why, fg_diag *d)
 {
     const fg_target *t = ts->target;
     const fg_dtype dtype = s->gemm->dtype;
+    const bool amd = fg_arch_is_amd(t->arch);
     if (fg_plan_tuning_entry(set, family)) {
-        fg_error(d, "%s: an entry for %s: the AMD GEMM takes no tuning entries (its tiles are "
-                    "fixed; no candidates are emitted for it)", set->tuning->path, family);
+        fg_error(d, "%s: an entry for %s: the portable GEMM takes no tuning entries (its tiles "
+                    "are fixed; no candidates are emitted for it)", set->tuning->path, family);
         return -1;
     }
     fg_instance inst = {0}, *in = &inst;
     snprintf(in->name, sizeof in->name, "%s", family);
-    if (HIP_LDS > t->shared_mem_per_block || t->warp_size != 64) {
-        fg_error(d, "%s: needs waves of 64 and %u B of LDS a workgroup; %s has waves of %u and "
-                    "%u B", in->name, HIP_LDS, t->name, t->warp_size, t->shared_mem_per_block);
+    const port_gemm p = port_shape(t);
+    if (p.lds > t->shared_mem_per_block) {
+        fg_error(d, "%s: needs %u B of LDS a block; %s has %u B", in->name, p.lds, t->name,
+                 t->shared_mem_per_block);
         fg_instance_free(in);
         return -1;
     }
-    unsigned per_cu = t->shared_mem_per_cu / HIP_LDS;
-    if (per_cu > HIP_MAX_PER_CU)
-        per_cu = HIP_MAX_PER_CU;
-    if (per_cu == 0)
-        per_cu = 1;
-    /* MI300X (gfx942, 8 XCDs of 38 CUs) hands workgroup i to XCD i % 8 */
-    const unsigned xcds = t->arch == FG_ARCH_GFX942 && t->compute_units % 8 == 0 ? 8 : 1;
-    const unsigned grid = t->compute_units * per_cu;
-    /* a wave's K block: 4 x 4 tiles x 2 MFMA 16x16x16; 16 cycles each on
-     * gfx942 (1307 TFLOP/s dense at 2.1 GHz, 304 CUs), 32 on gfx90a */
-    const unsigned mfma_cycles = t->arch == FG_ARCH_GFX942 ? 16 : 32;
-    const unsigned mfmas = 4 * 4 * 2, lds_read = (4 + 4) * 16 * 64;
-    gemm_instance(in, "overlap_gemm_hip.in", dtype, sh, t, HIP_BM, HIP_BN, HIP_BK);
-    fg_instance_add_param(in, "GROUP_M", HIP_GROUP_M);
-    fg_instance_add_param(in, "THREADS", HIP_THREADS);
-    fg_instance_add_param(in, "LDS_BYTES", HIP_LDS);
-    /* __launch_bounds__'s second figure on AMD: waves a SIMD (EU); a
-     * workgroup's 4 waves take one of each CU's 4 SIMDs */
-    fg_instance_add_param(in, "MIN_WAVES", per_cu);
-    fg_instance_add_param(in, "XCDS", xcds);
+    const unsigned waves = PORT_THREADS / t->warp_size, grid = t->compute_units * p.per_cu;
+    gemm_instance(in, "overlap_gemm_portable.in", dtype, sh, t, PORT_BM, p.bn, PORT_BK);
+    /* its own op: its arguments are plain pointers, where the runtime's
+     * overlap_gemm binds the wgmma form's tensor maps (a lookup of that op
+     * must never find this one) */
+    in->op = "overlap_gemm_portable";
+    fg_instance_add_param(in, "WN", PORT_WN);
+    fg_instance_add_param(in, "GROUP_M", PORT_GROUP_M);
+    fg_instance_add_param(in, "THREADS", PORT_THREADS);
+    fg_instance_add_param(in, "STAGES", p.stages);
+    fg_instance_add_param(in, "LDS_BYTES", p.lds);
+    /* __launch_bounds__'s second figure: blocks an SM on CUDA; on AMD waves
+     * a SIMD (EU), the same figure, a workgroup's 4 waves taking one of each
+     * CU's 4 SIMDs */
+    fg_instance_add_param(in, "MIN_BLOCKS", p.per_cu);
+    fg_instance_add_param(in, "XCDS", p.xcds);
     fg_instance_add_param(in, "GRID", grid);
     in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {grid, 1, 1},
-                             .block = {HIP_THREADS, 1, 1}, .cluster = {1, 1, 1},
-                             .dynamic_smem = 0};
+                             .block = {PORT_THREADS, 1, 1}, .cluster = {1, 1, 1},
+                             .dynamic_smem = amd ? 0 : p.lds};
     snprintf(in->path_key, sizeof in->path_key, "overlap_gemm/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(dtype));
     fg_sb_printf(&in->reasons, "used for: %s\n", why);
-    fg_sb_printf(&in->reasons, "configuration: fixed (not tuned: no AMD GPU has timed it)\n");
+    if (amd)
+        fg_sb_printf(&in->reasons, "configuration: fixed (not tuned: no AMD GPU has timed it)\n");
+    else
+        fg_sb_printf(&in->reasons,
+                     "the portable form: %s has no thread-block clusters (max_cluster_size 0), "
+                     "so the AMD algorithm (no TMA, wgmma or clusters) lowered to warps of 32 "
+                     "and mma.sync, to check it on this GPU; configuration fixed (not tuned)\n",
+                     t->name);
     fg_sb_printf(&in->reasons,
                  "C[m, %lld] = A[m, %lld] . W[%lld, %lld]^T (W in nn.Linear's layout), fp32 sums; "
                  "m a multiple of %u, the call's\n",
-                 (long long)sh->n, (long long)sh->k, (long long)sh->n, (long long)sh->k, HIP_BM);
+                 (long long)sh->n, (long long)sh->k, (long long)sh->n, (long long)sh->k, PORT_BM);
     fg_sb_printf(&in->reasons,
-                 "persistent: %u workgroups (%u a CU: %u B of LDS each, %u B a CU) of %u threads "
-                 "(4 waves of 64) take %u x %u tiles in groups of %u tile rows%s; persistent "
-                 "rather than a workgroup a tile because the launch's grid is fixed while m is "
+                 "persistent: %u blocks (%u a %s: %u B of LDS each, %u B a %s) of %u threads "
+                 "(%u %s of %u) take %u x %u tiles in groups of %u tile rows%s; persistent "
+                 "rather than a block a tile because the launch's grid is fixed while m is "
                  "the call's, and so that the K pipeline runs on across tiles%s\n",
-                 grid, per_cu, HIP_LDS, t->shared_mem_per_cu, HIP_THREADS, HIP_BM, HIP_BN,
-                 HIP_GROUP_M,
-                 xcds > 1 ? ", numbered XCD-major (workgroup i runs on XCD i % 8, whose L2 is "
-                            "private): an XCD's workgroups take consecutive tiles"
-                          : "",
-                 xcds > 1 ? " and each XCD keeps its run of tiles" : "");
-    fg_sb_printf(&in->reasons,
-                 "K blocks of %u double-buffered through registers (each thread's 4 16-byte "
-                 "loads of the next block in flight while this one multiplies) and 2 LDS buffers "
-                 "(one barrier a block); rows of 64 B, two a 128-byte line, XOR-swizzled: the "
-                 "16-byte fragment reads and writes are free of bank conflicts without padding "
-                 "(padding would take %u B and one workgroup a CU)\n",
-                 HIP_BK, HIP_LDS * 5 / 4);
-    fg_sb_printf(&in->reasons,
-                 "each wave a 64 x 64 sub-tile: 4 x 4 MFMA 16x16x16 tiles, 64 fp32 accumulators a "
-                 "lane, both operands in the free K order (a lane's 16-byte vector: 2 MFMA); a K "
-                 "block is %u MFMA a wave (%u cycles of its SIMD's matrix core at %u a MFMA) "
-                 "against %u B of LDS reads (%u cycles of the CU's 128 B a clock for its 4 "
-                 "waves: the LDS keeps up) and %u B a workgroup from L2 (64 flop a byte)\n",
-                 mfmas, mfmas * mfma_cycles, mfma_cycles, lds_read, 4 * lds_read / 128,
-                 HIP_LDS / 2);
+                 grid, p.per_cu, amd ? "CU" : "SM", p.lds, t->shared_mem_per_cu,
+                 amd ? "CU" : "SM", PORT_THREADS, waves, amd ? "waves" : "warps", t->warp_size,
+                 PORT_BM, p.bn, PORT_GROUP_M,
+                 p.xcds > 1 ? ", numbered XCD-major (workgroup i runs on XCD i % 8, whose L2 is "
+                              "private): an XCD's workgroups take consecutive tiles"
+                            : "",
+                 p.xcds > 1 ? " and each XCD keeps its run of tiles" : "");
+    if (amd)
+        fg_sb_printf(&in->reasons,
+                     "K blocks of %u double-buffered through registers (each thread's %u 16-byte "
+                     "loads of the next block in flight while this one multiplies) and 2 LDS "
+                     "buffers (one barrier a block); rows of 64 B, two a 128-byte line, "
+                     "XOR-swizzled: the 16-byte fragment reads and writes are free of bank "
+                     "conflicts without padding (padding would take %u B and one workgroup a "
+                     "CU)\n",
+                     PORT_BK, (PORT_BM + p.bn) * PORT_BK / 8 / PORT_THREADS, p.lds * 5 / 4);
+    else
+        fg_sb_printf(&in->reasons,
+                     "K blocks of %u by cp.async (each thread's %u 16-byte copies a block) into "
+                     "%u LDS stages of %u B (dynamic shared memory), %u blocks in flight while "
+                     "one multiplies, one barrier a block: through registers, as on AMD, the "
+                     "tensor cores waited on L2 (265 TFLOP/s measured on an H200) and no "
+                     "registers are left for a second block in flight; rows of 64 B, two a "
+                     "128-byte line, XOR-swizzled as on AMD: ldmatrix's 8-row reads and the "
+                     "copies are free of bank conflicts without padding\n",
+                     PORT_BK, (PORT_BM + p.bn) * PORT_BK / 8 / PORT_THREADS, p.stages,
+                     p.lds / p.stages, p.stages - 1);
+    if (amd) {
+        /* a wave's K block: 4 x 4 tiles x 2 MFMA 16x16x16; 16 cycles each on
+         * gfx942 (1307 TFLOP/s dense at 2.1 GHz, 304 CUs), 32 on gfx90a */
+        const unsigned mfma_cycles = t->arch == FG_ARCH_GFX942 ? 16 : 32;
+        const unsigned mfmas = 4 * 4 * 2, lds_read = (4 + 4) * 16 * 64;
+        fg_sb_printf(&in->reasons,
+                     "each wave a 64 x 64 sub-tile: 4 x 4 MFMA 16x16x16 tiles, 64 fp32 "
+                     "accumulators a lane, both operands in the free K order (a lane's 16-byte "
+                     "vector: 2 MFMA); a K block is %u MFMA a wave (%u cycles of its SIMD's "
+                     "matrix core at %u a MFMA) against %u B of LDS reads (%u cycles of the CU's "
+                     "128 B a clock for its 4 waves: the LDS keeps up) and %u B a workgroup from "
+                     "L2 (64 flop a byte)\n",
+                     mfmas, mfmas * mfma_cycles, mfma_cycles, lds_read, 4 * lds_read / 128,
+                     p.lds / 2);
+    } else {
+        /* a warp's K block: 4 x 8 tiles x 2 k-steps; LDS reads 4 x 2 + 8
+         * vectors of 16 B a lane */
+        const unsigned mmas = 4 * 8 * 2, lds_read = (4 * 2 + 8) * 16 * 32;   /* ldmatrix.x4s */
+        fg_sb_printf(&in->reasons,
+                     "each warp a 64 x 64 sub-tile: 4 x 8 mma.sync m16n8k16 tiles, 128 fp32 "
+                     "accumulators a thread, operands by ldmatrix.x4 (W's rows taken as columns "
+                     "4c + j, as on AMD, so that a lane's 8 columns of a row are contiguous: "
+                     "16-byte stores); a K block is %u mma.sync a warp against %u B of LDS "
+                     "reads (%u B a block: %u cycles of the SM's 128 B a clock, against %u "
+                     "mma.sync) and %u B a block from L2 (%u flop a byte)\n",
+                     mmas, lds_read, waves * lds_read, waves * lds_read / 128, waves * mmas,
+                     p.lds / p.stages, 2 * PORT_BM * p.bn * PORT_BK / (p.lds / p.stages));
+    }
     fg_sb_printf(&in->reasons,
                  "fed as its rows land (flags given): thread 0 waits for the flags of the pieces "
-                 "a tile's %u rows lie in (acquire at system scope; s_memrealtime taken as "
-                 "100 MHz for the time limit), then a workgroup barrier before the tile's loads: "
-                 "a barrier a tile and a poll a piece more; unfed, none\n",
-                 HIP_BM);
+                 "a tile's %u rows lie in (acquire at system scope%s), then a block barrier "
+                 "before the tile's loads: a barrier a tile and a poll a piece more; drained "
+                 "(done given): a barrier a tile and thread 0's release of 2 a tile at system "
+                 "scope; neither: no barrier\n",
+                 PORT_BM, amd ? "; s_memrealtime taken as 100 MHz for the time limit" : "");
     return fg_plan_add(set, in, s, ts, d);
 }
 
@@ -264,14 +353,17 @@ int fg_plan_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
     const fg_dtype dtype = s->gemm->dtype;
     char family[FG_NAME_MAX], dims[64], bad[160];
     snprintf(dims, sizeof dims, "n%lld_k%lld", (long long)sh->n, (long long)sh->k);
-    /* the family a tuning entry names: the instance name less its configuration */
-    if (!fg_instance_name(family, "overlap_gemm", t->arch, fg_dtype_name(dtype), dims, "")) {
+    /* the family a tuning entry names: the instance name less its
+     * configuration; the portable form on sm_90a is named apart from the
+     * wgmma form (both may be generated for one GPU) */
+    const char *form = gemm_portable(t) && !fg_arch_is_amd(t->arch) ? "portable" : "";
+    if (!fg_instance_name(family, "overlap_gemm", t->arch, fg_dtype_name(dtype), dims, form)) {
         fg_error(d, "cannot name an overlap_gemm instance for n %lld, k %lld", (long long)sh->n,
                  (long long)sh->k);
         return -1;
     }
-    if (fg_arch_is_amd(t->arch))
-        return plan_hip(set, s, ts, sh, family, why, d);
+    if (gemm_portable(t))
+        return plan_portable(set, s, ts, sh, family, why, d);
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     gemm_cfg chosen = MODEL;
     fg_strbuf config = {0};

@@ -139,16 +139,19 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
 }
 
 /* chunk_fused's time with c pieces per block (reduce: RS's owner's
- * reduction); NaN where it does not apply (not sm_90a, whose GEMM alone the
- * executor runs; no fused GEMM emitted for the shape's n and k on the target,
- * fg_plan_overlap_gemm_skipped; c not dividing the block; m not whole tile
- * rows; RS: pieces of whole tile rows). */
+ * reduction); NaN where it does not apply (not sm_90a's wgmma form, the one
+ * GEMM the executor runs: not on AMD, nor on an sm_90a target without
+ * clusters, which gets the portable form; no fused GEMM emitted for the
+ * shape's n and k on the target, fg_plan_overlap_gemm_skipped; c not
+ * dividing the block; m not whole tile rows; RS: pieces of whole tile
+ * rows). */
 static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigned w, unsigned c,
                              double reduce, bool *measured)
 {
     const fg_interconnect *ic = t->interconnect;
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
-    if (t->arch != FG_ARCH_SM90A || fg_plan_overlap_gemm_skipped(s, t) || s->m % (w * c) ||
+    if (t->arch != FG_ARCH_SM90A || t->max_cluster_size == 0 ||
+        fg_plan_overlap_gemm_skipped(s, t) || s->m % (w * c) ||
         s->m % GEMM_BM || (!ag && (s->m / (w * c)) % GEMM_BM))
         return NAN;
     const double rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;

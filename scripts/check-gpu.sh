@@ -43,18 +43,19 @@ for t in $FG_GPU_TESTS; do
     cat "$log"
     tally "$t" "$log" $rc
 done
-# The portable forms on this GPU (issue 10): the MLA core's and the MLA
-# block's instances for an H200 without clusters
+# The portable forms on this GPU (issue 10): the MLA core's, the MLA
+# block's and the overlap GEMM's instances for an H200 without clusters
 # (tests/gpu/portable/h200-portable.yaml), generated into
 # FG_PORTABLE_GEN_DIR (default tests/gpu/gen_portable: by $BUILD/fusegen
 # where there is one, else beforehand, as tests/gpu/device-run.sh says),
-# compiled apart and checked by test_mla_decode and test_mla_block with that
-# build's manifest, as the cluster build's are above.
+# compiled apart and checked by test_mla_decode, test_mla_block and
+# test_gemm with that build's manifest, as the cluster build's are above.
 pgen=${FG_PORTABLE_GEN_DIR:-tests/gpu/gen_portable}
 pgen_ok=1
 if [ -x "$BUILD/fusegen" ] &&
    ! "$BUILD/fusegen" generate --out "$pgen" --filter 'mla_decode*' --filter 'mla_block*' \
-        tests/gpu/portable/h200-portable.yaml specs/models/*.yaml tests/gpu/specs/*.yaml; then
+        --filter 'overlap_gemm*' tests/gpu/portable/h200-portable.yaml specs/models/*.yaml \
+        specs/gemm/*.yaml tests/gpu/specs/*.yaml; then
     echo "check-gpu: generating the portable forms into $pgen failed: counted as 1 failure"
     failed=$((failed + 1)) pgen_ok=0
 fi
@@ -65,7 +66,7 @@ elif [ -f "$pgen/manifest.json" ] && ls "$pgen"/*.cu >/dev/null 2>&1; then
         echo "check-gpu: the portable forms did not compile ($pgen): counted as 1 failure"
         failed=$((failed + 1))
     else
-        for t in test_mla_decode test_mla_block; do
+        for t in test_mla_decode test_mla_block test_gemm; do
             if [ ! -x "$GPU_BUILD/$t" ]; then
                 echo "== $t (portable forms): SKIPPED — not built"
                 skipped=$((skipped + 1))

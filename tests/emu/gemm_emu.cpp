@@ -1,4 +1,4 @@
-// The overlap family's GEMM as lowered to HIP (templates/overlap_gemm_hip.in),
+// The overlap family's GEMM as lowered to HIP (templates/overlap_gemm_portable.in),
 // run on the CPU against a double reference: the kernel through
 // gemm_kernel.cpp's emulation (each workgroup's 256 threads fibers, waves of
 // 64 exchanging MFMA operands as the CDNA3 ISA lays them out, the grid's
@@ -12,7 +12,9 @@
 // workgroup (the K pipeline running on across tiles); a grid that is not a
 // multiple of the XCDs (the plain order); and the feed (run_feed_cases):
 // every piece flagged before the launch, rows landing mid-wait, a piece
-// lost (the kernel ends late, within its limit), only some flagged.  What
+// lost (the kernel ends late, within its limit), only some flagged; and the
+// drain (run_drain_case): each piece's counter 2 a tile, again after a
+// second launch, C the undrained run's bits.  What
 // this checks: the index
 // algebra (LDS swizzle, fragments, the free K and column orders, the tile
 // order), the roundings, and (on the kernel's lds_at, not by timing) that the
@@ -141,7 +143,7 @@ static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, b
     check_c(label, p, c);
 }
 
-// ---- the feed (overlap_gemm_hip.in's flags, tile_rows, status) ----
+// ---- the feed (overlap_gemm_portable.in's flags, tile_rows, status) ----
 //
 // A of 3 blocks of 384 rows (3 tile rows each), block 1 the own one, the
 // others in pieces of 96 rows (4 a block, 6 flags a block apart: tiles
@@ -395,6 +397,37 @@ static void check_lds_layout()
                  "(8-lane phases with a repeated 16-byte slot)", bad);
 }
 
+// The drain (the fused GEMM+RS's counters): 5 tile rows in pieces of
+// `piece` tile rows (1 and 5), C poisoned; each counter must hold 2 a tile
+// of its piece after the launch (the workgroups run one after another, so
+// this checks the counters' arithmetic, not their order against the
+// stores), twice that after a second launch (never reset), and C the
+// undrained run's bits.
+static void run_drain_case(int piece, uint64_t seed)
+{
+    constexpr int kTileRows = 5;
+    const Problem p = make_problem(kTileRows, seed);
+    std::vector<uint16_t> plain = poisoned_c(p), c = poisoned_c(p);
+    emu_gemm_launch(p.a.data(), p.w.data(), plain.data(), p.M, D.grid, nullptr, nullptr);
+    std::vector<unsigned> done(kTileRows / piece, 0u);
+    emu_gemm_feed f = {};
+    f.done = done.data(), f.done_rows = piece * D.bm;
+    const unsigned per_piece = 2u * (unsigned)(piece * (D.n / D.bn));
+    char msg[200];
+    for (unsigned launch = 1; launch <= 2; launch++) {
+        emu_gemm_launch(p.a.data(), p.w.data(), c.data(), p.M, D.grid, &f, nullptr);
+        int wrong = 0;
+        for (unsigned v : done)
+            wrong += v != launch * per_piece;
+        std::snprintf(msg, sizeof msg, "drain, pieces of %d tile rows, launch %u: each counter "
+                      "%u (2 a tile, never reset)", piece, launch, launch * per_piece);
+        checks.check(wrong == 0, msg, wrong);
+    }
+    std::snprintf(msg, sizeof msg, "drain, pieces of %d tile rows: the undrained run's bits",
+                  piece);
+    checks.check(c == plain, msg, 0);
+}
+
 int main()
 {
     const uint64_t seed = emu_seed();
@@ -407,5 +440,7 @@ int main()
     const int odd = D.xcds > 1 ? D.xcds + 1 : 3;   // not a multiple of the XCDs
     run_case("a grid of no whole XCDs", 5, odd, seed + 400, false);
     run_feed_cases(seed + 500);
+    run_drain_case(1, seed + 600);
+    run_drain_case(5, seed + 700);
     return checks.summary();
 }

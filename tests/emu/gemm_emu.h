@@ -1,5 +1,5 @@
 /* The interface between the emulated overlap GEMM (gemm_kernel.cpp: the
- * generated .hip source of overlap_gemm_hip.in with the HIP shim) and its
+ * generated .hip source of overlap_gemm_portable.in with the HIP shim) and its
  * test (gemm_emu.cpp, with the double reference): plain types only. */
 #ifndef FG_EMU_GEMM_H
 #define FG_EMU_GEMM_H
@@ -20,14 +20,17 @@ extern const emu_gemm_dims emu_gemm;
  * row `row` of a block's A or W takes in its buffer. */
 int emu_gemm_lds_at(int row, int c);
 
-/* The kernel's parameters after m_rows (overlap_gemm_hip.in's feed,
- * fg_overlap_gemm_args): flags NULL for an unfed launch. */
+/* The kernel's parameters after m_rows (overlap_gemm_portable.in's feed
+ * and drain, fg_overlap_gemm_args): flags NULL for an unfed launch, done
+ * NULL for an undrained one. */
 typedef struct emu_gemm_feed {
     const int *tile_rows;
     const unsigned *flags, *epoch;
     int own, shard_rows, piece_rows, flag_stride;
     unsigned *status;
     unsigned long long limit_ns;
+    unsigned *done;
+    int done_rows;
 } emu_gemm_feed;
 
 /* One launch of `grid` workgroups (one after another): C[m_rows, n] =

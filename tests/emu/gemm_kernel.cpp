@@ -1,5 +1,5 @@
 // The emulated side of tests/emu's GEMM test: the overlap family's GEMM for
-// AMD (KERNEL_SRC, from templates/overlap_gemm_hip.in; kernel KERNEL; its
+// AMD (KERNEL_SRC, from templates/overlap_gemm_portable.in; kernel KERNEL; its
 // LDS a static array, which the shim makes a static) compiled for the host
 // with the HIP shim, and the plain-C interface of gemm_emu.h.  The test is
 // gemm_emu.cpp.
@@ -31,7 +31,7 @@ static void thread_body()
     Launch &l = launch_args;
     const emu_gemm_feed &f = l.feed;
     KERNEL(l.a, l.w, l.c, l.m_rows, f.tile_rows, f.flags, f.epoch, f.own, f.shard_rows,
-           f.piece_rows, f.flag_stride, f.status, f.limit_ns);
+           f.piece_rows, f.flag_stride, f.status, f.limit_ns, f.done, f.done_rows);
     if (threadIdx.x == 0 && l.late && f.status) {   // (thread 0 is the one that reports)
         l.late[blockIdx.x] = *f.status;
         l.reported |= *f.status;

@@ -3,12 +3,12 @@
 # and benchmark in one go, logs and results under $OUT.  Kernels are compiled
 # there from pre-generated sources (FG_GEN_DIR, default tests/gpu/gen_tmp),
 # since fusegen needs libcyaml, which such machines lack; so are the portable
-# forms' (the MLA core and block for an H200 without clusters, which
-# check-gpu.sh checks apart), from FG_PORTABLE_GEN_DIR (default
-# tests/gpu/gen_portable), made beforehand by
+# forms' (the MLA core and block and the overlap GEMM for an H200 without
+# clusters, which check-gpu.sh checks apart), from FG_PORTABLE_GEN_DIR
+# (default tests/gpu/gen_portable), made beforehand by
 #   build/fusegen generate --out tests/gpu/gen_portable --filter 'mla_decode*' \
-#       --filter 'mla_block*' tests/gpu/portable/h200-portable.yaml specs/models/*.yaml \
-#       tests/gpu/specs/*.yaml
+#       --filter 'mla_block*' --filter 'overlap_gemm*' tests/gpu/portable/h200-portable.yaml \
+#       specs/models/*.yaml specs/gemm/*.yaml tests/gpu/specs/*.yaml
 #   OUT=dir FG_COMMIT=abc tests/gpu/device-run.sh [--sanitize] [--no-bench] [--timeline INSTANCE]
 # --sanitize: scripts/check-gpu-sanitize.sh (memcheck, synccheck, racecheck);
 # --timeline: INSTANCE once more with the template's TIMELINE hook on

@@ -1817,6 +1817,58 @@ Test(cli, decode_13b_prefers_the_single_cluster_ring)
 
 /* A GEMM spec with reduce-scatter shapes gets the owner's reduction kernel,
  * one per dtype and world size on every target. */
+/* The overlap GEMM's portable form: on AMD and on an sm_90a target without
+ * clusters (named apart there), its own op (plain pointers: never bound as
+ * the wgmma form's overlap_gemm), the tile the target's warp gives; the
+ * H200 keeps the wgmma form. */
+Test(cli, gemm_portable_form_where_there_are_no_clusters)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'overlap_gemm*n8192_k1024*' "
+                           "specs/gemm/llama-2-70b-tp8.yaml specs/targets/h200.yaml "
+                           "specs/targets/mi300x.yaml tests/gpu/portable/h200-portable.yaml"),
+                 0, "%s", out);
+    const char *at = strstr(out, "overlap_gemm_sm90a_bf16_n8192_k1024_portable\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "params: N=8192 K=1024 BM=128 BN=256 BK=32 WN=64 GROUP_M=8 "
+                                  "THREADS=256 STAGES=4 LDS_BYTES=98304 MIN_BLOCKS=1 XCDS=1 "
+                                  "GRID=132\n  launch: grid=(132,1,1) block=(256,1,1) "
+                                  "cluster=(1,1,1) dynamic_smem=98304\n"),
+                       "%s", at);
+    cr_expect_not_null(strstr(at, "the portable form: h200-portable has no thread-block "
+                                  "clusters"), "%s", at);
+    cr_expect_not_null(strstr(at, "4 x 8 mma.sync m16n8k16 tiles"), "%s", at);
+    at = strstr(out, "overlap_gemm_gfx942_bf16_n8192_k1024\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "BN=128 BK=32 WN=64 GROUP_M=8 THREADS=256 STAGES=2 "
+                                  "LDS_BYTES=32768 MIN_BLOCKS=2 XCDS=8 GRID=608\n  launch: "
+                                  "grid=(608,1,1) block=(256,1,1) cluster=(1,1,1) "
+                                  "dynamic_smem=0\n"), "%s", at);
+    at = strstr(out, "overlap_gemm_sm90a_bf16_n8192_k1024\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "block=(384,1,1)"), "%s", at);
+    free(out);
+    cr_assert_eq(run(&out, "generate --out %s --filter 'overlap_gemm*n8192_k1024*' "
+                           "specs/gemm/llama-2-70b-tp8.yaml specs/targets/h200.yaml "
+                           "specs/targets/mi300x.yaml tests/gpu/portable/h200-portable.yaml", tmp),
+                 0, "%s", out);
+    free(out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/fg_registry.c", tmp);
+    char *reg = slurp(path);
+    cr_assert_not_null(reg);
+    const char *e = strstr(reg, ".name = \"overlap_gemm_sm90a_bf16_n8192_k1024_portable\"");
+    cr_assert_not_null(e, "%s", reg);
+    cr_expect_not_null(strstr(e, ".op = \"overlap_gemm_portable\""), "%s", e);
+    e = strstr(reg, ".name = \"overlap_gemm_gfx942_bf16_n8192_k1024\"");
+    cr_assert_not_null(e, "%s", reg);
+    cr_expect_not_null(strstr(e, ".op = \"overlap_gemm_portable\""), "%s", e);
+    e = strstr(reg, ".name = \"overlap_gemm_sm90a_bf16_n8192_k1024\"");
+    cr_assert_not_null(e, "%s", reg);
+    cr_expect_not_null(strstr(e, ".op = \"overlap_gemm\""), "%s", e);
+    free(reg);
+}
+
 Test(cli, gemm_specs_get_the_owners_reduction)
 {
     char *out;

@@ -157,7 +157,9 @@ Test(overlap, serial_nccl_from_the_profiles_fit)
 /* chunk_fused (on sm_90a, whole tiles of the generated GEMM): the own
  * block at the whole GEMM's rate under copies, then each piece once landed;
  * predicted, never chosen; for RS only where its blocks are whole tile
- * rows; not for another arch or a shape that is no whole tiles.  m 1024 = 2 x 512, n 512, k 1024 at 1 TFLOPS:
+ * rows; not for another arch, an sm_90a target without clusters (its GEMM
+ * is the portable form, which the executor does not run) or a shape that is
+ * no whole tiles.  m 1024 = 2 x 512, n 512, k 1024 at 1 TFLOPS:
  * gemm 1073.741824 us, 1.1 x that under copies; a piece of 512 / c rows x
  * 1024 x 2 B: 2 pieces of 10 + 2.62144 us each, landing long before the
  * own block (590.5580032 us) ends: it is all the GEMM, 1181.1160064 us, at
@@ -168,7 +170,7 @@ Test(overlap, chunk_fused_predicted_not_chosen)
                        .k = 1024};
     fg_gemm g = {.name = "g", .world_size = 2, .shapes = &s, .shapes_count = 1};
     fg_target t = target_;
-    t.arch = FG_ARCH_SM90A;
+    t.arch = FG_ARCH_SM90A, t.max_cluster_size = 16;
     t.shared_mem_per_block = 232448;   /* an H200's: the fused GEMM is emitted */
     fg_overlap_prediction p;
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
@@ -208,7 +210,10 @@ Test(overlap, chunk_fused_predicted_not_chosen)
     s.n = 512, t.arch = FG_ARCH_GFX942;
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
     cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "the fused GEMM's waits are sm_90a's");
-    t.arch = FG_ARCH_SM90A, t.shared_mem_per_block = 99 * 1024;   /* its stages do not fit */
+    t.arch = FG_ARCH_SM90A, t.max_cluster_size = 0;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "no clusters: the portable GEMM, not run");
+    t.max_cluster_size = 16, t.shared_mem_per_block = 99 * 1024;   /* its stages do not fit */
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
     cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "no fused GEMM emitted for the target");
 }
