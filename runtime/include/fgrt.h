@@ -298,6 +298,12 @@ typedef struct fg_overlap_gemm_args {
 } fg_overlap_gemm_args;
 FG_API fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
                                       fg_binding **out);
+/* The same product, feed and drain by the portable form (op
+ * overlap_gemm_portable: AMD's gfx942 / gfx90a GEMM, and an sm_90a build
+ * for a target without clusters): a, w, c passed as plain pointers, no
+ * tensor maps; the same arguments and checks. */
+FG_API fg_status fg_overlap_gemm_portable_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
+                                               fg_binding **out);
 
 /* Enqueues the bound kernel on `stream` (a CUstream or hipStream_t; NULL is
  * the legacy default stream).  No allocation, synchronization or descriptor

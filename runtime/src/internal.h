@@ -193,6 +193,7 @@ extern const fg_op_desc fg_op_mla_decode;
 extern const fg_op_desc fg_op_mla_block;
 extern const fg_op_desc fg_op_overlap_reduce;
 extern const fg_op_desc fg_op_overlap_gemm;
+extern const fg_op_desc fg_op_overlap_gemm_portable;
 
 fg_status fg_bind_op(fg_context *ctx, const fg_op_desc *op, const void *args, fg_binding **out);
 

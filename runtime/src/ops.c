@@ -355,6 +355,24 @@ static const fg_arg_desc overlap_gemm_args[] = {
     OPT(done),
     I32(done_rows, 0),
 };
+/* The portable form's (overlap_gemm_portable.in): a, w, c as pointers. */
+static const fg_arg_desc overlap_gemm_portable_args[] = {
+    {"a", FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, a), .align = 16},
+    {"w", FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, w), .align = 16},
+    {"c", FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, c), .align = 16},
+    I32(m, GEMM_BM),
+    OPT(tile_rows),
+    OPT(flags),
+    OPT(epoch),
+    I32(own, -1),
+    I32(shard_rows, 0),
+    I32(piece_rows, 0),
+    I32(flag_stride, 0),
+    OPT(status),
+    {"limit_ns", FG_ARG_U64, offsetof(fg_overlap_gemm_args, limit_ns), .min = 0},
+    OPT(done),
+    I32(done_rows, 0),
+};
 #undef MAP
 #undef OPT
 #undef I32
@@ -405,4 +423,21 @@ fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_args *args
                                fg_binding **out)
 {
     return fg_bind_op(ctx, &fg_op_overlap_gemm, args, out);
+}
+
+const fg_op_desc fg_op_overlap_gemm_portable = {
+    .op = "overlap_gemm_portable",
+    .dtype_offset = offsetof(fg_overlap_gemm_args, dtype),
+    .nkeys = 2,
+    .key_offsets = {offsetof(fg_overlap_gemm_args, n), offsetof(fg_overlap_gemm_args, k)},
+    .instance_offset = offsetof(fg_overlap_gemm_args, instance),
+    .args = overlap_gemm_portable_args,
+    .nargs = sizeof overlap_gemm_portable_args / sizeof overlap_gemm_portable_args[0],
+    .check = overlap_gemm_check,
+};
+
+fg_status fg_overlap_gemm_portable_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
+                                        fg_binding **out)
+{
+    return fg_bind_op(ctx, &fg_op_overlap_gemm_portable, args, out);
 }

@@ -567,6 +567,45 @@ Test(runtime_bind, overlap_gemm)
     fg_shutdown(ctx);
 }
 
+/* The portable form (op overlap_gemm_portable; here a gfx942 entry): the
+ * same arguments with a, w, c passed as plain pointers, no maps encoded;
+ * the wgmma form's bind never picks it, and the same guards hold. */
+static const fg_kernel_entry gemm_portable_reg[] = {
+    ENTRY("gemm_portable_n8192_k1024", "overlap_gemm_portable", FG_REG_ARCH_GFX942, FG_REG_BF16,
+          .ndims = 2, .dims = {8192, 1024}, .grid_rule = FG_REG_GRID_FIXED, .grid = {608, 1, 1}),
+};
+
+Test(runtime_bind, overlap_gemm_portable)
+{
+    fg_context *ctx = fake_ctx(FG_REG_ARCH_GFX942, gemm_portable_reg, 1);
+    const fg_overlap_gemm_args a = good_gemm();
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_overlap_gemm_portable_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(F.maps, 0, "no tensor maps");
+    cr_assert_eq(fg_launch(b, DEV(0x55)), FG_OK);
+    cr_assert_eq(F.cfg.grid[0], 608);
+    cr_assert_eq(F.raw[0], a.a);
+    cr_assert_eq(F.raw[1], a.w);
+    cr_assert_eq(F.raw[2], a.c);
+    int m, done_rows;
+    memcpy(&m, F.params[3], sizeof m);
+    memcpy(&done_rows, F.params[14], sizeof done_rows);
+    cr_assert(m == 4096 && done_rows == 1024);
+    void *done;
+    memcpy(&done, F.params[13], sizeof done);
+    cr_assert_eq(done, a.done);
+    fg_binding_free(b);
+    fg_overlap_gemm_args bad = good_gemm();
+    bad.a = DEV(0x1000000008);
+    b = (fg_binding *)1;
+    cr_assert_eq(fg_overlap_gemm_portable_bind(ctx, &bad, &b), FG_ERR_MISALIGNED);
+    cr_assert_null(b);
+    bad = good_gemm(), bad.m = 4000;
+    cr_assert_eq(fg_overlap_gemm_portable_bind(ctx, &bad, &b), FG_ERR_BAD_SHAPE);
+    expect_gemm_bind(ctx, good_gemm(), FG_ERR_NO_MATCHING_INSTANCE, NULL);   /* not the wgmma op */
+    fg_shutdown(ctx);
+}
+
 Test(runtime_bind, overlap_gemm_guards)
 {
     fg_context *ctx = fake_ctx(SM90, gemm_reg, 1);
