@@ -1830,10 +1830,10 @@ Test(cli, gemm_portable_form_where_there_are_no_clusters)
                  0, "%s", out);
     const char *at = strstr(out, "overlap_gemm_sm90a_bf16_n8192_k1024_portable\n");
     cr_assert_not_null(at, "%s", out);
-    cr_expect_not_null(strstr(at, "params: N=8192 K=1024 BM=128 BN=256 BK=32 WN=64 GROUP_M=8 "
-                                  "THREADS=256 STAGES=4 LDS_BYTES=98304 MIN_BLOCKS=1 XCDS=1 "
+    cr_expect_not_null(strstr(at, "params: N=8192 K=1024 BM=128 BN=256 BK=64 WN=64 GROUP_M=8 "
+                                  "THREADS=256 STAGES=4 LDS_BYTES=196608 MIN_BLOCKS=1 XCDS=1 "
                                   "GRID=132\n  launch: grid=(132,1,1) block=(256,1,1) "
-                                  "cluster=(1,1,1) dynamic_smem=98304\n"),
+                                  "cluster=(1,1,1) dynamic_smem=196608\n"),
                        "%s", at);
     cr_expect_not_null(strstr(at, "the portable form: h200-portable has no thread-block "
                                   "clusters"), "%s", at);
