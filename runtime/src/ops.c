@@ -338,41 +338,23 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
                     .nullable = true}
 #define I32(field, least) {#field, FG_ARG_I32, offsetof(fg_overlap_gemm_args, field), .min = least}
 
+/* What both forms take after a, w, c: m and the feed, then the drain. */
+#define GEMM_AFTER_ABC                                                                             \
+    I32(m, GEMM_BM), OPT(tile_rows), OPT(flags), OPT(epoch), I32(own, -1), I32(shard_rows, 0),     \
+        I32(piece_rows, 0), I32(flag_stride, 0), OPT(status),                                      \
+        {"limit_ns", FG_ARG_U64, offsetof(fg_overlap_gemm_args, limit_ns), .min = 0}, OPT(done),  \
+        I32(done_rows, 0)
+#define PTR16(field) {#field, FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, field), .align = 16}
+
 static const fg_arg_desc overlap_gemm_args[] = {
-    MAP(a, m, k, GEMM_BM),
-    MAP(w, n, k, FG_GEMM_TILE_COLS),
-    MAP(c, m, n, 64),
-    I32(m, GEMM_BM),
-    OPT(tile_rows),
-    OPT(flags),
-    OPT(epoch),
-    I32(own, -1),
-    I32(shard_rows, 0),
-    I32(piece_rows, 0),
-    I32(flag_stride, 0),
-    OPT(status),
-    {"limit_ns", FG_ARG_U64, offsetof(fg_overlap_gemm_args, limit_ns), .min = 0},
-    OPT(done),
-    I32(done_rows, 0),
+    MAP(a, m, k, GEMM_BM), MAP(w, n, k, FG_GEMM_TILE_COLS), MAP(c, m, n, 64), GEMM_AFTER_ABC,
 };
 /* The portable form's (overlap_gemm_portable.in): a, w, c as pointers. */
 static const fg_arg_desc overlap_gemm_portable_args[] = {
-    {"a", FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, a), .align = 16},
-    {"w", FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, w), .align = 16},
-    {"c", FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, c), .align = 16},
-    I32(m, GEMM_BM),
-    OPT(tile_rows),
-    OPT(flags),
-    OPT(epoch),
-    I32(own, -1),
-    I32(shard_rows, 0),
-    I32(piece_rows, 0),
-    I32(flag_stride, 0),
-    OPT(status),
-    {"limit_ns", FG_ARG_U64, offsetof(fg_overlap_gemm_args, limit_ns), .min = 0},
-    OPT(done),
-    I32(done_rows, 0),
+    PTR16(a), PTR16(w), PTR16(c), GEMM_AFTER_ABC,
 };
+#undef GEMM_AFTER_ABC
+#undef PTR16
 #undef MAP
 #undef OPT
 #undef I32
@@ -408,33 +390,27 @@ static fg_status overlap_gemm_check(const void *p)
 }
 #undef GEMM_BM
 
-const fg_op_desc fg_op_overlap_gemm = {
-    .op = "overlap_gemm",
-    .dtype_offset = offsetof(fg_overlap_gemm_args, dtype),
-    .nkeys = 2,
-    .key_offsets = {offsetof(fg_overlap_gemm_args, n), offsetof(fg_overlap_gemm_args, k)},
-    .instance_offset = offsetof(fg_overlap_gemm_args, instance),
-    .args = overlap_gemm_args,
-    .nargs = sizeof overlap_gemm_args / sizeof overlap_gemm_args[0],
-    .check = overlap_gemm_check,
-};
+/* The two forms' ops: one product, feed and drain, their a, w, c passed
+ * as tensor maps (overlap_gemm) or as pointers (overlap_gemm_portable). */
+#define GEMM_OP(name, argv)                                                                        \
+    {.op = name,                                                                                   \
+     .dtype_offset = offsetof(fg_overlap_gemm_args, dtype),                                        \
+     .nkeys = 2,                                                                                   \
+     .key_offsets = {offsetof(fg_overlap_gemm_args, n), offsetof(fg_overlap_gemm_args, k)},        \
+     .instance_offset = offsetof(fg_overlap_gemm_args, instance),                                  \
+     .args = argv,                                                                                 \
+     .nargs = sizeof argv / sizeof argv[0],                                                        \
+     .check = overlap_gemm_check}
+const fg_op_desc fg_op_overlap_gemm = GEMM_OP("overlap_gemm", overlap_gemm_args);
+const fg_op_desc fg_op_overlap_gemm_portable =
+    GEMM_OP("overlap_gemm_portable", overlap_gemm_portable_args);
+#undef GEMM_OP
 
 fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
                                fg_binding **out)
 {
     return fg_bind_op(ctx, &fg_op_overlap_gemm, args, out);
 }
-
-const fg_op_desc fg_op_overlap_gemm_portable = {
-    .op = "overlap_gemm_portable",
-    .dtype_offset = offsetof(fg_overlap_gemm_args, dtype),
-    .nkeys = 2,
-    .key_offsets = {offsetof(fg_overlap_gemm_args, n), offsetof(fg_overlap_gemm_args, k)},
-    .instance_offset = offsetof(fg_overlap_gemm_args, instance),
-    .args = overlap_gemm_portable_args,
-    .nargs = sizeof overlap_gemm_portable_args / sizeof overlap_gemm_portable_args[0],
-    .check = overlap_gemm_check,
-};
 
 fg_status fg_overlap_gemm_portable_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
                                         fg_binding **out)
