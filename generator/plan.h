@@ -110,6 +110,9 @@ int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, c
 int fg_plan_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                          const fg_gemm_shape *sh, const char *why, fg_diag *d);
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t);
+/* Whether target t gets the GEMM's portable form (no thread-block clusters:
+ * AMD, or an sm_90a target that says it has none) rather than the wgmma one. */
+bool fg_plan_gemm_portable(const fg_target *t);
 /* The RMSNorm instance of a row of `hidden` for model spec s on target
  * spec ts, added to set, and with set->candidates its tuning candidates. */
 int fg_plan_rmsnorm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned hidden,

@@ -24,7 +24,7 @@
  * a 128 x 256 tile of 4 x 8 mma.sync m16n8k16 a warp.  K blocks in LDS
  * stages of A's and W's rows: AMD's of 32 (a lane's 16-byte vector of a
  * 64-byte row), 2 stages through registers; sm_90's of 64 (half the block
- * barriers of 32: 365-388 TFLOP/s against 283-304 on an H200), 4 stages by
+ * barriers of 32: 364-388 TFLOP/s against 283-304 on an H200), 4 stages by
  * cp.async (three blocks in flight while one multiplies, 192 KB). */
 #define PORT_BM 128u
 #define PORT_WN 64u
@@ -48,7 +48,7 @@ typedef struct port_gemm {
 } port_gemm;
 
 /* The targets that take the portable form: no thread-block clusters. */
-static bool gemm_portable(const fg_target *t)
+bool fg_plan_gemm_portable(const fg_target *t)
 {
     return fg_arch_is_amd(t->arch) || t->max_cluster_size == 0;
 }
@@ -125,7 +125,7 @@ static const char *gemm_misfit(const gemm_cfg *c, const fg_target *t, char why[1
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t)
 {
     static char why[160];
-    const bool portable = gemm_portable(t);
+    const bool portable = fg_plan_gemm_portable(t);
     if (t->arch != FG_ARCH_SM90A && !fg_arch_is_amd(t->arch))
         return "the fused GEMM is emitted for sm_90a, gfx942 and gfx90a only";
     if (portable && t->warp_size != 32 && t->warp_size != 64) {
@@ -246,9 +246,9 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                      "K blocks of %u by cp.async (each thread's %u 16-byte copies a block) into "
                      "%u LDS stages of %u B (dynamic shared memory), %u blocks in flight while "
                      "one multiplies, one barrier a block: through registers, as on AMD, the "
-                     "tensor cores waited on L2 (265 TFLOP/s measured on an H200) and no "
+                     "tensor cores waited on L2 (233-274 TFLOP/s measured on an H200) and no "
                      "registers are left for a second block in flight; blocks of 64 columns "
-                     "rather than AMD's 32 halve the barriers (365-388 TFLOP/s against "
+                     "rather than AMD's 32 halve the barriers (364-388 TFLOP/s against "
                      "283-304); rows of 128 B, a line each, XOR-swizzled by row ^ row / 4: "
                      "ldmatrix's 8-row reads and the copies are free of bank conflicts "
                      "without padding\n",
@@ -275,7 +275,8 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
         fg_sb_printf(&in->reasons,
                      "each warp a 64 x 64 sub-tile: 4 x 8 mma.sync m16n8k16 tiles, 128 fp32 "
                      "accumulators a thread, operands by ldmatrix.x4 (W's rows taken as columns "
-                     "4c + j, as on AMD, so that a lane's 8 columns of a row are contiguous: "
+                     "4c + j within each 32, as on AMD, so that a lane's 8 columns of a row are "
+                     "contiguous: "
                      "16-byte stores); a K block is %u mma.sync a warp against %u B of LDS "
                      "reads (%u B a block: %u cycles of the SM's 128 B a clock, against %u "
                      "mma.sync) and %u B a block from L2 (%u flop a byte)\n",
@@ -286,8 +287,9 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                  "fed as its rows land (flags given): thread 0 waits for the flags of the pieces "
                  "a tile's %u rows lie in (acquire at system scope%s), then a block barrier "
                  "before the tile's loads: a barrier a tile and a poll a piece more; drained "
-                 "(done given): a barrier a tile and thread 0's release of 2 a tile at system "
-                 "scope; neither: no barrier\n",
+                 "(done given): a barrier a tile and thread 0's release at system scope of 2 "
+                 "for each 256 columns of the tile (a tile row counts n / 128 on every form); "
+                 "neither: no barrier\n",
                  PORT_BM, amd ? "; s_memrealtime taken as 100 MHz for the time limit" : "");
     return fg_plan_add(set, in, s, ts, d);
 }
@@ -362,13 +364,13 @@ int fg_plan_overlap_gemm(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
     /* the family a tuning entry names: the instance name less its
      * configuration; the portable form on sm_90a is named apart from the
      * wgmma form (both may be generated for one GPU) */
-    const char *form = gemm_portable(t) && !fg_arch_is_amd(t->arch) ? "portable" : "";
+    const char *form = fg_plan_gemm_portable(t) && !fg_arch_is_amd(t->arch) ? "portable" : "";
     if (!fg_instance_name(family, "overlap_gemm", t->arch, fg_dtype_name(dtype), dims, form)) {
         fg_error(d, "cannot name an overlap_gemm instance for n %lld, k %lld", (long long)sh->n,
                  (long long)sh->k);
         return -1;
     }
-    if (gemm_portable(t))
+    if (fg_plan_gemm_portable(t))
         return plan_portable(set, s, ts, sh, family, why, d);
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     gemm_cfg chosen = MODEL;

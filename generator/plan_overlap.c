@@ -150,7 +150,7 @@ static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigne
 {
     const fg_interconnect *ic = t->interconnect;
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
-    if (t->arch != FG_ARCH_SM90A || t->max_cluster_size == 0 ||
+    if (t->arch != FG_ARCH_SM90A || fg_plan_gemm_portable(t) ||
         fg_plan_overlap_gemm_skipped(s, t) || s->m % (w * c) ||
         s->m % GEMM_BM || (!ag && (s->m / (w * c)) % GEMM_BM))
         return NAN;

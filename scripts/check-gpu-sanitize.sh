@@ -39,8 +39,8 @@ passed=0 failed=0 skipped=0
 # One tool over one test program: ok, SKIPPED when the program checked
 # nothing (its closing line says 0 passed), or FAILED.
 #   sanitize TOOL TEST "SANITIZER OPTIONS" "TEST ARGUMENTS"
-# sanitize TOOL TEST SANITIZER-ARGS TEST-ARGS: the kernels from $san_kernels
-# (default FG_KERNELS_DIR), the log named with $san_tag.
+# with the kernels from $san_kernels (default FG_KERNELS_DIR), its log and
+# result line named with $san_tag.
 san_kernels="" san_tag=""
 sanitize() {
     log=$GPU_BUILD/sanitize-$1-$2$san_tag.log
@@ -50,13 +50,13 @@ sanitize() {
     rc=$?
     summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | tr '\n' ' ')
     if [ $rc = 0 ] && grep -qE '^0 passed' "$log"; then
-        echo "check-gpu-sanitize: $1 $2: SKIPPED (it checked nothing: $summary)"
+        echo "check-gpu-sanitize: $1 $2$san_tag: SKIPPED (it checked nothing: $summary)"
         skipped=$((skipped + 1))
     elif [ $rc = 0 ]; then
-        echo "check-gpu-sanitize: $1 $2: ok ($summary)"
+        echo "check-gpu-sanitize: $1 $2$san_tag: ok ($summary)"
         passed=$((passed + 1))
     else
-        echo "check-gpu-sanitize: $1 $2: FAILED (exit $rc; $summary); log $log"
+        echo "check-gpu-sanitize: $1 $2$san_tag: FAILED (exit $rc; $summary); log $log"
         grep -E '^========= ' "$log" | head -n 20
         failed=$((failed + 1))
     fi

@@ -274,13 +274,15 @@ FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce
  * and the kernel stops waiting: the call's output is then undefined, never
  * a hang.  Without flags the feed fields are ignored.
  * Drained as its rows are written (the fused GEMM+RS) where done is set:
- * once a tile's rows are in c, done[row / done_rows] grows by 2 (release,
- * system scope; a multiple of 128 rows that divides m), so a stream that
- * waits for a counter's multiple (cuStreamWaitValue32) may then copy those
- * rows; the counters are never reset. */
+ * once a tile's rows are in c, done[row / done_rows] grows by 2 for each
+ * 256 columns of the tile (release, system scope; done_rows a multiple of
+ * 128 rows that divides m), so that a counter reaches done_rows / 128 x
+ * n / 128 once its rows are whole in c, whatever the form's tile width; a
+ * stream that waits for that multiple (cuStreamWaitValue32) may then copy
+ * those rows; the counters are never reset. */
 #define FG_GEMM_LATE 1u
 #define FG_GEMM_TILE_ROWS 128              /* m, done_rows: whole tile rows */
-#define FG_GEMM_TILE_COLS 256              /* a tile's columns (2 done counts a tile) */
+#define FG_GEMM_TILE_COLS 256              /* the wgmma form's tile columns (2 done counts) */
 #define FG_GEMM_MAX_LIMIT_NS 20000000000LL /* limit_ns at most (the stages trap at ~35 s) */
 typedef struct fg_overlap_gemm_args {
     fg_reg_dtype dtype;

@@ -384,7 +384,7 @@ static fg_status overlap_gemm_check(const void *p)
                        a->piece_rows, a->flag_stride, a->own);
     if (a->limit_ns < 1 || a->limit_ns > FG_GEMM_MAX_LIMIT_NS)
         return fg_fail(FG_ERR_BAD_SHAPE, "overlap_gemm: limit_ns %lld; expected 1 .. %lld (%g "
-                       "s; the kernel's stage waits trap after about 35 s)",
+                       "s; the wgmma form's stage waits trap after about 35 s)",
                        a->limit_ns, FG_GEMM_MAX_LIMIT_NS, FG_GEMM_MAX_LIMIT_NS * 1e-9);
     return FG_OK;
 }

@@ -13,7 +13,7 @@
 // multiple of the XCDs (the plain order); and the feed (run_feed_cases):
 // every piece flagged before the launch, rows landing mid-wait, a piece
 // lost (the kernel ends late, within its limit), only some flagged; and the
-// drain (run_drain_case): each piece's counter 2 a tile, again after a
+// drain (run_drain_case): each piece's counter n / 128 a tile row, again after a
 // second launch, C the undrained run's bits.  What
 // this checks: the index
 // algebra (LDS swizzle, fragments, the free K and column orders, the tile
@@ -398,8 +398,10 @@ static void check_lds_layout()
 }
 
 // The drain (the fused GEMM+RS's counters): 5 tile rows in pieces of
-// `piece` tile rows (1 and 5), C poisoned; each counter must hold 2 a tile
-// of its piece after the launch (the workgroups run one after another, so
+// `piece` tile rows (1 and 5), C poisoned; each counter must hold n / 128
+// for each tile row of its piece after the launch (the contract's count: 2
+// for each 256 columns of a tile, so 1 a tile of this form's 128 columns;
+// the workgroups run one after another, so
 // this checks the counters' arithmetic, not their order against the
 // stores), twice that after a second launch (never reset), and C the
 // undrained run's bits.
@@ -412,7 +414,7 @@ static void run_drain_case(int piece, uint64_t seed)
     std::vector<unsigned> done(kTileRows / piece, 0u);
     emu_gemm_feed f = {};
     f.done = done.data(), f.done_rows = piece * D.bm;
-    const unsigned per_piece = 2u * (unsigned)(piece * (D.n / D.bn));
+    const unsigned per_piece = (unsigned)(piece * (D.n / 128));
     char msg[200];
     for (unsigned launch = 1; launch <= 2; launch++) {
         emu_gemm_launch(p.a.data(), p.w.data(), c.data(), p.M, D.grid, &f, nullptr);
@@ -420,7 +422,7 @@ static void run_drain_case(int piece, uint64_t seed)
         for (unsigned v : done)
             wrong += v != launch * per_piece;
         std::snprintf(msg, sizeof msg, "drain, pieces of %d tile rows, launch %u: each counter "
-                      "%u (2 a tile, never reset)", piece, launch, launch * per_piece);
+                      "%u (n / 128 a tile row, never reset)", piece, launch, launch * per_piece);
         checks.check(wrong == 0, msg, wrong);
     }
     std::snprintf(msg, sizeof msg, "drain, pieces of %d tile rows: the undrained run's bits",

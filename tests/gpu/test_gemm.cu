@@ -507,7 +507,9 @@ double check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool l
 // Drained as its rows are written (the fused GEMM+RS, on one GPU): M = 2304
 // in 6 pieces of 384 rows (3 tile rows), a counter each, C poisoned.
 // Before the launch, another stream is given, per piece, a wait for its
-// counter to reach 2 x its tiles (cuStreamWaitValue32) and then a copy of
+// counter to reach the contract's figure, n / 128 a tile row of 128 (2 for
+// each 256 columns of a tile, whatever the form's tile width;
+// cuStreamWaitValue32), and then a copy of
 // its rows of C into pinned host memory: a counter that grew before its
 // rows were written leaves poison, or rows other than the final ones, in
 // the copy.  The copy must equal C afterwards, C must be right, the
@@ -521,7 +523,7 @@ void check_drain(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool base
     Problem p;
     if (!CHECK(name, p.open(g, kRows, seed, true)))
         return;
-    const unsigned per_piece = (unsigned)(kPiece / g.bm * (g.n / g.bn) * 2);
+    const unsigned per_piece = (unsigned)(kPiece / 128 * (g.n / 128));
     const size_t piece_bytes = (size_t)kPiece * g.n * 2, nc = (size_t)kRows * g.n;
     unsigned *done = nullptr, counts[kPieces];
     uint16_t *copied = nullptr;
@@ -555,7 +557,7 @@ void check_drain(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool base
         int wrong = -1;
         for (long long i = 0; i < kPieces && wrong < 0; i++)
             wrong = counts[i] == per_piece ? -1 : (int)i;
-        snprintf(what, sizeof what, "%s: each counter grew by 2 a tile", name);
+        snprintf(what, sizeof what, "%s: each counter grew by n / 128 a tile row", name);
         CHECKF(what, wrong < 0, "counter %d holds %u, expected %u", wrong,
                wrong < 0 ? 0 : counts[wrong], per_piece);
         compare_outputs(name, p, seed, baseline);

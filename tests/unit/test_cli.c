@@ -1815,8 +1815,6 @@ Test(cli, decode_13b_prefers_the_single_cluster_ring)
     free(m);
 }
 
-/* A GEMM spec with reduce-scatter shapes gets the owner's reduction kernel,
- * one per dtype and world size on every target. */
 /* The overlap GEMM's portable form: on AMD and on an sm_90a target without
  * clusters (named apart there), its own op (plain pointers: never bound as
  * the wgmma form's overlap_gemm), the tile the target's warp gives; the
@@ -1869,6 +1867,8 @@ Test(cli, gemm_portable_form_where_there_are_no_clusters)
     free(reg);
 }
 
+/* A GEMM spec with reduce-scatter shapes gets the owner's reduction kernel,
+ * one per dtype and world size on every target. */
 Test(cli, gemm_specs_get_the_owners_reduction)
 {
     char *out;
