@@ -125,16 +125,12 @@ static const char *gemm_misfit(const gemm_cfg *c, const fg_target *t, char why[1
 const char *fg_plan_overlap_gemm_skipped(const fg_gemm_shape *sh, const fg_target *t)
 {
     static char why[160];
-    const bool portable = fg_plan_gemm_portable(t);
     if (t->arch != FG_ARCH_SM90A && !fg_arch_is_amd(t->arch))
         return "the fused GEMM is emitted for sm_90a, gfx942 and gfx90a only";
-    if (portable && t->warp_size != 32 && t->warp_size != 64) {
-        snprintf(why, sizeof why, "the portable form needs warps of 32 or waves of 64; %s has %u",
-                 t->name, t->warp_size);
-        return why;
-    }
-    const unsigned bn = portable ? port_shape(t).bn : GEMM_BN;
-    const unsigned bk = portable ? port_shape(t).bk : GEMM_BK;
+    /* (the spec loader holds each arch to its warp size: 64 on AMD, 32 on sm_90a) */
+    const bool portable = fg_plan_gemm_portable(t);
+    const port_gemm p = portable ? port_shape(t) : (port_gemm){.bn = GEMM_BN, .bk = GEMM_BK};
+    const unsigned bn = p.bn, bk = p.bk;
     if (sh->n % bn || sh->k % bk) {
         snprintf(why, sizeof why, "n %lld and k %lld must be multiples of %u and %u (whole tiles)",
                  (long long)sh->n, (long long)sh->k, bn, bk);
@@ -232,7 +228,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                               "private): an XCD's workgroups take consecutive tiles"
                             : "",
                  p.xcds > 1 ? " and each XCD keeps its run of tiles" : "");
-    if (amd)
+    if (amd) {
         fg_sb_printf(&in->reasons,
                      "K blocks of %u double-buffered through registers (each thread's %u 16-byte "
                      "loads of the next block in flight while this one multiplies) and 2 LDS "
@@ -241,20 +237,6 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                      "conflicts without padding (padding would take %u B and one workgroup a "
                      "CU)\n",
                      p.bk, (PORT_BM + p.bn) * p.bk / 8 / PORT_THREADS, p.lds * 5 / 4);
-    else
-        fg_sb_printf(&in->reasons,
-                     "K blocks of %u by cp.async (each thread's %u 16-byte copies a block) into "
-                     "%u LDS stages of %u B (dynamic shared memory), %u blocks in flight while "
-                     "one multiplies, one barrier a block: through registers, as on AMD, the "
-                     "tensor cores waited on L2 (233-274 TFLOP/s measured on an H200) and no "
-                     "registers are left for a second block in flight; blocks of 64 columns "
-                     "rather than AMD's 32 halve the barriers (364-388 TFLOP/s against "
-                     "283-304); rows of 128 B, a line each, XOR-swizzled by row ^ row / 4: "
-                     "ldmatrix's 8-row reads and the copies are free of bank conflicts "
-                     "without padding\n",
-                     p.bk, (PORT_BM + p.bn) * p.bk / 8 / PORT_THREADS, p.stages,
-                     p.lds / p.stages, p.stages - 1);
-    if (amd) {
         /* a wave's K block: 4 x 4 tiles x 2 MFMA 16x16x16; 16 cycles each on
          * gfx942 (1307 TFLOP/s dense at 2.1 GHz, 304 CUs), 32 on gfx90a */
         const unsigned mfma_cycles = t->arch == FG_ARCH_GFX942 ? 16 : 32;
@@ -269,6 +251,18 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                      mfmas, mfmas * mfma_cycles, mfma_cycles, lds_read, 4 * lds_read / 128,
                      p.lds / 2);
     } else {
+        fg_sb_printf(&in->reasons,
+                     "K blocks of %u by cp.async (each thread's %u 16-byte copies a block) into "
+                     "%u LDS stages of %u B (dynamic shared memory), %u blocks in flight while "
+                     "one multiplies, one barrier a block: through registers, as on AMD, the "
+                     "tensor cores waited on L2 (233-274 TFLOP/s measured on an H200) and no "
+                     "registers are left for a second block in flight; blocks of 64 columns "
+                     "rather than AMD's 32 halve the barriers (364-388 TFLOP/s against "
+                     "283-304); rows of 128 B, a line each, XOR-swizzled by row ^ row / 4: "
+                     "ldmatrix's 8-row reads and the copies are free of bank conflicts "
+                     "without padding\n",
+                     p.bk, (PORT_BM + p.bn) * p.bk / 8 / PORT_THREADS, p.stages,
+                     p.lds / p.stages, p.stages - 1);
         /* a warp's K block: 4 x 8 tiles a k-step; a k-step's ldmatrix.x4:
          * 4 of A (an m-tile each), 4 of W (n-tiles in pairs), 512 B each */
         const unsigned ksteps = p.bk / 16, mmas = 4 * 8 * ksteps, lds_read = 8 * 512 * ksteps;
