@@ -274,12 +274,15 @@ FG_DEVICE void cp_async16(void *dst, const void *src) { cp_async16_at<0, 0>(smem
 
 // mma.sync's operands from shared memory (four 8 x 8 matrices of 16-bit
 // values, plain or transposed), and the m16n8k16 product with fp32 sums.
-FG_DEVICE void ldmatrix_x4(unsigned r[4], const void *p)
+// (ldmatrix_x4_at: from a shared address, where the caller keeps
+// precomputed offsets instead of pointers)
+FG_DEVICE void ldmatrix_x4_at(unsigned r[4], unsigned addr)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(smem_addr(p)));
+                 : "r"(addr));
 }
+FG_DEVICE void ldmatrix_x4(unsigned r[4], const void *p) { ldmatrix_x4_at(r, smem_addr(p)); }
 FG_DEVICE void ldmatrix_x4_trans(unsigned r[4], const void *p)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
