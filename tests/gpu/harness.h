@@ -101,6 +101,13 @@ uint64_t fgh_next_seed(void);
 #define FGH_POISON_BYTE 0xFF
 int fgh_poison_device(void *dptr, size_t bytes, cudaStream_t s);
 
+/* Host to device, landed on return (0; -1 on an error, reported).  A plain
+ * cudaMemcpy from pageable memory may return once the bytes are staged,
+ * before its DMA (on the legacy stream) has written them, and the tests
+ * launch on non-blocking streams, which do not wait for that stream: a
+ * small kernel launched next could read the old contents. */
+int fgh_upload(void *dptr, const void *host, size_t bytes);
+
 /* -------------------------------------------------------------- accuracy */
 
 typedef struct fgh_err {

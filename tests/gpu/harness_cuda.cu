@@ -79,6 +79,13 @@ extern "C" int fgh_poison_device(void *dptr, size_t bytes, cudaStream_t s)
     return CK(cudaMemsetAsync(dptr, FGH_POISON_BYTE, bytes, s)) ? 0 : -1;
 }
 
+extern "C" int fgh_upload(void *dptr, const void *host, size_t bytes)
+{
+    return CK(cudaMemcpy(dptr, host, bytes, cudaMemcpyHostToDevice)) && CK(cudaDeviceSynchronize())
+               ? 0
+               : -1;
+}
+
 // ------------------------------------------------------------------ timing
 
 extern "C" int fgh_rotation_sets(size_t bytes_per_launch, size_t l2_bytes)

@@ -254,10 +254,10 @@ void repage(const Problem *p, const uint16_t *from, uint16_t *to, bool to_pool)
 bool upload_cache(const Problem *p, void *d, const uint16_t *h)
 {
     if (!p->in->page)
-        return fgh_ok(cudaMemcpy(d, h, p->ncache * 2, cudaMemcpyHostToDevice));
+        return fgh_upload(d, h, p->ncache * 2) == 0;
     uint16_t *pool = (uint16_t *)malloc(p->ncache * 2);
     repage(p, h, pool, true);
-    const bool ok = fgh_ok(cudaMemcpy(d, pool, p->ncache * 2, cudaMemcpyHostToDevice));
+    const bool ok = fgh_upload(d, pool, p->ncache * 2) == 0;
     free(pool);
     return ok;
 }
@@ -276,7 +276,7 @@ bool download_cache(const Problem *p, uint16_t *h, const void *d)
 }
 
 
-bool upload(void *d, const void *h, size_t n) { return fgh_ok(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
+bool upload(void *d, const void *h, size_t n) { return fgh_upload(d, h, n) == 0; }
 
 // Inputs: x scaled by xscale; weights ~ U(-1,1)/sqrt(fan_in); the cache
 // U(-1,1) for rows < pos and NaN poison from pos on.
@@ -743,8 +743,7 @@ bool baseline_init(Baseline *bl, const Problem *p)
            fgh_ok(cudaMalloc(&bl->part, sizeof(float) * p->batch * in->heads * bl->splits * (in->hd + 2))) &&
            fgh_ok(cudaMalloc(&bl->inv_freq, sizeof(float) * in->hd / 2)) &&
            // the RoPE table the kernel under test was built with (manifest)
-           fgh_ok(cudaMemcpy(bl->inv_freq, in->inv_freq, sizeof(float) * in->hd / 2,
-                             cudaMemcpyHostToDevice)) &&
+           fgh_upload(bl->inv_freq, in->inv_freq, sizeof(float) * in->hd / 2) == 0 &&
            cublasCreate(&bl->blas) == CUBLAS_STATUS_SUCCESS;
 }
 

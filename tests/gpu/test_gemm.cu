@@ -185,8 +185,7 @@ struct Problem {
             ha.resize(na), hw.resize(nw);
             fgh_fill_host(ha.data(), FGH_BF16, na, seed, 1.f);
             fgh_fill_host(hw.data(), FGH_BF16, nw, seed + 1, 1.f);
-            ok = fgh_ok(cudaMemcpy(a, ha.data(), na * 2, cudaMemcpyHostToDevice)) &&
-                 fgh_ok(cudaMemcpy(w, hw.data(), nw * 2, cudaMemcpyHostToDevice));
+            ok = fgh_upload(a, ha.data(), na * 2) == 0 && fgh_upload(w, hw.data(), nw * 2) == 0;
         } else if (ok) {
             ok = fgh_fill_device(a, FGH_BF16, na, seed, 1.f, nullptr) == 0 &&
                  fgh_fill_device(w, FGH_BF16, nw, seed + 1, 1.f, nullptr) == 0 &&
@@ -446,9 +445,8 @@ double check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool l
     if (ok) {
         memcpy(src, p.ha.data(), (size_t)kRows * row_bytes);
         host[0] = kEpoch, host[1] = 0;
-        ok = fgh_ok(cudaMemcpy(tile_rows, order, sizeof order, cudaMemcpyHostToDevice)) &&
-             fgh_ok(cudaMemset(flags, 0, kWorld * kStride * 4)) &&
-             fgh_ok(cudaMemcpy(words, host, 8, cudaMemcpyHostToDevice)) &&
+        ok = fgh_upload(tile_rows, order, sizeof order) == 0 &&
+             fgh_ok(cudaMemset(flags, 0, kWorld * kStride * 4)) && fgh_upload(words, host, 8) == 0 &&
              (!baseline || lt.run(p, p.ref, s)) &&
              fgh_poison_device(p.c, nc * 2, s) == 0;
         for (unsigned b = 0; ok && b < kWorld; b++)

@@ -75,7 +75,8 @@ static void test_device_conversions(cudaStream_t s)
                                          fgh_ok(cudaMalloc(&d_h, n * 2)) &&
                                          fgh_ok(cudaMalloc(&d_b, n * 2))))
         goto out;
-    cudaMemcpy(d_in, h_in, n * 4, cudaMemcpyHostToDevice);
+    if (!CHECK("conv: upload", fgh_upload(d_in, h_in, n * 4) == 0))
+        goto out;
     conv_kernel<<<(unsigned)((n + 255) / 256), 256, 0, s>>>(d_in, d_h, d_b, n);
     if (!CHECK("conv: kernel", fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s))))
         goto out;

@@ -279,7 +279,7 @@ void *device_norm(int n, fgh_dtype t, uint64_t seed)
         h[i] = fgh_round_to(t, 1.0 + fgh_uniform(seed, i, 0.25f));
     void *d = nullptr;
     cudaMalloc(&d, n * 2);
-    cudaMemcpy(d, h.data(), n * 2, cudaMemcpyHostToDevice);
+    fgh_upload(d, h.data(), n * 2);
     return d;
 }
 
@@ -323,7 +323,7 @@ bool make_problem(Problem *p, const Inst *in, int B, cudaStream_t s)
         fgh_permutation(perm.data(), (int)p->pages, fgh_next_seed());
         p->table = perm;
         cudaMalloc(&p->block_table, p->pages * sizeof(int));
-        cudaMemcpy(p->block_table, perm.data(), p->pages * sizeof(int), cudaMemcpyHostToDevice);
+        fgh_upload(p->block_table, perm.data(), p->pages * sizeof(int));
     }
     cudaMalloc(&p->positions, B * sizeof(int));
     cudaMalloc(&p->y, (size_t)B * H * 2);
@@ -727,8 +727,7 @@ bool baseline_init(Baseline *bl, const Problem *p, cudaStream_t s, char *why, si
               fgh_ok(cudaMalloc(&bl->lse, sizeof(float) * B * NH)) &&
               fgh_ok(cudaMalloc(&bl->lengths, sizeof(int) * B)) &&
               fgh_ok(cudaMalloc(&bl->inv_freq, sizeof(float) * in->rope / 2)) &&
-              fgh_ok(cudaMemcpy(bl->inv_freq, in->inv_freq, sizeof(float) * in->rope / 2,
-                                cudaMemcpyHostToDevice)) &&
+              fgh_upload(bl->inv_freq, in->inv_freq, sizeof(float) * in->rope / 2) == 0 &&
               cublasCreate(&bl->blas) == CUBLAS_STATUS_SUCCESS &&
               fgh_ok(cudaMalloc(&bl->blas_ws, (size_t)32 << 20)) &&
               cublasSetStream(bl->blas, s) == CUBLAS_STATUS_SUCCESS &&
@@ -895,7 +894,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             for (int i = 0; i < nsets && ok; i++) {
                 ok = make_problem(&ps[i], in, B, s);
                 std::vector<int> pos(B, S - 1);
-                cudaMemcpy(ps[i].positions, pos.data(), B * sizeof(int), cudaMemcpyHostToDevice);
+                ok = ok && fgh_upload(ps[i].positions, pos.data(), B * sizeof(int)) == 0;
                 fg_binding *bd = nullptr;
                 ok = ok && bind(&ps[i], &bd) == FG_OK;
                 ctx.b.push_back(bd);

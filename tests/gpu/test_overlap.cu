@@ -474,8 +474,8 @@ void check(fgrt_collective coll, Sched sched, int world, long long m, long long 
         const uint64_t sa = seed + 2 * q, sb = ag ? seed + 1000 : seed + 2 * q + 1;
         fgh_fill_host(ha[q].data(), FGH_BF16, na, sa, 1.f);
         fgh_fill_host(hb[q].data(), FGH_BF16, k * n, sb, 1.f);
-        ok = fgh_ok(cudaMemcpy(r.a, ha[q].data(), bytes(na), cudaMemcpyHostToDevice)) &&
-             fgh_ok(cudaMemcpy(r.b, hb[q].data(), bytes(k * n), cudaMemcpyHostToDevice)) &&
+        ok = fgh_upload(r.a, ha[q].data(), bytes(na)) == 0 &&
+             fgh_upload(r.b, hb[q].data(), bytes(k * n)) == 0 &&
              fgh_poison_device(r.c, bytes(m * n), 0) == 0 &&
              (ag ? poison_others(&s, q)
                  : fgh_poison_device(r.out, bytes(rows * n), 0) == 0 &&

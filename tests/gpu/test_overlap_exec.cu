@@ -339,15 +339,14 @@ bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &
                   : fgh_poison_device(d.out, bytes(rows * cs.n), 0) == 0) &&
               fgh_ok(cudaDeviceSynchronize());
     __nv_bfloat16 *a = ag ? d.a + (size_t)P.rank * rows * cs.k : d.a;
-    ok = ok && fgh_ok(cudaMemcpy(a, h.a[P.rank].data(), bytes(h.a[P.rank].size()),
-                                 cudaMemcpyHostToDevice)) &&
-         fgh_ok(cudaMemcpy(d.b, h.b[P.rank].data(), bytes(cs.k * cs.n), cudaMemcpyHostToDevice));
+    ok = ok && fgh_upload(a, h.a[P.rank].data(), bytes(h.a[P.rank].size())) == 0 &&
+         fgh_upload(d.b, h.b[P.rank].data(), bytes(cs.k * cs.n)) == 0;
     if (ok && d.w) {   // chunk_fused's W: B transposed
         std::vector<uint16_t> w(cs.n * cs.k);
         for (long long l = 0; l < cs.k; l++)
             for (long long j = 0; j < cs.n; j++)
                 w[j * cs.k + l] = h.b[P.rank][l * cs.n + j];
-        ok = fgh_ok(cudaMemcpy(d.w, w.data(), bytes(w.size()), cudaMemcpyHostToDevice));
+        ok = fgh_upload(d.w, w.data(), bytes(w.size())) == 0;
     }
     return ok;
 }
