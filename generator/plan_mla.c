@@ -250,6 +250,14 @@ static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool win
                                 * overflow its 64 KB) */
 #define PORTABLE_MAX_SPLITS 64 /* 8 groups of 8 at the most: each merge reads 8 partials a head */
 #define PORTABLE_ONE_LEVEL 4   /* splits up to this many merge in one level */
+#define PORTABLE_WGMMA_FEW_SPLIT_TILES 4 /* the wgmma form: a request of at most this many tiles
+                                          * a split over one merge level's splits takes just those
+                                          * (a split's partial is 64 heads x 512 columns, 64 KB, and
+                                          * one SM merges a group's): at 128 heads B = 1 S = 1K on
+                                          * an H200 4 splits of 4 tiles took 24.5 us against 28.5
+                                          * for 16 of 1 in two levels; at S = 4K 16 splits of 4
+                                          * took 36.3 against 33.0 for 64 of 1, so longer requests
+                                          * keep the usual cut */
 #define PORTABLE_MAX_STAGES 4  /* sm_90: 3 tiles in flight, 112 KB at DeepSeek's row: past the ~68 KB
                                 * an SM needs at the read ceiling (MAX_STAGES above) */
 #define PORTABLE_CUDA_BLOCKS 2 /* workgroups an SM at most (256 threads at <= 128 registers) */
@@ -816,6 +824,11 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const unsigned splits = portable_splits(items, slots, m->max_context / tile);
     const unsigned group = portable_split_group(splits), nsg = (splits + group - 1) / group;
     const unsigned entries = splits + (nsg > 1 ? nsg : 0), tickets = nsg + (nsg > 1);
+    /* a request of few tiles on the splits of one merge level: the wgmma
+     * form's, where the usual cut would merge more than PORTABLE_ONE_LEVEL */
+    const unsigned few_splits = group < PORTABLE_ONE_LEVEL ? group : PORTABLE_ONE_LEVEL;
+    const unsigned few_tiles =
+        p.wgmma && splits > PORTABLE_ONE_LEVEL ? few_splits * PORTABLE_WGMMA_FEW_SPLIT_TILES : 0;
     const unsigned waves = p.threads / t->warp_size, grid_waves = (items * splits + slots - 1) / slots;
 
     char dims[96], variant[32];
@@ -833,6 +846,8 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);
     fg_instance_add_param(&in, "SPLITS", splits);
     fg_instance_add_param(&in, "SPLIT_GROUP", group);
+    fg_instance_add_param(&in, "FEW_TILES", few_tiles);
+    fg_instance_add_param(&in, "FEW_SPLITS", few_splits);
     fg_instance_add_param(&in, "CLUSTER", 1);
     fg_instance_add_param(&in, "CLUSTERS", splits);
     fg_instance_add_param(&in, "TILE", tile);
@@ -933,6 +948,13 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                  splits, splits == 1 ? "" : "s", splits, groups, bmax, t->compute_units,
                  amd ? "CUs" : "SMs", p.per_cu, grid_waves, grid_waves == 1 ? "" : "s",
                  PORTABLE_MAX_SPLITS);
+    if (few_tiles)
+        fg_sb_printf(&in.reasons,
+                     "a request of at most %u tiles (%u keys) takes at most %u splits, merged in one "
+                     "level (the others leave at once): a split's partial is %u heads' rows, %u KB, "
+                     "and one workgroup merges a group's, so at few keys the merges, not the tiles, "
+                     "take the time; longer requests are cut over all %u splits\n",
+                     few_tiles, few_tiles * tile, few_splits, hpb, hpb * kv * elem / 1024, splits);
     if (nsg > 1)
         fg_sb_printf(&in.reasons,
                      "the splits merge in global memory in two levels (device-scope release/acquire "

@@ -2010,6 +2010,12 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "tiles of 64 keys in 2 cp.async stages"), "%s", out);
     cr_expect(strstr(out, "the last of each group of 8 splits merges the group (8 groups, in parallel)"),
               "%s", out);
+    /* a request of few keys (at most 16 tiles) on 4 splits, one merge level
+     * (the partials are 64 KB) */
+    cr_expect(strstr(out, "SPLIT_GROUP=8 FEW_TILES=16 FEW_SPLITS=4 "), "%s", out);
+    cr_expect(strstr(out, "a request of at most 16 tiles (1024 keys) takes at most 4 splits, merged in "
+                          "one level"),
+              "%s", out);
     free(out);
     /* the fused decode family's portable form on an sm_90a target without
      * clusters: the grid form at every batch, explain says why; no ring or
