@@ -139,9 +139,10 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
 }
 
 /* chunk_fused's time with c pieces per block (reduce: RS's owner's
- * reduction); NaN where it does not apply (not sm_90a's wgmma form, the one
- * GEMM the executor runs: not on AMD, nor on an sm_90a target without
- * clusters, which gets the portable form; no fused GEMM emitted for the
+ * reduction); NaN where it does not apply (not sm_90a's wgmma form: the
+ * executor runs the portable form too, but its rate on AMD has never been
+ * measured and on an sm_90a target without clusters it is an ablation, so
+ * neither is predicted; no fused GEMM emitted for the
  * shape's n and k on the target, fg_plan_overlap_gemm_skipped; c not
  * dividing the block; m not whole tile rows; RS: pieces of whole tile
  * rows). */

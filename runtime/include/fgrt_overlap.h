@@ -61,7 +61,8 @@ typedef enum {
                             dtype at each of the world - 1 hops, where the reduction of the
                             other schedules rounds once), and sends it on to r + 1; the last step,
                             the own block, writes `out` */
-    FGRT_CHUNK_FUSED,    /* one launch of the generated GEMM (fg_overlap_gemm_bind) over all
+    FGRT_CHUNK_FUSED,    /* one launch of the generated GEMM (fg_overlap_gemm_bind, or
+                            fg_overlap_gemm_portable_bind where only that form is) over all
                             of A, the tile rows in fgrt_overlap_tile_rows' order.  AG:
                             chunk_overlap's copies and flags, the GEMM issued before them
                             taking each tile once the flags of the pieces its rows lie in are
@@ -228,8 +229,10 @@ typedef struct fgrt_overlap_args {
                                   AG: NULL */
     fgrt_gemm_fn gemm;         /* chunk_fused: unused (the generated GEMM multiplies) */
     const void *w;             /* chunk_fused: W [n, k] in nn.Linear's layout, C = A W^T (the
-                                  context's registry must hold overlap_gemm for n, k, an
-                                  sm_90a one; m a multiple of 128); else unused */
+                                  context's registry must hold, for n, k and this device,
+                                  overlap_gemm (sm_90a, wgmma) or else overlap_gemm_portable
+                                  (AMD, or sm_90a without clusters); m a multiple of 128);
+                                  else unused */
     fgrt_reduce_fn reduce;     /* RS but chunk_overlap (whose GEMMs add the partials: unused
                                   there); NULL: the generated overlap_reduce kernel of the
                                   context's registry (fg_overlap_reduce_bind; a row block

@@ -49,6 +49,7 @@ struct fgrt_overlap {
     void *recv;              /* RS: [world][rows, n] */
     fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
     fg_binding *fused;       /* chunk_fused: the generated GEMM over the whole gathered A */
+    bool fused_portable;     /* ... its portable form (plain pointers), not the wgmma one */
     int *feed;               /* chunk_fused, device: its tile order [m / 128], its status
                                 word (AG: FG_GEMM_LATE where a wait ran past its limit), then
                                 (RS) its counters of rows written, [world][chunks] */
@@ -309,8 +310,37 @@ static fg_status bind_fused(fgrt_overlap *x)
         .own = a->rank, .shard_rows = x->rows, .piece_rows = piece_rows,
         .flag_stride = x->nflags, .limit_ns = (long long)(x->fused_limit_s * 1e9),
         .done = ag ? NULL : fused_done(x, 0, 0), .done_rows = piece_rows};
-    st = fg_overlap_gemm_bind(x->ctx, &g, &x->fused);
+    st = x->fused_portable ? fg_overlap_gemm_portable_bind(x->ctx, &g, &x->fused)
+                           : fg_overlap_gemm_bind(x->ctx, &g, &x->fused);
     return st == FG_OK ? FG_OK : fused_unbound(st);
+}
+
+/* chunk_fused's GEMM for (n, k): the wgmma form's op where the registry has
+ * it for this device, else the portable form's (AMD, or an sm_90a target
+ * without clusters).  Both take the same feed (tile order, flags, status)
+ * and drain (done counters reaching n / 128 a tile row), so the plan is the
+ * same; only the binding differs (tensor maps or plain pointers). */
+static fg_status fused_lookup(fg_context *ctx, const fgrt_overlap_args *a, bool *portable)
+{
+    const long long key[2] = {a->n, a->k};
+    const fg_kernel_entry *gemm = NULL;
+    *portable = false;
+    fg_status st = fg_context_lookup(ctx, "overlap_gemm", a->dtype, key, 2, &gemm);
+    if (st == FG_OK && gemm->arch != FG_REG_ARCH_SM90A)   /* (the generator emits none) */
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                       "fgrt_overlap_create: chunk_fused: the registry's %s is an overlap_gemm "
+                       "for %s; that op is the sm_90a wgmma form's (tensor maps)",
+                       gemm->name, fg_reg_arch_name(gemm->arch));
+    if (st != FG_ERR_NO_MATCHING_INSTANCE)
+        return st;
+    char wgmma_why[512];
+    snprintf(wgmma_why, sizeof wgmma_why, "%s", fg_last_error());
+    st = fg_context_lookup(ctx, "overlap_gemm_portable", a->dtype, key, 2, &gemm);
+    if (st == FG_OK)
+        *portable = true;
+    else if (st == FG_ERR_NO_MATCHING_INSTANCE)
+        st = fg_fail(st, "%s; and %s", wgmma_why, fg_last_error());
+    return st;
 }
 
 fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fgrt_overlap **out)
@@ -325,27 +355,16 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     if (st != FG_OK)
         return st;
     /* chunk_fused's GEMM looked up before anything is made (bound once the flags exist) */
-    const fg_kernel_entry *gemm = NULL;
-    if (args->schedule == FGRT_CHUNK_FUSED &&
-        (st = fg_context_lookup(ctx, "overlap_gemm", args->dtype,
-                                (const long long[]){args->n, args->k}, 2, &gemm)) != FG_OK)
-        return fused_unbound(st);
-    /* the executor binds the sm_90a kernel's parameters (tensor maps; RS's
-     * pushes wait on its done counters): the AMD one takes plain pointers and
-     * has no done counters, so a WAIT_DONE would never pass and destroy would
-     * wait for ever */
-    if (gemm && gemm->arch != FG_REG_ARCH_SM90A)
-        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
-                       "fgrt_overlap_create: chunk_fused runs the sm_90a overlap_gemm; the "
-                       "registry's %s is for %s (plain pointers, no done counters)",
-                       gemm->name, fg_reg_arch_name(gemm->arch));
+    bool portable = false;
+    if (args->schedule == FGRT_CHUNK_FUSED && (st = fused_lookup(ctx, args, &portable)) != FG_OK)
+        return st == FG_ERR_UNSUPPORTED_DEVICE ? st : fused_unbound(st);
     if (!has_overlap_ops(ctx->drv->ops))
         return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
                        "fgrt_overlap_create: the device's driver has no overlap executor");
     fgrt_overlap *x = calloc(1, sizeof *x);
     if (!x)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
-    x->ctx = ctx, x->drv = ctx->drv, x->args = *args;
+    x->ctx = ctx, x->drv = ctx->drv, x->args = *args, x->fused_portable = portable;
     if (x->args.timeout_s == 0)
         x->args.timeout_s = 10.0;
     x->es = fg_reg_dtype_bytes(args->dtype);

@@ -1889,37 +1889,60 @@ Test(overlap_exec, create_checks_its_arguments)
     cr_assert_eq(misuse, 0, "%s", misuse_why);
 }
 
-/* chunk_fused runs the sm_90a overlap_gemm only: an AMD device's entry (plain
- * pointers, no done counters for RS's pushes to wait on) is refused, AG and
- * RS alike, before anything is made. */
-Test(overlap_exec, chunk_fused_refuses_a_gemm_not_for_sm90a)
+/* chunk_fused on an AMD device runs the portable GEMM (op
+ * overlap_gemm_portable: plain pointers, the same feed and drain), AG and RS
+ * alike; an overlap_gemm entry for an arch other than sm_90a (that op is the
+ * wgmma form's, tensor maps; the generator emits none) is refused before
+ * anything is made. */
+Test(overlap_exec, chunk_fused_binds_the_portable_gemm_on_amd)
 {
     static const unsigned char image[16] = {1};
     static const size_t image_size = sizeof image;
-    static const fg_kernel_entry amd[] = {
-        {.name = "overlap_gemm_gfx942_f16_n8_k7", .family = "overlap_gemm", .op = "overlap_gemm",
-         .arch = FG_REG_ARCH_GFX942, .dtype = FG_REG_F16, .ndims = 2, .dims = {N, K},
+    enum { PN = 256, PK = 64 };
+    static const fg_kernel_entry portable[] = {
+        {.name = "overlap_gemm_gfx942_f16_n256_k64", .family = "overlap_gemm",
+         .op = "overlap_gemm_portable", .arch = FG_REG_ARCH_GFX942, .dtype = FG_REG_F16,
+         .ndims = 2, .dims = {PN, PK}, .grid_rule = FG_REG_GRID_FIXED, .grid = {608, 1, 1},
+         .block = {256, 1, 1}, .cluster = {1, 1, 1}, .image = image, .image_size = &image_size}};
+    static const fg_kernel_entry stale[] = {
+        {.name = "overlap_gemm_gfx942_f16_n256_k64", .family = "overlap_gemm", .op = "overlap_gemm",
+         .arch = FG_REG_ARCH_GFX942, .dtype = FG_REG_F16, .ndims = 2, .dims = {PN, PK},
          .grid_rule = FG_REG_GRID_FIXED, .grid = {1, 1, 1}, .block = {256, 1, 1},
          .cluster = {1, 1, 1}, .image = image, .image_size = &image_size}};
-    fdev *f = fake_open(&fake_ops);
-    f->base.caps.info.backend = FG_BACKEND_HIP;
-    f->base.caps.info.arch = FG_REG_ARCH_GFX942;
-    snprintf(f->base.caps.info.arch_name, sizeof f->base.caps.info.arch_name, "gfx942");
-    fg_context *ctx = NULL;
-    cr_assert_eq(fg_context_create(&f->base, NULL, amd, 1, &ctx), FG_OK);
-    void *a = dev_buffer(f, 512 * K * 2), *c = dev_buffer(f, 512 * N * 2);
-    void *out = dev_buffer(f, 256 * N * 2);
-    const fgrt_overlap_args good = {
-        .collective = FGRT_GEMM_RS, .schedule = FGRT_CHUNK_FUSED, .world = 2, .rank = 0,
-        .chunks = 2, .m = 512, .n = N, .k = K, .dtype = FG_REG_F16, .a = a, .c = c, .out = out,
-        .w = a, .reduce = cb_reduce, .timeout_s = 1};
-    REFUSE((void)0, FG_ERR_UNSUPPORTED_DEVICE, "the registry's overlap_gemm_gfx942_f16_n8_k7 is "
-                                               "for gfx942");
-    REFUSE((a_.collective = FGRT_AG_GEMM, a_.out = NULL, a_.reduce = NULL),
-           FG_ERR_UNSUPPORTED_DEVICE, "chunk_fused runs the sm_90a overlap_gemm");
-    cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
-    fg_shutdown(ctx);
-    cr_assert_eq(misuse, 0, "%s", misuse_why);
+    for (int which = 0; which < 2; which++) {
+        fdev *f = fake_open(&fake_ops);
+        f->base.caps.info.backend = FG_BACKEND_HIP;
+        f->base.caps.info.arch = FG_REG_ARCH_GFX942;
+        snprintf(f->base.caps.info.arch_name, sizeof f->base.caps.info.arch_name, "gfx942");
+        fg_context *ctx = NULL;
+        cr_assert_eq(fg_context_create(&f->base, NULL, which ? stale : portable, 1, &ctx), FG_OK);
+        void *a = dev_buffer(f, 512 * PK * 2), *c = dev_buffer(f, 512 * PN * 2);
+        void *w = dev_buffer(f, PN * PK * 2), *out = dev_buffer(f, 256 * PN * 2);
+        const fgrt_overlap_args rs = {
+            .collective = FGRT_GEMM_RS, .schedule = FGRT_CHUNK_FUSED, .world = 2, .rank = 0,
+            .chunks = 2, .m = 512, .n = PN, .k = PK, .dtype = FG_REG_F16, .a = a, .c = c,
+            .out = out, .w = w, .reduce = cb_reduce, .timeout_s = 1};
+        fgrt_overlap_args ag = rs;
+        ag.collective = FGRT_AG_GEMM, ag.out = NULL, ag.reduce = NULL;
+        for (int i = 0; i < 2; i++) {
+            fgrt_overlap *x = NULL;
+            const fg_status st = fgrt_overlap_create(ctx, i ? &ag : &rs, &x);
+            if (which) {
+                cr_assert_eq(st, FG_ERR_UNSUPPORTED_DEVICE);
+                cr_assert_null(x);
+                cr_assert(strstr(fg_last_error(), "that op is the sm_90a wgmma form's"), "%s",
+                          fg_last_error());
+                cr_assert_eq(f->allocs, 0, "nothing made");
+            } else {
+                cr_assert_eq(st, FG_OK, "%s: %s", i ? "AG" : "RS", fg_last_error());
+                fgrt_overlap_destroy(x);
+            }
+            cr_assert(f->live_allocs == 0 && f->live_streams == 0 && f->live_events == 0);
+        }
+        cr_assert_eq(f->loads, which ? 0 : 1, "the portable GEMM's module (the context keeps it)");
+        fg_shutdown(ctx);
+        cr_assert_eq(misuse, 0, "%s", misuse_why);
+    }
 }
 
 /* RS with no reduce callback binds the registry's overlap_reduce kernel; a
