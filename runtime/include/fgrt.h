@@ -283,6 +283,8 @@ FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce
 #define FG_GEMM_LATE 1u
 #define FG_GEMM_TILE_ROWS 128              /* m, done_rows: whole tile rows */
 #define FG_GEMM_TILE_COLS 256              /* the wgmma form's tile columns (2 done counts) */
+#define FG_GEMM_DONE_COLS 128              /* a done counter grows by 1 for each 128 rows x
+                                              128 columns of c written, on every form */
 #define FG_GEMM_MAX_LIMIT_NS 20000000000LL /* limit_ns at most (the stages trap at ~35 s) */
 typedef struct fg_overlap_gemm_args {
     fg_reg_dtype dtype;

@@ -95,8 +95,8 @@ static bool has_overlap_ops(const fg_driver_ops *o)
            o->enable_peer && o->read_async && o->sync;
 }
 
-/* The fused GEMM's tiles (fgrt.h) and its waits' longest limit */
-enum { FUSED_BM = FG_GEMM_TILE_ROWS, FUSED_BN = FG_GEMM_TILE_COLS };
+/* The fused GEMM's tile rows (fgrt.h) and its waits' longest limit */
+enum { FUSED_BM = FG_GEMM_TILE_ROWS };
 #define FUSED_LIMIT_S (FG_GEMM_MAX_LIMIT_NS * 1e-9)
 
 /* Whether the order has the owner's reduction: RS but chunk_overlap, whose
@@ -255,8 +255,8 @@ static unsigned *fused_status(const fgrt_overlap *x)
     return (unsigned *)x->feed + x->args.m / FUSED_BM;
 }
 
-/* RS: the done counter of piece `part` of row block `block` (2 a tile of
- * its rows written, never reset). */
+/* RS: the done counter of piece `part` of row block `block` (1 for each 128
+ * x 128 of its rows written, FG_GEMM_DONE_COLS; never reset). */
 static unsigned *fused_done(const fgrt_overlap *x, size_t block, size_t part)
 {
     return fused_status(x) + 1 + block * x->chunks + part;
@@ -302,7 +302,9 @@ static fg_status bind_fused(fgrt_overlap *x)
     x->fused_limit_s = a->timeout_s < FUSED_LIMIT_S ? a->timeout_s : FUSED_LIMIT_S;
     /* AG: fed by this rank's flags; RS: drained into counters of a piece's rows */
     const long long piece_rows = x->rows / x->chunks;
-    x->per_piece = (unsigned)(piece_rows / FUSED_BM * (a->n / FUSED_BN) * 2);   /* 2 a tile */
+    /* the contract's count, not a tile's: the portable form's tiles on AMD are
+     * 128 columns wide, so n need only be a multiple of 128 there */
+    x->per_piece = (unsigned)(piece_rows / FUSED_BM * (a->n / FG_GEMM_DONE_COLS));
     const fg_overlap_gemm_args g = {
         .dtype = a->dtype, .n = a->n, .k = a->k, .m = a->m, .a = a->a, .w = a->w, .c = a->c,
         .tile_rows = x->feed, .flags = ag ? x->flags + FGRT_FLAG_SENT : NULL,
@@ -358,6 +360,16 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     bool portable = false;
     if (args->schedule == FGRT_CHUNK_FUSED && (st = fused_lookup(ctx, args, &portable)) != FG_OK)
         return st == FG_ERR_UNSUPPORTED_DEVICE ? st : fused_unbound(st);
+    /* GEMM+RS's pushes wait for never-reset counters to reach this call's
+     * multiple: CUDA's stream wait compares cyclically, HIP's unsigned, which
+     * would let the call whose multiple has just wrapped push its rows before
+     * they are written */
+    if (args->schedule == FGRT_CHUNK_FUSED && args->collective == FGRT_GEMM_RS &&
+        ctx->drv->caps.info.backend == FG_BACKEND_HIP)
+        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
+                       "fgrt_overlap_create: chunk_fused GEMM+RS on HIP: its pushes wait on "
+                       "counters that wrap, and HIP's stream wait compares unsigned (AG+GEMM "
+                       "chunk_fused runs)");
     if (!has_overlap_ops(ctx->drv->ops))
         return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
                        "fgrt_overlap_create: the device's driver has no overlap executor");
@@ -654,7 +666,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     }
     case FGRT_OP_WAIT_DONE:   /* the piece's counter at this call's multiple (never reset) */
         /* epoch * per_piece wraps as the counter does; CUDA's GEQ compares cyclically,
-         * (int32_t)(*flag - value) >= 0 (HIP's is unsigned: chunk_fused is sm_90a's only) */
+         * (int32_t)(*flag - value) >= 0 (HIP's is unsigned: create refuses RS there) */
         return o->wait_flag(x->drv, s, fused_done(x, (size_t)op->block, part),
                             epoch * x->per_piece);
     case FGRT_OP_NCCL:
