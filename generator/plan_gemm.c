@@ -36,6 +36,13 @@
 /* AMD's workgroups a CU at most: 2 (8 waves, 2 a SIMD) keeps each lane's
  * registers within 256 (VGPRs and AGPRs together: 512 / 2) */
 #define PORT_MAX_PER_CU_AMD 2u
+/* The last round's split over K (the template's rounds_of): where its
+ * tiles would leave half the grid or more idle, each in up to 4 pieces of
+ * at least 2 K blocks, one a block, their fp32 partial sums through a
+ * workspace of a tile's sums a block of the grid, the last piece to arrive
+ * summing them in piece order (a counter a tile). */
+#define PORT_SPLIT_MAX 4u
+#define PORT_PIECE_KBLOCKS 2u
 
 /* The portable form's shape on a target. */
 typedef struct port_gemm {
@@ -198,6 +205,10 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
     fg_instance_add_param(in, "MIN_BLOCKS", p.per_cu);
     fg_instance_add_param(in, "XCDS", p.xcds);
     fg_instance_add_param(in, "GRID", grid);
+    fg_instance_add_param(in, "SPLIT_MAX", PORT_SPLIT_MAX);
+    fg_instance_add_param(in, "PIECE_KBLOCKS", PORT_PIECE_KBLOCKS);
+    in->workspace_bytes = grid * PORT_BM * p.bn * 4u;
+    in->counter_count = grid / 2;   /* a split round has at most half the grid's tiles */
     in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {grid, 1, 1},
                              .block = {PORT_THREADS, 1, 1}, .cluster = {1, 1, 1},
                              .dynamic_smem = amd ? 0 : p.lds};
@@ -288,6 +299,15 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                  "for each 256 columns of the tile (a tile row counts n / 128 on every form); "
                  "neither: no barrier\n",
                  PORT_BM, amd ? "; s_memrealtime taken as 100 MHz for the time limit" : "");
+    fg_sb_printf(&in->reasons,
+                 "the last round split over K where its tiles would leave half the grid or more "
+                 "idle (m's tiles mod %u: 1 to %u): each of those tiles in min(%u / their "
+                 "number, %u, K blocks / %u) pieces, one a block, their fp32 sums through the "
+                 "workspace (%u B: a tile's sums for each block) and summed in piece order by "
+                 "the last to arrive (a ticket on one of %u counters, reset by it): bitwise "
+                 "the same every launch; the full rounds before it keep the grouped order\n",
+                 grid, grid / 2, grid, PORT_SPLIT_MAX, PORT_PIECE_KBLOCKS, in->workspace_bytes,
+                 in->counter_count);
     return fg_plan_add(set, in, s, ts, d);
 }
 

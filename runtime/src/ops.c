@@ -349,9 +349,12 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
 static const fg_arg_desc overlap_gemm_args[] = {
     MAP(a, m, k, GEMM_BM), MAP(w, n, k, FG_GEMM_TILE_COLS), MAP(c, m, n, 64), GEMM_AFTER_ABC,
 };
-/* The portable form's (overlap_gemm_portable.in): a, w, c as pointers. */
+/* The portable form's (overlap_gemm_portable.in): a, w, c as pointers;
+ * then the workspace and counters of its last round's split over K. */
 static const fg_arg_desc overlap_gemm_portable_args[] = {
     PTR16(a), PTR16(w), PTR16(c), GEMM_AFTER_ABC,
+    {"workspace", FG_ARG_WORKSPACE, 0, .align = 0},
+    {"counters", FG_ARG_COUNTERS, 0, .align = 0},
 };
 #undef GEMM_AFTER_ABC
 #undef PTR16

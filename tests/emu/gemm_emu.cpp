@@ -14,7 +14,10 @@
 // every piece flagged before the launch, rows landing mid-wait, a piece
 // lost (the kernel ends late, within its limit), only some flagged; and the
 // drain (run_drain_case): each piece's counter n / 128 a tile row, again after a
-// second launch, C the undrained run's bits.  What
+// second launch, C the undrained run's bits.  Where a case's last round
+// leaves half the grid or more idle its tiles are split over K (the label
+// gives the pieces a tile): the partial sums poisoned before each launch,
+// the split's counters back at zero after it.  What
 // this checks: the index
 // algebra (LDS swizzle, fragments, the free K and column orders, the tile
 // order), the roundings, and (on the kernel's lds_at, not by timing) that the
@@ -137,10 +140,13 @@ static void run_case(const char *what, int tile_rows, int grid, uint64_t seed, b
             checks.check(first == c, "a second launch gives the same bits", 0);
         first = c;
     }
+    const int tiles = tile_rows * (D.n / D.bn), split = emu_gemm_split(tiles, grid);
     char label[160];
-    std::snprintf(label, sizeof label, "%s (M %d, %d tiles, grid %d)", what, p.M,
-                  tile_rows * (D.n / D.bn), grid);
+    std::snprintf(label, sizeof label, "%s (M %d, %d tiles, grid %d, %d pieces a last-round tile)",
+                  what, p.M, tiles, grid, split);
     check_c(label, p, c);
+    std::snprintf(label, sizeof label, "%s: the split's counters back at zero", what);
+    checks.check(emu_gemm_split_counters_left() == 0, label, emu_gemm_split_counters_left());
 }
 
 // ---- the feed (overlap_gemm_portable.in's flags, tile_rows, status) ----
@@ -207,20 +213,29 @@ std::vector<int> pieces_of(int row0)
     return out;
 }
 
-// The tiles workgroup g of `grid` takes, as (tile row after tile_rows, column):
-// XCD-major numbering where the grid divides into the XCDs, GROUP_M tile
-// rows at a time (the kernel's order, written out again here).
+// The tile rows (after tile_rows) of the jobs workgroup g of `grid` takes,
+// a job at a time (the kernel's order, written out again here but for the
+// split's piece count, the kernel's rounds_of): XCD-major numbering where
+// the grid divides into the XCDs, tiles t, t + grid, ... of the whole
+// rounds, then its piece of a tile of the last round (or that tile whole),
+// tiles GROUP_M tile rows at a time.
 std::vector<int> tile_rows_of(int g, int grid, int tiles_m, const std::vector<int> &order)
 {
     const int tiles_n = D.n / D.bn, tiles = tiles_m * tiles_n;
-    int t = g;
+    int first = g;
     if (D.xcds > 1 && grid % D.xcds == 0)
-        t = g % D.xcds * (grid / D.xcds) + g / D.xcds;
+        first = g % D.xcds * (grid / D.xcds) + g / D.xcds;
+    const int whole = tiles / grid * grid, split = emu_gemm_split(tiles, grid);
+    std::vector<int> jobs;
+    for (int t = first; t < whole; t += grid)
+        jobs.push_back(t);
+    if (first < (tiles - whole) * split)
+        jobs.push_back(whole + first / split);
     std::vector<int> out;
-    for (; t < tiles; t += grid) {
-        const int per_group = D.group_m * tiles_n, first = t / per_group * D.group_m;
-        const int rows = std::min(tiles_m - first, D.group_m), r = t % per_group;
-        out.push_back(order[first + r % rows]);
+    for (int t : jobs) {
+        const int per_group = D.group_m * tiles_n, top = t / per_group * D.group_m;
+        const int rows = std::min(tiles_m - top, D.group_m), r = t % per_group;
+        out.push_back(order[top + r % rows]);
     }
     return out;
 }
@@ -244,10 +259,20 @@ static void run_feed_cases(uint64_t seed)
     const int tiles_m = kBlocks * kBlockRows / D.bm, grid = D.grid;
     const Problem p = make_problem(tiles_m, seed);
     char msg[240];
-    // the unfed run, in order: what the fed runs must give bit for bit
+    // the unfed run, in order (checked against the reference)
     std::vector<uint16_t> plain = poisoned_c(p);
     emu_gemm_launch(p.a.data(), p.w.data(), plain.data(), p.M, grid, nullptr, nullptr);
     check_c("feed: the unfed run", p, plain);
+    // the unfed run in a fed run's tile order: what that run must give bit
+    // for bit (the order decides which tiles the last round splits over K,
+    // and so their fp32 sums' order)
+    const auto unfed_in = [&](const std::vector<int> &order) {
+        std::vector<uint16_t> c = poisoned_c(p);
+        emu_gemm_feed f = {};
+        f.tile_rows = order.data();
+        emu_gemm_launch(p.a.data(), p.w.data(), c.data(), p.M, grid, &f, nullptr);
+        return c;
+    };
 
     // (1) every piece landed before the launch, tile rows permuted: the
     // unfed run's bits, status 0, each tile's pieces polled once each
@@ -262,15 +287,16 @@ static void run_feed_cases(uint64_t seed)
         const emu_gemm_feed f = s.args(100000ull);
         emu_gemm_launch(p.a.data(), p.w.data(), c.data(), p.M, grid, &f, nullptr);
         emu_gemm_on_poll(nullptr, nullptr);
-        checks.check(c == plain, "feed, every piece landed, tile rows permuted: the unfed "
-                     "run's bits", 0);
+        checks.check(c == unfed_in(s.tile_rows), "feed, every piece landed, tile rows permuted: "
+                     "the unfed run's bits (in that order)", 0);
         checks.check(s.status == 0, "feed, every piece landed: status 0", s.status);
         long polls = 0, expected = 0;
         for (int v : s.polls)
             polls += v;
-        for (int m = 0; m < tiles_m; m++)
-            expected += (long)pieces_of(m * D.bm).size() * (D.n / D.bn);
-        std::snprintf(msg, sizeof msg, "feed, every piece landed: one poll a piece a tile "
+        for (int g = 0; g < grid; g++)
+            for (int m : tile_rows_of(g, grid, tiles_m, s.tile_rows))
+                expected += (long)pieces_of(m * D.bm).size();
+        std::snprintf(msg, sizeof msg, "feed, every piece landed: one poll a piece a job "
                       "(%ld expected), none of the own block's or outside the flags", expected);
         checks.check(polls == expected && s.stray == 0, msg, (double)(polls - expected));
     }
@@ -297,7 +323,8 @@ static void run_feed_cases(uint64_t seed)
         std::snprintf(msg, sizeof msg, "feed, rows landing mid-wait: all %d pieces landed by "
                       "the hook, status 0", pieces);
         checks.check(s.landed == pieces && s.status == 0 && s.stray == 0, msg, s.landed);
-        checks.check(c == plain, "feed, rows landing mid-wait: the unfed run's bits", 0);
+        checks.check(c == unfed_in(s.tile_rows), "feed, rows landing mid-wait: the unfed run's "
+                     "bits (in that order)", 0);
     }
     // (3) a piece lost (block 2's piece 1, rows 864-959, poisoned, its flag
     // never set), limit 2 us (200 polls): the kernel ends, status
@@ -425,6 +452,9 @@ static void run_drain_case(int piece, uint64_t seed)
                       "%u (n / 128 a tile row, never reset)", piece, launch, launch * per_piece);
         checks.check(wrong == 0, msg, wrong);
     }
+    std::snprintf(msg, sizeof msg, "drain, pieces of %d tile rows: the split's counters back at "
+                  "zero", piece);
+    checks.check(emu_gemm_split_counters_left() == 0, msg, emu_gemm_split_counters_left());
     std::snprintf(msg, sizeof msg, "drain, pieces of %d tile rows: the undrained run's bits",
                   piece);
     checks.check(c == plain, msg, 0);

@@ -20,6 +20,12 @@ extern const emu_gemm_dims emu_gemm;
  * row `row` of a block's A or W takes in its buffer. */
 int emu_gemm_lds_at(int row, int c);
 
+/* The kernel's last-round split over K (rounds_of): the pieces each tile of
+ * the last round of `tiles` tiles on `grid` workgroups is taken in (1:
+ * whole), and how many of its counters a launch left above zero. */
+int emu_gemm_split(int tiles, int grid);
+int emu_gemm_split_counters_left(void);
+
 /* The kernel's parameters after m_rows (overlap_gemm_portable.in's feed
  * and drain, fg_overlap_gemm_args): flags NULL for an unfed launch, done
  * NULL for an undrained one. */

@@ -5,6 +5,10 @@
 // gemm_emu.cpp.
 #include <hip/hip_runtime.h>
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
 #include KERNEL_SRC
 
 #include "emu_common.h"
@@ -17,6 +21,13 @@ extern "C" const emu_gemm_dims emu_gemm = {
 };
 
 extern "C" int emu_gemm_lds_at(int row, int c) { return lds_at(row, c); }
+extern "C" int emu_gemm_split(int tiles, int grid) { return rounds_of(tiles, grid).split; }
+
+// The last round's split over K: GRID tiles' partial sums (poisoned, NaN,
+// before each launch) and GRID / 2 counters (zeroed once, as the runtime's
+// binding does; each launch leaves them at zero).
+static std::vector<float4> split_ws((size_t)GRID * BM * BN / 4);
+static std::vector<unsigned> split_counters(GRID / 2, 0u);
 
 static struct Launch {
     const fg_t *a, *w;
@@ -31,7 +42,8 @@ static void thread_body()
     Launch &l = launch_args;
     const emu_gemm_feed &f = l.feed;
     KERNEL(l.a, l.w, l.c, l.m_rows, f.tile_rows, f.flags, f.epoch, f.own, f.shard_rows,
-           f.piece_rows, f.flag_stride, f.status, f.limit_ns, f.done, f.done_rows);
+           f.piece_rows, f.flag_stride, f.status, f.limit_ns, f.done, f.done_rows, split_ws.data(),
+           split_counters.data());
     if (threadIdx.x == 0 && l.late && f.status) {   // (thread 0 is the one that reports)
         l.late[blockIdx.x] = *f.status;
         l.reported |= *f.status;
@@ -44,6 +56,8 @@ extern "C" void emu_gemm_launch(const void *a, const void *w, void *c, int m_row
 {
     launch_args = {(const fg_t *)a, (const fg_t *)w, (fg_t *)c, m_rows,
                    feed ? *feed : emu_gemm_feed{}, late, 0};
+    const float nan = std::nanf("");
+    std::fill(split_ws.begin(), split_ws.end(), make_float4(nan, nan, nan, nan));
     emu_run_grid({(unsigned)grid, 1, 1}, THREADS, thread_body);
     if (late && launch_args.feed.status)
         *launch_args.feed.status |= launch_args.reported;
@@ -60,4 +74,10 @@ extern "C" void emu_gemm_on_poll(void (*hook)(const unsigned *, int, void *), vo
 {
     poll_hook = hook, poll_ctx = ctx;
     emu_system_load_hook = hook ? on_system_load : nullptr;
+}
+
+extern "C" int emu_gemm_split_counters_left(void)
+{
+    return (int)std::count_if(split_counters.begin(), split_counters.end(),
+                              [](unsigned v) { return v != 0; });
 }

@@ -1,6 +1,6 @@
 // The overlap family's fused GEMM (templates/overlap_gemm.in, or the
 // portable form, overlap_gemm_portable.in, generated for an sm_90a target
-// without clusters: tests/gpu/portable), unsplit:
+// without clusters: tests/gpu/portable), on one GPU:
 // C[M, N] = A[M, K] . W[N, K]^T, bf16 in, fp32 sums, bf16 out, against
 // cuBLASLt's same product (TN, the same layouts) in the same run.
 //
@@ -9,13 +9,16 @@
 // form takes three TMA tensor maps encoded here (cuTensorMapEncodeTiled,
 // 128-byte swizzle, the boxes its params give: bk x bm for A, bk x bn for
 // W, cbox_cols x cbox_rows for C), the portable form plain pointers, and
-// both the same parameters after them.  Checks, on fresh random inputs with C
-// poisoned before each launch, at M = 128 (one tile row), 1152 (a partial
-// group of tile rows) and 4096: no poisoned output left, 256 sampled
+// both the same parameters after them (the portable form then its split's
+// workspace and counters, and the runtime's whole grid at every M).  Checks,
+// on fresh random inputs with C (and the split's partial sums) poisoned
+// before each launch, at M = 128 (one tile row), 1152 (a partial group of
+// tile rows) and 4096 (the portable form splits the last round over K at
+// each of them for most shapes): no poisoned output left, 256 sampled
 // outputs against a double reference on the host (rel L2 <= 1e-2, NaN never
-// passes), and the whole output against cuBLASLt's (rel L2 <= 1e-2; not
-// with --no-baseline, which racecheck takes: cuBLAS's own TMA kernels
-// report hazards there).
+// passes), the whole output against cuBLASLt's (rel L2 <= 1e-2; not with
+// --no-baseline, which racecheck takes: cuBLAS's own TMA kernels report
+// hazards there), and the split's counters back at zero.
 // Then 1000 launches at M = 256 with C poisoned before each must give
 // bitwise the first launch's output (compared on the device; issue 12's
 // deterministic mode: each output's sum has one order).  Then the kernel fed
@@ -118,6 +121,14 @@ struct Gemm {
     long long n = 0, k = 0, bm = 0, bn = 0, bk = 0, cbox_rows = 0, cbox_cols = 0;
     unsigned grid = 0, block = 0, smem = 0;
     CUfunction fn = nullptr;
+    // the portable form's last-round split over K: partial sums, counters
+    // (the runtime's binding owns them; zeroed once, left at zero by each launch)
+    void *ws = nullptr;
+    unsigned *counters = nullptr;
+    size_t ws_bytes = 0, ncounters = 0;
+    Gemm() = default;
+    Gemm(const Gemm &) = delete;
+    ~Gemm() { cudaFree(ws), cudaFree(counters); }
 };
 
 bool gemm_open(Gemm *g, const char *dir, const char *manifest)
@@ -152,6 +163,19 @@ bool gemm_open(Gemm *g, const char *dir, const char *manifest)
         return false;
     }
     g->grid = (unsigned)grid, g->block = (unsigned)block, g->smem = (unsigned)smem;
+    if (g->portable) {
+        const long long ws = fgh_manifest_value(manifest, nm, "workspace_bytes");
+        const long long counters = fgh_manifest_value(manifest, nm, "counters");
+        if (ws <= 0 || counters <= 0) {
+            fprintf(stderr, "test_gemm: %s: no workspace_bytes or counters in the manifest\n", nm);
+            return false;
+        }
+        g->ws_bytes = (size_t)ws, g->ncounters = (size_t)counters;
+        if (!fgh_ok(cudaMalloc(&g->ws, g->ws_bytes)) ||
+            !fgh_ok(cudaMalloc(&g->counters, g->ncounters * 4)) ||
+            !fgh_ok(cudaMemset(g->counters, 0, g->ncounters * 4)))
+            return false;
+    }
     char path[1024];
     snprintf(path, sizeof path, "%s/%s.cubin", dir, nm);
     size_t size = 0;
@@ -216,11 +240,15 @@ bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s, Feed f = Feed())
     int rows = (int)p.m;
     void *maps[] = {&p.map_a, &p.map_w, &p.map_c}, *ptrs[] = {&p.a, &p.w, &p.c};
     void **abc = g.portable ? ptrs : maps;
+    void *ws = g.ws, *counters = g.counters;   // (the portable form's last two)
     void *args[] = {abc[0],         abc[1],          abc[2],       &rows,     &f.tile_rows,
                     &f.flags,       &f.epoch,        &f.own,       &f.shard_rows, &f.piece_rows,
-                    &f.flag_stride, &f.status,       &f.limit_ns, &f.done,  &f.done_rows};
+                    &f.flag_stride, &f.status,       &f.limit_ns, &f.done,  &f.done_rows,
+                    &ws,            &counters};
+    // the portable form: the runtime's grid, whatever m (its last round's
+    // split counts the grid's blocks); the wgmma form: no more blocks than tiles
     const long long tiles = p.m / g.bm * (p.n / g.bn);
-    const unsigned grid = tiles < g.grid ? (unsigned)tiles : g.grid;
+    const unsigned grid = g.portable || tiles >= g.grid ? g.grid : (unsigned)tiles;
     return cu_ok(drv.launch(g.fn, grid, 1, 1, g.block, 1, 1, g.smem, (CUstream)s, args, nullptr),
                  "cuLaunchKernel");
 }
@@ -305,10 +333,24 @@ void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s,
     if (!CHECK(name, p.open(g, rows, seed, true)))
         return;
     const size_t nc = (size_t)p.m * p.n;
-    const bool ok = fgh_poison_device(p.c, nc * 2, s) == 0 && launch_fused(g, p, s) &&
-                    (!baseline || lt.run(p, p.ref, s)) && fgh_ok(cudaStreamSynchronize(s));
+    // (the split's partial sums poisoned too: a piece summed before it was
+    // written shows as NaN)
+    const bool ok = fgh_poison_device(p.c, nc * 2, s) == 0 &&
+                    (!g.ws || fgh_poison_device(g.ws, g.ws_bytes, s) == 0) &&
+                    launch_fused(g, p, s) && (!baseline || lt.run(p, p.ref, s)) &&
+                    fgh_ok(cudaStreamSynchronize(s));
     if (CHECK(name, ok))
         compare_outputs(name, p, seed, baseline);
+    if (g.counters) {
+        std::vector<unsigned> left(g.ncounters);
+        char what[260];
+        snprintf(what, sizeof what, "%s: the split's counters back at zero", name);
+        const bool read = fgh_ok(cudaMemcpy(left.data(), g.counters, g.ncounters * 4,
+                                            cudaMemcpyDeviceToHost));
+        const size_t nonzero = (size_t)std::count_if(left.begin(), left.end(),
+                                                     [](unsigned v) { return v != 0; });
+        CHECKF(what, read && nonzero == 0, "%zu of %zu counters not zero", nonzero, g.ncounters);
+    }
 }
 
 // p.c against the double reference on 256 samples and (baseline) the whole
@@ -386,7 +428,8 @@ void check_deterministic(const Gemm &g, int launches, uint64_t seed, cudaStream_
               fgh_poison_device(p.ref, nc * 2, s) == 0 && launch_fused(g, p, s) &&
               fgh_ok(cudaMemcpyAsync(p.ref, p.c, nc * 2, cudaMemcpyDeviceToDevice, s));
     for (int i = 1; ok && i < launches; i++)
-        ok = fgh_poison_device(p.c, nc * 2, s) == 0 && launch_fused(g, p, s);
+        ok = fgh_poison_device(p.c, nc * 2, s) == 0 &&
+             (!g.ws || fgh_poison_device(g.ws, g.ws_bytes, s) == 0) && launch_fused(g, p, s);
     if (ok) {
         count_differences<<<264, 256, 0, s>>>((const uint16_t *)p.c, (const uint16_t *)p.ref, nc,
                                              count);

@@ -1830,16 +1830,22 @@ Test(cli, gemm_portable_form_where_there_are_no_clusters)
     cr_assert_not_null(at, "%s", out);
     cr_expect_not_null(strstr(at, "params: N=8192 K=1024 BM=128 BN=256 BK=64 WN=64 GROUP_M=8 "
                                   "THREADS=256 STAGES=4 LDS_BYTES=196608 MIN_BLOCKS=1 XCDS=1 "
-                                  "GRID=132\n  launch: grid=(132,1,1) block=(256,1,1) "
+                                  "GRID=132 SPLIT_MAX=4 PIECE_KBLOCKS=2\n  launch: "
+                                  "grid=(132,1,1) block=(256,1,1) "
                                   "cluster=(1,1,1) dynamic_smem=196608\n"),
                        "%s", at);
     cr_expect_not_null(strstr(at, "the portable form: h200-portable has no thread-block "
                                   "clusters"), "%s", at);
     cr_expect_not_null(strstr(at, "4 x 8 mma.sync m16n8k16 tiles"), "%s", at);
+    cr_expect_not_null(strstr(at, "the last round split over K where its tiles would leave half "
+                                  "the grid or more idle (m's tiles mod 132: 1 to 66)"), "%s", at);
+    cr_expect_not_null(strstr(at, "workspace (17301504 B: a tile's sums for each block)"), "%s",
+                       at);
     at = strstr(out, "overlap_gemm_gfx942_bf16_n8192_k1024\n");
     cr_assert_not_null(at, "%s", out);
     cr_expect_not_null(strstr(at, "BN=128 BK=32 WN=64 GROUP_M=8 THREADS=256 STAGES=2 "
-                                  "LDS_BYTES=32768 MIN_BLOCKS=2 XCDS=8 GRID=608\n  launch: "
+                                  "LDS_BYTES=32768 MIN_BLOCKS=2 XCDS=8 GRID=608 SPLIT_MAX=4 "
+                                  "PIECE_KBLOCKS=2\n  launch: "
                                   "grid=(608,1,1) block=(256,1,1) cluster=(1,1,1) "
                                   "dynamic_smem=0\n"), "%s", at);
     at = strstr(out, "overlap_gemm_sm90a_bf16_n8192_k1024\n");
@@ -1858,9 +1864,14 @@ Test(cli, gemm_portable_form_where_there_are_no_clusters)
     const char *e = strstr(reg, ".name = \"overlap_gemm_sm90a_bf16_n8192_k1024_portable\"");
     cr_assert_not_null(e, "%s", reg);
     cr_expect_not_null(strstr(e, ".op = \"overlap_gemm_portable\""), "%s", e);
+    /* the split's workspace (a 128 x 256 tile's fp32 sums a block) and counters */
+    cr_expect_not_null(strstr(e, ".workspace_bytes = 17301504,\n        .counter_count = 66,"),
+                       "%s", e);
     e = strstr(reg, ".name = \"overlap_gemm_gfx942_bf16_n8192_k1024\"");
     cr_assert_not_null(e, "%s", reg);
     cr_expect_not_null(strstr(e, ".op = \"overlap_gemm_portable\""), "%s", e);
+    cr_expect_not_null(strstr(e, ".workspace_bytes = 39845888,\n        .counter_count = 304,"),
+                       "%s", e);
     e = strstr(reg, ".name = \"overlap_gemm_sm90a_bf16_n8192_k1024\"");
     cr_assert_not_null(e, "%s", reg);
     cr_expect_not_null(strstr(e, ".op = \"overlap_gemm\""), "%s", e);

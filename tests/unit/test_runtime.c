@@ -257,7 +257,7 @@ typedef struct fake {
     int maps;                  /* tensor maps encoded, each recorded below */
     long long map_dims[4][4];  /* rows, cols, box rows, box cols */
     fg_reg_dtype map_dtype;
-    void *params[16];          /* the last launch's parameter pointers (at most 16 kept) */
+    void *params[20];          /* the last launch's parameter pointers (at most 20 kept) */
 } fake;
 
 static fake F;
@@ -568,11 +568,13 @@ Test(runtime_bind, overlap_gemm)
 }
 
 /* The portable form (op overlap_gemm_portable; here a gfx942 entry): the
- * same arguments with a, w, c passed as plain pointers, no maps encoded;
- * the wgmma form's bind never picks it, and the same guards hold. */
+ * same arguments with a, w, c passed as plain pointers, no maps encoded,
+ * then the workspace and counters of its last round's split over K; the
+ * wgmma form's bind never picks it, and the same guards hold. */
 static const fg_kernel_entry gemm_portable_reg[] = {
     ENTRY("gemm_portable_n8192_k1024", "overlap_gemm_portable", FG_REG_ARCH_GFX942, FG_REG_BF16,
-          .ndims = 2, .dims = {8192, 1024}, .grid_rule = FG_REG_GRID_FIXED, .grid = {608, 1, 1}),
+          .ndims = 2, .dims = {8192, 1024}, .grid_rule = FG_REG_GRID_FIXED, .grid = {608, 1, 1},
+          .workspace_bytes = 608 * 128 * 128 * 4, .counter_count = 304),
 };
 
 Test(runtime_bind, overlap_gemm_portable)
@@ -594,6 +596,14 @@ Test(runtime_bind, overlap_gemm_portable)
     void *done;
     memcpy(&done, F.params[13], sizeof done);
     cr_assert_eq(done, a.done);
+    fg_binding_info info;
+    cr_assert_eq(fg_binding_get_info(b, &info), FG_OK);
+    cr_assert_eq(info.workspace_bytes, 608 * 128 * 128 * 4 + 304 * 4, "partial sums, then counters");
+    void *ws, *counters;
+    memcpy(&ws, F.params[15], sizeof ws);
+    memcpy(&counters, F.params[16], sizeof counters);
+    cr_assert_eq(ws, info.workspace, "the split's partial sums: the binding's workspace");
+    cr_assert_eq(counters, (char *)info.workspace + 608 * 128 * 128 * 4, "then its counters");
     fg_binding_free(b);
     fg_overlap_gemm_args bad = good_gemm();
     bad.a = DEV(0x1000000008);
