@@ -4,6 +4,7 @@
 
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static bool valid_part(const char *s)
@@ -53,8 +54,14 @@ bool fg_instance_name(char out[FG_NAME_MAX], const char *family, fg_arch arch,
 
 void fg_instance_add_param(fg_instance *in, const char *key, long long value)
 {
-    if (in->nparams < FG_MAX_PARAMS)
-        in->params[in->nparams++] = (fg_param){key, value};
+    /* a planner's bug, not an input's: a dropped parameter would only show
+     * later as a template's missing placeholder */
+    if (in->nparams >= FG_MAX_PARAMS) {
+        fprintf(stderr, "fusegen: internal error: %s: more than %d parameters (adding %s)\n",
+                in->name, FG_MAX_PARAMS, key);
+        abort();
+    }
+    in->params[in->nparams++] = (fg_param){key, value};
 }
 
 long long fg_instance_param(const fg_instance *in, const char *key)

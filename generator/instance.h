@@ -12,7 +12,7 @@
 
 #define FG_NAME_MAX 128      /* longest name kept whole is FG_NAME_LIMIT */
 #define FG_NAME_LIMIT 120
-#define FG_MAX_PARAMS 24
+#define FG_MAX_PARAMS 32
 #define FG_MAX_SPECS_PER_INSTANCE 16
 #define FG_MAX_TEXT_PARAMS 4
 

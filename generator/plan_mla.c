@@ -258,6 +258,15 @@ static void paged_reason(fg_instance *in, unsigned page, unsigned tile, bool win
                                           * for 16 of 1 in two levels; at S = 4K 16 splits of 4
                                           * took 36.3 against 33.0 for 64 of 1, so longer requests
                                           * keep the usual cut */
+/* The wgmma form's splits meet at a barrier and each merges a slice of the
+ * heads over every split's partial (one level, spread over the splits)
+ * where the two-level merge would run and the whole grid is resident at
+ * once (a cooperative launch, so the barrier cannot wait on a workgroup
+ * that never starts): at 128 heads B = 1 S = 4K on an H200 each level of 8
+ * partials, 512 KB read by one SM, took most of the 34 us.  Not on AMD: the
+ * host emulation runs workgroups one after another (no barrier between
+ * them), and no AMD GPU has timed it. */
+#define PORTABLE_WGMMA_COOP_MERGE 1
 #define PORTABLE_MAX_STAGES 4  /* sm_90: 3 tiles in flight, 112 KB at DeepSeek's row: past the ~68 KB
                                 * an SM needs at the read ceiling (MAX_STAGES above) */
 #define PORTABLE_CUDA_BLOCKS 2 /* workgroups an SM at most (256 threads at <= 128 registers) */
@@ -830,6 +839,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const unsigned few_tiles =
         p.wgmma && splits > PORTABLE_ONE_LEVEL ? few_splits * PORTABLE_WGMMA_FEW_SPLIT_TILES : 0;
     const unsigned waves = p.threads / t->warp_size, grid_waves = (items * splits + slots - 1) / slots;
+    const bool coop = PORTABLE_WGMMA_COOP_MERGE && p.wgmma && nsg > 1 && grid_waves == 1;
 
     char dims[96], variant[32];
     mla_dims(m, bmax, dims);
@@ -840,7 +850,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     if (splits > 1) {   /* each partial's rows (storage type) and log-sum-exps; the tickets */
         if (set_workspace(&in, (unsigned long long)bmax * groups * entries * hpb * (kv * elem + 4), d))
             return -1;
-        in.counter_count = bmax * groups * tickets;
+        in.counter_count = bmax * groups * (tickets + coop);   /* (and the splits' barrier) */
     }
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);
@@ -848,6 +858,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "SPLIT_GROUP", group);
     fg_instance_add_param(&in, "FEW_TILES", few_tiles);
     fg_instance_add_param(&in, "FEW_SPLITS", few_splits);
+    fg_instance_add_param(&in, "COOP_MERGE", (unsigned)coop);
     fg_instance_add_param(&in, "CLUSTER", 1);
     fg_instance_add_param(&in, "CLUSTERS", splits);
     fg_instance_add_param(&in, "TILE", tile);
@@ -865,11 +876,12 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                             .grid_dims = {splits, groups, bmax},
                             .block = {p.threads, 1, 1},
                             .cluster = {1, 1, 1},
-                            .dynamic_smem = p.smem};
+                            .dynamic_smem = p.smem,
+                            .cooperative = coop};
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/portable%s/%s/%s",
              fg_arch_tag(t->arch), fg_dtype_name(m->dtype), p.wgmma ? "-wgmma" : "",
              page ? "paged" : "contiguous",
-             splits == 1 ? "one-split" : nsg > 1 ? "two-level" : "merged");
+             splits == 1 ? "one-split" : coop ? "spread" : nsg > 1 ? "two-level" : "merged");
     used_for_reason(&in, m, bmax);
     fg_sb_printf(&in.reasons,
                  "the portable form: %s has no thread-block clusters (max_cluster_size 0), so no "
@@ -955,7 +967,20 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                      "and one workgroup merges a group's, so at few keys the merges, not the tiles, "
                      "take the time; longer requests are cut over all %u splits\n",
                      few_tiles, few_tiles * tile, few_splits, hpb, hpb * kv * elem / 1024, splits);
-    if (nsg > 1)
+    if (coop)
+        fg_sb_printf(&in.reasons,
+                     "the splits merge in global memory in one level spread over them: each leaves "
+                     "its rows normalized, in %s, and their log-sum-exp, the %u splits of a "
+                     "request's head group meet at a barrier (device-scope release/acquire), and "
+                     "each then merges a slice of the %u heads (at most %u) over all %u partials "
+                     "into the "
+                     "output: a cooperative launch, the grid's %u workgroups all resident (one "
+                     "wave), so the barrier waits on none that has not started; two levels through "
+                     "one workgroup each (%u partials of %u KB a level) were the time at 128 heads "
+                     "B = 1 S = 4K on an H200\n",
+                     fg_dtype_name(m->dtype), splits, hpb, (hpb + splits - 1) / splits, splits,
+                     splits * groups * bmax, group, hpb * kv * elem / 1024);
+    else if (nsg > 1)
         fg_sb_printf(&in.reasons,
                      "the splits merge in global memory in two levels (device-scope release/acquire "
                      "tickets, as the %s need): each leaves its rows normalized, in %s, and their "

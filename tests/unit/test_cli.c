@@ -2004,7 +2004,8 @@ Test(cli, explain_decode_plan_and_skips)
     free(out);
     /* 128 heads: 64 a workgroup on the cluster form's wgmma main loop (2
      * warpgroups, tiles of 64 keys in 2 stages); at B = 1 the splits fill
-     * the SMs and merge in two levels */
+     * the SMs in one wave, so they meet at a barrier (a cooperative launch)
+     * and merge in one level spread over them, not two */
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2.yaml "
                            "tests/gpu/portable/h200-portable.yaml"),
                  0, "%s", out);
@@ -2019,8 +2020,14 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "(wgmma: m64n64k16 for the scores, m64n128k16 for P.V, the heads as M)"), "%s",
               out);
     cr_expect(strstr(out, "tiles of 64 keys in 2 cp.async stages"), "%s", out);
-    cr_expect(strstr(out, "the last of each group of 8 splits merges the group (8 groups, in parallel)"),
+    cr_expect(strstr(out, "COOP_MERGE=1 CLUSTER=1"), "%s", out);
+    cr_expect(strstr(out, "launch: grid=(64,2,1) block=(256,1,1) cluster=(1,1,1) "
+                          "dynamic_smem=231424 cooperative\n"), "%s", out);
+    cr_expect(strstr(out, "the 64 splits of a request's head group meet at a barrier (device-scope "
+                          "release/acquire), and each then merges a slice of the 64 heads (at most "
+                          "1) over all 64 partials into the output: a cooperative launch"),
               "%s", out);
+    cr_expect_null(strstr(out, "the last of each group of 8 splits merges"), "%s", out);
     /* a request of few keys (at most 16 tiles) on 4 splits, one merge level
      * (the partials are 64 KB) */
     cr_expect(strstr(out, "SPLIT_GROUP=8 FEW_TILES=16 FEW_SPLITS=4 "), "%s", out);
