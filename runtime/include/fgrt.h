@@ -305,7 +305,10 @@ FG_API fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_arg
 /* The same product, feed and drain by the portable form (op
  * overlap_gemm_portable: AMD's gfx942 / gfx90a GEMM, and an sm_90a build
  * for a target without clusters): a, w, c passed as plain pointers, no
- * tensor maps; the same arguments and checks. */
+ * tensor maps; the same arguments and checks.  The binding owns a
+ * workspace of a tile's fp32 sums for each block of the grid (17 MB on an
+ * H200, 40 MB on an MI300X; fg_binding_get_info), where the last round's
+ * tiles split over K leave their partial sums. */
 FG_API fg_status fg_overlap_gemm_portable_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
                                                fg_binding **out);
 
