@@ -973,11 +973,10 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                      "its rows normalized, in %s, and their log-sum-exp, the %u splits of a "
                      "request's head group meet at a barrier (device-scope release/acquire), and "
                      "each then merges a slice of the %u heads (at most %u) over all %u partials "
-                     "into the "
-                     "output: a cooperative launch, the grid's %u workgroups all resident (one "
-                     "wave), so the barrier waits on none that has not started; two levels through "
-                     "one workgroup each (%u partials of %u KB a level) were the time at 128 heads "
-                     "B = 1 S = 4K on an H200\n",
+                     "into the output: a cooperative launch, the grid's %u workgroups all "
+                     "resident (one wave), so the barrier waits on none that has not started; two "
+                     "levels through one workgroup each (%u partials of %u KB a level) were the "
+                     "time at 128 heads B = 1 S = 4K on an H200\n",
                      fg_dtype_name(m->dtype), splits, hpb, (hpb + splits - 1) / splits, splits,
                      splits * groups * bmax, group, hpb * kv * elem / 1024);
     else if (nsg > 1)
