@@ -32,6 +32,9 @@
 // interleaved (fused, cuBLASLt, fused, cuBLASLt), medians; TFLOP/s and the
 // fused kernel's share of cuBLASLt's rate (--no-baseline: the fused kernel
 // alone, as fusegen tune times its candidates).
+// --profile ROWS: no checks; each chosen instance launched twice at M = ROWS
+// (a profiler takes the second: ncu --launch-skip 1 --launch-count 1 with
+// --only naming one instance).
 #include <cublasLt.h>
 #include <cuda.h>
 #include <math.h>
@@ -689,14 +692,21 @@ int main(int argc, char **argv)
     fgh_args a;
     fgh_args_init(&a);
     for (int i = 1; i < argc; i++)
-        if (!fgh_common_arg(&a, argc, argv, &i)) {
+        if (!strcmp(argv[i], "--profile") && i + 1 < argc && atoll(argv[i + 1]) > 0)
+            i++;   // (read below)
+        else if (!fgh_common_arg(&a, argc, argv, &i)) {
             fprintf(stderr,
                     "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
-                    "[--verbose] [--quick] [--no-baseline] [--bench [--json FILE]] [--commit C]\n",
+                    "[--verbose] [--quick] [--no-baseline] [--bench [--json FILE]] [--commit C] "
+                    "[--profile ROWS]\n",
                     argv[0]);
             return 2;
         }
     fgh_args_apply(&a);
+    long long profile_rows = 0;
+    for (int i = 1; i + 1 < argc; i++)
+        if (!strcmp(argv[i], "--profile"))
+            profile_rows = atoll(argv[i + 1]);
     fgh_device d;
     if (!CHECK("device: open", fgh_device_open(0, &d) == 0))
         return fgh_summary() ? 1 : 0;
@@ -744,6 +754,13 @@ int main(int argc, char **argv)
         if (!CHECK(g.name.c_str(), gemm_open(&g, a.kernels, manifest)))
             continue;
         const uint64_t seed = fgh_next_seed();
+        if (profile_rows > 0) {
+            Problem p;
+            CHECK(g.name.c_str(), p.open(g, profile_rows, seed, false) && launch_fused(g, p, s) &&
+                                      launch_fused(g, p, s) &&
+                                      fgh_ok(cudaStreamSynchronize(s)));
+            continue;
+        }
         for (long long rows : {128ll, 1152ll, 4096ll})
             if (!a.quick || rows < 4096)
                 check(g, lt, rows, seed + rows, s, a.baseline);
