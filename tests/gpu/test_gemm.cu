@@ -33,8 +33,8 @@
 // fused kernel's share of cuBLASLt's rate (--no-baseline: the fused kernel
 // alone, as fusegen tune times its candidates).
 // --profile ROWS: no checks; each chosen instance launched twice at M = ROWS
-// (a profiler takes the second: ncu --launch-skip 1 --launch-count 1 with
-// --only naming one instance).
+// (a multiple of 128), for a profiler to take the second (ncu -k
+// regex:overlap_gemm --launch-skip 1 --launch-count 1, --only naming one).
 #include <cublasLt.h>
 #include <cuda.h>
 #include <math.h>
@@ -691,9 +691,11 @@ int main(int argc, char **argv)
 {
     fgh_args a;
     fgh_args_init(&a);
+    long long profile_rows = 0;
     for (int i = 1; i < argc; i++)
-        if (!strcmp(argv[i], "--profile") && i + 1 < argc && atoll(argv[i + 1]) > 0)
-            i++;   // (read below)
+        if (!strcmp(argv[i], "--profile") && i + 1 < argc && atoll(argv[i + 1]) > 0 &&
+            atoll(argv[i + 1]) % 128 == 0)
+            profile_rows = atoll(argv[++i]);
         else if (!fgh_common_arg(&a, argc, argv, &i)) {
             fprintf(stderr,
                     "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
@@ -703,10 +705,6 @@ int main(int argc, char **argv)
             return 2;
         }
     fgh_args_apply(&a);
-    long long profile_rows = 0;
-    for (int i = 1; i + 1 < argc; i++)
-        if (!strcmp(argv[i], "--profile"))
-            profile_rows = atoll(argv[i + 1]);
     fgh_device d;
     if (!CHECK("device: open", fgh_device_open(0, &d) == 0))
         return fgh_summary() ? 1 : 0;
