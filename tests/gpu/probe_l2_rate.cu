@@ -10,7 +10,8 @@
 // 24 MB) against one that does not (1 GB: HBM); a piece as 384 rows of 128
 // bytes, contiguous or 2048 bytes apart (the GEMM's rows at K = 1024).
 // Each block reads pieces chosen by a stride over the working set, so
-// blocks do not march in step.  Not part of the tests; docs/performance.md (the portable GEMM).
+// blocks do not march in step.  Not part of the tests; docs/performance.md
+// (the portable GEMM, stop 42).
 //   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_l2_rate tests/gpu/probe_l2_rate.cu && ./probe_l2_rate
 #include <algorithm>
 #include <cstdio>
