@@ -328,6 +328,14 @@ double host_bf16(const std::vector<uint16_t> &v, size_t i) { return fgh_bf16_to_
 
 void compare_outputs(const char *name, const Problem &p, uint64_t seed, bool baseline);
 
+// C poisoned before a launch, and the split's partial sums with it (a
+// piece summed before it was written shows as NaN).
+bool poison_before_launch(const Gemm &g, const Problem &p, cudaStream_t s)
+{
+    return fgh_poison_device(p.c, (size_t)p.m * p.n * 2, s) == 0 &&
+           (!g.ws || fgh_poison_device(g.ws, g.ws_bytes, s) == 0);
+}
+
 void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s, bool baseline)
 {
     char name[200];
@@ -335,13 +343,8 @@ void check(const Gemm &g, Lt &lt, long long rows, uint64_t seed, cudaStream_t s,
     Problem p;
     if (!CHECK(name, p.open(g, rows, seed, true)))
         return;
-    const size_t nc = (size_t)p.m * p.n;
-    // (the split's partial sums poisoned too: a piece summed before it was
-    // written shows as NaN)
-    const bool ok = fgh_poison_device(p.c, nc * 2, s) == 0 &&
-                    (!g.ws || fgh_poison_device(g.ws, g.ws_bytes, s) == 0) &&
-                    launch_fused(g, p, s) && (!baseline || lt.run(p, p.ref, s)) &&
-                    fgh_ok(cudaStreamSynchronize(s));
+    const bool ok = poison_before_launch(g, p, s) && launch_fused(g, p, s) &&
+                    (!baseline || lt.run(p, p.ref, s)) && fgh_ok(cudaStreamSynchronize(s));
     if (CHECK(name, ok))
         compare_outputs(name, p, seed, baseline);
     if (g.counters) {
@@ -431,8 +434,7 @@ void check_deterministic(const Gemm &g, int launches, uint64_t seed, cudaStream_
               fgh_poison_device(p.ref, nc * 2, s) == 0 && launch_fused(g, p, s) &&
               fgh_ok(cudaMemcpyAsync(p.ref, p.c, nc * 2, cudaMemcpyDeviceToDevice, s));
     for (int i = 1; ok && i < launches; i++)
-        ok = fgh_poison_device(p.c, nc * 2, s) == 0 &&
-             (!g.ws || fgh_poison_device(g.ws, g.ws_bytes, s) == 0) && launch_fused(g, p, s);
+        ok = poison_before_launch(g, p, s) && launch_fused(g, p, s);
     if (ok) {
         count_differences<<<264, 256, 0, s>>>((const uint16_t *)p.c, (const uint16_t *)p.ref, nc,
                                              count);
