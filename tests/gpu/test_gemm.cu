@@ -449,8 +449,9 @@ void check_deterministic(const Gemm &g, int launches, uint64_t seed, cudaStream_
 // Fed as its rows land (the fused AG+GEMM, on one GPU): rank 1 of 3 under
 // chunk_overlap with 4 pieces of 192 rows a row block (tiles of 128 rows
 // straddle them).  With A whole, cuBLASLt's product is the reference; then
-// the other ranks' blocks are poisoned (NaN), the kernel launched with the
-// flags clear and the tile order of fgrt_overlap_tile_rows, and after it
+// the other ranks' blocks, C and the split's partial sums are poisoned
+// (NaN), the kernel launched with the flags clear and the tile order of
+// fgrt_overlap_tile_rows, and after it
 // the pieces are copied in from pinned host memory on another stream in the
 // order of the schedule's waits, each followed by its flag (a 4-byte copy
 // of the epoch, as the executor sets them), the host pausing between
@@ -495,8 +496,7 @@ double check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool l
         host[0] = kEpoch, host[1] = 0;
         ok = fgh_upload(tile_rows, order, sizeof order) == 0 &&
              fgh_ok(cudaMemset(flags, 0, kWorld * kStride * 4)) && fgh_upload(words, host, 8) == 0 &&
-             (!baseline || lt.run(p, p.ref, s)) &&
-             fgh_poison_device(p.c, nc * 2, s) == 0;
+             (!baseline || lt.run(p, p.ref, s)) && poison_before_launch(g, p, s);
         for (unsigned b = 0; ok && b < kWorld; b++)
             if (b != kRank)
                 ok = fgh_poison_device((char *)p.a + b * kBlock * row_bytes, kBlock * row_bytes,
@@ -551,7 +551,8 @@ double check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool l
 #endif
 
 // Drained as its rows are written (the fused GEMM+RS, on one GPU): M = 2304
-// in 6 pieces of 384 rows (3 tile rows), a counter each, C poisoned.
+// in 6 pieces of 384 rows (3 tile rows), a counter each, C and the split's
+// partial sums poisoned (the n8192 shapes split their last round here).
 // Before the launch, another stream is given, per piece, a wait for its
 // counter to reach the contract's figure, n / 128 a tile row of 128 (2 for
 // each 256 columns of a tile, whatever the form's tile width;
@@ -578,7 +579,7 @@ void check_drain(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool base
               fgh_ok(cudaMemset(done, 0, sizeof counts)) &&
               fgh_ok(cudaMallocHost(&copied, nc * 2)) &&
               fgh_ok(cudaStreamCreateWithFlags(&copies, cudaStreamNonBlocking)) &&
-              fgh_poison_device(p.c, nc * 2, s) == 0 && (!baseline || lt.run(p, p.ref, s)) &&
+              poison_before_launch(g, p, s) && (!baseline || lt.run(p, p.ref, s)) &&
               fgh_ok(cudaStreamSynchronize(s));
     if (ok)
         memset(copied, 0, nc * 2);
