@@ -5,7 +5,10 @@
  * threads; what a block reads from HBM streams through a ring of shared-memory
  * slots in the order the phases take it, so later phases' bytes are in flight
  * during earlier phases and barriers.  The attention takes heads in groups of
- * 16 on tensor cores.
+ * 16 on tensor cores.  Its configuration (the ring's slots, the rows a
+ * piece, the W_uk rows a chunk, the projections on tensor cores or not) is
+ * the model's below, a tuning entry's, or with `generate --candidates`
+ * every one that plans as a tuning candidate (issue 11).
  *
  * The portable form (templates/mla_block_portable.in; plan_portable): for
  * targets without clusters (max_cluster_size 0: gfx942, gfx90a, and sm_90a
@@ -231,8 +234,66 @@ static void rope_reason(fg_instance *in, const fg_model *m, unsigned page, const
                  page ? "paged cache through the block table" : "contiguous cache", smem);
 }
 
-static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
-                    fg_diag *d)
+/* A configuration of the sm_90a form: the ring's slots, the weight rows a
+ * piece holds at most (the CUDA-core projections'), the W_uk rows a chunk
+ * of the absorption, and the projections on tensor cores or not. */
+typedef struct block_cfg {
+    unsigned slots, piece_rows, chunk_rows;
+    bool mma;
+} block_cfg;
+
+/* What the candidates range over (each combination that plans); the
+ * tensor-core projections take no piece_rows (their pieces are kMmaRows). */
+static const unsigned CAND_PIECE_ROWS[] = {4, 8, 16, 32};
+static const unsigned CAND_CHUNK_ROWS[] = {8, 16, 32};
+
+/* The most slots of `slot` bytes the target's shared memory holds at B_max
+ * (BLOCK_MAX_SLOTS at most). */
+static unsigned most_slots(unsigned bmax, unsigned width, unsigned slot, const fg_target *t)
+{
+    unsigned slots = 0;
+    while (slots < BLOCK_MAX_SLOTS && smem_bytes(bmax, width, slots + 1, slot) <= t->shared_mem_per_block)
+        slots++;
+    return slots;
+}
+
+/* The model's: as many slots as fit, pieces of BLOCK_PIECE_ROWS, chunks of
+ * BLOCK_CHUNK, tensor cores from BLOCK_MMA_BATCH requests on. */
+static block_cfg model_cfg(unsigned bmax, unsigned most)
+{
+    return (block_cfg){.slots = most, .piece_rows = BLOCK_PIECE_ROWS, .chunk_rows = BLOCK_CHUNK,
+                       .mma = bmax >= BLOCK_MMA_BATCH};
+}
+
+/* Why configuration c does not plan for this model at B_max (the
+ * template's static_asserts on it), or NULL. */
+static const char *cfg_misfit(const fg_model *m, unsigned most, unsigned slot, const block_cfg *c,
+                              char *why, size_t n)
+{
+    const fg_mla *a = m->mla;
+    const unsigned elem = fg_dtype_bytes(m->dtype), kv = a->kv_lora_rank;
+    if (c->slots < 2 || c->slots > most)
+        snprintf(why, n, "%u slots: 2 to %u of %u bytes fit", c->slots, most, slot);
+    else if (c->piece_rows < 1 || c->piece_rows > 64)
+        snprintf(why, n, "%u rows a piece: 1 to 64", c->piece_rows);
+    else if (c->chunk_rows < 4 || c->chunk_rows % 4 || a->qk_nope_head_dim % c->chunk_rows ||
+             c->chunk_rows * kv * elem > slot)
+        snprintf(why, n, "%u W_uk rows a chunk: a multiple of 4 dividing qk_nope_head_dim %u, "
+                         "%u bytes at most", c->chunk_rows, a->qk_nope_head_dim, slot);
+    else if (c->mma && (c->chunk_rows % 16 || c->chunk_rows * (kv + 8) * elem > slot))
+        snprintf(why, n, "%u W_uk rows a chunk on tensor cores: whole k-steps of 16 at a padded "
+                         "stride within %u bytes", c->chunk_rows, slot);
+    else
+        return NULL;
+    return why;
+}
+
+/* The sm_90a form's instance of configuration c at B_max, from `from` (a
+ * measured one named by it too: the tuned instance is the candidate that
+ * won), with `config` explain's line of where the configuration came from. */
+static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                const block_cfg *c, fg_origin from, const char *family, const char *config,
+                fg_diag *d)
 {
     const fg_model *m = s->model;
     const fg_target *t = ts->target;
@@ -242,28 +303,23 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned width = kv + rope;
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
     const unsigned elem = fg_dtype_bytes(m->dtype), grid = t->compute_units;
-    const unsigned slot = slot_bytes(m, elem);
-    unsigned slots = 0;   /* as many as fit, two at least */
-    while (slots < BLOCK_MAX_SLOTS &&
-           smem_bytes(bmax, width, slots + 1, slot) <= t->shared_mem_per_block)
-        slots++;
-    if (slots < 2) {
-        fg_error(d, "mla_block: two slots of %u bytes need %u bytes of shared memory; %s allows %u",
-                 slot, smem_bytes(bmax, width, 2, slot), t->name, t->shared_mem_per_block);
-        return -1;
-    }
+    const unsigned slot = slot_bytes(m, elem), slots = c->slots;
     const unsigned smem = smem_bytes(bmax, width, slots, slot);
+    char variant[32] = "";
+    if (from != FG_FROM_MODEL)
+        snprintf(variant, sizeof variant, "s%up%uc%u%s", slots, c->piece_rows, c->chunk_rows,
+                 c->mma ? "t" : "");
     fg_instance in = {0};
-    if (block_instance_init(&in, m, t, bmax, "", "mla_block.in", d) != 0)
+    if (block_instance_init(&in, m, t, bmax, variant, "mla_block.in", d) != 0)
         return -1;
+    fg_plan_mark(&in, family, from);
     fg_instance_add_param(&in, "THREADS", BLOCK_THREADS);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
     fg_instance_add_param(&in, "SLOTS", slots);
     fg_instance_add_param(&in, "SLOT_BYTES", slot);
-    fg_instance_add_param(&in, "PIECE_ROWS", BLOCK_PIECE_ROWS);
-    fg_instance_add_param(&in, "CHUNK_ROWS", BLOCK_CHUNK);
-    const bool mma = bmax >= BLOCK_MMA_BATCH;
-    fg_instance_add_param(&in, "MMA_PROJ", mma);
+    fg_instance_add_param(&in, "PIECE_ROWS", c->piece_rows);
+    fg_instance_add_param(&in, "CHUNK_ROWS", c->chunk_rows);
+    fg_instance_add_param(&in, "MMA_PROJ", c->mma);
     rope_texts(&in, m);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {grid, 1, 1},
@@ -276,8 +332,16 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
 
-    /* explain: what it is for, how it runs, what it moves */
+    /* explain: what it is for, where its configuration comes from, how it
+     * runs, what it moves */
     used_for_reason(&in, m, bmax);
+    if (from == FG_CANDIDATE)
+        fg_sb_printf(&in.reasons, "tuning candidate (generate --candidates): %u slots, pieces of "
+                                  "up to %u rows, W_uk chunks of %u rows, projections on %s, not "
+                                  "the planner's choice\n",
+                     slots, c->piece_rows, c->chunk_rows, c->mma ? "tensor cores" : "CUDA cores");
+    else
+        fg_sb_printf(&in.reasons, "%s\n", config);
     fg_sb_printf(&in.reasons,
                  "one launch: a cooperative grid of %u blocks (one per SM) x %u threads, %u grid "
                  "barriers between its phases (projections%s, the new latent row and W_uk "
@@ -289,13 +353,18 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                  "tiles of %u keys; a request's keys cut into splits over the grid at run time "
                  "(SMs / (batch x head groups))\n",
                  BLOCK_GROUP, BLOCK_TILE);
-    if (mma) {
+    char basis[64];
+    if (from == FG_FROM_MODEL)
+        snprintf(basis, sizeof basis, "B_max %u %s %u", bmax, c->mma ? ">=" : "<", BLOCK_MMA_BATCH);
+    else
+        snprintf(basis, sizeof basis, "the measured configuration's choice");
+    if (c->mma) {
         fg_sb_printf(&in.reasons,
-                     "projections and W_uk's absorption on tensor cores (B_max %u >= %u; mma.sync "
+                     "projections and W_uk's absorption on tensor cores (%s; mma.sync "
                      "m16n8k16, a piece's weight rows the M, the requests the N): pieces of up to "
                      "32 rows x 512 columns at a padded stride, each warp loading its slice of the "
                      "requests' input vectors for those columns into registers a chunk ahead\n",
-                     bmax, BLOCK_MMA_BATCH);
+                     basis);
     } else {
         /* the projections' input vectors staged in shared memory where every
          * request's fits the attention's scratch (the template's kStageFloats) */
@@ -309,21 +378,88 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                 snprintf(staged + strlen(staged), sizeof staged - strlen(staged), "%s%s",
                          *staged ? ", " : "", names[i]);
         fg_sb_printf(&in.reasons,
-                     "projections on CUDA cores (B_max %u < %u): a piece's rows shared evenly by "
+                     "projections on CUDA cores (%s): a piece's rows (up to %u) shared evenly by "
                      "the %u consumer warps; every "
                      "request's input vector staged in shared memory where B_max x its length fits "
                      "%llu floats (here: %s), else read from global memory at each step\n",
-                     bmax, BLOCK_MMA_BATCH, BLOCK_THREADS / 32, stage, *staged ? staged : "none");
+                     basis, c->piece_rows, BLOCK_THREADS / 32, stage, *staged ? staged : "none");
     }
     fg_sb_printf(&in.reasons,
                  "a block's weight rows and latent rows stream in by bulk copies through a ring "
-                 "of %u slots of %u bytes (as many as fit), in the order the phases take them, "
+                 "of %u slots of %u bytes%s, in the order the phases take them, "
                  "so the next phases' bytes are in flight during a phase and its barrier\n",
-                 slots, slot);
+                 slots, slot, from == FG_FROM_MODEL ? " (as many as fit)" : "");
     char smem_text[64];
     snprintf(smem_text, sizeof smem_text, "%u bytes of shared memory", smem);
     rope_reason(&in, m, page, smem_text);
     return fg_plan_add(set, &in, s, ts, d);
+}
+
+static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
+                    fg_diag *d)
+{
+    const fg_model *m = s->model;
+    const fg_target *t = ts->target;
+    const fg_mla *a = m->mla;
+    const unsigned width = a->kv_lora_rank + a->qk_rope_head_dim;
+    const unsigned slot = slot_bytes(m, fg_dtype_bytes(m->dtype));
+    const unsigned most = most_slots(bmax, width, slot, t);
+    if (most < 2) {
+        fg_error(d, "mla_block: two slots of %u bytes need %u bytes of shared memory; %s allows %u",
+                 slot, smem_bytes(bmax, width, 2, slot), t->name, t->shared_mem_per_block);
+        return -1;
+    }
+    /* the family a tuning entry names: the instance name less its configuration */
+    fg_instance probe = {0};
+    if (block_instance_init(&probe, m, t, bmax, "", "mla_block.in", d) != 0)
+        return -1;
+    char family[FG_NAME_MAX], why[200];
+    snprintf(family, sizeof family, "%s", probe.name);
+    fg_instance_free(&probe);
+    const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
+    block_cfg chosen = model_cfg(bmax, most);
+    fg_strbuf config = {0};
+    if (e) {
+        chosen = (block_cfg){.slots = e->slots, .piece_rows = e->piece_rows,
+                             .chunk_rows = e->chunk_rows, .mma = e->mma_proj};
+        const char *bad = e->threads != BLOCK_THREADS
+                              ? (snprintf(why, sizeof why, "%u threads: the form has %u", e->threads,
+                                          BLOCK_THREADS), why)
+                              : cfg_misfit(m, most, slot, &chosen, why, sizeof why);
+        if (bad) {
+            fg_error(d, "%s: the entry for %s (%u slots, pieces of %u rows, chunks of %u rows, "
+                        "projections on %s) does not plan: %s; run fusegen tune again",
+                     set->tuning->path, family, e->slots, e->piece_rows, e->chunk_rows,
+                     e->mma_proj ? "tensor cores" : "CUDA cores", bad);
+            return -1;
+        }
+        char what[128];
+        snprintf(what, sizeof what, "%u slots, pieces of up to %u rows, W_uk chunks of %u rows, "
+                 "projections on %s", chosen.slots, chosen.piece_rows, chosen.chunk_rows,
+                 chosen.mma ? "tensor cores" : "CUDA cores");
+        fg_plan_config_line(&config, set, e, what, 2);
+    } else {
+        fg_plan_config_line(&config, set, NULL, NULL, 2);
+    }
+    int rc = emit(set, s, ts, bmax, &chosen, e ? FG_FROM_TUNING : FG_FROM_MODEL, family,
+                  fg_sb_str(&config), d);
+    fg_sb_free(&config);
+    /* tuning candidates: every combination that plans but the one chosen */
+    for (unsigned slots = 2; set->candidates && rc == 0 && slots <= most; slots++)
+        for (int mma = 0; rc == 0 && mma <= 1; mma++)
+            for (size_t i = 0; rc == 0 && i < (mma ? 1 : NELEMS(CAND_PIECE_ROWS)); i++)
+                for (size_t j = 0; rc == 0 && j < NELEMS(CAND_CHUNK_ROWS); j++) {
+                    const block_cfg c = {.slots = slots,
+                                         .piece_rows = mma ? BLOCK_PIECE_ROWS : CAND_PIECE_ROWS[i],
+                                         .chunk_rows = CAND_CHUNK_ROWS[j],
+                                         .mma = mma};
+                    const bool same = c.slots == chosen.slots && c.chunk_rows == chosen.chunk_rows &&
+                                      c.mma == chosen.mma &&
+                                      (c.mma || c.piece_rows == chosen.piece_rows);
+                    if (!same && !cfg_misfit(m, most, slot, &c, why, sizeof why))
+                        rc = emit(set, s, ts, bmax, &c, FG_CANDIDATE, family, "", d);
+                }
+    return rc;
 }
 
 /* Bytes of the portable form's phases' shared memory at B_max, beside the
@@ -373,6 +509,12 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance in = {0};
     if (block_instance_init(&in, m, t, bmax, "portable", "mla_block_portable.in", d) != 0)
         return -1;
+    if (fg_plan_tuning_entry(set, in.name)) {
+        fg_error(d, "%s: an entry for %s: the portable MLA block takes no tuning entries (no "
+                    "candidates are emitted for it)", set->tuning->path, in.name);
+        fg_instance_free(&in);
+        return -1;
+    }
     fg_instance_add_param(&in, "THREADS", p.threads);
     fg_instance_add_param(&in, "SMEM_BYTES", smem);
     fg_instance_add_param(&in, "TILE", p.tile);

@@ -605,6 +605,8 @@ fg_tuning_kind fg_tuning_kind_of(const char *family)
         return FG_TUNE_MLA;
     if (strncmp(family, "overlap_gemm_", 13) == 0)
         return FG_TUNE_GEMM;
+    if (strncmp(family, "mla_block_", 10) == 0)
+        return FG_TUNE_MLA_BLOCK;
     return FG_TUNE_NONE;
 }
 
@@ -626,6 +628,10 @@ static const struct { const char *key; unsigned kinds; bool required; } TUNING_F
     {"key_rounds", KIND(FG_TUNE_GRID), true},
     {"c_rounds", KIND(FG_TUNE_GEMM), true},
     {"group_m", KIND(FG_TUNE_GEMM), true},
+    {"slots", KIND(FG_TUNE_MLA_BLOCK), true},
+    {"piece_rows", KIND(FG_TUNE_MLA_BLOCK), true},
+    {"chunk_rows", KIND(FG_TUNE_MLA_BLOCK), true},
+    {"mma_proj", KIND(FG_TUNE_MLA_BLOCK), false},
 };
 
 static void check_tuning(checker *c, const fg_tuning *t)
@@ -634,13 +640,15 @@ static void check_tuning(checker *c, const fg_tuning *t)
                                             [FG_TUNE_RMSNORM] = "an rmsnorm family",
                                             [FG_TUNE_MLA] = "an mla_decode family",
                                             [FG_TUNE_GRID] = "a decode_attn grid family",
-                                            [FG_TUNE_GEMM] = "an overlap_gemm family"};
+                                            [FG_TUNE_GEMM] = "an overlap_gemm family",
+                                            [FG_TUNE_MLA_BLOCK] = "an mla_block family"};
     static const char *const kind_fields[] = {
         [FG_TUNE_RING] = "threads, stage_bytes, stages, in_flight and in_flight_wo",
         [FG_TUNE_RMSNORM] = "threads and cache_x",
         [FG_TUNE_MLA] = "threads, heads_per_block, stages, cluster and clusters",
         [FG_TUNE_GRID] = "threads, step_cols, slices_qkv, slices_o and key_rounds",
-        [FG_TUNE_GEMM] = "threads, stages, c_rounds and group_m"};
+        [FG_TUNE_GEMM] = "threads, stages, c_rounds and group_m",
+        [FG_TUNE_MLA_BLOCK] = "threads, slots, piece_rows, chunk_rows and mma_proj"};
     check_name(c, "tuning.target", t->target);
     for (unsigned i = 0; i < t->entries_count; i++) {
         const fg_tuning_entry *e = &t->entries[i];
@@ -660,7 +668,8 @@ static void check_tuning(checker *c, const fg_tuning *t)
         if (kind == FG_TUNE_NONE) {
             err_at(c, AT("family"), false,
                    "'%s' is '%s'; expected a family fusegen tunes (decode_attn_..., "
-                   "rmsnorm_..., mla_decode_... or overlap_gemm_...)", p, e->family);
+                   "rmsnorm_..., mla_decode_..., overlap_gemm_... or mla_block_...)", p,
+                   e->family);
             continue;
         }
         for (unsigned j = 0; j < i; j++)
@@ -706,6 +715,11 @@ static void check_tuning(checker *c, const fg_tuning *t)
             in_range(c, AT("stages"), e->stages, 2, 8);
             in_range(c, AT("c_rounds"), e->c_rounds, 1, 4);
             in_range(c, AT("group_m"), e->group_m, 1, 64);
+        }
+        if (kind == FG_TUNE_MLA_BLOCK && fields_ok) {   /* the planner checks the rest */
+            in_range(c, AT("slots"), e->slots, 2, 8);
+            in_range(c, AT("piece_rows"), e->piece_rows, 1, 64);
+            in_range(c, AT("chunk_rows"), e->chunk_rows, 4, 128);
         }
         if (kind == FG_TUNE_MLA && fields_ok) {   /* the planner checks the rest */
             in_range(c, AT("heads_per_block"), e->heads_per_block, 16, 64);

@@ -145,14 +145,18 @@ typedef struct fg_target {
 /* One measured choice, written by `fusegen tune`: the configuration that ran
  * fastest for an instance family (an instance name without its
  * configuration part), with the figures that chose it (times summed over
- * the points measured).  Four kinds of family, told apart by the name:
+ * the points measured).  Six kinds of family, told apart by the name:
  *   decode_attn_..._grid (e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b16_grid):
  *     the grid form's threads, step_cols, slices_qkv, slices_o, key_rounds;
  *   decode_attn_... (e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2):
  *     the ring form's threads, stage_bytes, stages, in_flight [, in_flight_wo];
  *   rmsnorm_... (e.g. rmsnorm_sm90a_f16_h4096): threads [, cache_x];
  *   mla_decode_... (e.g. mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16):
- *     threads, heads_per_block, stages, cluster, clusters.
+ *     threads, heads_per_block, stages, cluster, clusters;
+ *   overlap_gemm_... (e.g. overlap_gemm_sm90a_bf16_n8192_k1024):
+ *     threads, stages, c_rounds, group_m;
+ *   mla_block_... (e.g. mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1):
+ *     threads, slots, piece_rows, chunk_rows [, mma_proj].
  * A field of another kind is an error. */
 typedef struct fg_tuning_entry {
     char *family;
@@ -166,6 +170,10 @@ typedef struct fg_tuning_entry {
     uint32_t step_cols, slices_qkv, slices_o, key_rounds;
     /* overlap_gemm: (stages above) the C buffer's rounds a tile, tile rows a group */
     uint32_t c_rounds, group_m;
+    /* mla_block: the ring's slots, weight rows a piece at most, W_uk rows a
+     * chunk, the projections on tensor cores */
+    uint32_t slots, piece_rows, chunk_rows;
+    bool mma_proj;
     double tuned_us, model_us, worst_us;
     uint32_t candidates;
     char *measured;            /* GPU, points, commit */
@@ -178,13 +186,14 @@ typedef enum {
     FG_TUNE_RMSNORM,
     FG_TUNE_MLA,
     FG_TUNE_GRID,
-    FG_TUNE_GEMM
+    FG_TUNE_GEMM,
+    FG_TUNE_MLA_BLOCK
 } fg_tuning_kind;
 
 /* The kind of a family by its name (decode_attn_..._grid is the grid form's,
  * any other decode_attn_... the ring form's, rmsnorm_... RMSNorm's,
  * mla_decode_... the MLA core's, overlap_gemm_... the overlap family's
- * GEMM's); FG_TUNE_NONE for any other. */
+ * GEMM's, mla_block_... the whole MLA block's); FG_TUNE_NONE for any other. */
 fg_tuning_kind fg_tuning_kind_of(const char *family);
 
 /* A tuning file (specs/tuning/<target>.yaml): `generate` uses an entry's

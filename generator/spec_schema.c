@@ -196,12 +196,19 @@ static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_UINT("slices_qkv", OPT, fg_tuning_entry, slices_qkv),
     CYAML_FIELD_UINT("slices_o", OPT, fg_tuning_entry, slices_o),
     CYAML_FIELD_UINT("key_rounds", OPT, fg_tuning_entry, key_rounds),
+    /* the overlap GEMM's (overlap_gemm families, with stages: required there) */
     CYAML_FIELD_UINT("c_rounds", OPT, fg_tuning_entry, c_rounds),
     CYAML_FIELD_UINT("group_m", OPT, fg_tuning_entry, group_m),
     /* the MLA core's (mla_decode families, with stages: required there) */
     CYAML_FIELD_UINT("heads_per_block", OPT, fg_tuning_entry, heads_per_block),
     CYAML_FIELD_UINT("cluster", OPT, fg_tuning_entry, cluster),
     CYAML_FIELD_UINT("clusters", OPT, fg_tuning_entry, clusters),
+    /* the whole MLA block's (mla_block families: required there; mma_proj
+     * absent: false) */
+    CYAML_FIELD_UINT("slots", OPT, fg_tuning_entry, slots),
+    CYAML_FIELD_UINT("piece_rows", OPT, fg_tuning_entry, piece_rows),
+    CYAML_FIELD_UINT("chunk_rows", OPT, fg_tuning_entry, chunk_rows),
+    CYAML_FIELD_BOOL("mma_proj", OPT, fg_tuning_entry, mma_proj),
     CYAML_FIELD_FLOAT("tuned_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, tuned_us),
     CYAML_FIELD_FLOAT("model_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, model_us),
     CYAML_FIELD_FLOAT("worst_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, worst_us),

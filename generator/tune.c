@@ -47,7 +47,9 @@ static const char usage[] =
     "(heads a block, stages, cluster size and count) with test_mla_decode at\n"
     "S = 1K and S_max, the grid form's (steps, slices, key rounds) with\n"
     "test_decode_attn, the overlap family's GEMM (stages, C rounds, tile rows a\n"
-    "group) with test_gemm at M = 4096 and 16384 -- showing the\n"
+    "group) with test_gemm at M = 4096 and 16384, the whole MLA block's (ring\n"
+    "slots, rows a piece and a W_uk chunk, projections on tensor cores or not)\n"
+    "with test_mla_block at B = 1 and B_max, S = 4K -- showing the\n"
     "points timed as the harness logs them; checks the fastest against the\n"
     "reference in order until one passes; and writes it into TUNING.yaml (a\n"
     "tuning spec: specs/tuning/<target>.yaml), keeping the entries of the\n"
@@ -71,6 +73,8 @@ static const char usage[] =
     "                       test_mla_decode (default: test_mla_decode in --harness's folder)\n"
     "      --gemm-harness PATH\n"
     "                       test_gemm (default: test_gemm in --harness's folder)\n"
+    "      --mla-block-harness PATH\n"
+    "                       test_mla_block (default: test_mla_block in --harness's folder)\n"
     "      --work DIR       timings and logs (default: the kernels folder; with\n"
     "                       --target, build/tune/NAME)\n"
     "      --top N          configurations checked at most per family (default 3)\n"
@@ -156,6 +160,22 @@ static void gemm_render(fg_strbuf *sb, const fg_tuning_entry *e)
                  e->c_rounds, e->group_m);
 }
 
+static void block_config(json_object *params, fg_tuning_entry *e)
+{
+    e->threads = (uint32_t)fg_json_int(params, "threads");
+    e->slots = (uint32_t)fg_json_int(params, "slots");
+    e->piece_rows = (uint32_t)fg_json_int(params, "piece_rows");
+    e->chunk_rows = (uint32_t)fg_json_int(params, "chunk_rows");
+    e->mma_proj = fg_json_int(params, "mma_proj") == 1;
+}
+
+static void block_render(fg_strbuf *sb, const fg_tuning_entry *e)
+{
+    fg_sb_printf(sb, "      slots: %u\n      piece_rows: %u\n      chunk_rows: %u\n"
+                     "      mma_proj: %s\n",
+                 e->slots, e->piece_rows, e->chunk_rows, e->mma_proj ? "true" : "false");
+}
+
 /* One row per kind of family (spec.h, fg_tuning_kind): its harness, the
  * point its bench cases are timed at, how a configuration reads from the
  * manifest's params and what it adds to a tuning entry after `threads`.
@@ -171,7 +191,7 @@ typedef struct kind_desc {
     void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
 } kind_desc;
 
-#define NKINDS (FG_TUNE_GEMM + 1)
+#define NKINDS (FG_TUNE_MLA_BLOCK + 1)
 static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render},
     [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
@@ -181,6 +201,9 @@ static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_GRID] = {"decode_attn", "S", "S = 1K and S_max", 2, grid_config, grid_render},
     /* the overlap family's GEMM: test_gemm, beside cuBLASLt's untimed (--no-baseline) */
     [FG_TUNE_GEMM] = {"gemm", "M", "M = 4096 and 16384", 2, gemm_config, gemm_render},
+    /* the whole MLA block: test_mla_block, without its unfused baseline */
+    [FG_TUNE_MLA_BLOCK] = {"mla_block", "S", "B = 1 and B_max at S = 4K", 2, block_config,
+                           block_render},
 };
 
 /* ---- the run ---- */
@@ -673,6 +696,7 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"rmsnorm-harness", required_argument, NULL, 'R'},
                                          {"mla-harness", required_argument, NULL, 'L'},
                                          {"gemm-harness", required_argument, NULL, 'G'},
+                                         {"mla-block-harness", required_argument, NULL, 'B'},
                                          {"work", required_argument, NULL, 'w'},
                                          {"top", required_argument, NULL, 'n'},
                                          {"margin", required_argument, NULL, 'M'},
@@ -700,6 +724,7 @@ static int parse_args(int argc, char **argv, tune *t)
         case 'R': t->harness[FG_TUNE_RMSNORM] = optarg; break;
         case 'L': t->harness[FG_TUNE_MLA] = optarg; break;
         case 'G': t->harness[FG_TUNE_GEMM] = optarg; break;
+        case 'B': t->harness[FG_TUNE_MLA_BLOCK] = optarg; break;
         case 'w': t->work = optarg; break;
         case 'n': {
             uint64_t v;

@@ -28,10 +28,11 @@
 // engine's waits on them).  --quick: the plain checks at M = 128 and
 // 1152 only (the fed and drained ones keep their M = 2304), 2 launches for
 // determinism (for compute-sanitizer).
-// --bench [--json FILE]: both timed at M = 4096 and 16384 in CUDA graphs,
+// --bench [--json FILE]: no checks (as the other harnesses' --bench; run
+// without it to check): both timed at M = 4096 and 16384 in CUDA graphs,
 // interleaved (fused, cuBLASLt, fused, cuBLASLt), medians; TFLOP/s and the
 // fused kernel's share of cuBLASLt's rate (--no-baseline: the fused kernel
-// alone, as fusegen tune times its candidates).
+// alone, as fusegen tune times its candidates, then checks the fastest).
 // --profile ROWS: no checks; each chosen instance launched twice at M = ROWS
 // (a multiple of 128), for a profiler to take the second (ncu -k
 // regex:overlap_gemm --launch-skip 1 --launch-count 1, --only naming one).
@@ -762,6 +763,11 @@ int main(int argc, char **argv)
                                       fgh_ok(cudaStreamSynchronize(s)));
             continue;
         }
+        if (a.bench) {
+            for (long long rows : {4096ll, 16384ll})
+                bench(g, lt, rows, seed + 7 * rows, s, jf ? &j : nullptr, a.baseline);
+            continue;
+        }
         for (long long rows : {128ll, 1152ll, 4096ll})
             if (!a.quick || rows < 4096)
                 check(g, lt, rows, seed + rows, s, a.baseline);
@@ -773,9 +779,6 @@ int main(int argc, char **argv)
         fgh_skip(names[i], "fed in pieces: built without libfgrt (its tile order)");
 #endif
         check_drain(g, lt, seed + 13, s, a.baseline);
-        if (a.bench)
-            for (long long rows : {4096ll, 16384ll})
-                bench(g, lt, rows, seed + 7 * rows, s, jf ? &j : nullptr, a.baseline);
     }
     if (jf) {
         fgh_json_arr_end(&j);

@@ -38,7 +38,8 @@
 // batched products over the heads), small kernels for the norms, RoPE and
 // the append, and the MLA core (mla_decode, looked up through libfgrt among
 // the mla_decode_*.cubin beside the block's; none there: the baseline is
-// skipped, and says so).  The baseline is checked against the reference
+// skipped, and says so; --no-baseline: not run, as fusegen tune times the
+// candidates).  The baseline is checked against the reference
 // once per instance (relative L2 <= 3e-2: it rounds q, q_abs and o to the
 // storage type between its steps).
 #include <cublas_v2.h>
@@ -871,7 +872,8 @@ void enqueue_baseline(void *ctx, int i, cudaStream_t s)
     c->failed += !baseline_step(&c->bl[k], &(*c->ps)[k], s);
 }
 
-void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel)
+void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel,
+           bool baseline)
 {
     fgh_ceilings ceil;
     fgh_measure_ceilings(s, (size_t)1 << 30, &ceil);
@@ -910,14 +912,14 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             bc.ps = &ps;
             bc.bl.resize(nsets);
             char why[300] = "";
-            bool bl_ok = ok;
+            bool bl_ok = ok && baseline;
             for (int i = 0; i < nsets && bl_ok; i++)   // each set run once outside a capture
                 bl_ok = baseline_init(&bc.bl[i], &ps[i], s, why, sizeof why) &&
                         baseline_step(&bc.bl[i], &ps[i], s) && fgh_ok(cudaStreamSynchronize(s));
             fgh_timing tb = {};
             if (bl_ok)
                 bl_ok = fgh_bench(s, enqueue_baseline, &bc, nsets, 20.0, 7, &tb) == 0 && bc.failed == 0;
-            if (!bl_ok && ok)
+            if (!bl_ok && ok && baseline)
                 printf("%s: baseline skipped: %s\n", name, why[0] ? why : "its run or timing failed");
             for (auto &b : bc.bl)
                 baseline_free(&b);
@@ -968,7 +970,8 @@ int main(int argc, char **argv)
         if (fgh_common_arg(&a, argc, argv, &i))
             continue;
         fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
-                        "[--quick] [--verbose] [--bench [--json FILE] [--commit C]]\n", argv[0]);
+                        "[--quick] [--verbose] [--no-baseline] [--bench [--json FILE] [--commit C]]\n",
+                argv[0]);
         return 2;
     }
     fgh_args_apply(&a);
@@ -1027,13 +1030,14 @@ int main(int argc, char **argv)
         fgh_json j;
         if (fgh_bench_doc_begin(&j, &f, a.json, &dev, a.commit, "test_mla_block --bench") != 0)
             return 2;
-        bench(s, &dev, &j, sel);
+        bench(s, &dev, &j, sel, a.baseline);
         fgh_bench_doc_end(&j, f, a.json);
     } else {
         for (int k : sel) {
             test_instance(&g_inst[k], s, a.quick);
             check_repeat(&g_inst[k], s, a.quick ? 2 : 1000);
-            check_baseline(&g_inst[k], s);
+            if (a.baseline)
+                check_baseline(&g_inst[k], s);
         }
     }
     CHECK("mla_block: no CUDA error left", fgh_ok(cudaDeviceSynchronize()) && fgh_ok(cudaGetLastError()));

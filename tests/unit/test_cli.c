@@ -1197,6 +1197,125 @@ Test(cli, gemm_candidates_tuning_entry_and_tune)
     free(spec);
 }
 
+/* The whole MLA block: candidates over the ring's slots, the rows a piece,
+ * the W_uk rows a chunk and the projections' units (every one that plans,
+ * >= 20), named by their configuration; a tuning entry replaces the model's
+ * and names the instance; one that does not plan is refused with nothing
+ * written; fusegen tune times them with test_mla_block (cases at S = 4K)
+ * and writes the entry. */
+#define BLOCK_FAMILY "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1"
+#define BLOCK_INST(variant, cand, sl, pr, cr, mma)                                              \
+    "{\"name\": \"" BLOCK_FAMILY variant "\", \"template\": \"mla_block.in\", \"targets\": "    \
+    "[\"h200\"], \"tuning_family\": \"" BLOCK_FAMILY "\", " cand "\"params\": {\"threads\": "   \
+    "256, \"slots\": " #sl ", \"piece_rows\": " #pr ", \"chunk_rows\": " #cr ", \"mma_proj\": " \
+    #mma "}, \"resources\": {\"registers\": 160}}"
+
+Test(cli, mla_block_candidates_tuning_entry_and_tune)
+{
+    char *out;
+    cr_assert_eq(run(&out, "list --candidates --filter '" BLOCK_FAMILY "*' "
+                           "specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    int n = 0;
+    for (const char *p = out; (p = strstr(p, BLOCK_FAMILY)); p++)
+        n++;
+    cr_expect_geq(n, 21, "the model's and >= 20 candidates: %d\n%s", n, out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY ".cu"), "the model's, by its dims: %s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s2p4c8.cu"), "%s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s5p16c16t.cu"), "%s", out);
+    cr_expect_null(strstr(out, BLOCK_FAMILY "_s5p16c32.cu"), "the model's configuration: %s", out);
+    cr_expect_null(strstr(out, BLOCK_FAMILY "_s6"), "6 slots exceed 227 KB: %s", out);
+    cr_expect_null(strstr(out, "c8t.cu"), "tensor-core chunks are whole k-steps of 16: %s", out);
+    cr_expect_null(strstr(out, "p8c16t.cu"), "tensor-core projections take no piece rows: %s",
+                   out);
+    free(out);
+    /* a tuning entry names the instance and explain says so */
+    char tuning[160];
+    snprintf(tuning, sizeof tuning, "%s/h200-block.yaml", tmp);
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: " BLOCK_FAMILY "\n      threads: 256\n      slots: 3\n"
+                       "      piece_rows: 8\n      chunk_rows: 16\n      mma_proj: true\n"
+                       "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
+                       "      candidates: 55\n      measured: \"by hand\"\n");
+    cr_assert_eq(run(&out, "explain --filter '" BLOCK_FAMILY "*' specs/models/deepseek-v2-lite.yaml "
+                           "specs/targets/h200.yaml %s", tuning),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p8c16t\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "3 slots, pieces of up to 8 rows, W_uk chunks of 16 rows, "
+                                   "projections on tensor cores: 25.00 us against the model's 27.00"),
+                       "%s", out);
+    free(out);
+    /* a field of another kind is refused at its line */
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: " BLOCK_FAMILY "\n      threads: 256\n      slots: 3\n"
+                       "      piece_rows: 8\n      chunk_rows: 16\n      stages: 4\n"
+                       "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
+                       "      candidates: 55\n      measured: \"by hand\"\n");
+    cr_expect_eq(run(&out, "list specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml %s",
+                     tuning),
+                 1, "%s", out);
+    cr_expect_not_null(strstr(out, "does not apply to an mla_block family"), "%s", out);
+    free(out);
+    /* an entry that does not plan is refused, and nothing is written */
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: " BLOCK_FAMILY "\n      threads: 256\n      slots: 6\n"
+                       "      piece_rows: 8\n      chunk_rows: 16\n"
+                       "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
+                       "      candidates: 55\n      measured: \"by hand\"\n");
+    char gen[160];
+    snprintf(gen, sizeof gen, "%s/block-gen", tmp);
+    cr_expect_eq(run(&out, "generate --out %s specs/models/deepseek-v2-lite.yaml "
+                           "specs/targets/h200.yaml %s", gen, tuning),
+                 1, "%s", out);
+    cr_expect_not_null(strstr(out, "6 slots: 2 to 5 of 37376 bytes fit"), "%s", out);
+    free(out);
+    struct stat st;
+    cr_expect_neq(stat(gen, &st), 0, "nothing written");
+    /* fusegen tune with test_mla_block's stand-in: s3p8c16t fastest */
+    char manifest[160], dir[160], harness[200], outspec[160];
+    snprintf(manifest, sizeof manifest, "%s/block-manifest.json", tmp);
+    snprintf(dir, sizeof dir, "%s/blockgpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(harness, sizeof harness, "%s/test_mla_block", dir);
+    snprintf(outspec, sizeof outspec, "%s/h200-tuned-block.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" BLOCK_INST("", "", 5, 16, 32, 0) ", "
+                         BLOCK_INST("_s3p8c16t", "\"candidate\": true, ", 3, 16, 16, 1) ", "
+                         BLOCK_INST("_s2p4c8", "\"candidate\": true, ", 2, 4, 8, 0) "]}");
+    write_program(harness,
+                  "#!/bin/sh\n"
+                  "only= json=\n"
+                  "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; "
+                  "shift;; esac; shift; done\n"
+                  "[ -z \"$json\" ] && exit 0\n"
+                  "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
+                  "for n in $(echo $only | tr , ' '); do case $n in *_s3p8c16t) t=20;; *) t=30;; "
+                  "esac\n"
+                  "printf '%s{\"instance\": \"%s\", \"batch\": 1, \"S\": 4096, "
+                  "\"time\": {\"median\": %s}}' \"$sep\" $n $t; sep=,; "
+                  "echo \"$n: bench B=1 S=4096\" >&2; done\n"
+                  "echo ']}'; } > $json\n");
+    char decode[200];
+    snprintf(decode, sizeof decode, "%s/test_decode_attn", dir);
+    cr_assert_eq(run(&out, "tune --manifest %s --out %s --harness %s", manifest, outspec, decode),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "3 of 6 points timed"), "%s", out);
+    free(out);
+    char *spec = slurp(outspec);
+    cr_expect_not_null(strstr(spec, "    - family: " BLOCK_FAMILY "\n      threads: 256\n"
+                                    "      slots: 3\n      piece_rows: 16\n      chunk_rows: 16\n"
+                                    "      mma_proj: true\n      tuned_us: 20.00\n"
+                                    "      model_us: 30.00\n"),
+                       "%s", spec);
+    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, S = 4096, fusegen tune\""), "%s", spec);
+    free(spec);
+    /* generating with the written spec names the tuned instance */
+    cr_assert_eq(run(&out, "list specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml %s",
+                     outspec),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p16c16t.cu"), "%s", out);
+    free(out);
+}
+
 /* make's stand-in for `tune --target`: records its arguments and leaves the
  * gate's manifest (the three MLA configurations above) in KBUILD. */
 static const char make_stand_in_text[] =
