@@ -115,11 +115,11 @@ static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned s
     return (b + 127) / 128 * 128 + slots * slot;
 }
 
-/* An mla_block instance of template tmpl named by the block's dimensions and
- * variant ("": the sm_90a form), with what both forms share: the 11 key
- * parameters (a call's batch may be below B_max). */
-static int block_instance_init(fg_instance *in, const fg_model *m, const fg_target *t,
-                               unsigned bmax, const char *variant, const char *tmpl, fg_diag *d)
+/* The name of an mla_block instance at B_max: the block's dimensions, then
+ * `variant` ("": the planner's sm_90a form, and its tuning family); -1
+ * (reported) if it does not fit. */
+static int block_name(char name[FG_NAME_MAX], const fg_model *m, const fg_target *t, unsigned bmax,
+                      const char *variant, fg_diag *d)
 {
     const fg_mla *a = m->mla;
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
@@ -128,10 +128,23 @@ static int block_instance_init(fg_instance *in, const fg_model *m, const fg_targ
         snprintf(paged, sizeof paged, "_p%u", page);
     snprintf(dims, sizeof dims, "h%u_nh%u_q%u_kv%u_r%u_s%u%s_b%u", m->hidden, block_heads(a),
              a->q_lora_rank, a->kv_lora_rank, a->qk_rope_head_dim, m->max_context, paged, bmax);
-    if (!fg_instance_name(in->name, "mla_block", t->arch, fg_dtype_name(m->dtype), dims, variant)) {
+    if (!fg_instance_name(name, "mla_block", t->arch, fg_dtype_name(m->dtype), dims, variant)) {
         fg_error(d, "cannot name an mla_block instance");
         return -1;
     }
+    return 0;
+}
+
+/* An mla_block instance of template tmpl named by the block's dimensions and
+ * variant, with what both forms share: the 11 key parameters (a call's
+ * batch may be below B_max). */
+static int block_instance_init(fg_instance *in, const fg_model *m, const fg_target *t,
+                               unsigned bmax, const char *variant, const char *tmpl, fg_diag *d)
+{
+    const fg_mla *a = m->mla;
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    if (block_name(in->name, m, t, bmax, variant, d) != 0)
+        return -1;
     in->family = "mla_block";
     in->op = "mla_block";
     in->template_name = tmpl;
@@ -252,7 +265,8 @@ static const unsigned CAND_CHUNK_ROWS[] = {8, 16, 32};
 static unsigned most_slots(unsigned bmax, unsigned width, unsigned slot, const fg_target *t)
 {
     unsigned slots = 0;
-    while (slots < BLOCK_MAX_SLOTS && smem_bytes(bmax, width, slots + 1, slot) <= t->shared_mem_per_block)
+    while (slots < BLOCK_MAX_SLOTS &&
+           smem_bytes(bmax, width, slots + 1, slot) <= t->shared_mem_per_block)
         slots++;
     return slots;
 }
@@ -410,22 +424,20 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         return -1;
     }
     /* the family a tuning entry names: the instance name less its configuration */
-    fg_instance probe = {0};
-    if (block_instance_init(&probe, m, t, bmax, "", "mla_block.in", d) != 0)
-        return -1;
     char family[FG_NAME_MAX], why[200];
-    snprintf(family, sizeof family, "%s", probe.name);
-    fg_instance_free(&probe);
+    if (block_name(family, m, t, bmax, "", d) != 0)
+        return -1;
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
     block_cfg chosen = model_cfg(bmax, most);
     fg_strbuf config = {0};
     if (e) {
         chosen = (block_cfg){.slots = e->slots, .piece_rows = e->piece_rows,
                              .chunk_rows = e->chunk_rows, .mma = e->mma_proj};
-        const char *bad = e->threads != BLOCK_THREADS
-                              ? (snprintf(why, sizeof why, "%u threads: the form has %u", e->threads,
-                                          BLOCK_THREADS), why)
-                              : cfg_misfit(m, most, slot, &chosen, why, sizeof why);
+        const char *bad = cfg_misfit(m, most, slot, &chosen, why, sizeof why);
+        if (e->threads != BLOCK_THREADS) {
+            snprintf(why, sizeof why, "%u threads: the form has %u", e->threads, BLOCK_THREADS);
+            bad = why;
+        }
         if (bad) {
             fg_error(d, "%s: the entry for %s (%u slots, pieces of %u rows, chunks of %u rows, "
                         "projections on %s) does not plan: %s; run fusegen tune again",
