@@ -65,7 +65,7 @@
 namespace {
 
 #ifdef FG_HAVE_FGRT
-constexpr int kMaxInsts = 32;
+constexpr int kMaxInsts = 1024;   // a tuning run's candidates
 
 struct Inst {
     char name[160], family[64];
