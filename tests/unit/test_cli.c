@@ -1098,6 +1098,71 @@ Test(cli, tune_grid_families_with_the_decode_harness)
     free(log);
 }
 
+/* `list --candidates` of a tuning family from specs: the list in *out, and
+ * how many times the family's name is in it (the model's and the
+ * candidates'). */
+static int list_candidates(const char *family, const char *specs, char **out)
+{
+    cr_assert_eq(run(out, "list --candidates --filter '%s*' %s", family, specs), 0, "%s", *out);
+    int n = 0;
+    for (const char *p = *out; (p = strstr(p, family)); p++)
+        n++;
+    return n;
+}
+
+/* `generate` of specs with a tuning spec whose entry does not plan: exit 1
+ * with `why` in the output, and nothing written (into tmp/gen_name). */
+static void expect_entry_refused(const char *specs, const char *tuning, const char *gen_name,
+                                 const char *why)
+{
+    char gen[160], *out;
+    snprintf(gen, sizeof gen, "%s/%s", tmp, gen_name);
+    cr_expect_eq(run(&out, "generate --out %s %s %s", gen, specs, tuning), 1, "%s", out);
+    cr_expect_not_null(strstr(out, why), "%s", out);
+    free(out);
+    struct stat st;
+    cr_expect_neq(stat(gen, &st), 0, "nothing written");
+}
+
+/* `fusegen tune` over a gate's manifest of `instances` (JSON objects) with
+ * a stand-in for the harness `program`, in a new folder tmp/name: it writes
+ * the cases that the shell text `cases` prints for each name in $only
+ * (printf "$sep{...}", then sep=,; a line with " POINT=" to stderr each).
+ * Returns tune's exit status, its output in *out and the tuning spec it
+ * wrote in *spec (NULL if none). */
+static int tune_with_stand_in(const char *name, const char *program, const char *instances,
+                              const char *cases, char **out, char **spec)
+{
+    char dir[160], manifest[200], harness[220], decode[220], outspec[200];
+    snprintf(dir, sizeof dir, "%s/%s", tmp, name);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", dir);
+    snprintf(harness, sizeof harness, "%s/%s", dir, program);
+    snprintf(decode, sizeof decode, "%s/test_decode_attn", dir);
+    snprintf(outspec, sizeof outspec, "%s/tuned.yaml", dir);
+    char *json = NULL, *script = NULL;
+    cr_assert_geq(asprintf(&json, "{\"instances\": [%s]}", instances), 0);
+    cr_assert_geq(asprintf(&script,
+                           "#!/bin/sh\n"
+                           "only= json=\n"
+                           "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) "
+                           "json=$2; shift;; esac; shift; done\n"
+                           "[ -z \"$json\" ] && exit 0\n"
+                           "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
+                           "for n in $(echo $only | tr , ' '); do\n%s\ndone\n"
+                           "echo ']}'; } > $json\n",
+                           cases),
+                  0);
+    write_file(manifest, json);
+    write_program(harness, script);
+    free(json);
+    free(script);
+    const int rc = run(out, "tune --manifest %s --out %s --harness %s", manifest, outspec, decode);
+    struct stat st;
+    *spec = stat(outspec, &st) == 0 ? slurp(outspec) : NULL;
+    return rc;
+}
+
 /* The overlap family's GEMM: candidates over stages, C rounds and tile rows
  * a group (every one whose shared memory fits, >= 20), named by their
  * configuration; a tuning entry replaces the model's and names the
@@ -1113,12 +1178,8 @@ Test(cli, tune_grid_families_with_the_decode_harness)
 Test(cli, gemm_candidates_tuning_entry_and_tune)
 {
     char *out;
-    cr_assert_eq(run(&out, "list --candidates --filter '" GEMM_FAMILY "*' "
-                           "specs/gemm/llama-2-70b-tp2.yaml specs/targets/h200.yaml"),
-                 0, "%s", out);
-    int n = 0;
-    for (const char *p = out; (p = strstr(p, GEMM_FAMILY)); p++)
-        n++;
+    const int n = list_candidates(GEMM_FAMILY, "specs/gemm/llama-2-70b-tp2.yaml "
+                                               "specs/targets/h200.yaml", &out);
     cr_expect_geq(n, 21, "the model's and >= 20 candidates: %d\n%s", n, out);
     cr_expect_not_null(strstr(out, GEMM_FAMILY ".cu"), "%s", out);   /* the model's */
     cr_expect_not_null(strstr(out, GEMM_FAMILY "_s3c1g4.cu"), "%s", out);
@@ -1149,45 +1210,24 @@ Test(cli, gemm_candidates_tuning_entry_and_tune)
                        "      c_rounds: 1\n      group_m: 4\n      tuned_us: 90\n"
                        "      model_us: 100\n      worst_us: 130\n      candidates: 39\n"
                        "      measured: \"by hand\"\n");
-    char gen[160];
-    snprintf(gen, sizeof gen, "%s/gemm-gen", tmp);
-    cr_expect_eq(run(&out, "generate --out %s specs/gemm/llama-2-70b-tp2.yaml "
-                           "specs/targets/h200.yaml %s", gen, tuning),
-                 1, "%s", out);
-    cr_expect_not_null(strstr(out, "need 263232 B of shared memory"), "%s", out);
-    free(out);
-    struct stat st;
-    cr_expect_neq(stat(gen, &st), 0, "nothing written");
+    expect_entry_refused("specs/gemm/llama-2-70b-tp2.yaml specs/targets/h200.yaml", tuning,
+                         "gemm-gen", "need 263232 B of shared memory");
     /* fusegen tune with test_gemm's stand-in: s3c1g4 fastest */
-    char manifest[160], dir[160], harness[200], outspec[160];
-    snprintf(manifest, sizeof manifest, "%s/gemm-manifest.json", tmp);
-    snprintf(dir, sizeof dir, "%s/gemmgpu", tmp);
-    cr_assert_eq(mkdir(dir, 0755), 0);
-    snprintf(harness, sizeof harness, "%s/test_gemm", dir);
-    snprintf(outspec, sizeof outspec, "%s/h200-tuned-gemm.yaml", tmp);
-    write_file(manifest, "{\"instances\": [" GEMM_INST("", "", 4, 2, 8) ", "
-                         GEMM_INST("_s3c1g4", "\"candidate\": true, ", 3, 1, 4) ", "
-                         GEMM_INST("_s2c2g16", "\"candidate\": true, ", 2, 2, 16) "]}");
-    write_program(harness,
-                  "#!/bin/sh\n"
-                  "only= json=\n"
-                  "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; "
-                  "shift;; esac; shift; done\n"
-                  "[ -z \"$json\" ] && exit 0\n"
-                  "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
-                  "for n in $(echo $only | tr , ' '); do case $n in *_s3c1g4) t=40;; *) t=50;; "
-                  "esac\n"
-                  "for m in 4096 16384; do printf '%s{\"name\": \"%s\", \"instance\": \"%s\", "
-                  "\"shape\": {\"rows\": %s}, \"time\": {\"median\": %s}}' \"$sep\" $n $n $m $t; "
-                  "sep=,; echo \"$n M= $m\" >&2; done; done\n"
-                  "echo ']}'; } > $json\n");
-    char decode[200];
-    snprintf(decode, sizeof decode, "%s/test_decode_attn", dir);
-    cr_assert_eq(run(&out, "tune --manifest %s --out %s --harness %s", manifest, outspec, decode),
+    char *spec;
+    cr_assert_eq(tune_with_stand_in("gemmgpu", "test_gemm",
+                                    GEMM_INST("", "", 4, 2, 8) ", "
+                                    GEMM_INST("_s3c1g4", "\"candidate\": true, ", 3, 1, 4) ", "
+                                    GEMM_INST("_s2c2g16", "\"candidate\": true, ", 2, 2, 16),
+                                    "case $n in *_s3c1g4) t=40;; *) t=50;; esac\n"
+                                    "for m in 4096 16384; do printf '%s{\"name\": \"%s\", "
+                                    "\"instance\": \"%s\", \"shape\": {\"rows\": %s}, "
+                                    "\"time\": {\"median\": %s}}' \"$sep\" $n $n $m $t; "
+                                    "sep=,; echo \"$n M= $m\" >&2; done",
+                                    &out, &spec),
                  0, "%s", out);
     cr_expect_not_null(strstr(out, "6 of 6 points timed"), "%s", out);
     free(out);
-    char *spec = slurp(outspec);
+    cr_assert_not_null(spec);
     cr_expect_not_null(strstr(spec, "    - family: " GEMM_FAMILY "\n      threads: 384\n"
                                     "      stages: 3\n      c_rounds: 1\n      group_m: 4\n"
                                     "      tuned_us: 80.00\n      model_us: 100.00\n"),
@@ -1213,12 +1253,8 @@ Test(cli, gemm_candidates_tuning_entry_and_tune)
 Test(cli, mla_block_candidates_tuning_entry_and_tune)
 {
     char *out;
-    cr_assert_eq(run(&out, "list --candidates --filter '" BLOCK_FAMILY "*' "
-                           "specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml"),
-                 0, "%s", out);
-    int n = 0;
-    for (const char *p = out; (p = strstr(p, BLOCK_FAMILY)); p++)
-        n++;
+    const int n = list_candidates(BLOCK_FAMILY, "specs/models/deepseek-v2-lite.yaml "
+                                                "specs/targets/h200.yaml", &out);
     cr_expect_geq(n, 21, "the model's and >= 20 candidates: %d\n%s", n, out);
     cr_expect_not_null(strstr(out, BLOCK_FAMILY ".cu"), "the model's, by its dims: %s", out);
     cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s2p4c8.cu"), "%s", out);
@@ -1262,45 +1298,23 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                        "      piece_rows: 8\n      chunk_rows: 16\n"
                        "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
                        "      candidates: 55\n      measured: \"by hand\"\n");
-    char gen[160];
-    snprintf(gen, sizeof gen, "%s/block-gen", tmp);
-    cr_expect_eq(run(&out, "generate --out %s specs/models/deepseek-v2-lite.yaml "
-                           "specs/targets/h200.yaml %s", gen, tuning),
-                 1, "%s", out);
-    cr_expect_not_null(strstr(out, "6 slots: 2 to 5 of 37376 bytes fit"), "%s", out);
-    free(out);
-    struct stat st;
-    cr_expect_neq(stat(gen, &st), 0, "nothing written");
+    expect_entry_refused("specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml", tuning,
+                         "block-gen", "6 slots: 2 to 5 of 37376 bytes fit");
     /* fusegen tune with test_mla_block's stand-in: s3p8c16t fastest */
-    char manifest[160], dir[160], harness[200], outspec[160];
-    snprintf(manifest, sizeof manifest, "%s/block-manifest.json", tmp);
-    snprintf(dir, sizeof dir, "%s/blockgpu", tmp);
-    cr_assert_eq(mkdir(dir, 0755), 0);
-    snprintf(harness, sizeof harness, "%s/test_mla_block", dir);
-    snprintf(outspec, sizeof outspec, "%s/h200-tuned-block.yaml", tmp);
-    write_file(manifest, "{\"instances\": [" BLOCK_INST("", "", 5, 16, 32, 0) ", "
-                         BLOCK_INST("_s3p8c16t", "\"candidate\": true, ", 3, 16, 16, 1) ", "
-                         BLOCK_INST("_s2p4c8", "\"candidate\": true, ", 2, 4, 8, 0) "]}");
-    write_program(harness,
-                  "#!/bin/sh\n"
-                  "only= json=\n"
-                  "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; "
-                  "shift;; esac; shift; done\n"
-                  "[ -z \"$json\" ] && exit 0\n"
-                  "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
-                  "for n in $(echo $only | tr , ' '); do case $n in *_s3p8c16t) t=20;; *) t=30;; "
-                  "esac\n"
-                  "printf '%s{\"instance\": \"%s\", \"batch\": 1, \"S\": 4096, "
-                  "\"time\": {\"median\": %s}}' \"$sep\" $n $t; sep=,; "
-                  "echo \"$n: bench B=1 S=4096\" >&2; done\n"
-                  "echo ']}'; } > $json\n");
-    char decode[200];
-    snprintf(decode, sizeof decode, "%s/test_decode_attn", dir);
-    cr_assert_eq(run(&out, "tune --manifest %s --out %s --harness %s", manifest, outspec, decode),
+    char *spec;
+    cr_assert_eq(tune_with_stand_in("blockgpu", "test_mla_block",
+                                    BLOCK_INST("", "", 5, 16, 32, 0) ", "
+                                    BLOCK_INST("_s3p8c16t", "\"candidate\": true, ", 3, 16, 16, 1)
+                                    ", " BLOCK_INST("_s2p4c8", "\"candidate\": true, ", 2, 4, 8, 0),
+                                    "case $n in *_s3p8c16t) t=20;; *) t=30;; esac\n"
+                                    "printf '%s{\"instance\": \"%s\", \"batch\": 1, "
+                                    "\"S\": 4096, \"time\": {\"median\": %s}}' \"$sep\" $n $t; "
+                                    "sep=,; echo \"$n: bench B=1 S=4096\" >&2",
+                                    &out, &spec),
                  0, "%s", out);
     cr_expect_not_null(strstr(out, "3 of 6 points timed"), "%s", out);
     free(out);
-    char *spec = slurp(outspec);
+    cr_assert_not_null(spec);
     cr_expect_not_null(strstr(spec, "    - family: " BLOCK_FAMILY "\n      threads: 256\n"
                                     "      slots: 3\n      piece_rows: 16\n      chunk_rows: 16\n"
                                     "      mma_proj: true\n      tuned_us: 20.00\n"
@@ -1309,6 +1323,8 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
     cr_expect_not_null(strstr(spec, "measured: \"Stand-in, S = 4096, fusegen tune\""), "%s", spec);
     free(spec);
     /* generating with the written spec names the tuned instance */
+    char outspec[200];
+    snprintf(outspec, sizeof outspec, "%s/blockgpu/tuned.yaml", tmp);
     cr_assert_eq(run(&out, "list specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml %s",
                      outspec),
                  0, "%s", out);
