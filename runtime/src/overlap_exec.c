@@ -52,8 +52,9 @@ struct fgrt_overlap {
     bool fused_portable;     /* ... its portable form (plain pointers), not the wgmma one */
     int *feed;               /* chunk_fused, device: its tile order [m / 128], its status
                                 word (AG: FG_GEMM_LATE where a wait ran past its limit), then
-                                (RS) its counters of rows written, [world][chunks] */
-    unsigned per_piece;      /* chunk_fused RS: a piece's counter grows by this a call */
+                                (RS) its counters of rows written, [world][chunks], and as
+                                many zeros to reset them from */
+    unsigned per_piece;      /* chunk_fused RS: a piece's counter reaches this a call */
     double fused_limit_s;    /* chunk_fused: its waits' limit, min(timeout_s, FUSED_LIMIT_S) */
     unsigned epoch;          /* the latest call's */
     bool connected, failed;
@@ -256,10 +257,22 @@ static unsigned *fused_status(const fgrt_overlap *x)
 }
 
 /* RS: the done counter of piece `part` of row block `block` (1 for each 128
- * x 128 of its rows written, FG_GEMM_DONE_COLS; never reset). */
+ * x 128 of its rows written, FG_GEMM_DONE_COLS; zeroed before each call's
+ * GEMM). */
 static unsigned *fused_done(const fgrt_overlap *x, size_t block, size_t part)
 {
     return fused_status(x) + 1 + block * x->chunks + part;
+}
+
+/* RS: the counters' words, and the zeros after them that reset them. */
+static size_t fused_done_words(const fgrt_overlap *x)
+{
+    return (size_t)x->args.world * x->chunks;
+}
+
+static unsigned *fused_zeros(const fgrt_overlap *x)
+{
+    return fused_done(x, 0, 0) + fused_done_words(x);
 }
 
 /* Fails with st, saying why the generated GEMM does not bind (fg_last_error()). */
@@ -280,7 +293,7 @@ static fg_status bind_fused(fgrt_overlap *x)
     const fgrt_overlap_args *a = &x->args;
     const bool ag = a->collective == FGRT_AG_GEMM;
     const size_t tiles = (size_t)(a->m / FUSED_BM);
-    const size_t words = tiles + 1 + (ag ? 0 : (size_t)a->world * x->chunks);
+    const size_t words = tiles + 1 + (ag ? 0 : 2 * fused_done_words(x));
     int *order = malloc(tiles * sizeof *order);
     if (!order)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
@@ -360,16 +373,6 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     bool portable = false;
     if (args->schedule == FGRT_CHUNK_FUSED && (st = fused_lookup(ctx, args, &portable)) != FG_OK)
         return st == FG_ERR_UNSUPPORTED_DEVICE ? st : fused_unbound(st);
-    /* GEMM+RS's pushes wait for never-reset counters to reach this call's
-     * multiple: CUDA's stream wait compares cyclically, HIP's unsigned, which
-     * would let the call whose multiple has just wrapped push its rows before
-     * they are written */
-    if (args->schedule == FGRT_CHUNK_FUSED && args->collective == FGRT_GEMM_RS &&
-        ctx->drv->caps.info.backend == FG_BACKEND_HIP)
-        return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
-                       "fgrt_overlap_create: chunk_fused GEMM+RS on HIP: its pushes wait on "
-                       "counters that wrap, and HIP's stream wait compares unsigned (AG+GEMM "
-                       "chunk_fused runs)");
     if (!has_overlap_ops(ctx->drv->ops))
         return fg_fail(FG_ERR_UNSUPPORTED_DEVICE,
                        "fgrt_overlap_create: the device's driver has no overlap executor");
@@ -600,6 +603,14 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
     for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
         if (p != x->args.rank)
             st = o->wait_flag(x->drv, x->st[0], flag_at(x, x->flags, p, flag), epoch);
+    /* chunk_fused RS: its done counters zeroed, so that each call's waits
+     * are for per_piece itself (HIP's stream waits compare unsigned: a
+     * multiple of the call would wrap); here, behind the last call's GEMM
+     * and its waits on them (every stream joined into stream 0 above), and
+     * before this call's GEMM and waits (every stream waits for ev_bar) */
+    if (st == FG_OK && x->fused && x->args.collective == FGRT_GEMM_RS)
+        st = o->copy_async(x->drv, fused_done(x, 0, 0), fused_zeros(x),
+                           fused_done_words(x) * sizeof(unsigned), x->st[0]);
     if (st == FG_OK)
         st = o->event_record(x->drv, x->ev_bar, x->st[0]);
     for (int s = 1; s < STREAMS && st == FG_OK; s++)
@@ -658,17 +669,15 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         return r == 0 ? FG_OK : callback_failed("reduce", op);
     }
     case FGRT_OP_FUSED_GEMM: {   /* AG: its status cleared for this call, behind the last
-                                    one's (RS: no flags, so the kernel never sets it) */
+                                    one's (RS: no flags, so the kernel never sets it; its
+                                    done counters are zeroed by the opening barrier) */
         const fg_status st = a->collective == FGRT_AG_GEMM
                                  ? o->write_flag(x->drv, s, fused_status(x), 0)
                                  : FG_OK;
         return st == FG_OK ? fg_launch(x->fused, s) : st;
     }
-    case FGRT_OP_WAIT_DONE:   /* the piece's counter at this call's multiple (never reset) */
-        /* epoch * per_piece wraps as the counter does; CUDA's GEQ compares cyclically,
-         * (int32_t)(*flag - value) >= 0 (HIP's is unsigned: create refuses RS there) */
-        return o->wait_flag(x->drv, s, fused_done(x, (size_t)op->block, part),
-                            epoch * x->per_piece);
+    case FGRT_OP_WAIT_DONE:   /* the piece's rows written in this call */
+        return o->wait_flag(x->drv, s, fused_done(x, (size_t)op->block, part), x->per_piece);
     case FGRT_OP_NCCL:
         break;
     }
