@@ -231,8 +231,7 @@ typedef struct fgrt_overlap_args {
     const void *w;             /* chunk_fused: W [n, k] in nn.Linear's layout, C = A W^T (the
                                   context's registry must hold, for n, k and this device,
                                   overlap_gemm (sm_90a, wgmma) or else overlap_gemm_portable
-                                  (AMD, or sm_90a without clusters); m a multiple of 128;
-                                  GEMM+RS not on HIP, whose stream waits compare unsigned);
+                                  (AMD, or sm_90a without clusters); m a multiple of 128);
                                   else unused */
     fgrt_reduce_fn reduce;     /* RS but chunk_overlap (whose GEMMs add the partials: unused
                                   there); NULL: the generated overlap_reduce kernel of the

@@ -595,14 +595,6 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
         if (st == FG_OK)
             st = o->stream_wait_event(x->drv, x->st[0], x->ev_join[s]);
     }
-    if (st == FG_OK)
-        st = o->write_flag(x->drv, x->st[0], tail_word(x, x->flags, WORD_EPOCH), epoch);
-    for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
-        if (p != x->args.rank)
-            st = send_flag(x, p, flag, x->st[0]);
-    for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
-        if (p != x->args.rank)
-            st = o->wait_flag(x->drv, x->st[0], flag_at(x, x->flags, p, flag), epoch);
     /* chunk_fused RS: its done counters zeroed, so that each call's waits
      * are for per_piece itself (HIP's stream waits compare unsigned: a
      * multiple of the call would wrap); here, behind the last call's GEMM
@@ -611,6 +603,14 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
     if (st == FG_OK && x->fused && x->args.collective == FGRT_GEMM_RS)
         st = o->copy_async(x->drv, fused_done(x, 0, 0), fused_zeros(x),
                            fused_done_words(x) * sizeof(unsigned), x->st[0]);
+    if (st == FG_OK)
+        st = o->write_flag(x->drv, x->st[0], tail_word(x, x->flags, WORD_EPOCH), epoch);
+    for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
+        if (p != x->args.rank)
+            st = send_flag(x, p, flag, x->st[0]);
+    for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
+        if (p != x->args.rank)
+            st = o->wait_flag(x->drv, x->st[0], flag_at(x, x->flags, p, flag), epoch);
     if (st == FG_OK)
         st = o->event_record(x->drv, x->ev_bar, x->st[0]);
     for (int s = 1; s < STREAMS && st == FG_OK; s++)

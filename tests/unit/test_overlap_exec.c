@@ -579,39 +579,42 @@ static void run_generated_reduce(void *p)
     }
 }
 
-/* One tile row of the generated overlap GEMM's portable form, as a host op:
- * c's 128 rows from `row` = a x w^T (small integers, wrapping as uint16),
- * then the drain's count: done[row / done_rows] grows by n / 128
- * (fgrt.h's contract), where done is set. */
-typedef struct gemm_rows {
+/* One 128 x 128 block of the generated overlap GEMM's portable form, as a
+ * host op: c's 128 rows from `row`, columns from `col`, = a x w^T (small
+ * integers, wrapping as uint16), then the drain's count: done[row /
+ * done_rows] grows by 1 (fgrt.h's contract: n / 128 a whole tile row), where
+ * done is set. */
+typedef struct gemm_block {
     const uint16_t *a, *w;
     uint16_t *c;
     unsigned *done;
-    long long row, n, k, done_rows;
-} gemm_rows;
+    long long row, col, n, k, done_rows;
+} gemm_block;
 
-static void run_gemm_rows(void *p)
+static void run_gemm_block(void *p)
 {
-    const gemm_rows *g = p;
+    const gemm_block *g = p;
     for (long long r = g->row; r < g->row + FG_GEMM_TILE_ROWS; r++)
-        for (long long j = 0; j < g->n; j++) {
+        for (long long j = g->col; j < g->col + FG_GEMM_DONE_COLS; j++) {
             uint32_t acc = 0;
             for (long long l = 0; l < g->k; l++)
                 acc += (uint32_t)g->a[r * g->k + l] * g->w[j * g->k + l];
             g->c[r * g->n + j] = (uint16_t)acc;
         }
     if (g->done)
-        g->done[g->row / g->done_rows] += (unsigned)(g->n / FG_GEMM_DONE_COLS);
+        g->done[g->row / g->done_rows] += 1;
 }
 
 /* The portable overlap GEMM's launch (ops.c's parameters: a, w, c, m, the
- * tile order, ... done at 13, done_rows at 14; n and k from its name): a
- * host op a tile row, in the tile order, so other streams run between them
- * (no feed: the fed AG form is not emulated). */
+ * tile order, flags, ... done at 13, done_rows at 14; n and k from its
+ * name): a host op a 128 x 128 block, tile rows in the tile order, so
+ * other streams run between them and see a piece's count grow in steps.
+ * Drained only: a feed (flags, the fused AG+GEMM) is not emulated. */
 static fg_status launch_gemm(fdev *f, fstream *x, const char *sym, void **params)
 {
-    gemm_rows g = {0};
+    gemm_block g = {0};
     const int *order;
+    const void *flags;
     int m, done_rows;
     const char *nk = strstr(sym, "_n");
     memcpy(&g.a, params[0], sizeof g.a);
@@ -619,22 +622,28 @@ static fg_status launch_gemm(fdev *f, fstream *x, const char *sym, void **params
     memcpy(&g.c, params[2], sizeof g.c);
     memcpy(&m, params[3], sizeof m);
     memcpy(&order, params[4], sizeof order);
+    memcpy(&flags, params[5], sizeof flags);
     memcpy(&g.done, params[13], sizeof g.done);
     memcpy(&done_rows, params[14], sizeof done_rows);
-    if (!nk || sscanf(nk, "_n%lld_k%lld", &g.n, &g.k) != 2 || !order ||
-        !find_region(g.c, (size_t)m * g.n * 2) || !find_region(g.a, (size_t)m * g.k * 2) ||
-        !find_region(order, (size_t)m / FG_GEMM_TILE_ROWS * sizeof *order))
-        return bad("overlap GEMM launch %s on device %d: not the portable form's arguments", sym,
-                   f->base.ordinal);
+    const long long tiles = m / FG_GEMM_TILE_ROWS;
+    if (!nk || sscanf(nk, "_n%lld_k%lld", &g.n, &g.k) != 2 || g.n % FG_GEMM_DONE_COLS ||
+        !order || flags || m % FG_GEMM_TILE_ROWS || !find_region(g.c, (size_t)m * g.n * 2) ||
+        !find_region(g.a, (size_t)m * g.k * 2) || !find_region(g.w, (size_t)g.n * g.k * 2) ||
+        !find_region(order, (size_t)tiles * sizeof *order) ||
+        (g.done && (done_rows < FG_GEMM_TILE_ROWS || m % done_rows ||
+                    !find_region(g.done, (size_t)(m / done_rows) * sizeof *g.done))))
+        return bad("overlap GEMM launch %s on device %d: not the drained portable form's "
+                   "arguments", sym, f->base.ordinal);
     g.done_rows = done_rows;
     f->launches++;
-    for (int t = 0; t < m / FG_GEMM_TILE_ROWS; t++) {
-        gemm_rows *j = malloc(sizeof *j);
-        cr_assert(j);
-        *j = g;
-        j->row = (long long)order[t] * FG_GEMM_TILE_ROWS;
-        push(x, (qop){.kind = Q_HOST, .fn = run_gemm_rows, .arg = j});
-    }
+    for (long long t = 0; t < tiles; t++)
+        for (long long col = 0; col < g.n; col += FG_GEMM_DONE_COLS) {
+            gemm_block *j = malloc(sizeof *j);
+            cr_assert(j);
+            *j = g;
+            j->row = (long long)order[t] * FG_GEMM_TILE_ROWS, j->col = col;
+            push(x, (qop){.kind = Q_HOST, .fn = run_gemm_block, .arg = j});
+        }
     return FG_OK;
 }
 
@@ -2010,15 +2019,15 @@ Test(overlap_exec, chunk_fused_binds_the_portable_gemm_on_amd)
 }
 
 /* chunk_fused GEMM+RS end to end on the fake driver, whose launch of the
- * portable GEMM computes it a tile row at a time and counts each row block's
- * pieces as fgrt.h's drain contract says: 2 ranks, m = 512 (pieces of 128
- * rows), n = 128, k = 16, on CUDA-like devices and on HIP-like ones (stream
- * waits compared unsigned), fresh inputs every call, the streams run in a
- * different order each call (sweeps, random, one device ahead).  Every
- * rank's out must be the sum of every rank's partial of its block, each
- * call: a push let through before its rows were written (a done counter
- * not reset, or reset after this call's waits began: both fail here) sends
- * the last call's partial. */
+ * portable GEMM computes it a 128 x 128 block at a time and counts each
+ * piece's blocks as fgrt.h's drain contract says: 2 ranks, m = 1024 (pieces
+ * of 256 rows: a count of 4 a call), n = 256, k = 16, on CUDA-like devices
+ * and on HIP-like ones (stream waits compared unsigned), fresh inputs every
+ * call, the streams run in a different order each call (sweeps, random, one
+ * device ahead).  Every rank's out must be the sum of every rank's partial
+ * of its block, each call: a push let through before its rows were written
+ * (a done counter not reset, reset after this call's waits began, or a
+ * wait for less than the whole piece) sends stale rows. */
 typedef struct fused_rank {
     fdev *dev;
     fg_context *ctx;
@@ -2044,15 +2053,14 @@ static uint16_t fused_input(unsigned call, unsigned rank, long long row, long lo
 
 Test(overlap_exec, chunk_fused_rs_counts_each_call_from_zero)
 {
-    enum { W = 2, FM = 512, FN = 128, FK = 16, ROWS_ = FM / W, CALLS_ = 6 };
+    enum { W = 2, FM = 1024, FN = 256, FK = 16, ROWS_ = FM / W, CALLS_ = 6 };
     static const unsigned char image[16] = {1};
     static const size_t image_size = sizeof image;
     static const int modes[CALLS_][2] = {{S_SWEEP, 0},    {S_RANDOM, 1},   {S_PRIORITY, 0},
                                         {S_PRIORITY, 1}, {S_PRIORITY_OLDEST, 0}, {S_RANDOM, 2}};
     for (int hip = 0; hip < 2; hip++) {
-        ndevs = 0;   /* a new pair of devices (the last pair's are closed) */
         const fg_kernel_entry gemm[] = {
-            {.name = hip ? "overlap_gemm_gfx942_f16_n128_k16" : "overlap_gemm_sm90a_f16_n128_k16",
+            {.name = hip ? "overlap_gemm_gfx942_f16_n256_k16" : "overlap_gemm_sm90a_f16_n256_k16",
              .family = "overlap_gemm", .op = "overlap_gemm_portable",
              .arch = hip ? FG_REG_ARCH_GFX942 : FG_REG_ARCH_SM90A, .dtype = FG_REG_F16,
              .ndims = 2, .dims = {FN, FK}, .grid_rule = FG_REG_GRID_FIXED, .grid = {8, 1, 1},
