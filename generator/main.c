@@ -63,8 +63,13 @@ static const char pipeline_usage[] =
     "                        else share/fusegen/templates beside an installed fusegen)\n"
     "      --one-per-path    keep one instance of each distinct code path (CI compile check)\n"
     "      --candidates      add every other configuration that plans, as tuning\n"
-    "                        candidates (named ..._ring_k<stage KB>n<stages>f<in flight>;\n"
-    "                        rmsnorm: ..._t<threads>[c], c: x through the caches)\n"
+    "                        candidates, named by it (the decode ring: ..._ring_k<stage\n"
+    "                        KB>n<stages>f<in flight>; the grid form: ..._grid_t<threads>\n"
+    "                        _k<step>q<slices>o<slices>u<rounds>; rmsnorm: ..._t<threads>[c],\n"
+    "                        c: x through the caches; mla_decode: ..._g<heads>_c<cluster>x\n"
+    "                        <clusters>_n<stages>; overlap_gemm: ..._s<stages>c<C rounds>g\n"
+    "                        <tile rows>; mla_block: ..._s<slots>p<rows>c<rows>[t], t: the\n"
+    "                        projections on tensor cores)\n"
     "%s"
     "  -h, --help            this text\n";
 

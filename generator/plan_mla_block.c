@@ -287,9 +287,13 @@ static const char *cfg_misfit(const fg_model *m, unsigned most, unsigned slot, c
     const fg_mla *a = m->mla;
     const unsigned elem = fg_dtype_bytes(m->dtype), kv = a->kv_lora_rank;
     if (c->slots < 2 || c->slots > most)
-        snprintf(why, n, "%u slots: 2 to %u of %u bytes fit", c->slots, most, slot);
+        snprintf(why, n, "%u slots: 2 to %u slots of %u bytes fit", c->slots, most, slot);
     else if (c->piece_rows < 1 || c->piece_rows > 64)
         snprintf(why, n, "%u rows a piece: 1 to 64", c->piece_rows);
+    else if (c->mma && c->piece_rows != BLOCK_PIECE_ROWS)
+        snprintf(why, n, "%u rows a piece with the projections on tensor cores: their pieces are "
+                         "their own (32 rows); piece_rows is %u there", c->piece_rows,
+                 BLOCK_PIECE_ROWS);
     else if (c->chunk_rows < 4 || c->chunk_rows % 4 || a->qk_nope_head_dim % c->chunk_rows ||
              c->chunk_rows * kv * elem > slot)
         snprintf(why, n, "%u W_uk rows a chunk: a multiple of 4 dividing qk_nope_head_dim %u, "
@@ -371,7 +375,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     if (from == FG_FROM_MODEL)
         snprintf(basis, sizeof basis, "B_max %u %s %u", bmax, c->mma ? ">=" : "<", BLOCK_MMA_BATCH);
     else
-        snprintf(basis, sizeof basis, "the measured configuration's choice");
+        snprintf(basis, sizeof basis, "%s", from == FG_CANDIDATE ? "this candidate's"
+                                                                 : "the tuning entry's");
     if (c->mma) {
         fg_sb_printf(&in.reasons,
                      "projections and W_uk's absorption on tensor cores (%s; mma.sync "

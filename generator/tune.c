@@ -184,11 +184,12 @@ static void block_render(fg_strbuf *sb, const fg_tuning_entry *e)
  * fg_bench_case); each logs one line per point timed, with " POINT=" in it. */
 typedef struct kind_desc {
     const char *what;         /* in messages and file names */
-    const char *point;        /* "S" or "rows" */
+    const char *point;        /* "S", "rows", "M" or "B" */
     const char *points;       /* those of a --quick run, in words */
     unsigned npoints;         /* per configuration in a --quick run (at most) */
     void (*config)(json_object *params, fg_tuning_entry *e);
     void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
+    const char *point_field;  /* the case's field of the point; NULL: its S or shape.rows */
 } kind_desc;
 
 #define NKINDS (FG_TUNE_MLA_BLOCK + 1)
@@ -202,8 +203,8 @@ static const kind_desc KINDS[NKINDS] = {
     /* the overlap family's GEMM: test_gemm, beside cuBLASLt's untimed (--no-baseline) */
     [FG_TUNE_GEMM] = {"gemm", "M", "M = 4096 and 16384", 2, gemm_config, gemm_render},
     /* the whole MLA block: test_mla_block, without its unfused baseline */
-    [FG_TUNE_MLA_BLOCK] = {"mla_block", "S", "B = 1 and B_max at S = 4K", 2, block_config,
-                           block_render},
+    [FG_TUNE_MLA_BLOCK] = {"mla_block", "B", "B = 1 and B_max at S = 4K", 2, block_config,
+                           block_render, "batch"},
 };
 
 /* ---- the run ---- */
@@ -450,7 +451,10 @@ static int time_kind(tune *t, fg_tuning_kind kind)
          * one run may have different S_max) */
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
             fg_bench_case c;
-            fg_bench_case_read(json_object_array_get_idx(cases, i), &c);
+            json_object *one = json_object_array_get_idx(cases, i);
+            fg_bench_case_read(one, &c);
+            if (kd->point_field)
+                c.point = fg_json_num(one, kd->point_field);
             family *f = NULL;
             cfg *k = c.instance ? find_cfg(t, c.instance, &f) : NULL;
             if (!k || !(c.median_us > 0))

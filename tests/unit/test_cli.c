@@ -1270,16 +1270,17 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
     snprintf(tuning, sizeof tuning, "%s/h200-block.yaml", tmp);
     write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
                        "    - family: " BLOCK_FAMILY "\n      threads: 256\n      slots: 3\n"
-                       "      piece_rows: 8\n      chunk_rows: 16\n      mma_proj: true\n"
+                       "      piece_rows: 8\n      chunk_rows: 16\n"
                        "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
                        "      candidates: 55\n      measured: \"by hand\"\n");
     cr_assert_eq(run(&out, "explain --filter '" BLOCK_FAMILY "*' specs/models/deepseek-v2-lite.yaml "
                            "specs/targets/h200.yaml %s", tuning),
                  0, "%s", out);
-    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p8c16t\n"), "%s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p8c16\n"), "%s", out);
     cr_expect_not_null(strstr(out, "3 slots, pieces of up to 8 rows, W_uk chunks of 16 rows, "
-                                   "projections on tensor cores: 25.00 us against the model's 27.00"),
+                                   "projections on CUDA cores: 25.00 us against the model's 27.00"),
                        "%s", out);
+    cr_expect_not_null(strstr(out, "projections on CUDA cores (the tuning entry's)"), "%s", out);
     free(out);
     /* a field of another kind is refused at its line */
     write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
@@ -1299,14 +1300,21 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                        "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
                        "      candidates: 55\n      measured: \"by hand\"\n");
     expect_entry_refused("specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml", tuning,
-                         "block-gen", "6 slots: 2 to 5 of 37376 bytes fit");
-    /* fusegen tune with test_mla_block's stand-in: s3p8c16t fastest */
+                         "block-gen", "6 slots: 2 to 5 slots of 37376 bytes fit");
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: " BLOCK_FAMILY "\n      threads: 256\n      slots: 3\n"
+                       "      piece_rows: 8\n      chunk_rows: 16\n      mma_proj: true\n"
+                       "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
+                       "      candidates: 55\n      measured: \"by hand\"\n");
+    expect_entry_refused("specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml", tuning,
+                         "block-gen", "8 rows a piece with the projections on tensor cores");
+    /* fusegen tune with test_mla_block's stand-in: s3p16c16t fastest */
     char *spec;
     cr_assert_eq(tune_with_stand_in("blockgpu", "test_mla_block",
                                     BLOCK_INST("", "", 5, 16, 32, 0) ", "
-                                    BLOCK_INST("_s3p8c16t", "\"candidate\": true, ", 3, 16, 16, 1)
+                                    BLOCK_INST("_s3p16c16t", "\"candidate\": true, ", 3, 16, 16, 1)
                                     ", " BLOCK_INST("_s2p4c8", "\"candidate\": true, ", 2, 4, 8, 0),
-                                    "case $n in *_s3p8c16t) t=20;; *) t=30;; esac\n"
+                                    "case $n in *_s3p16c16t) t=20;; *) t=30;; esac\n"
                                     "printf '%s{\"instance\": \"%s\", \"batch\": 1, "
                                     "\"S\": 4096, \"time\": {\"median\": %s}}' \"$sep\" $n $t; "
                                     "sep=,; echo \"$n: bench B=1 S=4096\" >&2",
@@ -1320,7 +1328,7 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                                     "      mma_proj: true\n      tuned_us: 20.00\n"
                                     "      model_us: 30.00\n"),
                        "%s", spec);
-    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, S = 4096, fusegen tune\""), "%s", spec);
+    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, B = 1, fusegen tune\""), "%s", spec);
     free(spec);
     /* generating with the written spec names the tuned instance */
     char outspec[200];
