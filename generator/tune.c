@@ -194,14 +194,14 @@ typedef struct kind_desc {
 
 #define NKINDS (FG_TUNE_MLA_BLOCK + 1)
 static const kind_desc KINDS[NKINDS] = {
-    [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render},
+    [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render, NULL},
     [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
-                         rmsnorm_render},
-    [FG_TUNE_MLA] = {"mla_decode", "S", "S = 1K and S_max", 2, mla_config, mla_render},
+                         rmsnorm_render, NULL},
+    [FG_TUNE_MLA] = {"mla_decode", "S", "S = 1K and S_max", 2, mla_config, mla_render, NULL},
     /* the grid form: the decode family's harness (the same program as the ring's) */
-    [FG_TUNE_GRID] = {"decode_attn", "S", "S = 1K and S_max", 2, grid_config, grid_render},
+    [FG_TUNE_GRID] = {"decode_attn", "S", "S = 1K and S_max", 2, grid_config, grid_render, NULL},
     /* the overlap family's GEMM: test_gemm, beside cuBLASLt's untimed (--no-baseline) */
-    [FG_TUNE_GEMM] = {"gemm", "M", "M = 4096 and 16384", 2, gemm_config, gemm_render},
+    [FG_TUNE_GEMM] = {"gemm", "M", "M = 4096 and 16384", 2, gemm_config, gemm_render, NULL},
     /* the whole MLA block: test_mla_block, without its unfused baseline */
     [FG_TUNE_MLA_BLOCK] = {"mla_block", "B", "B = 1 and B_max at S = 4K", 2, block_config,
                            block_render, "batch"},
