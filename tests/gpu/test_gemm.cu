@@ -452,11 +452,10 @@ void check_deterministic(const Gemm &g, int launches, uint64_t seed, cudaStream_
 // straddle them).  With A whole, cuBLASLt's product is the reference; then
 // the other ranks' blocks, C and the split's partial sums are poisoned
 // (NaN), the kernel launched with the flags clear and the tile order of
-// fgrt_overlap_tile_rows, and after it
-// the pieces are copied in from pinned host memory on another stream in the
-// order of the schedule's waits, each followed by its flag (a 4-byte copy
-// of the epoch, as the executor sets them), the host pausing between
-// pieces so that the kernel has to wait.  A tile taken before its rows
+// fgrt_overlap_tile_rows, and after it the pieces are copied in from pinned
+// host memory on another stream in the order of the schedule's waits, each
+// followed by its flag (a 4-byte copy of the epoch, as the executor sets
+// them), the host pausing between pieces so that the kernel has to wait.  A tile taken before its rows
 // landed reads NaN: every output must be finite and right, status 0.
 // lose: the last piece never comes; the kernel must still end, within its
 // limit, with status FG_GEMM_LATE: within 1 s more than twice the time the
