@@ -169,6 +169,12 @@ static void block_config(json_object *params, fg_tuning_entry *e)
     e->mma_proj = fg_json_int(params, "mma_proj") == 1;
 }
 
+/* test_mla_block times B = 1 and B_max, once where B_max is 1 */
+static unsigned block_points(json_object *params)
+{
+    return fg_json_int(params, "bmax") == 1 ? 1 : 2;
+}
+
 static void block_render(fg_strbuf *sb, const fg_tuning_entry *e)
 {
     fg_sb_printf(sb, "      slots: %u\n      piece_rows: %u\n      chunk_rows: %u\n"
@@ -187,6 +193,8 @@ typedef struct kind_desc {
     const char *point;        /* "S", "rows", "M" or "B" */
     const char *points;       /* those of a --quick run, in words */
     unsigned npoints;         /* per configuration in a --quick run (at most) */
+    /* NULL, or the points of the configuration of these params (fewer than npoints) */
+    unsigned (*points_of)(json_object *params);
     void (*config)(json_object *params, fg_tuning_entry *e);
     void (*render)(fg_strbuf *sb, const fg_tuning_entry *e);
     const char *point_field;  /* the case's field of the point; NULL: its S or shape.rows */
@@ -194,17 +202,20 @@ typedef struct kind_desc {
 
 #define NKINDS (FG_TUNE_MLA_BLOCK + 1)
 static const kind_desc KINDS[NKINDS] = {
-    [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, ring_config, ring_render, NULL},
-    [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, rmsnorm_config,
+    [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, NULL, ring_config, ring_render,
+                      NULL},
+    [FG_TUNE_RMSNORM] = {"rmsnorm", "rows", "rows = 1 and 4096", 2, NULL, rmsnorm_config,
                          rmsnorm_render, NULL},
-    [FG_TUNE_MLA] = {"mla_decode", "S", "S = 1K and S_max", 2, mla_config, mla_render, NULL},
+    [FG_TUNE_MLA] = {"mla_decode", "S", "S = 1K and S_max", 2, NULL, mla_config, mla_render, NULL},
     /* the grid form: the decode family's harness (the same program as the ring's) */
-    [FG_TUNE_GRID] = {"decode_attn", "S", "S = 1K and S_max", 2, grid_config, grid_render, NULL},
+    [FG_TUNE_GRID] = {"decode_attn", "S", "S = 1K and S_max", 2, NULL, grid_config, grid_render,
+                      NULL},
     /* the overlap family's GEMM: test_gemm, beside cuBLASLt's untimed (--no-baseline) */
-    [FG_TUNE_GEMM] = {"gemm", "M", "M = 4096 and 16384", 2, gemm_config, gemm_render, NULL},
+    [FG_TUNE_GEMM] = {"gemm", "M", "M = 4096 and 16384", 2, NULL, gemm_config, gemm_render,
+                      NULL},
     /* the whole MLA block: test_mla_block, without its unfused baseline */
-    [FG_TUNE_MLA_BLOCK] = {"mla_block", "B", "B = 1 and B_max at S = 4K", 2, block_config,
-                           block_render, "batch"},
+    [FG_TUNE_MLA_BLOCK] = {"mla_block", "B", "B = 1 and B_max at S = 4K", 2, block_points,
+                           block_config, block_render, "batch"},
 };
 
 /* ---- the run ---- */
@@ -217,6 +228,7 @@ typedef struct cfg {
     bool model;                /* the planner's own choice */
     double us;                 /* sum of the medians timed; 0: not timed */
     unsigned points;           /* how many points were timed (a failed one is left out) */
+    unsigned expect;           /* how many its harness run times */
 } cfg;
 
 typedef struct family {
@@ -306,7 +318,9 @@ static int collect(tune *t)
         if (!f->cfgs)
             fg_out_of_memory();
         cfg *c = &f->cfgs[f->n++];
-        *c = (cfg){.name = name, .model = !candidate};
+        *c = (cfg){.name = name, .model = !candidate,
+                   .expect = KINDS[kind].points_of ? KINDS[kind].points_of(params)
+                                                   : KINDS[kind].npoints};
         KINDS[kind].config(params, &c->conf);
     }
     size_t tunable = 0;
@@ -411,10 +425,13 @@ static int time_kind(tune *t, fg_tuning_kind kind)
     const kind_desc *kd = &KINDS[kind];
     fg_strbuf names = {0}, json = {0}, log = {0};
     size_t count = 0;
+    unsigned expected = 0;   /* the points the run logs (fewer where S_max is 1K) */
     for (size_t i = 0; i < t->nfam; i++)
         for (size_t k = 0; t->fams[i].kind == kind && t->fams[i].n > 1 && k < t->fams[i].n;
-             k++, count++)
+             k++, count++) {
             fg_sb_printf(&names, "%s%s", names.len ? "," : "", t->fams[i].cfgs[k].name);
+            expected += t->fams[i].cfgs[k].expect;
+        }
     if (!count) {
         fg_sb_free(&names);
         return 0;
@@ -424,9 +441,7 @@ static int time_kind(tune *t, fg_tuning_kind kind)
     fprintf(stderr, "fusegen tune: timing %zu %s configurations (%s; log %s)\n", count, kd->what,
             kd->points, fg_sb_str(&log));
     remove(fg_sb_str(&json));
-    /* (fewer points where S_max is 1K) */
-    int rc = harness(t, kind, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log),
-                     (unsigned)(kd->npoints * count));
+    int rc = harness(t, kind, fg_sb_str(&names), fg_sb_str(&json), fg_sb_str(&log), expected);
     /* a harness exits non-zero when some case failed its checks: those are
      * left out of (or fail) the check runs below, the rest still count */
     json_object *doc = rc >= 0 ? json_object_from_file(fg_sb_str(&json)) : NULL;
