@@ -280,8 +280,7 @@ FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce
  * n / 128 once its rows are whole in c, whatever the form's tile width; a
  * stream that waits for that multiple (cuStreamWaitValue32) may then copy
  * those rows; the kernel only adds to them (fgrt_overlap's chunk_fused
- * zeroes them in each call's opening barrier, after the last call's GEMM
- * and waits and before this call's). */
+ * zeroes each once its wait for the piece has passed). */
 #define FG_GEMM_LATE 1u
 #define FG_GEMM_TILE_ROWS 128              /* m, done_rows: whole tile rows */
 #define FG_GEMM_TILE_COLS 256              /* the wgmma form's tile columns (2 done counts) */

@@ -52,8 +52,7 @@ struct fgrt_overlap {
     bool fused_portable;     /* ... its portable form (plain pointers), not the wgmma one */
     int *feed;               /* chunk_fused, device: its tile order [m / 128], its status
                                 word (AG: FG_GEMM_LATE where a wait ran past its limit), then
-                                (RS) its counters of rows written, [world][chunks], and as
-                                many zeros to reset them from */
+                                (RS) its counters of rows written, [world][chunks] */
     unsigned per_piece;      /* chunk_fused RS: a piece's counter reaches this a call */
     double fused_limit_s;    /* chunk_fused: its waits' limit, min(timeout_s, FUSED_LIMIT_S) */
     unsigned epoch;          /* the latest call's */
@@ -257,22 +256,11 @@ static unsigned *fused_status(const fgrt_overlap *x)
 }
 
 /* RS: the done counter of piece `part` of row block `block` (1 for each 128
- * x 128 of its rows written, FG_GEMM_DONE_COLS; zeroed before each call's
- * GEMM). */
+ * x 128 of its rows written, FG_GEMM_DONE_COLS; zeroed once its wait has
+ * passed, FGRT_OP_WAIT_DONE). */
 static unsigned *fused_done(const fgrt_overlap *x, size_t block, size_t part)
 {
     return fused_status(x) + 1 + block * x->chunks + part;
-}
-
-/* RS: the counters' words, and the zeros after them that reset them. */
-static size_t fused_done_words(const fgrt_overlap *x)
-{
-    return (size_t)x->args.world * x->chunks;
-}
-
-static unsigned *fused_zeros(const fgrt_overlap *x)
-{
-    return fused_done(x, 0, 0) + fused_done_words(x);
 }
 
 /* Fails with st, saying why the generated GEMM does not bind (fg_last_error()). */
@@ -293,7 +281,7 @@ static fg_status bind_fused(fgrt_overlap *x)
     const fgrt_overlap_args *a = &x->args;
     const bool ag = a->collective == FGRT_AG_GEMM;
     const size_t tiles = (size_t)(a->m / FUSED_BM);
-    const size_t words = tiles + 1 + (ag ? 0 : 2 * fused_done_words(x));
+    const size_t words = tiles + 1 + (ag ? 0 : (size_t)a->world * x->chunks);
     int *order = malloc(tiles * sizeof *order);
     if (!order)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
@@ -595,14 +583,6 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
         if (st == FG_OK)
             st = o->stream_wait_event(x->drv, x->st[0], x->ev_join[s]);
     }
-    /* chunk_fused RS: its done counters zeroed, so that each call's waits
-     * are for per_piece itself (HIP's stream waits compare unsigned: a
-     * multiple of the call would wrap); here, behind the last call's GEMM
-     * and its waits on them (every stream joined into stream 0 above), and
-     * before this call's GEMM and waits (every stream waits for ev_bar) */
-    if (st == FG_OK && x->fused && x->args.collective == FGRT_GEMM_RS)
-        st = o->copy_async(x->drv, fused_done(x, 0, 0), fused_zeros(x),
-                           fused_done_words(x) * sizeof(unsigned), x->st[0]);
     if (st == FG_OK)
         st = o->write_flag(x->drv, x->st[0], tail_word(x, x->flags, WORD_EPOCH), epoch);
     for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
@@ -669,15 +649,22 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         return r == 0 ? FG_OK : callback_failed("reduce", op);
     }
     case FGRT_OP_FUSED_GEMM: {   /* AG: its status cleared for this call, behind the last
-                                    one's (RS: no flags, so the kernel never sets it; its
-                                    done counters are zeroed by the opening barrier) */
+                                    one's (RS: no flags, so the kernel never sets it) */
         const fg_status st = a->collective == FGRT_AG_GEMM
                                  ? o->write_flag(x->drv, s, fused_status(x), 0)
                                  : FG_OK;
         return st == FG_OK ? fg_launch(x->fused, s) : st;
     }
-    case FGRT_OP_WAIT_DONE:   /* the piece's rows written in this call */
-        return o->wait_flag(x->drv, s, fused_done(x, (size_t)op->block, part), x->per_piece);
+    case FGRT_OP_WAIT_DONE: {
+        /* the piece's rows written in this call (its whole count: the GEMM
+         * adds no more to it), then its counter zeroed for the next call, so
+         * every call waits for per_piece itself (HIP's stream waits compare
+         * unsigned: a call's multiple would wrap); the next call's GEMM
+         * follows, behind its opening barrier's join of this stream */
+        unsigned *done = fused_done(x, (size_t)op->block, part);
+        const fg_status st = o->wait_flag(x->drv, s, done, x->per_piece);
+        return st == FG_OK ? o->write_flag(x->drv, s, done, 0) : st;
+    }
     case FGRT_OP_NCCL:
         break;
     }

@@ -722,28 +722,45 @@ static const char rms_harness_text[] =
     "echo \"$n rows=$r\" >&2; done; done\n"
     "echo ']}'; } > $json\n";
 
+/* A stand-in for a GPU harness that fusegen tune runs: every check passes
+ * (a run without --json), and a timing run (--json FILE) writes the cases
+ * that the shell text `cases` prints for each name $n in --only's list
+ * (printf "$sep{...}", then sep=,; a line with " POINT=" to stderr each);
+ * the run's commit `commit` (NULL: none). */
+static void write_stand_in(const char *path, const char *cases, const char *commit)
+{
+    char *text = NULL;
+    cr_assert_geq(asprintf(&text,
+                           "#!/bin/sh\n"
+                           "only= json=\n"
+                           "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) "
+                           "json=$2; shift;; esac; shift; done\n"
+                           "[ -z \"$json\" ] && exit 0\n"
+                           "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, %s%s%s\"cases\": ['; "
+                           "sep=\n"
+                           "for n in $(echo $only | tr , ' '); do\n%s\ndone\n"
+                           "echo ']}'; } > $json\n",
+                           commit ? "\"commit\": \"" : "", commit ? commit : "",
+                           commit ? "\", " : "", cases),
+                  0);
+    write_program(path, text);
+    free(text);
+}
+
 /* A stand-in for a harness timed at S = 1024 and s2 (test_decode_attn's,
  * test_mla_decode's): instances matching the shell pattern `fast` take
  * fast_us at each point, the others slow_us; every check passes. */
 static void write_s_harness(const char *path, const char *fast, unsigned s2, unsigned fast_us,
                             unsigned slow_us)
 {
-    char text[1024];
-    snprintf(text, sizeof text,
-             "#!/bin/sh\n"
-             "only= json=\n"
-             "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; "
-             "shift;; esac; shift; done\n"
-             "[ -z \"$json\" ] && exit 0\n"
-             "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"commit\": \"abc1234\", \"cases\": ['; "
-             "sep=\n"
-             "for n in $(echo $only | tr , ' '); do case $n in %s) t=%u;; *) t=%u;; esac\n"
+    char cases[512];
+    snprintf(cases, sizeof cases,
+             "case $n in %s) t=%u;; *) t=%u;; esac\n"
              "for s in 1024 %u; do printf '%%s{\"name\": \"%%s\", \"instance\": \"%%s\", "
              "\"S\": %%s, \"time\": {\"median\": %%s}}' \"$sep\" $n $n $s $t; sep=,; "
-             "echo \"$n S=$s\" >&2; done; done\n"
-             "echo ']}'; } > $json\n",
+             "echo \"$n S=$s\" >&2; done",
              fast, fast_us, slow_us, s2);
-    write_program(path, text);
+    write_stand_in(path, cases, "abc1234");
 }
 
 Test(cli, tune_rmsnorm_families_with_their_harness)
@@ -1125,11 +1142,9 @@ static void expect_entry_refused(const char *specs, const char *tuning, const ch
 }
 
 /* `fusegen tune` over a gate's manifest of `instances` (JSON objects) with
- * a stand-in for the harness `program`, in a new folder tmp/name: it writes
- * the cases that the shell text `cases` prints for each name in $only
- * (printf "$sep{...}", then sep=,; a line with " POINT=" to stderr each).
- * Returns tune's exit status, its output in *out and the tuning spec it
- * wrote in *spec (NULL if none). */
+ * a stand-in for the harness `program` (write_stand_in's, with `cases`), in
+ * a new folder tmp/name.  Returns tune's exit status, its output in *out
+ * and the tuning spec it wrote in *spec (NULL if none). */
 static int tune_with_stand_in(const char *name, const char *program, const char *instances,
                               const char *cases, char **out, char **spec)
 {
@@ -1140,23 +1155,11 @@ static int tune_with_stand_in(const char *name, const char *program, const char 
     snprintf(harness, sizeof harness, "%s/%s", dir, program);
     snprintf(decode, sizeof decode, "%s/test_decode_attn", dir);
     snprintf(outspec, sizeof outspec, "%s/tuned.yaml", dir);
-    char *json = NULL, *script = NULL;
+    char *json = NULL;
     cr_assert_geq(asprintf(&json, "{\"instances\": [%s]}", instances), 0);
-    cr_assert_geq(asprintf(&script,
-                           "#!/bin/sh\n"
-                           "only= json=\n"
-                           "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) "
-                           "json=$2; shift;; esac; shift; done\n"
-                           "[ -z \"$json\" ] && exit 0\n"
-                           "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
-                           "for n in $(echo $only | tr , ' '); do\n%s\ndone\n"
-                           "echo ']}'; } > $json\n",
-                           cases),
-                  0);
     write_file(manifest, json);
-    write_program(harness, script);
     free(json);
-    free(script);
+    write_stand_in(harness, cases, NULL);
     const int rc = run(out, "tune --manifest %s --out %s --harness %s", manifest, outspec, decode);
     struct stat st;
     *spec = stat(outspec, &st) == 0 ? slurp(outspec) : NULL;

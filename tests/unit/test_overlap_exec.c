@@ -2026,8 +2026,8 @@ Test(overlap_exec, chunk_fused_binds_the_portable_gemm_on_amd)
  * call, the streams run in a different order each call (sweeps, random, one
  * device ahead).  Every rank's out must be the sum of every rank's partial
  * of its block, each call: a push let through before its rows were written
- * (a done counter not reset, reset after this call's waits began, or a
- * wait for less than the whole piece) sends stale rows. */
+ * (a done counter not reset for the next call, or a wait for less than
+ * the whole piece) sends stale rows. */
 typedef struct fused_rank {
     fdev *dev;
     fg_context *ctx;
