@@ -56,8 +56,12 @@ static const char usage[] =
     "families not tuned in this run.  A family whose fastest passing\n"
     "configuration is the planner's own, or beats it by no more than the margin\n"
     "(timing noise: the best of many single timings is biased low), gets no\n"
-    "entry.  The spec is rewritten only if its content changes; on any error it\n"
-    "is left as it was.  Needs a GPU.\n"
+    "entry.  Before its checks, a configuration that beats the planner's is\n"
+    "timed again, alone, by turns with the planner's (a GPU that warms over\n"
+    "the long run of all is slower for those timed late), and must still beat\n"
+    "it by the margin; the entry's times are those runs' medians.  The spec is\n"
+    "rewritten only if its content changes; on any error it is left as it\n"
+    "was.  Needs a GPU.\n"
     "\n"
     "options:\n"
     "  -t, --target NAME    compile the candidates of SPEC... for this target first\n"
@@ -80,6 +84,9 @@ static const char usage[] =
     "      --top N          configurations checked at most per family (default 3)\n"
     "      --margin PCT     how much faster than the planner's a configuration must\n"
     "                       be to replace it (default 1)\n"
+    "      --confirm N      runs each of the winner and the planner's choice\n"
+    "                       alone, by turns, before choosing (default 3; 0: the\n"
+    "                       run of all decides)\n"
     "  -h, --help           this text\n";
 
 /* ---- what differs between the kinds of family ---- */
@@ -253,6 +260,7 @@ typedef struct tune {
     const char *harness[NKINDS];
     unsigned top;
     double margin;             /* fraction */
+    unsigned confirm;          /* runs each, alone and by turns, of a winner and the planner's */
     json_object *manifest;
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
@@ -377,7 +385,8 @@ static void report_progress(void *ctx)
 }
 
 /* One run of a kind's harness over the named instances (--bench ... when
- * json is set, with `expected` points reported from the log as they come). */
+ * json is set, with `expected` points, if any, reported from the log as
+ * they come). */
 static int harness(tune *t, fg_tuning_kind kind, const char *names, const char *json,
                    const char *log, unsigned expected)
 {
@@ -398,7 +407,7 @@ static int harness(tune *t, fg_tuning_kind kind, const char *names, const char *
         argv[n++] = (char *)json;
     }
     argv[n] = NULL;
-    if (!json)
+    if (!expected)
         return fg_run_logged(argv, log);
     struct stat st;
     progress p = {.log = log, .offset = stat(log, &st) == 0 ? (long)st.st_size : 0,
@@ -416,6 +425,14 @@ static cfg *find_cfg(tune *t, const char *name, family **fam)
                 return &t->fams[i].cfgs[k];
             }
     return NULL;
+}
+
+/* One case of a timing run, its point read from the kind's field. */
+static void read_case(json_object *one, const kind_desc *kd, fg_bench_case *c)
+{
+    fg_bench_case_read(one, c);
+    if (kd->point_field)
+        c->point = fg_json_num(one, kd->point_field);
 }
 
 /* Times every configuration of the kind's families with candidates, one
@@ -466,10 +483,7 @@ static int time_kind(tune *t, fg_tuning_kind kind)
          * one run may have different S_max) */
         for (size_t i = 0; i < json_object_array_length(cases); i++) {
             fg_bench_case c;
-            json_object *one = json_object_array_get_idx(cases, i);
-            fg_bench_case_read(one, &c);
-            if (kd->point_field)
-                c.point = fg_json_num(one, kd->point_field);
+            read_case(json_object_array_get_idx(cases, i), kd, &c);
             family *f = NULL;
             cfg *k = c.instance ? find_cfg(t, c.instance, &f) : NULL;
             if (!k || !(c.median_us > 0))
@@ -503,6 +517,72 @@ static int time_kind(tune *t, fg_tuning_kind kind)
     return rc;
 }
 
+/* A configuration timed in a run of its harness with only it: the sum of
+ * its points' medians; 0 when the run failed or timed fewer points than the
+ * run of all did. */
+static double time_alone(tune *t, fg_tuning_kind kind, const cfg *c)
+{
+    const kind_desc *kd = &KINDS[kind];
+    fg_strbuf json = {0}, log = {0};
+    fg_sb_printf(&json, "%s/tune-alone-%s.json", t->work, kd->what);
+    fg_sb_printf(&log, "%s/tune.log", t->work);
+    remove(fg_sb_str(&json));
+    json_object *doc = harness(t, kind, c->name, fg_sb_str(&json), fg_sb_str(&log), 0) == 0
+                           ? json_object_from_file(fg_sb_str(&json))
+                           : NULL;
+    json_object *cases = fg_json_get(doc, "cases");
+    double us = 0;
+    unsigned points = 0;
+    for (size_t i = 0; cases && json_object_is_type(cases, json_type_array) &&
+                       i < json_object_array_length(cases);
+         i++) {
+        fg_bench_case k;
+        read_case(json_object_array_get_idx(cases, i), kd, &k);
+        if (k.instance && !strcmp(k.instance, c->name) && k.median_us > 0)
+            us += k.median_us, points++;
+    }
+    json_object_put(doc);
+    fg_sb_free(&json);
+    fg_sb_free(&log);
+    return points == c->points ? us : 0;
+}
+
+static int by_value(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, unsigned n)   /* sorts v */
+{
+    qsort(v, n, sizeof *v, by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define MAX_CONFIRM 15
+
+/* The candidate and the planner's choice each timed alone t->confirm times,
+ * by turns, the planner's first in the first turn and then the other way
+ * about (what a warming GPU times first runs cooler): their medians.  -1
+ * when a run failed. */
+static int confirm(tune *t, fg_tuning_kind kind, const cfg *cand, const cfg *model,
+                   double *cand_us, double *model_us)
+{
+    double cu[MAX_CONFIRM], mu[MAX_CONFIRM];
+    for (unsigned r = 0; r < t->confirm; r++) {
+        const bool model_first = r % 2 == 0;
+        const double first = time_alone(t, kind, model_first ? model : cand);
+        const double second = first > 0 ? time_alone(t, kind, model_first ? cand : model) : 0;
+        if (!(second > 0))
+            return -1;
+        mu[r] = model_first ? first : second;
+        cu[r] = model_first ? second : first;
+    }
+    *cand_us = median(cu, t->confirm);
+    *model_us = median(mu, t->confirm);
+    return 0;
+}
+
 static int by_time(const void *a, const void *b)
 {
     const cfg *x = a, *y = b;
@@ -518,6 +598,7 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
 {
     *have = false;
     double model = 0, worst = 0;
+    const cfg *model_cfg = NULL;
     unsigned timed = 0, full = 0;
     /* a configuration with a point left out (it failed there) is not timed:
      * its sum would be short and rank it first */
@@ -542,6 +623,9 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
         return -1;
     }
     qsort(f->cfgs, f->n, sizeof *f->cfgs, by_time);
+    for (size_t k = 0; k < f->n; k++)
+        if (f->cfgs[k].model)
+            model_cfg = &f->cfgs[k];
     fg_strbuf log = {0};
     fg_sb_printf(&log, "%s/tune.log", t->work);
     for (unsigned k = 0; k < t->top && k < f->n && f->cfgs[k].us > 0; k++) {
@@ -553,14 +637,35 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
             fg_sb_free(&log);
             return 0;
         }
-        fprintf(stderr, "fusegen tune: checking %s (%.2f us)\n", c->name, c->us);
+        double us = c->us, model_us = model;
+        if (!c->model && t->confirm) {
+            fprintf(stderr, "fusegen tune: timing %s and the planner's choice alone, by turns "
+                            "(%u runs each)\n",
+                    c->name, t->confirm);
+            if (confirm(t, f->kind, c, model_cfg, &us, &model_us)) {
+                fg_error(&t->d, "%s: a run of %s or the planner's choice alone failed (%s has "
+                                "the output)",
+                         f->key, c->name, fg_sb_str(&log));
+                fg_sb_free(&log);
+                return -1;
+            }
+            if (us > model_us * (1 - t->margin)) {
+                fprintf(stderr, "fusegen tune: %s: %.2f us (%s) against the planner's %.2f, "
+                                "alone by turns, is within the %.3g%% margin: the planner's "
+                                "choice stands\n",
+                        f->key, us, c->name, model_us, 100 * t->margin);
+                fg_sb_free(&log);
+                return 0;
+            }
+        }
+        fprintf(stderr, "fusegen tune: checking %s (%.2f us)\n", c->name, us);
         if (harness(t, f->kind, c->name, NULL, fg_sb_str(&log), 0) != 0) {
             fprintf(stderr, "fusegen tune:   failed its checks: not chosen\n");
             continue;
         }
         fprintf(stderr, "fusegen tune: %s: %.2f us against the planner's %.2f (worst %.2f of "
                         "%u)%s\n",
-                f->key, c->us, model, worst, timed,
+                f->key, us, model_us, worst, timed,
                 c->model ? ": the planner's choice stands" : "");
         fg_sb_free(&log);
         if (c->model)
@@ -569,7 +674,7 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
         *e = c->conf;
         e->family = f->key;
         e->measured = (char *)fg_sb_str(&f->measured);
-        e->tuned_us = c->us, e->model_us = model, e->worst_us = worst, e->candidates = timed;
+        e->tuned_us = us, e->model_us = model_us, e->worst_us = worst, e->candidates = timed;
         return 0;
     }
     fg_sb_free(&log);
@@ -592,7 +697,9 @@ static void render(fg_strbuf *sb, const char *target, fg_tuning_entry *es, size_
                  "# rather than editing).  `fusegen generate` uses an entry's configuration in\n"
                  "# place of the planner's for its instance family (an instance name up to its\n"
                  "# configuration part); `fusegen explain` says which each instance got.  Times\n"
-                 "# are sums of the medians over the points measured, from one run per entry.\n"
+                 "# are sums of the medians over the points measured: tuned_us and model_us\n"
+                 "# the medians of runs of the two alone, by turns (none with tune --confirm\n"
+                 "# 0), worst_us from the run of all the family's configurations.\n"
                  "schema_version: 1\n"
                  "tuning:\n"
                  "  target: %s\n"
@@ -719,11 +826,13 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"work", required_argument, NULL, 'w'},
                                          {"top", required_argument, NULL, 'n'},
                                          {"margin", required_argument, NULL, 'M'},
+                                         {"confirm", required_argument, NULL, 'C'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
     t->harness[FG_TUNE_RING] = "build/gpu/test_decode_attn";
     t->top = 3;
     t->margin = 0.01;
+    t->confirm = 3;
     int c;
     optind = 1;
     while ((c = getopt_long(argc, argv, "t:f:m:o:k:h", opts, NULL)) != -1) {
@@ -752,6 +861,16 @@ static int parse_args(int argc, char **argv, tune *t)
                 return 2;
             }
             t->top = (unsigned)v;
+            break;
+        }
+        case 'C': {
+            uint64_t v;
+            if (!fg_parse_decimal(optarg, strlen(optarg), 0, MAX_CONFIRM, &v)) {
+                fprintf(stderr, "fusegen tune: error: --confirm '%s'; expected 0 to %d\n",
+                        optarg, MAX_CONFIRM);
+                return 2;
+            }
+            t->confirm = (unsigned)v;
             break;
         }
         case 'M': {

@@ -178,9 +178,10 @@ int fgh_time_graph(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int launches, i
 int fgh_time_stream(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int launches, int reps,
                     fgh_timing *out);
 
-/* The policy used by benchmarks: launches = a multiple of nsets (>= 32) long
- * enough that one replay takes >= target_ms (at most max_launches, but never
- * fewer than nsets), reps >= 5. */
+/* The policy used by benchmarks: launches = a multiple of nsets long enough
+ * that one replay takes >= target_ms (at most 65536, never fewer
+ * than nsets; a set that alone takes target_ms is timed one set a
+ * replay), calibrated from a replay of one set; reps >= 5. */
 int fgh_bench(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int nsets, double target_ms,
               int reps, fgh_timing *out);
 

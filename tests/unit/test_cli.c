@@ -690,6 +690,88 @@ Test(cli, tune_entries_name_their_own_points)
     free(spec);
 }
 
+/* A winner of the run of all is timed again alone, by turns with the
+ * planner's choice (the planner's first, then the other way about), before
+ * its checks: here the candidate is fast only beside the others, as a
+ * configuration timed early in a long run on a warming GPU is.  Its entry's
+ * times are the runs alone's medians; --confirm 0 lets the run of all decide. */
+Test(cli, tune_confirms_a_winner_alone_by_turns)
+{
+    char manifest[128], harness[128], out[128], path[160];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", tmp);
+    snprintf(harness, sizeof harness, "%s/harness.sh", tmp);
+    snprintf(out, sizeof out, "%s/h200.yaml", tmp);
+    write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8, 8) ", "
+                         TUNE_INST("_k20n8f8w4", "\"candidate\": true, ", 512, 20480, 8, 8, 4)
+                         "]}");
+    /* the candidate: 40 us a point beside the others, alone-us's alone; the
+     * planner's 50; each timing run's --only appended to alone.log */
+    write_program(harness,
+               "#!/bin/sh\n"
+               "d=$(dirname \"$0\") only= json=\n"
+               "while [ $# -gt 0 ]; do case $1 in --only) only=$2; shift;; --json) json=$2; shift;; "
+               "esac; shift; done\n"
+               "[ -z \"$json\" ] && exit 0\n"
+               "echo \"$only\" >> $d/alone.log\n"
+               "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
+               "for n in $(echo $only | tr , ' '); do t=50; case $n in *_k20*) t=$(cat $d/alone-us); "
+               "case $only in *,*) t=40;; esac;; esac\n"
+               "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
+               "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done; "
+               "echo ']}'; } > $json\n");
+    snprintf(path, sizeof path, "%s/alone-us", tmp);
+    write_file(path, "50\n");
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0,
+                 "%s", log);
+    cr_expect_not_null(strstr(log, "timing " TUNE_FAMILY "_t512_ring_k20n8f8w4_norm and the "
+                                   "planner's choice alone, by turns (3 runs each)\n"),
+                       "%s", log);
+    cr_expect_not_null(strstr(log, TUNE_FAMILY ": 100.00 us (" TUNE_FAMILY "_t512_ring_k20n8f8w4"
+                                   "_norm) against the planner's 100.00, alone by turns, is "
+                                   "within the 1% margin: the planner's choice stands\n"),
+                       "%s", log);
+    cr_expect_null(strstr(log, "checking"), "%s", log);
+    free(log);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "  entries: []\n"), "%s", spec);
+    free(spec);
+    snprintf(path, sizeof path, "%s/alone.log", tmp);
+    char *runs = slurp(path);
+    cr_expect_str_eq(runs, TUNE_FAMILY "_t512_ring_norm," TUNE_FAMILY "_t512_ring_k20n8f8w4_norm\n"
+                           TUNE_FAMILY "_t512_ring_norm\n"
+                           TUNE_FAMILY "_t512_ring_k20n8f8w4_norm\n"
+                           TUNE_FAMILY "_t512_ring_k20n8f8w4_norm\n"
+                           TUNE_FAMILY "_t512_ring_norm\n"
+                           TUNE_FAMILY "_t512_ring_norm\n"
+                           TUNE_FAMILY "_t512_ring_k20n8f8w4_norm\n");
+    free(runs);
+    /* faster alone too, by less: the entry has the runs alone's times */
+    snprintf(path, sizeof path, "%s/alone-us", tmp);
+    write_file(path, "45\n");
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0,
+                 "%s", log);
+    free(log);
+    spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "      tuned_us: 90.00\n      model_us: 100.00\n"
+                                    "      worst_us: 100.00\n"),
+                       "%s", spec);
+    free(spec);
+    /* --confirm 0: the run of all decides */
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s --confirm 0", manifest, out,
+                     harness),
+                 0, "%s", log);
+    cr_expect_null(strstr(log, "alone, by turns"), "%s", log);
+    free(log);
+    spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "      tuned_us: 80.00\n      model_us: 100.00\n"), "%s",
+                       spec);
+    free(spec);
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --confirm 16", manifest, out), 2);
+    cr_expect_not_null(strstr(log, "--confirm '16'; expected 0 to 15"), "%s", log);
+    free(log);
+}
+
 /* RMSNorm families are tuned in the same run as the ring's, each with its
  * own harness: test_rmsnorm beside test_decode_attn unless
  * --rmsnorm-harness names another.  It gets the same command line (whole
