@@ -51,17 +51,17 @@ static const char usage[] =
     "slots, rows a piece and a W_uk chunk, projections on tensor cores or not)\n"
     "with test_mla_block at B = 1 and B_max, S = 4K -- showing the\n"
     "points timed as the harness logs them; checks the fastest against the\n"
-    "reference in order until one passes; and writes it into TUNING.yaml (a\n"
-    "tuning spec: specs/tuning/<target>.yaml), keeping the entries of the\n"
-    "families not tuned in this run.  A family whose fastest passing\n"
-    "configuration is the planner's own, or beats it by no more than the margin\n"
-    "(timing noise: the best of many single timings is biased low), gets no\n"
-    "entry.  Before its checks, a configuration that beats the planner's is\n"
-    "timed again, alone, by turns with the planner's (a GPU that warms over\n"
-    "the long run of all is slower for those timed late), and must still beat\n"
-    "it by the margin; the entry's times are those runs' medians.  The spec is\n"
-    "rewritten only if its content changes; on any error it is left as it\n"
-    "was.  Needs a GPU.\n"
+    "reference in order until one passes (--check-all: every one); and writes\n"
+    "it into TUNING.yaml (a tuning spec: specs/tuning/<target>.yaml), keeping\n"
+    "the entries of the families not tuned in this run.  A family whose fastest\n"
+    "passing configuration is the planner's own, or beats it by no more than\n"
+    "the margin (timing noise: the best of many single timings is biased low),\n"
+    "gets no entry.  Before its checks, a configuration that beats the\n"
+    "planner's is timed again, alone, by turns with the planner's (a GPU that\n"
+    "warms over the long run of all is slower for those timed late), and must\n"
+    "still beat it by the margin; the entry's times are those runs' medians.\n"
+    "The spec is rewritten only if its content changes; on any error it is\n"
+    "left as it was.  Needs a GPU.\n"
     "\n"
     "options:\n"
     "  -t, --target NAME    compile the candidates of SPEC... for this target first\n"
@@ -87,6 +87,10 @@ static const char usage[] =
     "      --confirm N      runs each of the winner and the planner's choice\n"
     "                       alone, by turns, before choosing (default 3; 0: the\n"
     "                       run of all decides)\n"
+    "      --check-all      check every configuration timed (each in a harness run\n"
+    "                       of its own), not only the fastest in order: those that\n"
+    "                       fail are named and not chosen, and the planner's own\n"
+    "                       failing is an error\n"
     "  -h, --help           this text\n";
 
 /* ---- what differs between the kinds of family ---- */
@@ -261,6 +265,7 @@ typedef struct tune {
     unsigned top;
     double margin;             /* fraction */
     unsigned confirm;          /* runs each, alone and by turns, of a winner and the planner's */
+    bool check_all;            /* check every configuration timed, not the fastest in order */
     json_object *manifest;
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
@@ -583,6 +588,38 @@ static int confirm(tune *t, fg_tuning_kind kind, const cfg *cand, const cfg *mod
     return 0;
 }
 
+/* --check-all: every configuration of the family that was timed, checked
+ * against the reference in a harness run of its own; one that fails is left
+ * out (as if not timed).  -1 when the planner's own choice fails. */
+static int check_every(tune *t, family *f)
+{
+    fg_strbuf log = {0};
+    fg_sb_printf(&log, "%s/tune.log", t->work);
+    unsigned checked = 0, passed = 0;
+    bool model_failed = false;
+    fprintf(stderr, "fusegen tune: checking every configuration of %s\n", f->key);
+    for (size_t k = 0; k < f->n; k++) {
+        cfg *c = &f->cfgs[k];
+        if (!(c->us > 0))
+            continue;
+        checked++;
+        if (harness(t, f->kind, c->name, NULL, fg_sb_str(&log), 0) == 0) {
+            passed++;
+            continue;
+        }
+        fprintf(stderr, "fusegen tune:   %s failed its checks: not chosen\n", c->name);
+        c->us = 0;
+        model_failed |= c->model;
+    }
+    fprintf(stderr, "fusegen tune: %s: %u of %u configurations passed their checks\n", f->key,
+            passed, checked);
+    if (model_failed)
+        fg_error(&t->d, "%s: the planner's own choice failed its checks (%s has the output)",
+                 f->key, fg_sb_str(&log));
+    fg_sb_free(&log);
+    return model_failed ? -1 : 0;
+}
+
 static int by_time(const void *a, const void *b)
 {
     const cfg *x = a, *y = b;
@@ -610,6 +647,8 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
                     f->cfgs[k].name, f->cfgs[k].points, full);
             f->cfgs[k].us = 0;
         }
+    if (t->check_all && check_every(t, f))
+        return -1;
     for (size_t k = 0; k < f->n; k++) {
         if (f->cfgs[k].model)
             model = f->cfgs[k].us;
@@ -658,10 +697,12 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
                 return 0;
             }
         }
-        fprintf(stderr, "fusegen tune: checking %s (%.2f us)\n", c->name, us);
-        if (harness(t, f->kind, c->name, NULL, fg_sb_str(&log), 0) != 0) {
-            fprintf(stderr, "fusegen tune:   failed its checks: not chosen\n");
-            continue;
+        if (!t->check_all) {   /* (with --check-all, every one left has passed) */
+            fprintf(stderr, "fusegen tune: checking %s (%.2f us)\n", c->name, us);
+            if (harness(t, f->kind, c->name, NULL, fg_sb_str(&log), 0) != 0) {
+                fprintf(stderr, "fusegen tune:   failed its checks: not chosen\n");
+                continue;
+            }
         }
         fprintf(stderr, "fusegen tune: %s: %.2f us against the planner's %.2f (worst %.2f of "
                         "%u)%s\n",
@@ -827,6 +868,7 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"top", required_argument, NULL, 'n'},
                                          {"margin", required_argument, NULL, 'M'},
                                          {"confirm", required_argument, NULL, 'C'},
+                                         {"check-all", no_argument, NULL, 'A'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
     t->harness[FG_TUNE_RING] = "build/gpu/test_decode_attn";
@@ -863,6 +905,7 @@ static int parse_args(int argc, char **argv, tune *t)
             t->top = (unsigned)v;
             break;
         }
+        case 'A': t->check_all = true; break;
         case 'C': {
             uint64_t v;
             if (!fg_parse_decimal(optarg, strlen(optarg), 0, MAX_CONFIRM, &v)) {

@@ -804,6 +804,60 @@ static const char rms_harness_text[] =
     "echo \"$n rows=$r\" >&2; done; done\n"
     "echo ']}'; } > $json\n";
 
+/* --check-all: every configuration timed is checked, each in a run of its
+ * own; one that fails is named and not chosen, and the planner's own choice
+ * failing is an error with the spec left alone. */
+Test(cli, tune_check_all_checks_every_configuration)
+{
+    char manifest[128], dir[128], rms[160], out[128], path[192];
+    snprintf(manifest, sizeof manifest, "%s/manifest.json", tmp);
+    snprintf(dir, sizeof dir, "%s/gpu", tmp);
+    cr_assert_eq(mkdir(dir, 0755), 0);
+    snprintf(rms, sizeof rms, "%s/test_rmsnorm", dir);
+    snprintf(out, sizeof out, "%s/h200.yaml", tmp);
+    write_program(rms, rms_harness_text);   /* t256c fails its checks */
+    write_file(manifest, "{\"instances\": [" RMS_INST("128", "", 128, 0) ", "
+                         RMS_INST("256", "\"candidate\": true, ", 256, 0) ", "
+                         RMS_INST("256c", "\"candidate\": true, ", 256, 1) "]}");
+    char *log;
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s/test_decode_attn --check-all",
+                     manifest, out, dir),
+                 0, "%s", log);
+    cr_expect_not_null(strstr(log, "checking every configuration of " RMS_FAMILY "\n"), "%s", log);
+    cr_expect_not_null(strstr(log, RMS_FAMILY "_t256c failed its checks: not chosen\n"), "%s",
+                       log);
+    cr_expect_not_null(strstr(log, RMS_FAMILY ": 2 of 3 configurations passed their checks\n"),
+                       "%s", log);
+    free(log);
+    snprintf(path, sizeof path, "%s/rms-args.log", dir);
+    char *args = slurp(path);
+    for (const char *v = "128\0" "256\0" "256c\0"; *v; v += strlen(v) + 1) {
+        char check[96];
+        snprintf(check, sizeof check, "--only " RMS_FAMILY "_t%s\n", v);
+        cr_expect_not_null(strstr(args, check), "a check run of t%s: %s", v, args);
+    }
+    free(args);
+    char *spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "    - family: " RMS_FAMILY "\n      threads: 256\n"
+                                    "      cache_x: false\n      tuned_us: 20.50\n"),
+                       "%s", spec);
+    free(spec);
+    /* the planner's own choice failing: an error, the spec left alone */
+    struct stat a, b;
+    cr_assert_eq(stat(out, &a), 0);
+    write_file(manifest, "{\"instances\": [" RMS_INST("256c", "", 256, 1) ", "
+                         RMS_INST("128", "\"candidate\": true, ", 128, 0) "]}");
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --harness %s/test_decode_attn --check-all",
+                     manifest, out, dir),
+                 1, "%s", log);
+    cr_expect_not_null(strstr(log, RMS_FAMILY ": the planner's own choice failed its checks"),
+                       "%s", log);
+    free(log);
+    cr_assert_eq(stat(out, &b), 0);
+    cr_expect_eq(a.st_mtime, b.st_mtime);
+    cr_expect_eq(a.st_ino, b.st_ino);
+}
+
 /* A stand-in for a GPU harness that fusegen tune runs: every check passes
  * (a run without --json), and a timing run (--json FILE) writes the cases
  * that the shell text `cases` prints for each name $n in --only's list
