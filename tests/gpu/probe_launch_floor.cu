@@ -1,0 +1,284 @@
+// Probe: what a launch shaped like the MLA core's B = 1 kernel costs before
+// any attention is done (issue 8's intercept, T0 <= 5 us).  The planner's
+// 16-head B = 1 kernel is 112 blocks of 256 threads in clusters of 8, with
+// 229088 bytes of shared memory; at S = 1K 32 of its blocks get a 32-key
+// tile (36 KB of 576-wide bf16 rows) and the rest none.  Each row adds one
+// step of that kernel's skeleton to the one before, timed per launch in
+// CUDA-graph replays of 64 launches (each launch reads its own regions of a
+// 1 GB buffer, so no tile is in L2), median of 15 replays:
+//   empty kernels (1 block; 112 blocks; clusters of 8 with the shared memory),
+//   the tile read by 16-byte loads, the cluster's two barriers alone, the
+//   cluster's merge (16 x 512 float partials in shared memory, rank j
+//   summing slice j of every peer's), the cross-cluster merge (slices to
+//   global memory, a ticket, the last cluster's block re-reading them all);
+//   clusters of 16 (non-portable); one cluster doing all of S = 1K with
+//   only its own merge; and rows with programmatic dependent launch (a
+//   launch may start while the one before finishes; each waits for it at
+//   its top, so only the launch itself overlaps).
+// Not part of the tests; docs/performance.md (issue 8, stop 44).
+//   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_launch_floor tests/gpu/probe_launch_floor.cu && ./probe_launch_floor
+#include <algorithm>
+#include <cooperative_groups.h>
+#include <cstdio>
+#include <vector>
+namespace cg = cooperative_groups;
+
+constexpr int kThreads = 256, kMaxBlocks = 112;
+constexpr int kSmem = 229088;
+constexpr int kTileVecs = 32 * 1152 / 16;   // a tile's 16-byte pieces: 2304, 9 a thread
+constexpr int kLaunches = 64, kReps = 15;
+constexpr size_t kBuffer = size_t(1) << 30;
+
+enum Step { kEmpty, kRead, kClusterSync, kClusterMerge, kGlobalMerge };
+
+__device__ __forceinline__ void pdl_wait(bool pdl)
+{
+    if (pdl)
+        asm volatile("griddepcontrol.wait;\n" ::: "memory");
+}
+__device__ __forceinline__ void pdl_launch(bool pdl)
+{
+    if (pdl)
+        asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+}
+
+// step: how much of the MLA kernel's skeleton runs; active: blocks with
+// tiles (`tiles` each, loads all in flight at once); region: which part of
+// the buffer this launch reads.  Clusters of gridDim / clusters blocks.
+__global__ void __launch_bounds__(kThreads, 1)
+skeleton(const uint4 *__restrict__ data, size_t regions, int region, int step, int active,
+         int tiles, bool pdl, float *__restrict__ work, unsigned *__restrict__ tickets,
+         float *__restrict__ out)
+{
+    extern __shared__ __align__(16) float smem[];
+    pdl_launch(pdl);
+    pdl_wait(pdl);
+    if (step == kEmpty) {
+        if (region < 0)   // never: keeps the kernel from being empty of effects
+            out[0] = 1.f;
+        return;
+    }
+    float acc = 0.f;
+    if ((int)blockIdx.x < active) {
+        constexpr int kPer = kTileVecs / kThreads;
+        uint4 v[2][kPer];
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            const size_t base =
+                (((size_t)region * kMaxBlocks + blockIdx.x) * 2 + t) % regions * kTileVecs;
+#pragma unroll
+            for (int i = 0; i < kPer; i++)
+                if (t < tiles)
+                    v[t][i] = __ldcs(data + base + i * kThreads + threadIdx.x);
+        }
+#pragma unroll
+        for (int t = 0; t < 2; t++)
+#pragma unroll
+            for (int i = 0; i < kPer; i++)
+                if (t < tiles)
+                    acc += __uint_as_float(v[t][i].x ^ v[t][i].y ^ v[t][i].z ^ v[t][i].w) * 1e-30f;
+    }
+    if (step == kRead) {
+        if (acc == 12345.f)
+            out[0] = acc;
+        return;
+    }
+    cg::cluster_group cluster = cg::this_cluster();
+    const int csize = (int)cluster.num_blocks(), j = (int)cluster.block_rank();
+    if (step == kClusterSync) {   // the cluster's two barriers, nothing exchanged
+        cluster.sync();
+        cluster.sync();
+        if (acc == 12345.f)
+            out[0] = acc;
+        return;
+    }
+    // the cluster's merge: each block's partial (16 rows x 512 floats stand
+    // for 16 heads x kv_lora) in shared memory, rank j sums slice j of all
+    // (every peer load issued before the sums)
+    for (int i = threadIdx.x; i < 16 * 512; i += kThreads)
+        smem[i] = acc + i;
+    cluster.sync();
+    const int cols = 512 / csize, per = 16 * cols / kThreads;   // 4 (8 blocks) or 2 (16)
+    float sum = 0.f;
+    for (int p = 0; p < csize; p++) {
+        const float *peer = cluster.map_shared_rank(smem, p);
+        float x[4];
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (k < per) {
+                const int i = threadIdx.x + k * kThreads;
+                x[k] = peer[i / cols * 512 + j * cols + i % cols];
+            }
+#pragma unroll
+        for (int k = 0; k < 4; k++)
+            if (k < per)
+                sum += x[k];
+    }
+    cluster.sync();
+    if (step == kClusterMerge || (int)gridDim.x == csize) {
+        out[j * kThreads + threadIdx.x] = sum;
+        return;
+    }
+    // the cross-cluster merge: slice j of each cluster to global memory, a
+    // ticket, the last of the clusters re-reads them all
+    const int cl = blockIdx.x / csize, clusters = gridDim.x / csize;
+    for (int i = threadIdx.x; i < 16 * cols; i += kThreads)
+        work[((size_t)cl * csize + j) * 1024 + i] = sum + i;
+    __syncthreads();
+    __shared__ unsigned ticket;
+    if (threadIdx.x == 0) {
+        __threadfence();
+        ticket = atomicAdd(&tickets[j], 1u);
+    }
+    __syncthreads();
+    if (ticket != (unsigned)clusters - 1)
+        return;
+    __threadfence();
+    float total = 0.f;
+    for (int i = threadIdx.x; i < 16 * cols; i += kThreads)
+        for (int c = 0; c < clusters; c++)
+            total += __ldcg(&work[((size_t)c * csize + j) * 1024 + i]);
+    out[j * kThreads + threadIdx.x] = total;
+    if (threadIdx.x == 0)
+        tickets[j] = 0;
+}
+
+__global__ void one_block_empty(float *out, int flag)
+{
+    if (flag < 0)
+        out[0] = 1.f;
+}
+
+#define CK(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);       \
+            exit(1);                                                                           \
+        }                                                                                      \
+    } while (0)
+
+struct Buffers {
+    uint4 *data;
+    size_t regions;
+    float *work, *out;
+    unsigned *tickets;
+};
+
+// One launch of the skeleton (`blocks` in clusters of `cluster` or none,
+// shared memory or none, PDL or not), launch index i choosing the region.
+struct Row {
+    const char *what;
+    int step, blocks, cluster, active, tiles, smem;
+    bool pdl;
+};
+static void launch(cudaStream_t s, const Buffers &b, int i, const Row &r)
+{
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(r.blocks);
+    cfg.blockDim = dim3(kThreads);
+    cfg.dynamicSmemBytes = r.smem;
+    cfg.stream = s;
+    cudaLaunchAttribute attr[2];
+    int n = 0;
+    if (r.cluster > 1) {
+        attr[n].id = cudaLaunchAttributeClusterDimension;
+        attr[n].val.clusterDim.x = r.cluster, attr[n].val.clusterDim.y = 1;
+        attr[n].val.clusterDim.z = 1;
+        n++;
+    }
+    if (r.pdl) {
+        attr[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[n].val.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
+    cfg.attrs = attr;
+    cfg.numAttrs = n;
+    CK(cudaLaunchKernelEx(&cfg, skeleton, (const uint4 *)b.data, b.regions, i, r.step, r.active,
+                          r.tiles, r.pdl, b.work, b.tickets, b.out));
+}
+
+template <class F> static double per_launch_us(cudaStream_t s, F enqueue)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < kLaunches; i++)
+        enqueue(i);
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    for (int w = 0; w < 3; w++)
+        CK(cudaGraphLaunch(ge, s));
+    std::vector<cudaEvent_t> ev(kReps + 1);
+    for (auto &e : ev)
+        CK(cudaEventCreate(&e));
+    CK(cudaEventRecord(ev[0], s));
+    for (int r = 0; r < kReps; r++) {
+        CK(cudaGraphLaunch(ge, s));
+        CK(cudaEventRecord(ev[r + 1], s));
+    }
+    CK(cudaStreamSynchronize(s));
+    std::vector<double> t(kReps);
+    for (int r = 0; r < kReps; r++) {
+        float ms;
+        CK(cudaEventElapsedTime(&ms, ev[r], ev[r + 1]));
+        t[r] = ms * 1000.0 / kLaunches;
+    }
+    for (auto &e : ev)
+        CK(cudaEventDestroy(e));
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    std::sort(t.begin(), t.end());
+    return t[kReps / 2];
+}
+
+int main()
+{
+    cudaDeviceProp p;
+    CK(cudaGetDeviceProperties(&p, 0));
+    printf("%s, %d SMs; per launch, median of %d replays of %d launches\n", p.name,
+           p.multiProcessorCount, kReps, kLaunches);
+    CK(cudaFuncSetAttribute(skeleton, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
+    CK(cudaFuncSetAttribute(skeleton, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
+    Buffers b;
+    CK(cudaMalloc(&b.data, kBuffer));
+    CK(cudaMemset(b.data, 0x3c, kBuffer));
+    b.regions = kBuffer / (kTileVecs * 16);
+    CK(cudaMalloc(&b.work, kMaxBlocks * 1024 * sizeof(float)));
+    CK(cudaMalloc(&b.out, 16 * kThreads * sizeof(float)));
+    CK(cudaMalloc(&b.tickets, 16 * sizeof(unsigned)));
+    CK(cudaMemset(b.tickets, 0, 16 * sizeof(unsigned)));
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+
+    const Row rows[] = {
+        {"empty, 112 blocks, no cluster, no shared memory", kEmpty, 112, 1, 0, 0, 0, false},
+        {"empty, 112 blocks, clusters of 8, 229088 B shared", kEmpty, 112, 8, 0, 0, kSmem, false},
+        {"  the same, PDL", kEmpty, 112, 8, 0, 0, kSmem, true},
+        {"+ a tile read in 32 blocks (S = 1K)", kRead, 112, 8, 32, 1, kSmem, false},
+        {"+ the cluster's two barriers, nothing exchanged", kClusterSync, 112, 8, 32, 1, kSmem,
+         false},
+        {"+ the cluster's merge (partials through shared memory)", kClusterMerge, 112, 8, 32, 1,
+         kSmem, false},
+        {"+ the cross-cluster merge (the kernel's skeleton)", kGlobalMerge, 112, 8, 32, 1, kSmem,
+         false},
+        {"  the same, PDL", kGlobalMerge, 112, 8, 32, 1, kSmem, true},
+        {"  the skeleton, a tile in all 112 blocks (S = 3.5K)", kGlobalMerge, 112, 8, 112, 1,
+         kSmem, false},
+        {"clusters of 16: a tile read in 32 blocks", kRead, 112, 16, 32, 1, kSmem, false},
+        {"  + the cluster's merge", kClusterMerge, 112, 16, 32, 1, kSmem, false},
+        {"  + the cross-cluster merge", kGlobalMerge, 112, 16, 32, 1, kSmem, false},
+        {"one cluster of 16, 2 tiles a block (S = 1K), its merge only", kClusterMerge, 16, 16, 16,
+         2, kSmem, false},
+        {"  the same, PDL", kClusterMerge, 16, 16, 16, 2, kSmem, true},
+        {"one cluster of 8, 2 tiles a block (S = 512), its merge only", kClusterMerge, 8, 8, 8, 2,
+         kSmem, false},
+    };
+    printf("%-62s %8.2f us\n", "empty, 1 block of 32 threads",
+           per_launch_us(s, [&](int i) { one_block_empty<<<1, 32, 0, s>>>(b.out, i); }));
+    for (const Row &r : rows)
+        printf("%-62s %8.2f us\n", r.what,
+               per_launch_us(s, [&](int i) { launch(s, b, i, r); }));
+    CK(cudaGetLastError());
+    return 0;
+}
