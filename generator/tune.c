@@ -56,10 +56,11 @@ static const char usage[] =
     "the entries of the families not tuned in this run.  A family whose fastest\n"
     "passing configuration is the planner's own, or beats it by no more than\n"
     "the margin (timing noise: the best of many single timings is biased low),\n"
-    "gets no entry.  Before its checks, a configuration that beats the\n"
-    "planner's is timed again, alone, by turns with the planner's (a GPU that\n"
-    "warms over the long run of all is slower for those timed late), and must\n"
-    "still beat it by the margin; the entry's times are those runs' medians.\n"
+    "gets no entry.  Before it is checked (with --check-all, after), a\n"
+    "configuration that beats the planner's is timed again, alone, by turns\n"
+    "with the planner's (one run of all has the clock of its moment: a GPU's\n"
+    "clock wanders over a long run), and must still beat it by the margin; the\n"
+    "entry's times are those runs' medians, and its provenance says so.\n"
     "The spec is rewritten only if its content changes; on any error it is\n"
     "left as it was.  Needs a GPU.\n"
     "\n"
@@ -523,8 +524,9 @@ static int time_kind(tune *t, fg_tuning_kind kind)
 }
 
 /* A configuration timed in a run of its harness with only it: the sum of
- * its points' medians; 0 when the run failed or timed fewer points than the
- * run of all did. */
+ * its points' medians; 0 when the run timed fewer points than the run of
+ * all did (a harness exits non-zero when a check failed: its timings still
+ * count, as in the run of all). */
 static double time_alone(tune *t, fg_tuning_kind kind, const cfg *c)
 {
     const kind_desc *kd = &KINDS[kind];
@@ -532,7 +534,7 @@ static double time_alone(tune *t, fg_tuning_kind kind, const cfg *c)
     fg_sb_printf(&json, "%s/tune-alone-%s.json", t->work, kd->what);
     fg_sb_printf(&log, "%s/tune.log", t->work);
     remove(fg_sb_str(&json));
-    json_object *doc = harness(t, kind, c->name, fg_sb_str(&json), fg_sb_str(&log), 0) == 0
+    json_object *doc = harness(t, kind, c->name, fg_sb_str(&json), fg_sb_str(&log), 0) >= 0
                            ? json_object_from_file(fg_sb_str(&json))
                            : NULL;
     json_object *cases = fg_json_get(doc, "cases");
@@ -568,24 +570,26 @@ static double median(double *v, unsigned n)   /* sorts v */
 
 /* The candidate and the planner's choice each timed alone t->confirm times,
  * by turns, the planner's first in the first turn and then the other way
- * about (what a warming GPU times first runs cooler): their medians.  -1
- * when a run failed. */
-static int confirm(tune *t, fg_tuning_kind kind, const cfg *cand, const cfg *model,
-                   double *cand_us, double *model_us)
+ * about (what a warming GPU times first runs cooler): their medians.  The
+ * configuration whose run timed short (cand or model), or NULL. */
+static const cfg *confirm(tune *t, fg_tuning_kind kind, const cfg *cand, const cfg *model,
+                          double *cand_us, double *model_us)
 {
     double cu[MAX_CONFIRM], mu[MAX_CONFIRM];
     for (unsigned r = 0; r < t->confirm; r++) {
-        const bool model_first = r % 2 == 0;
-        const double first = time_alone(t, kind, model_first ? model : cand);
-        const double second = first > 0 ? time_alone(t, kind, model_first ? cand : model) : 0;
-        if (!(second > 0))
-            return -1;
-        mu[r] = model_first ? first : second;
-        cu[r] = model_first ? second : first;
+        const cfg *first = r % 2 == 0 ? model : cand, *second = first == model ? cand : model;
+        const double a = time_alone(t, kind, first);
+        if (!(a > 0))
+            return first;
+        const double b = time_alone(t, kind, second);
+        if (!(b > 0))
+            return second;
+        mu[r] = first == model ? a : b;
+        cu[r] = first == model ? b : a;
     }
     *cand_us = median(cu, t->confirm);
     *model_us = median(mu, t->confirm);
-    return 0;
+    return NULL;
 }
 
 /* --check-all: every configuration of the family that was timed, checked
@@ -647,6 +651,11 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
                     f->cfgs[k].name, f->cfgs[k].points, full);
             f->cfgs[k].us = 0;
         }
+    for (size_t k = 0; k < f->n; k++)
+        if (f->cfgs[k].model && !(f->cfgs[k].us > 0)) {
+            fg_error(&t->d, "%s: the planner's choice was not timed; see the log", f->key);
+            return -1;
+        }
     if (t->check_all && check_every(t, f))
         return -1;
     for (size_t k = 0; k < f->n; k++) {
@@ -656,10 +665,6 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
             timed++;
             worst = fmax(worst, f->cfgs[k].us);
         }
-    }
-    if (model <= 0) {
-        fg_error(&t->d, "%s: the planner's choice was not timed; see the log", f->key);
-        return -1;
     }
     qsort(f->cfgs, f->n, sizeof *f->cfgs, by_time);
     for (size_t k = 0; k < f->n; k++)
@@ -681,10 +686,16 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
             fprintf(stderr, "fusegen tune: timing %s and the planner's choice alone, by turns "
                             "(%u runs each)\n",
                     c->name, t->confirm);
-            if (confirm(t, f->kind, c, model_cfg, &us, &model_us)) {
-                fg_error(&t->d, "%s: a run of %s or the planner's choice alone failed (%s has "
-                                "the output)",
-                         f->key, c->name, fg_sb_str(&log));
+            const cfg *short_run = confirm(t, f->kind, c, model_cfg, &us, &model_us);
+            if (short_run == c) {
+                fprintf(stderr, "fusegen tune:   %s timed short alone (%s has the output): not "
+                                "chosen\n",
+                        c->name, fg_sb_str(&log));
+                continue;
+            }
+            if (short_run) {
+                fg_error(&t->d, "%s: the planner's choice timed short alone (%s has the output)",
+                         f->key, fg_sb_str(&log));
                 fg_sb_free(&log);
                 return -1;
             }
@@ -714,6 +725,8 @@ static int choose(tune *t, family *f, fg_tuning_entry *e, bool *have)
         *have = true;
         *e = c->conf;
         e->family = f->key;
+        if (t->confirm)   /* the entry's times are the runs alone's */
+            fg_sb_printf(&f->measured, ", confirmed alone by turns (%u runs each)", t->confirm);
         e->measured = (char *)fg_sb_str(&f->measured);
         e->tuned_us = us, e->model_us = model_us, e->worst_us = worst, e->candidates = timed;
         return 0;
@@ -738,9 +751,10 @@ static void render(fg_strbuf *sb, const char *target, fg_tuning_entry *es, size_
                  "# rather than editing).  `fusegen generate` uses an entry's configuration in\n"
                  "# place of the planner's for its instance family (an instance name up to its\n"
                  "# configuration part); `fusegen explain` says which each instance got.  Times\n"
-                 "# are sums of the medians over the points measured: tuned_us and model_us\n"
-                 "# the medians of runs of the two alone, by turns (none with tune --confirm\n"
-                 "# 0), worst_us from the run of all the family's configurations.\n"
+                 "# are sums of the medians over the points measured, worst_us from one run of\n"
+                 "# all the family's configurations, tuned_us and model_us from that run or,\n"
+                 "# where `measured` says \"confirmed alone by turns\", the medians of runs of\n"
+                 "# the two alone.\n"
                  "schema_version: 1\n"
                  "tuning:\n"
                  "  target: %s\n"

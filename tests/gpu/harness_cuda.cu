@@ -245,11 +245,12 @@ extern "C" int fgh_bench(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int nsets
     // one's first estimate includes the launch overhead, so it is refined
     // until a replay reaches target_ms.
     long launches = nsets;
-    for (int pass = 0; pass < 4; pass++) {
+    for (int pass = 0;; pass++) {   // (the last count chosen is always timed)
         if (fgh_time_graph(s, fn, ctx, (int)launches, reps, out))
             return -1;
         const double replay_ms = out->med_us * launches / 1000.0;
-        if (replay_ms >= target_ms || launches >= FGH_MAX_LAUNCHES)
+        if (replay_ms >= target_ms || launches >= FGH_MAX_LAUNCHES || pass == 3 ||
+            !(out->med_us > 0))
             return 0;
         long want = (long)ceil(target_ms * 1000.0 / out->med_us);
         want = (want + nsets - 1) / nsets * nsets;
@@ -259,7 +260,6 @@ extern "C" int fgh_bench(cudaStream_t s, fgh_enqueue_fn fn, void *ctx, int nsets
             return 0;
         launches = want;
     }
-    return 0;
 }
 
 // ---------------------------------------------------------------- ceilings

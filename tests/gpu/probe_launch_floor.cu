@@ -4,18 +4,26 @@
 // 229088 bytes of shared memory; at S = 1K 32 of its blocks get a 32-key
 // tile (36 KB of 576-wide bf16 rows) and the rest none.  Each row adds one
 // step of that kernel's skeleton to the one before, timed per launch in
-// CUDA-graph replays of 64 launches (each launch reads its own regions of a
-// 1 GB buffer, so no tile is in L2), median of 15 replays:
+// CUDA-graph replays of 256 launches (each launch reads its own regions of
+// a 1 GB buffer: 300 MB or more a replay, 6 times L2; stop 44's rows in
+// docs/performance.md were timed with 64 launches, 75 MB a replay, and the
+// 37.7 MB of "one cluster of 8" fit in L2), median of 15 replays:
 //   empty kernels (1 block; 112 blocks; clusters of 8 with the shared memory),
 //   the tile read by 16-byte loads, the cluster's two barriers alone, the
 //   cluster's merge (16 x 512 float partials in shared memory, rank j
-//   summing slice j of every peer's), the cross-cluster merge (slices to
+//   summing slice j of every peer's: the peers in turn, every rank starting
+//   at rank 0 or at its own, or every peer's load in flight at once, which
+//   tells the requests' contention from their latency), the cross-cluster
+//   merge (slices to
 //   global memory, a ticket, the last cluster's block re-reading them all);
 //   clusters of 16 (non-portable); one cluster doing all of S = 1K with
 //   only its own merge; and rows with programmatic dependent launch (a
 //   launch may start while the one before finishes; each waits for it at
 //   its top, so only the launch itself overlaps).
-// Not part of the tests; docs/performance.md (issue 8, stop 44).
+// The skeleton's merges stand for the kernel's steps, not for their costs
+// (fp32 partials, more than the kernel moves: its whole skeleton takes
+// longer than the kernel); the kernel's own merges were timed by leaving
+// them out of it.  Not part of the tests; docs/performance.md (issue 8, stop 44).
 //   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_launch_floor tests/gpu/probe_launch_floor.cu && ./probe_launch_floor
 #include <algorithm>
 #include <cooperative_groups.h>
@@ -26,10 +34,18 @@ namespace cg = cooperative_groups;
 constexpr int kThreads = 256, kMaxBlocks = 112;
 constexpr int kSmem = 229088;
 constexpr int kTileVecs = 32 * 1152 / 16;   // a tile's 16-byte pieces: 2304, 9 a thread
-constexpr int kLaunches = 64, kReps = 15;
+constexpr int kLaunches = 256, kReps = 15;
 constexpr size_t kBuffer = size_t(1) << 30;
 
-enum Step { kEmpty, kRead, kClusterSync, kClusterMerge, kGlobalMerge };
+enum Step {
+    kEmpty,
+    kRead,
+    kClusterSync,
+    kClusterMergeAllPeers,   // clusters of 8: each element's 8 peer loads in flight at once
+    kClusterMergeRotated,    // the peers in turn, rank j starting at peer j
+    kClusterMerge,           // the peers in turn, every rank starting at peer 0
+    kGlobalMerge
+};
 
 __device__ __forceinline__ void pdl_wait(bool pdl)
 {
@@ -98,10 +114,23 @@ skeleton(const uint4 *__restrict__ data, size_t regions, int region, int step, i
     for (int i = threadIdx.x; i < 16 * 512; i += kThreads)
         smem[i] = acc + i;
     cluster.sync();
+    if (step == kClusterMergeAllPeers) {   // (the probe's first form; csize 8)
+        float sum8 = 0.f;
+        for (int i = threadIdx.x; i < 16 * 64; i += kThreads) {
+            const int row = i / 64, col = j * 64 + i % 64;
+#pragma unroll
+            for (int p = 0; p < 8; p++)
+                sum8 += cluster.map_shared_rank(smem, p)[row * 512 + col];
+        }
+        cluster.sync();
+        out[j * kThreads + threadIdx.x] = sum8;
+        return;
+    }
     const int cols = 512 / csize, per = 16 * cols / kThreads;   // 4 (8 blocks) or 2 (16)
+    const int first = step == kClusterMergeRotated ? j : 0;
     float sum = 0.f;
-    for (int p = 0; p < csize; p++) {
-        const float *peer = cluster.map_shared_rank(smem, p);
+    for (int q = 0; q < csize; q++) {
+        const float *peer = cluster.map_shared_rank(smem, (q + first) % csize);
         float x[4];
 #pragma unroll
         for (int k = 0; k < 4; k++)
@@ -115,7 +144,7 @@ skeleton(const uint4 *__restrict__ data, size_t regions, int region, int step, i
                 sum += x[k];
     }
     cluster.sync();
-    if (step == kClusterMerge || (int)gridDim.x == csize) {
+    if (step != kGlobalMerge || (int)gridDim.x == csize) {
         out[j * kThreads + threadIdx.x] = sum;
         return;
     }
@@ -258,7 +287,11 @@ int main()
         {"+ a tile read in 32 blocks (S = 1K)", kRead, 112, 8, 32, 1, kSmem, false},
         {"+ the cluster's two barriers, nothing exchanged", kClusterSync, 112, 8, 32, 1, kSmem,
          false},
-        {"+ the cluster's merge (partials through shared memory)", kClusterMerge, 112, 8, 32, 1,
+        {"+ the cluster's merge, each element's 8 peer loads at once", kClusterMergeAllPeers, 112,
+         8, 32, 1, kSmem, false},
+        {"+ the cluster's merge, the peers in turn from rank j's own", kClusterMergeRotated, 112,
+         8, 32, 1, kSmem, false},
+        {"+ the cluster's merge, the peers in turn from rank 0", kClusterMerge, 112, 8, 32, 1,
          kSmem, false},
         {"+ the cross-cluster merge (the kernel's skeleton)", kGlobalMerge, 112, 8, 32, 1, kSmem,
          false},

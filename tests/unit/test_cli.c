@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <utime.h>
 
 #include "fsutil.h"
 #include "strbuf.h"
@@ -600,7 +601,7 @@ Test(cli, tune_times_checks_and_writes_the_winner)
                                     "      tuned_us: 90.00\n"
                                     "      model_us: 100.00\n      worst_us: 100.00\n"
                                     "      candidates: 3\n"
-                                    "      measured: \"Stand-in, S = 1024 + 4096, commit abc1234, fusegen tune\"\n"),
+                                    "      measured: \"Stand-in, S = 1024 + 4096, commit abc1234, fusegen tune, confirmed alone by turns (3 runs each)\"\n"),
                        "%s", spec);
     free(spec);
     /* the same timings again: the spec is not rewritten */
@@ -683,9 +684,9 @@ Test(cli, tune_entries_name_their_own_points)
     const char *at4 = strstr(spec, "    - family: " TUNE_FAMILY "\n");
     const char *at16 = strstr(spec, "    - family: " TUNE_FAMILY16 "\n");
     cr_assert(at4 && at16, "%s", spec);
-    cr_expect_not_null(strstr(at4, "      measured: \"Stand-in, S = 1024 + 4096, fusegen tune\"\n"),
+    cr_expect_not_null(strstr(at4, "      measured: \"Stand-in, S = 1024 + 4096, fusegen tune, confirmed alone by turns (3 runs each)\"\n"),
                        "%s", spec);
-    cr_expect_not_null(strstr(at16, "      measured: \"Stand-in, S = 1024 + 16384, fusegen tune\"\n"),
+    cr_expect_not_null(strstr(at16, "      measured: \"Stand-in, S = 1024 + 16384, fusegen tune, confirmed alone by turns (3 runs each)\"\n"),
                        "%s", spec);
     free(spec);
 }
@@ -704,8 +705,9 @@ Test(cli, tune_confirms_a_winner_alone_by_turns)
     write_file(manifest, "{\"instances\": [" TUNE_INST("", "", 512, 16384, 8, 8, 8) ", "
                          TUNE_INST("_k20n8f8w4", "\"candidate\": true, ", 512, 20480, 8, 8, 4)
                          "]}");
-    /* the candidate: 40 us a point beside the others, alone-us's alone; the
-     * planner's 50; each timing run's --only appended to alone.log */
+    /* the candidate: 40 us a point beside the others, alone-us's alone (at
+     * S = 1024 only where it says "short"); the planner's 50; each timing
+     * run's --only appended to alone.log */
     write_program(harness,
                "#!/bin/sh\n"
                "d=$(dirname \"$0\") only= json=\n"
@@ -714,9 +716,10 @@ Test(cli, tune_confirms_a_winner_alone_by_turns)
                "[ -z \"$json\" ] && exit 0\n"
                "echo \"$only\" >> $d/alone.log\n"
                "{ echo '{\"gpu\": {\"name\": \"Stand-in\"}, \"cases\": ['; sep=\n"
-               "for n in $(echo $only | tr , ' '); do t=50; case $n in *_k20*) t=$(cat $d/alone-us); "
-               "case $only in *,*) t=40;; esac;; esac\n"
-               "for s in 1024 4096; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
+               "for n in $(echo $only | tr , ' '); do t=50 pts='1024 4096'; case $n in *_k20*) "
+               "t=$(cat $d/alone-us); case $only in *,*) t=40;; esac; [ $t = short ] && t=45 "
+               "pts=1024;; esac\n"
+               "for s in $pts; do printf '%s{\"name\": \"%s\", \"S\": %s, \"time\": "
                "{\"median\": %s}}' \"$sep\" $n $s $t; sep=,; echo \"$n S=$s\" >&2; done; done; "
                "echo ']}'; } > $json\n");
     snprintf(path, sizeof path, "%s/alone-us", tmp);
@@ -751,11 +754,26 @@ Test(cli, tune_confirms_a_winner_alone_by_turns)
     write_file(path, "45\n");
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0,
                  "%s", log);
+    cr_expect_not_null(strstr(log, "checking " TUNE_FAMILY "_t512_ring_k20n8f8w4_norm (90.00 us)"),
+                       "%s", log);
     free(log);
     spec = slurp(out);
     cr_expect_not_null(strstr(spec, "      tuned_us: 90.00\n      model_us: 100.00\n"
-                                    "      worst_us: 100.00\n"),
+                                    "      worst_us: 100.00\n      candidates: 2\n      measured: "
+                                    "\"Stand-in, S = 1024 + 4096, fusegen tune, confirmed alone by "
+                                    "turns (3 runs each)\"\n"),
                        "%s", spec);
+    free(spec);
+    /* timed short alone (a point missing): not chosen, the planner's stands */
+    write_file(path, "short\n");
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, harness), 0,
+                 "%s", log);
+    cr_expect_not_null(strstr(log, TUNE_FAMILY "_t512_ring_k20n8f8w4_norm timed short alone"),
+                       "%s", log);
+    cr_expect_not_null(strstr(log, "the planner's choice stands"), "%s", log);
+    free(log);
+    spec = slurp(out);
+    cr_expect_not_null(strstr(spec, "  entries: []\n"), "%s", spec);
     free(spec);
     /* --confirm 0: the run of all decides */
     cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s --confirm 0", manifest, out,
@@ -766,6 +784,7 @@ Test(cli, tune_confirms_a_winner_alone_by_turns)
     spec = slurp(out);
     cr_expect_not_null(strstr(spec, "      tuned_us: 80.00\n      model_us: 100.00\n"), "%s",
                        spec);
+    cr_expect_null(strstr(spec, "fusegen tune, confirmed"), "%s", spec);
     free(spec);
     cr_expect_eq(run(&log, "tune --manifest %s --out %s --confirm 16", manifest, out), 2);
     cr_expect_not_null(strstr(log, "--confirm '16'; expected 0 to 15"), "%s", log);
@@ -842,8 +861,11 @@ Test(cli, tune_check_all_checks_every_configuration)
                                     "      cache_x: false\n      tuned_us: 20.50\n"),
                        "%s", spec);
     free(spec);
-    /* the planner's own choice failing: an error, the spec left alone */
+    /* the planner's own choice failing: an error, the spec left alone (its
+     * times set back, so that a rewrite would show) */
     struct stat a, b;
+    const struct utimbuf past = {.actime = 1000000000, .modtime = 1000000000};
+    cr_assert_eq(utime(out, &past), 0);
     cr_assert_eq(stat(out, &a), 0);
     write_file(manifest, "{\"instances\": [" RMS_INST("256c", "", 256, 1) ", "
                          RMS_INST("128", "\"candidate\": true, ", 128, 0) "]}");
@@ -948,7 +970,7 @@ Test(cli, tune_rmsnorm_families_with_their_harness)
                                     "      cache_x: false\n      tuned_us: 20.50\n"
                                     "      model_us: 22.50\n      worst_us: 22.50\n"
                                     "      candidates: 3\n      measured: \"Stand-in, rows = "
-                                    "1 + 4096, commit abc1234, fusegen tune\"\n"),
+                                    "1 + 4096, commit abc1234, fusegen tune, confirmed alone by turns (3 runs each)\"\n"),
                        "%s", spec);
     free(spec);
     /* the entry is one generate takes */
@@ -958,7 +980,7 @@ Test(cli, tune_rmsnorm_families_with_their_harness)
     cr_expect_not_null(strstr(log, RMS_FAMILY "_t256\n"), "%s", log);
     cr_expect_not_null(strstr(log, "h200.yaml): 256 threads, x streamed: 20.50 us against the "
                                    "model's 22.50 (worst 22.50 of 3 candidates; Stand-in, rows = "
-                                   "1 + 4096, commit abc1234, fusegen tune)"),
+                                   "1 + 4096, commit abc1234, fusegen tune, confirmed alone by turns (3 runs each))"),
                        "%s", log);
     free(log);
     /* --rmsnorm-harness names another: a failing timing run is an error */
@@ -1371,7 +1393,7 @@ Test(cli, gemm_candidates_tuning_entry_and_tune)
                                     "      stages: 3\n      c_rounds: 1\n      group_m: 4\n"
                                     "      tuned_us: 80.00\n      model_us: 100.00\n"),
                        "%s", spec);
-    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, M = 4096 + 16384, fusegen tune\""),
+    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, M = 4096 + 16384, fusegen tune, confirmed alone by turns (3 runs each)\""),
                        "%s", spec);
     free(spec);
 }
@@ -1467,7 +1489,7 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                                     "      mma_proj: true\n      tuned_us: 20.00\n"
                                     "      model_us: 30.00\n"),
                        "%s", spec);
-    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, B = 1, fusegen tune\""), "%s", spec);
+    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, B = 1, fusegen tune, confirmed alone by turns (3 runs each)\""), "%s", spec);
     free(spec);
     /* generating with the written spec names the tuned instance */
     char outspec[200];
