@@ -69,7 +69,8 @@ static const char pipeline_usage[] =
     "                        c: x through the caches; mla_decode: ..._g<heads>_c<cluster>x\n"
     "                        <clusters>_n<stages>; overlap_gemm: ..._s<stages>c<C rounds>g\n"
     "                        <tile rows>; mla_block: ..._s<slots>p<rows>c<rows>[t], t: the\n"
-    "                        projections on tensor cores)\n"
+    "                        projections on tensor cores; overlap_reduce: ..._t<threads>b\n"
+    "                        <blocks a compute unit>)\n"
     "%s"
     "  -h, --help            this text\n";
 

@@ -103,14 +103,9 @@ static int add_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec 
         rs |= g->shapes[i].collective == FG_COLL_REDUCE_SCATTER;
     if (!rs)
         return 0;
-    fg_instance in = {0};
     char why[160];
     snprintf(why, sizeof why, "the reduce-scatter shapes of %s", g->name);
-    if (fg_plan_overlap_reduce(g->dtype, g->world_size, ts->target, why, &in, d) != 0) {
-        fg_instance_free(&in);
-        return -1;
-    }
-    return fg_plan_add(set, &in, s, ts, d);
+    return fg_plan_overlap_reduce(set, s, ts, g->dtype, g->world_size, why, d);
 }
 
 /* The fused GEMM, one instance per (n, k) of the spec's shapes (m is the

@@ -96,9 +96,10 @@ typedef struct fg_mla_portable_shape {
     unsigned smem;   /* the loop's shared memory (bytes) */
 } fg_mla_portable_shape;
 const char *fg_plan_mla_portable16(const fg_model *m, const fg_target *t, fg_mla_portable_shape *p);
-/* The owner's reduction of a GEMM + reduce-scatter at `world` ranks. */
-int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
-                           fg_instance *in, fg_diag *d);
+/* The owner's reduction of a GEMM + reduce-scatter at `world` ranks, into
+ * set (a tuning entry's configuration or the model's; with candidates). */
+int fg_plan_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dtype dtype,
+                           unsigned world, const char *why, fg_diag *d);
 /* The sm_90a fused GEMM's tile (overlap_gemm.in asserts it): 128 rows, 256
  * columns, K blocks of 64. */
 #define GEMM_BM 128u

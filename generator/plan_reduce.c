@@ -1,23 +1,49 @@
 /* The owner's reduction of a GEMM + reduce-scatter (the overlap family):
  * one streaming kernel per dtype, world size and target, launched by the
- * runtime's executor once per call after the peers' partials have landed. */
+ * runtime's executor once per call after the peers' partials have landed.
+ * Its configuration: threads a block and blocks a compute unit (a tuning
+ * entry's, or the model's); tuning candidates over both. */
 #include <stdio.h>
 
 #include "plan.h"
 
 #define REDUCE_THREADS 256
 #define REDUCE_BLOCKS_PER_CU 16
+#define MAX_THREADS 1024
+#define MAX_BLOCKS_PER_CU 64
 
-int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, const char *why,
-                           fg_instance *in, fg_diag *d)
+/* Why `threads` a block and `per_cu` blocks a compute unit do not plan on
+ * t (into bad), or NULL. */
+static const char *misfit(unsigned threads, unsigned per_cu, const fg_target *t, char bad[128])
 {
-    char dims[32];
+    if (threads < t->warp_size || threads > MAX_THREADS || threads % t->warp_size)
+        snprintf(bad, 128, "%u threads: whole %s of %u, at most %u", threads,
+                 t->warp_size == 64 ? "waves" : "warps", t->warp_size, MAX_THREADS);
+    else if (per_cu < 1 || per_cu > MAX_BLOCKS_PER_CU)
+        snprintf(bad, 128, "%u blocks a compute unit: 1 to %u", per_cu, MAX_BLOCKS_PER_CU);
+    else
+        return NULL;
+    return bad;
+}
+
+/* One instance of tuning family `family`: `threads` x `per_cu` (the model's,
+ * FG_FROM_MODEL, named by the family alone; an entry's or a candidate's,
+ * named by the configuration too).  `config`: explain's line of where the
+ * configuration came from ("" for candidates). */
+static int plan_one(fg_dtype dtype, unsigned world, const fg_target *t, const char *family,
+                    const char *why, fg_origin from, unsigned threads, unsigned per_cu,
+                    const char *config, fg_instance *in, fg_diag *d)
+{
+    char dims[32], variant[32] = "";
     snprintf(dims, sizeof dims, "w%u", world);
-    if (world < 2 || world > 64 ||
-        !fg_instance_name(in->name, "overlap_reduce", t->arch, fg_dtype_name(dtype), dims, "")) {
+    if (from != FG_FROM_MODEL)
+        snprintf(variant, sizeof variant, "t%ub%u", threads, per_cu);
+    if (!fg_instance_name(in->name, "overlap_reduce", t->arch, fg_dtype_name(dtype), dims,
+                          variant)) {
         fg_error(d, "cannot name an overlap_reduce instance for world size %u", world);
         return -1;
     }
+    fg_plan_mark(in, family, from);
     in->family = "overlap_reduce";
     in->op = "overlap_reduce";
     in->template_name = "overlap_reduce.in";
@@ -25,21 +51,94 @@ int fg_plan_overlap_reduce(fg_dtype dtype, unsigned world, const fg_target *t, c
     in->dtype = dtype;
     fg_instance_add_param(in, "WORLD", world);
     in->nkey_params = 1;
-    fg_instance_add_param(in, "THREADS", REDUCE_THREADS);
-    fg_instance_add_param(in, "BLOCKS_PER_CU", REDUCE_BLOCKS_PER_CU);
-    const unsigned blocks = t->compute_units * REDUCE_BLOCKS_PER_CU;
+    fg_instance_add_param(in, "THREADS", threads);
+    fg_instance_add_param(in, "BLOCKS_PER_CU", per_cu);
+    const unsigned blocks = t->compute_units * per_cu;
     in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {blocks, 1, 1},
-                             .block = {REDUCE_THREADS, 1, 1}, .cluster = {1, 1, 1}};
+                             .block = {threads, 1, 1}, .cluster = {1, 1, 1}};
     snprintf(in->path_key, sizeof in->path_key, "overlap_reduce/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(dtype));
     fg_sb_printf(&in->reasons, "used for: %s\n", why);
+    if (in->candidate)
+        fg_sb_printf(&in->reasons, "tuning candidate (generate --candidates): %u threads, %u "
+                                   "blocks a compute unit, not the planner's choice\n",
+                     threads, per_cu);
+    else
+        fg_sb_printf(&in->reasons, "%s\n", config);
     fg_sb_printf(&in->reasons,
                  "out = own partial + %u received, fp32 sums in rank order, one rounding\n",
                  world - 1);
     fg_sb_printf(&in->reasons,
                  "16-byte vectors, a grid-stride loop over %u blocks (%u per compute unit x %u, "
-                 "more than are resident at once) of %u threads: streams at HBM rate where one "
-                 "element per thread was latency-bound (measured in test_overlap on the H200)\n",
-                 blocks, REDUCE_BLOCKS_PER_CU, t->compute_units, REDUCE_THREADS);
+                 "more than are resident at once) of %u threads%s\n",
+                 blocks, per_cu, t->compute_units, threads,
+                 from == FG_FROM_MODEL ? ": streams at HBM rate where one element per thread "
+                                         "was latency-bound (measured in test_overlap on the "
+                                         "H200)"
+                                       : "");
     return 0;
+}
+
+int fg_plan_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dtype dtype,
+                           unsigned world, const char *why, fg_diag *d)
+{
+    const fg_target *t = ts->target;
+    if (world < 2 || world > 64) {
+        fg_error(d, "cannot name an overlap_reduce instance for world size %u", world);
+        return -1;
+    }
+    char family[FG_NAME_MAX], dims[32], bad[128];
+    snprintf(dims, sizeof dims, "w%u", world);
+    /* the family a tuning entry names: the model's instance name */
+    if (!fg_instance_name(family, "overlap_reduce", t->arch, fg_dtype_name(dtype), dims, "")) {
+        fg_error(d, "cannot name an overlap_reduce instance for world size %u", world);
+        return -1;
+    }
+    const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
+    fg_strbuf config = {0};
+    fg_instance in = {0};
+    int rc;
+    if (e) {
+        if (misfit(e->threads, e->blocks_per_cu, t, bad)) {
+            fg_error(d, "%s: the entry for %s (%u threads, %u blocks a compute unit) does not "
+                        "plan: %s; run fusegen tune again",
+                     set->tuning->path, family, e->threads, e->blocks_per_cu, bad);
+            return -1;
+        }
+        char what[64];
+        snprintf(what, sizeof what, "%u threads, %u blocks a compute unit", e->threads,
+                 e->blocks_per_cu);
+        fg_plan_config_line(&config, set, e, what, 2);
+        rc = plan_one(dtype, world, t, family, why, FG_FROM_TUNING, e->threads,
+                      e->blocks_per_cu, fg_sb_str(&config), &in, d);
+    } else {
+        fg_plan_config_line(&config, set, NULL, NULL, 2);
+        rc = plan_one(dtype, world, t, family, why, FG_FROM_MODEL, REDUCE_THREADS,
+                      REDUCE_BLOCKS_PER_CU, fg_sb_str(&config), &in, d);
+    }
+    fg_sb_free(&config);
+    if (rc) {
+        fg_instance_free(&in);
+        return -1;
+    }
+    const long long chosen = fg_instance_param(&in, "THREADS");
+    const long long chosen_per_cu = fg_instance_param(&in, "BLOCKS_PER_CU");
+    rc = fg_plan_add(set, &in, s, ts, d);
+    /* tuning candidates: 4 block sizes x 6 grids (the model's own among
+     * them when an entry replaced it) */
+    static const unsigned threads[] = {128, 256, 512, 1024}, per_cu[] = {1, 2, 4, 8, 16, 32};
+    for (size_t i = 0; set->candidates && rc == 0 && i < NELEMS(threads); i++)
+        for (size_t k = 0; rc == 0 && k < NELEMS(per_cu); k++) {
+            if (((long long)threads[i] == chosen && (long long)per_cu[k] == chosen_per_cu) ||
+                misfit(threads[i], per_cu[k], t, bad))
+                continue;
+            fg_instance c = {0};
+            if (plan_one(dtype, world, t, family, why, FG_CANDIDATE, threads[i], per_cu[k], "",
+                         &c, d) != 0) {
+                fg_instance_free(&c);
+                return -1;
+            }
+            rc = fg_plan_add(set, &c, s, ts, d);
+        }
+    return rc;
 }

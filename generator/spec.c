@@ -607,6 +607,8 @@ fg_tuning_kind fg_tuning_kind_of(const char *family)
         return FG_TUNE_GEMM;
     if (strncmp(family, "mla_block_", 10) == 0)
         return FG_TUNE_MLA_BLOCK;
+    if (strncmp(family, "overlap_reduce_", 15) == 0)
+        return FG_TUNE_REDUCE;
     return FG_TUNE_NONE;
 }
 
@@ -632,6 +634,7 @@ static const struct { const char *key; unsigned kinds; bool required; } TUNING_F
     {"piece_rows", KIND(FG_TUNE_MLA_BLOCK), true},
     {"chunk_rows", KIND(FG_TUNE_MLA_BLOCK), true},
     {"mma_proj", KIND(FG_TUNE_MLA_BLOCK), false},
+    {"blocks_per_cu", KIND(FG_TUNE_REDUCE), true},
 };
 
 static void check_tuning(checker *c, const fg_tuning *t)
@@ -641,14 +644,16 @@ static void check_tuning(checker *c, const fg_tuning *t)
                                             [FG_TUNE_MLA] = "an mla_decode family",
                                             [FG_TUNE_GRID] = "a decode_attn grid family",
                                             [FG_TUNE_GEMM] = "an overlap_gemm family",
-                                            [FG_TUNE_MLA_BLOCK] = "an mla_block family"};
+                                            [FG_TUNE_MLA_BLOCK] = "an mla_block family",
+                                            [FG_TUNE_REDUCE] = "an overlap_reduce family"};
     static const char *const kind_fields[] = {
         [FG_TUNE_RING] = "threads, stage_bytes, stages, in_flight and in_flight_wo",
         [FG_TUNE_RMSNORM] = "threads and cache_x",
         [FG_TUNE_MLA] = "threads, heads_per_block, stages, cluster and clusters",
         [FG_TUNE_GRID] = "threads, step_cols, slices_qkv, slices_o and key_rounds",
         [FG_TUNE_GEMM] = "threads, stages, c_rounds and group_m",
-        [FG_TUNE_MLA_BLOCK] = "threads, slots, piece_rows, chunk_rows and mma_proj"};
+        [FG_TUNE_MLA_BLOCK] = "threads, slots, piece_rows, chunk_rows and mma_proj",
+        [FG_TUNE_REDUCE] = "threads and blocks_per_cu"};
     check_name(c, "tuning.target", t->target);
     for (unsigned i = 0; i < t->entries_count; i++) {
         const fg_tuning_entry *e = &t->entries[i];
@@ -668,7 +673,8 @@ static void check_tuning(checker *c, const fg_tuning *t)
         if (kind == FG_TUNE_NONE) {
             err_at(c, AT("family"), false,
                    "'%s' is '%s'; expected a family fusegen tunes (decode_attn_..., "
-                   "rmsnorm_..., mla_decode_..., overlap_gemm_... or mla_block_...)", p,
+                   "rmsnorm_..., mla_decode_..., overlap_gemm_..., mla_block_... or "
+                   "overlap_reduce_...)", p,
                    e->family);
             continue;
         }
@@ -721,6 +727,8 @@ static void check_tuning(checker *c, const fg_tuning *t)
             in_range(c, AT("piece_rows"), e->piece_rows, 1, 64);
             in_range(c, AT("chunk_rows"), e->chunk_rows, 4, 128);
         }
+        if (kind == FG_TUNE_REDUCE && fields_ok)   /* the planner checks the rest */
+            in_range(c, AT("blocks_per_cu"), e->blocks_per_cu, 1, 64);
         if (kind == FG_TUNE_MLA && fields_ok) {   /* the planner checks the rest */
             in_range(c, AT("heads_per_block"), e->heads_per_block, 16, 64);
             in_range(c, AT("stages"), e->stages, 1, 16);

@@ -174,6 +174,7 @@ typedef struct fg_tuning_entry {
      * chunk, the projections on tensor cores */
     uint32_t slots, piece_rows, chunk_rows;
     bool mma_proj;
+    uint32_t blocks_per_cu;    /* overlap_reduce: blocks a compute unit (with threads) */
     double tuned_us, model_us, worst_us;
     uint32_t candidates;
     char *measured;            /* GPU, points, commit */
@@ -187,13 +188,15 @@ typedef enum {
     FG_TUNE_MLA,
     FG_TUNE_GRID,
     FG_TUNE_GEMM,
-    FG_TUNE_MLA_BLOCK
+    FG_TUNE_MLA_BLOCK,
+    FG_TUNE_REDUCE
 } fg_tuning_kind;
 
 /* The kind of a family by its name (decode_attn_..._grid is the grid form's,
  * any other decode_attn_... the ring form's, rmsnorm_... RMSNorm's,
  * mla_decode_... the MLA core's, overlap_gemm_... the overlap family's
- * GEMM's, mla_block_... the whole MLA block's); FG_TUNE_NONE for any other. */
+ * GEMM's, mla_block_... the whole MLA block's, overlap_reduce_... the
+ * overlap family's reduction's); FG_TUNE_NONE for any other. */
 fg_tuning_kind fg_tuning_kind_of(const char *family);
 
 /* A tuning file (specs/tuning/<target>.yaml): `generate` uses an entry's

@@ -209,6 +209,8 @@ static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_UINT("piece_rows", OPT, fg_tuning_entry, piece_rows),
     CYAML_FIELD_UINT("chunk_rows", OPT, fg_tuning_entry, chunk_rows),
     CYAML_FIELD_BOOL("mma_proj", OPT, fg_tuning_entry, mma_proj),
+    /* the overlap family's reduction's (overlap_reduce families: required there) */
+    CYAML_FIELD_UINT("blocks_per_cu", OPT, fg_tuning_entry, blocks_per_cu),
     CYAML_FIELD_FLOAT("tuned_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, tuned_us),
     CYAML_FIELD_FLOAT("model_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, model_us),
     CYAML_FIELD_FLOAT("worst_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, worst_us),

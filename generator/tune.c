@@ -49,20 +49,21 @@ static const char usage[] =
     "test_decode_attn, the overlap family's GEMM (stages, C rounds, tile rows a\n"
     "group) with test_gemm at M = 4096 and 16384, the whole MLA block's (ring\n"
     "slots, rows a piece and a W_uk chunk, projections on tensor cores or not)\n"
-    "with test_mla_block at B = 1 and B_max, S = 4K -- showing the\n"
-    "points timed as the harness logs them; checks the fastest against the\n"
-    "reference in order until one passes (--check-all: every one); and writes\n"
-    "it into TUNING.yaml (a tuning spec: specs/tuning/<target>.yaml), keeping\n"
-    "the entries of the families not tuned in this run.  A family whose fastest\n"
-    "passing configuration is the planner's own, or beats it by no more than\n"
-    "the margin (timing noise: the best of many single timings is biased low),\n"
-    "gets no entry.  Before it is checked (with --check-all, after), a\n"
-    "configuration that beats the planner's is timed again, alone, by turns\n"
-    "with the planner's (one run of all has the clock of its moment: a GPU's\n"
-    "clock wanders over a long run), and must still beat it by the margin; the\n"
-    "entry's times are those runs' medians, and its provenance says so.\n"
-    "The spec is rewritten only if its content changes; on any error it is\n"
-    "left as it was.  Needs a GPU.\n"
+    "with test_mla_block at B = 1 and B_max, S = 4K, the overlap family's\n"
+    "reduction's (threads, blocks a compute unit) with test_overlap_reduce at\n"
+    "256K and 4M vectors a block -- showing the points timed as the harness\n"
+    "logs them; checks the fastest against the reference in order until one\n"
+    "passes (--check-all: every one); and writes it into TUNING.yaml (a tuning\n"
+    "spec: specs/tuning/<target>.yaml), keeping the entries of the families\n"
+    "not tuned in this run.  A family whose fastest passing configuration is\n"
+    "the planner's own, or beats it by no more than the margin (timing noise:\n"
+    "the best of many single timings is biased low), gets no entry.  Before it\n"
+    "is checked (with --check-all, after), a configuration that beats the\n"
+    "planner's is timed again, alone, by turns with the planner's (one run of\n"
+    "all has the clock of its moment: a GPU's clock wanders over a long run),\n"
+    "and must still beat it by the margin; the entry's times are those runs'\n"
+    "medians, and its provenance says so.  The spec is rewritten only if its\n"
+    "content changes; on any error it is left as it was.  Needs a GPU.\n"
     "\n"
     "options:\n"
     "  -t, --target NAME    compile the candidates of SPEC... for this target first\n"
@@ -80,6 +81,9 @@ static const char usage[] =
     "                       test_gemm (default: test_gemm in --harness's folder)\n"
     "      --mla-block-harness PATH\n"
     "                       test_mla_block (default: test_mla_block in --harness's folder)\n"
+    "      --reduce-harness PATH\n"
+    "                       test_overlap_reduce (default: test_overlap_reduce in --harness's\n"
+    "                       folder)\n"
     "      --work DIR       timings and logs (default: the kernels folder; with\n"
     "                       --target, build/tune/NAME)\n"
     "      --top N          configurations checked at most per family (default 3)\n"
@@ -172,6 +176,17 @@ static void gemm_render(fg_strbuf *sb, const fg_tuning_entry *e)
                  e->c_rounds, e->group_m);
 }
 
+static void reduce_config(json_object *params, fg_tuning_entry *e)
+{
+    e->threads = (uint32_t)fg_json_int(params, "threads");
+    e->blocks_per_cu = (uint32_t)fg_json_int(params, "blocks_per_cu");
+}
+
+static void reduce_render(fg_strbuf *sb, const fg_tuning_entry *e)
+{
+    fg_sb_printf(sb, "      blocks_per_cu: %u\n", e->blocks_per_cu);
+}
+
 static void block_config(json_object *params, fg_tuning_entry *e)
 {
     e->threads = (uint32_t)fg_json_int(params, "threads");
@@ -212,7 +227,7 @@ typedef struct kind_desc {
     const char *point_field;  /* the case's field of the point; NULL: its S or shape.rows */
 } kind_desc;
 
-#define NKINDS (FG_TUNE_MLA_BLOCK + 1)
+#define NKINDS (FG_TUNE_REDUCE + 1)
 static const kind_desc KINDS[NKINDS] = {
     [FG_TUNE_RING] = {"decode_attn", "S", "S = 1K and S_max", 2, NULL, ring_config, ring_render,
                       NULL},
@@ -228,6 +243,10 @@ static const kind_desc KINDS[NKINDS] = {
     /* the whole MLA block: test_mla_block, without its unfused baseline */
     [FG_TUNE_MLA_BLOCK] = {"mla_block", "B", "B = 1 and B_max at S = 4K", 2, block_points,
                            block_config, block_render, "batch"},
+    /* the overlap family's reduction: test_overlap_reduce, its point the
+     * 16-byte vectors of a rank's block */
+    [FG_TUNE_REDUCE] = {"overlap_reduce", "vecs", "256K and 4M vectors a block", 2, NULL,
+                        reduce_config, reduce_render, "vecs"},
 };
 
 /* ---- the run ---- */
@@ -878,6 +897,7 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"mla-harness", required_argument, NULL, 'L'},
                                          {"gemm-harness", required_argument, NULL, 'G'},
                                          {"mla-block-harness", required_argument, NULL, 'B'},
+                                         {"reduce-harness", required_argument, NULL, 'D'},
                                          {"work", required_argument, NULL, 'w'},
                                          {"top", required_argument, NULL, 'n'},
                                          {"margin", required_argument, NULL, 'M'},
@@ -909,6 +929,7 @@ static int parse_args(int argc, char **argv, tune *t)
         case 'L': t->harness[FG_TUNE_MLA] = optarg; break;
         case 'G': t->harness[FG_TUNE_GEMM] = optarg; break;
         case 'B': t->harness[FG_TUNE_MLA_BLOCK] = optarg; break;
+        case 'D': t->harness[FG_TUNE_REDUCE] = optarg; break;
         case 'w': t->work = optarg; break;
         case 'n': {
             uint64_t v;

@@ -1398,6 +1398,95 @@ Test(cli, gemm_candidates_tuning_entry_and_tune)
     free(spec);
 }
 
+/* The overlap family's reduction: candidates over threads and blocks a
+ * compute unit (4 x 6, the model's among them), named by their
+ * configuration; a tuning entry replaces the model's and names the
+ * instance; one of another kind's fields, or one that does not plan, is
+ * refused with nothing written; fusegen tune times them with
+ * test_overlap_reduce (cases at 256K and 4M vectors, their point "vecs") and
+ * writes the entry. */
+#define REDUCE_FAMILY "overlap_reduce_sm90a_bf16_w2"
+#define REDUCE_INST(variant, cand, th, b)                                                        \
+    "{\"name\": \"" REDUCE_FAMILY variant "\", \"template\": \"overlap_reduce.in\", "           \
+    "\"targets\": [\"h200\"], \"tuning_family\": \"" REDUCE_FAMILY "\", " cand "\"params\": "  \
+    "{\"world\": 2, \"threads\": " #th ", \"blocks_per_cu\": " #b "}, \"resources\": "          \
+    "{\"registers\": 32}}"
+#define REDUCE_ENTRY(family, fields)                                                             \
+    "schema_version: 1\ntuning:\n  target: h200\n  entries:\n    - family: " family "\n" fields \
+    "      tuned_us: 90\n      model_us: 100\n      worst_us: 130\n      candidates: 23\n"       \
+    "      measured: \"by hand\"\n"
+
+Test(cli, reduce_candidates_tuning_entry_and_tune)
+{
+    char *out;
+    const int n = list_candidates(REDUCE_FAMILY, "specs/gemm/llama-2-70b-tp2.yaml "
+                                                 "specs/targets/h200.yaml", &out);
+    cr_expect_eq(n, 24, "the model's and 23 candidates: %d\n%s", n, out);
+    cr_expect_not_null(strstr(out, REDUCE_FAMILY ".cu"), "the model's, by its family: %s", out);
+    cr_expect_not_null(strstr(out, REDUCE_FAMILY "_t1024b1.cu"), "%s", out);
+    cr_expect_null(strstr(out, REDUCE_FAMILY "_t256b16.cu"), "the model's configuration: %s", out);
+    free(out);
+    /* a tuning entry names the instance and explain says so */
+    char tuning[160];
+    snprintf(tuning, sizeof tuning, "%s/h200-reduce.yaml", tmp);
+    write_file(tuning, REDUCE_ENTRY(REDUCE_FAMILY, "      threads: 512\n      blocks_per_cu: 4\n"));
+    cr_assert_eq(run(&out, "explain --filter '" REDUCE_FAMILY "*' specs/gemm/llama-2-70b-tp2.yaml "
+                           "specs/targets/h200.yaml %s", tuning),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, REDUCE_FAMILY "_t512b4\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "launch: grid=(528,1,1) block=(512,1,1)"), "%s", out);
+    cr_expect_not_null(strstr(out, "512 threads, 4 blocks a compute unit: 90.00 us against the "
+                                   "model's 100.00"),
+                       "%s", out);
+    free(out);
+    /* a field of another kind is refused at its line */
+    write_file(tuning, REDUCE_ENTRY(REDUCE_FAMILY, "      threads: 512\n      blocks_per_cu: 4\n"
+                                                   "      stages: 4\n"));
+    cr_expect_eq(run(&out, "list specs/gemm/llama-2-70b-tp2.yaml specs/targets/h200.yaml %s",
+                     tuning),
+                 1, "%s", out);
+    cr_expect_not_null(strstr(out, "does not apply to an overlap_reduce family; its "
+                                   "configuration is threads and blocks_per_cu"),
+                       "%s", out);
+    free(out);
+    /* an entry that does not plan (a block of 96 threads on 64-wide waves) is
+     * refused, and nothing is written */
+    char amd[160];
+    snprintf(amd, sizeof amd, "%s/mi300x-reduce.yaml", tmp);
+    write_file(amd, "schema_version: 1\ntuning:\n  target: mi300x\n  entries:\n"
+                    "    - family: overlap_reduce_gfx942_bf16_w2\n      threads: 96\n"
+                    "      blocks_per_cu: 4\n      tuned_us: 90\n      model_us: 100\n"
+                    "      worst_us: 130\n      candidates: 23\n      measured: \"by hand\"\n");
+    expect_entry_refused("specs/gemm/llama-2-70b-tp2.yaml specs/targets/mi300x.yaml", amd,
+                         "reduce-gen", "96 threads: whole waves of 64, at most 1024");
+    /* fusegen tune with test_overlap_reduce's stand-in: t512b4 fastest */
+    char *spec;
+    cr_assert_eq(tune_with_stand_in("reducegpu", "test_overlap_reduce",
+                                    REDUCE_INST("", "", 256, 16) ", "
+                                    REDUCE_INST("_t512b4", "\"candidate\": true, ", 512, 4) ", "
+                                    REDUCE_INST("_t128b1", "\"candidate\": true, ", 128, 1),
+                                    "case $n in *_t512b4) t=40;; *) t=50;; esac\n"
+                                    "for v in 262144 4194304; do printf '%s{\"instance\": "
+                                    "\"%s\", \"vecs\": %s, \"time\": {\"median\": %s}}' "
+                                    "\"$sep\" $n $v $t; sep=,; echo \"$n vecs=$v\" >&2; done",
+                                    &out, &spec),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "timing 3 overlap_reduce configurations (256K and 4M vectors "
+                                   "a block;"),
+                       "%s", out);
+    cr_expect_not_null(strstr(out, "6 of 6 points timed"), "%s", out);
+    free(out);
+    cr_assert_not_null(spec);
+    cr_expect_not_null(strstr(spec, "    - family: " REDUCE_FAMILY "\n      threads: 512\n"
+                                    "      blocks_per_cu: 4\n      tuned_us: 80.00\n"
+                                    "      model_us: 100.00\n"),
+                       "%s", spec);
+    cr_expect_not_null(strstr(spec, "measured: \"Stand-in, vecs = 262144 + 4194304, fusegen "
+                                    "tune, confirmed alone by turns (3 runs each)\""),
+                       "%s", spec);
+    free(spec);
+}
+
 /* The whole MLA block: candidates over the ring's slots, the rows a piece,
  * the W_uk rows a chunk and the projections' units (every one that plans,
  * >= 20), named by their configuration; a tuning entry replaces the model's

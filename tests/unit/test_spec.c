@@ -175,16 +175,19 @@ Test(spec, tuning_entries_of_every_kind)
         "    - family: decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b16_grid\n      threads: 512\n"
         "      step_cols: 128\n      slices_qkv: 16\n      slices_o: 4\n      key_rounds: 6\n"
         "      tuned_us: 300\n      model_us: 310\n      worst_us: 400\n      candidates: 71\n"
-        "      measured: \"v\"\n";
+        "      measured: \"v\"\n"
+        "    - family: overlap_reduce_sm90a_bf16_w2\n      threads: 512\n      blocks_per_cu: 4\n"
+        "      tuned_us: 40\n      model_us: 41\n      worst_us: 60\n      candidates: 23\n"
+        "      measured: \"u\"\n";
     fg_diag d;
     fg_diag_init(&d, NULL);
     fg_spec *s = fg_spec_load_text("t.yaml", text, sizeof text - 1, &d);
     cr_assert_not_null(s, "%s", d.first);
     cr_assert_eq(s->kind, FG_SPEC_TUNING);
-    cr_assert_eq(s->tuning->entries_count, 5);
+    cr_assert_eq(s->tuning->entries_count, 6);
     const fg_tuning_entry *ring = &s->tuning->entries[0], *rms = &s->tuning->entries[1],
                           *rms2 = &s->tuning->entries[2], *mla = &s->tuning->entries[3],
-                          *grid = &s->tuning->entries[4];
+                          *grid = &s->tuning->entries[4], *reduce = &s->tuning->entries[5];
     cr_expect_eq(fg_tuning_kind_of(ring->family), FG_TUNE_RING);
     cr_expect_eq(ring->stage_bytes, 20480);
     cr_expect_eq(ring->in_flight_wo, 4);
@@ -207,7 +210,12 @@ Test(spec, tuning_entries_of_every_kind)
     cr_expect_eq(grid->slices_o, 4);
     cr_expect_eq(grid->key_rounds, 6);
     cr_expect_eq(grid->stages, 0);
+    cr_expect_eq(fg_tuning_kind_of(reduce->family), FG_TUNE_REDUCE);
+    cr_expect_eq(reduce->threads, 512);
+    cr_expect_eq(reduce->blocks_per_cu, 4);
+    cr_expect_eq(grid->blocks_per_cu, 0);
     cr_expect_eq(fg_tuning_kind_of("decode_attn_grid"), FG_TUNE_RING, "no family part before");
-    cr_expect_eq(fg_tuning_kind_of("overlap_reduce_sm90a_bf16_w2"), FG_TUNE_NONE);
+    cr_expect_eq(fg_tuning_kind_of("overlap_reduce_sm90a_bf16_w2"), FG_TUNE_REDUCE);
+    cr_expect_eq(fg_tuning_kind_of("rope_sm90a_f16_h4096"), FG_TUNE_NONE);
     fg_spec_free(s);
 }
