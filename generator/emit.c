@@ -189,6 +189,8 @@ static void emit_registry(const fg_plan_set *set, fg_strbuf *sb)
             fg_sb_printf(sb, "        .counter_count = %u,\n", in->counter_count);
         if (in->priority)
             fg_sb_printf(sb, "        .priority = %d,\n", in->priority);
+        if (in->tuned)
+            fg_sb_puts(sb, "        .tuned = 1,\n");
         fg_sb_printf(sb, "        .image = fg_image_%s,\n        .image_size = &fg_image_%s_size,\n"
                          "    },\n",
                      in->name, in->name);

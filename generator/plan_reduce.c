@@ -68,14 +68,18 @@ static int plan_one(fg_dtype dtype, unsigned world, const fg_target *t, const ch
     fg_sb_printf(&in->reasons,
                  "out = own partial + %u received, fp32 sums in rank order, one rounding\n",
                  world - 1);
-    fg_sb_printf(&in->reasons,
-                 "16-byte vectors, a grid-stride loop over %u blocks (%u per compute unit x %u, "
-                 "more than are resident at once) of %u threads%s\n",
-                 blocks, per_cu, t->compute_units, threads,
-                 from == FG_FROM_MODEL ? ": streams at HBM rate where one element per thread "
-                                         "was latency-bound (measured in test_overlap on the "
-                                         "H200)"
-                                       : "");
+    if (from == FG_FROM_MODEL)
+        fg_sb_printf(&in->reasons,
+                     "16-byte vectors, a grid-stride loop over %u blocks (%u per compute unit x "
+                     "%u, more than are resident at once) of %u threads: streams at HBM rate "
+                     "where one element per thread was latency-bound (measured in test_overlap "
+                     "on the H200)\n",
+                     blocks, per_cu, t->compute_units, threads);
+    else
+        fg_sb_printf(&in->reasons,
+                     "16-byte vectors, a grid-stride loop over %u blocks (%u a compute unit x %u) "
+                     "of %u threads\n",
+                     blocks, per_cu, t->compute_units, threads);
     return 0;
 }
 

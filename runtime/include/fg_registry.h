@@ -53,6 +53,10 @@ typedef struct fg_kernel_entry {
     unsigned workspace_bytes;    /* fp32 workspace */
     unsigned counter_count;      /* 32-bit arrival counters */
     int priority;                /* among equally specialized entries, higher wins */
+    /* a tuning spec's configuration: preferred to an equal entry that is the
+     * planner's (a build for several targets of one arch, the H100 and the
+     * H200, has both, and they cannot be told apart at run time) */
+    unsigned char tuned;
     const unsigned char *image;  /* cubin or code object */
     const size_t *image_size;
 } fg_kernel_entry;

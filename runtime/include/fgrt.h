@@ -61,7 +61,9 @@ FG_API const char *fg_reg_dtype_name(fg_reg_dtype d); /* "f16", "bf16" */
  * `dtype` and the key dims (their meaning per op: rmsnorm {hidden}).  An
  * entry serves a call when op, arch, dtype and ndims agree and every dim
  * passes the entry's guard (fg_reg_dim_match).  More exact dims win, then the
- * tighter bounds, then the higher priority; ties go to the earlier entry.
+ * tighter bounds, then the higher priority, then a tuned entry (a tuning
+ * spec's configuration, over the planner's: a build for the H100 and the H200
+ * has both for one key); ties go to the earlier entry.
  * FG_ERR_NO_MATCHING_INSTANCE when none serves (there is never a fallback to
  * a near fit); FG_ERR_BAD_SHAPE for a negative key (0 is a flag value; each
  * op's bind refuses zero shapes). */

@@ -31,7 +31,8 @@ static bool serves(const fg_kernel_entry *e, fg_reg_arch arch, const char *op,
 
 /* Negative when a is preferred to b: more exact dims, then per dim the
  * stricter guard (exact, max, multiple, any), then the tighter bound, then
- * the higher priority (variants of one shape, e.g. cluster sizes). */
+ * the higher priority (variants of one shape, e.g. cluster sizes), then a
+ * tuned entry (a tuning spec's configuration over the planner's). */
 static int compare_specialization(const fg_kernel_entry *a, const fg_kernel_entry *b)
 {
     int exact_a = 0, exact_b = 0;
@@ -51,7 +52,9 @@ static int compare_specialization(const fg_kernel_entry *a, const fg_kernel_entr
         if (a->match[k] == FG_REG_MATCH_MULTIPLE)      /* the larger tile */
             return a->dims[k] > b->dims[k] ? -1 : 1;
     }
-    return (a->priority < b->priority) - (a->priority > b->priority);
+    if (a->priority != b->priority)
+        return a->priority > b->priority ? -1 : 1;
+    return (int)(b->tuned != 0) - (int)(a->tuned != 0);
 }
 
 static void append_dims(char *buf, size_t n, const long long *dims, unsigned ndims)

@@ -137,6 +137,30 @@ Test(runtime_lookup, priority_orders_equally_specialized_entries)
     cr_assert_str_eq(e->name, "any", "priority never beats a more specialized entry");
 }
 
+/* A build for the H100 and the H200 (one arch) has the planner's instance
+ * of a family and, where the tuning spec has an entry, the tuned one, for
+ * one key: the tuned one is taken, wherever it is in the registry, but never
+ * over a higher priority or a more specialized entry. */
+Test(runtime_lookup, a_tuned_entry_wins_over_an_equal_planners)
+{
+    const fg_kernel_entry r[] = {
+        ENTRY("gemm", "overlap_gemm", SM90, FG_REG_BF16, .ndims = 2, .dims = {8192, 4096}),
+        ENTRY("gemm_s4c2g16", "overlap_gemm", SM90, FG_REG_BF16, .ndims = 2,
+              .dims = {8192, 4096}, .tuned = 1),
+        ENTRY("gemm_again", "overlap_gemm", SM90, FG_REG_BF16, .ndims = 2, .dims = {8192, 4096}),
+        ENTRY("other_tuned", "overlap_gemm", SM90, FG_REG_BF16, .ndims = 2, .dims = {8192, 1024},
+              .tuned = 1),
+        ENTRY("other_first", "overlap_gemm", SM90, FG_REG_BF16, .ndims = 2, .dims = {8192, 1024},
+              .priority = 1),
+    };
+    const long long k4096[] = {8192, 4096}, k1024[] = {8192, 1024};
+    const fg_kernel_entry *e;
+    cr_assert_eq(fg_lookup(r, 5, SM90, "overlap_gemm", FG_REG_BF16, k4096, 2, &e), FG_OK);
+    cr_assert_str_eq(e->name, "gemm_s4c2g16", "the tuned among equals, wherever it is");
+    cr_assert_eq(fg_lookup(r, 5, SM90, "overlap_gemm", FG_REG_BF16, k1024, 2, &e), FG_OK);
+    cr_assert_str_eq(e->name, "other_first", "a higher priority before tuning");
+}
+
 Test(runtime_lookup, no_match_is_an_error_that_says_what_exists)
 {
     const long long h = 1024;
