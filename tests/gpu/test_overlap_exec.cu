@@ -190,11 +190,21 @@ bool load_entry(const char *dir, const char *manifest_path, const char *op,
     return true;
 }
 
-// The generated reduction: overlap_reduce_sm90a_bf16_w<world> from DIR.
+// The generated reduction from DIR: the planner's overlap_reduce_sm90a_bf16_w<world>,
+// else a tuned one (..._w<world>_t<threads>b<blocks>: a build for the H200
+// alone with a tuning entry for it has no other).
 bool load_generated(const char *dir, const char *manifest_path, int world, Generated *g,
                     char *why, size_t why_len)
 {
     snprintf(g->name, sizeof g->name, "overlap_reduce_sm90a_bf16_w%d", world);
+    char path[1200], prefix[64];
+    snprintf(path, sizeof path, "%s/%s.cubin", dir ? dir : ".", g->name);
+    snprintf(prefix, sizeof prefix, "%s_t", g->name);
+    int count = 0;
+    char **tuned = dir && access(path, R_OK) != 0 ? fgh_list_cubins(dir, prefix, &count) : nullptr;
+    if (count > 0)
+        snprintf(g->name, sizeof g->name, "%s", tuned[0]);
+    free(tuned);
     return load_entry(dir, manifest_path, "overlap_reduce", {world}, g, why, why_len);
 }
 
