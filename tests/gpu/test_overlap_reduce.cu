@@ -2,13 +2,13 @@
 // out = the sum over the world's ranks of this rank's block, its own partial
 // and the world - 1 received, in fp32 in rank order, rounded once.  Checked
 // bitwise against the same sum on the host, at 1, 4099, 2^20 and twice the
-// grid's threads + 3 (at most 4M) 16-byte vectors, as rank 0 and as the last
-// rank, on fresh random partials, with
-// out and a guard past it poisoned (NaN) before the launch and the unused
-// receive slot (the rank's own) poisoned too; with --bench, timed at 256K
-// and 4M vectors a block against the read ceiling measured in the same run
-// (not with --quick).  The executor's tests (test_overlap_exec) run the same
-// kernels between two ranks; this program is the reduction's tuning harness.
+// grid's threads + 3 16-byte vectors, as rank 0 and as the last rank, on
+// fresh random partials, with out and a guard past it poisoned (NaN) before
+// the launch and the unused receive slot (the rank's own) poisoned too; with
+// --bench, timed at 256K and 4M vectors a block against the read ceiling
+// measured in the same run (not with --quick).  The executor's tests
+// (test_overlap_exec) run the same kernels between two ranks; this program
+// is the reduction's tuning harness.
 //
 //   test_overlap_reduce [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] [--verbose]
 //                       [--quick]
@@ -269,8 +269,9 @@ int main(int argc, char **argv)
         }
         const uint64_t seed = fgh_next_seed();
         // the last size takes every thread of the grid twice and some a third
-        // time (the grid-stride loop's later passes), at most 4M vectors
-        const long long past = std::min(2ll * in.grid * in.block + 3, 1ll << 22);
+        // time (the grid-stride loop's later passes; 8.6M vectors at most on
+        // the H200's grids, which are at most 32 x 1024 threads a compute unit)
+        const long long past = std::min(2ll * in.grid * in.block + 3, 1ll << 24);
         for (long long vecs : {1ll, 4099ll, 1ll << 20, past})
             for (int rank : {0, in.world - 1})
                 check(in, rank, vecs, seed + (uint64_t)vecs * 64 + (uint64_t)rank, s);
