@@ -306,6 +306,14 @@ static const char *cfg_misfit(const fg_model *m, unsigned most, unsigned slot, c
     return why;
 }
 
+/* A configuration in words (explain): into buf[128]. */
+static void describe(const block_cfg *c, char buf[128])
+{
+    snprintf(buf, 128,
+             "%u slots, pieces of up to %u rows, W_uk chunks of %u rows, projections on %s",
+             c->slots, c->piece_rows, c->chunk_rows, c->mma ? "tensor cores" : "CUDA cores");
+}
+
 /* The sm_90a form's instance of configuration c at B_max, from `from` (a
  * measured one named by it too: the tuned instance is the candidate that
  * won), with `config` explain's line of where the configuration came from. */
@@ -353,12 +361,13 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     /* explain: what it is for, where its configuration comes from, how it
      * runs, what it moves */
     used_for_reason(&in, m, bmax);
-    if (from == FG_CANDIDATE)
-        fg_sb_printf(&in.reasons, "tuning candidate (generate --candidates): %u slots, pieces of "
-                                  "up to %u rows, W_uk chunks of %u rows, projections on %s, not "
-                                  "the planner's choice\n",
-                     slots, c->piece_rows, c->chunk_rows, c->mma ? "tensor cores" : "CUDA cores");
-    else
+    if (from == FG_CANDIDATE) {
+        char what[128];
+        describe(c, what);
+        fg_sb_printf(&in.reasons, "tuning candidate (generate --candidates): %s, not the "
+                                  "planner's choice\n",
+                     what);
+    } else
         fg_sb_printf(&in.reasons, "%s\n", config);
     fg_sb_printf(&in.reasons,
                  "one launch: a cooperative grid of %u blocks (one per SM) x %u threads, %u grid "
@@ -438,11 +447,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (e) {
         chosen = (block_cfg){.slots = e->slots, .piece_rows = e->piece_rows,
                              .chunk_rows = e->chunk_rows, .mma = e->mma_proj};
-        const char *bad = cfg_misfit(m, most, slot, &chosen, why, sizeof why);
-        if (e->threads != BLOCK_THREADS) {
+        const char *bad = why;
+        if (e->threads != BLOCK_THREADS)
             snprintf(why, sizeof why, "%u threads: the form has %u", e->threads, BLOCK_THREADS);
-            bad = why;
-        }
+        else
+            bad = cfg_misfit(m, most, slot, &chosen, why, sizeof why);
         if (bad) {
             fg_error(d, "%s: the entry for %s (%u slots, pieces of %u rows, chunks of %u rows, "
                         "projections on %s) does not plan: %s; run fusegen tune again",
@@ -451,9 +460,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
             return -1;
         }
         char what[128];
-        snprintf(what, sizeof what, "%u slots, pieces of up to %u rows, W_uk chunks of %u rows, "
-                 "projections on %s", chosen.slots, chosen.piece_rows, chosen.chunk_rows,
-                 chosen.mma ? "tensor cores" : "CUDA cores");
+        describe(&chosen, what);
         fg_plan_config_line(&config, set, e, what, 2);
     } else {
         fg_plan_config_line(&config, set, NULL, NULL, 2);
@@ -461,18 +468,18 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     int rc = emit(set, s, ts, bmax, &chosen, e ? FG_FROM_TUNING : FG_FROM_MODEL, family,
                   fg_sb_str(&config), d);
     fg_sb_free(&config);
-    /* tuning candidates: every combination that plans but the one chosen */
+    /* tuning candidates: every combination that plans (cfg_misfit decides)
+     * but the one chosen */
     for (unsigned slots = 2; set->candidates && rc == 0 && slots <= most; slots++)
         for (int mma = 0; rc == 0 && mma <= 1; mma++)
-            for (size_t i = 0; rc == 0 && i < (mma ? 1 : NELEMS(CAND_PIECE_ROWS)); i++)
+            for (size_t i = 0; rc == 0 && i < NELEMS(CAND_PIECE_ROWS); i++)
                 for (size_t j = 0; rc == 0 && j < NELEMS(CAND_CHUNK_ROWS); j++) {
                     const block_cfg c = {.slots = slots,
-                                         .piece_rows = mma ? BLOCK_PIECE_ROWS : CAND_PIECE_ROWS[i],
+                                         .piece_rows = CAND_PIECE_ROWS[i],
                                          .chunk_rows = CAND_CHUNK_ROWS[j],
                                          .mma = mma};
-                    const bool same = c.slots == chosen.slots && c.chunk_rows == chosen.chunk_rows &&
-                                      c.mma == chosen.mma &&
-                                      (c.mma || c.piece_rows == chosen.piece_rows);
+                    const bool same = c.slots == chosen.slots && c.piece_rows == chosen.piece_rows &&
+                                      c.chunk_rows == chosen.chunk_rows && c.mma == chosen.mma;
                     if (!same && !cfg_misfit(m, most, slot, &c, why, sizeof why))
                         rc = emit(set, s, ts, bmax, &c, FG_CANDIDATE, family, "", d);
                 }

@@ -26,6 +26,12 @@ static const char *misfit(unsigned threads, unsigned per_cu, const fg_target *t,
     return bad;
 }
 
+/* A configuration in words (explain, errors): into buf[64]. */
+static void describe(unsigned threads, unsigned per_cu, char buf[64])
+{
+    snprintf(buf, 64, "%u threads, %u blocks a compute unit", threads, per_cu);
+}
+
 /* One instance of tuning family `family`: `threads` x `per_cu` (the model's,
  * FG_FROM_MODEL, named by the family alone; an entry's or a candidate's,
  * named by the configuration too).  `config`: explain's line of where the
@@ -59,11 +65,13 @@ static int plan_one(fg_dtype dtype, unsigned world, const fg_target *t, const ch
     snprintf(in->path_key, sizeof in->path_key, "overlap_reduce/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(dtype));
     fg_sb_printf(&in->reasons, "used for: %s\n", why);
-    if (in->candidate)
-        fg_sb_printf(&in->reasons, "tuning candidate (generate --candidates): %u threads, %u "
-                                   "blocks a compute unit, not the planner's choice\n",
-                     threads, per_cu);
-    else
+    if (in->candidate) {
+        char what[64];
+        describe(threads, per_cu, what);
+        fg_sb_printf(&in->reasons, "tuning candidate (generate --candidates): %s, not the "
+                                   "planner's choice\n",
+                     what);
+    } else
         fg_sb_printf(&in->reasons, "%s\n", config);
     fg_sb_printf(&in->reasons,
                  "out = own partial + %u received, fp32 sums in rank order, one rounding\n",
@@ -87,58 +95,47 @@ int fg_plan_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec *ts
                            unsigned world, const char *why, fg_diag *d)
 {
     const fg_target *t = ts->target;
-    if (world < 2 || world > 64) {
-        fg_error(d, "cannot name an overlap_reduce instance for world size %u", world);
-        return -1;
-    }
     char family[FG_NAME_MAX], dims[32], bad[128];
     snprintf(dims, sizeof dims, "w%u", world);
     /* the family a tuning entry names: the model's instance name */
-    if (!fg_instance_name(family, "overlap_reduce", t->arch, fg_dtype_name(dtype), dims, "")) {
+    if (world < 2 || world > 64 ||
+        !fg_instance_name(family, "overlap_reduce", t->arch, fg_dtype_name(dtype), dims, "")) {
         fg_error(d, "cannot name an overlap_reduce instance for world size %u", world);
         return -1;
     }
+    /* the configuration: the tuning entry's where there is one, else the model's */
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
-    fg_strbuf config = {0};
-    fg_instance in = {0};
-    int rc;
-    if (e) {
-        if (misfit(e->threads, e->blocks_per_cu, t, bad)) {
-            fg_error(d, "%s: the entry for %s (%u threads, %u blocks a compute unit) does not "
-                        "plan: %s; run fusegen tune again",
-                     set->tuning->path, family, e->threads, e->blocks_per_cu, bad);
-            return -1;
-        }
-        char what[64];
-        snprintf(what, sizeof what, "%u threads, %u blocks a compute unit", e->threads,
-                 e->blocks_per_cu);
-        fg_plan_config_line(&config, set, e, what, 2);
-        rc = plan_one(dtype, world, t, family, why, FG_FROM_TUNING, e->threads,
-                      e->blocks_per_cu, fg_sb_str(&config), &in, d);
-    } else {
-        fg_plan_config_line(&config, set, NULL, NULL, 2);
-        rc = plan_one(dtype, world, t, family, why, FG_FROM_MODEL, REDUCE_THREADS,
-                      REDUCE_BLOCKS_PER_CU, fg_sb_str(&config), &in, d);
+    const unsigned threads = e ? e->threads : REDUCE_THREADS;
+    const unsigned per_cu = e ? e->blocks_per_cu : REDUCE_BLOCKS_PER_CU;
+    char what[64];
+    describe(threads, per_cu, what);
+    if (e && misfit(threads, per_cu, t, bad)) {
+        fg_error(d, "%s: the entry for %s (%s) does not plan: %s; run fusegen tune again",
+                 set->tuning->path, family, what, bad);
+        return -1;
     }
+    fg_strbuf config = {0};
+    fg_plan_config_line(&config, set, e, e ? what : NULL, 2);
+    fg_instance in = {0};
+    int rc = plan_one(dtype, world, t, family, why, e ? FG_FROM_TUNING : FG_FROM_MODEL, threads,
+                      per_cu, fg_sb_str(&config), &in, d);
     fg_sb_free(&config);
     if (rc) {
         fg_instance_free(&in);
         return -1;
     }
-    const long long chosen = fg_instance_param(&in, "THREADS");
-    const long long chosen_per_cu = fg_instance_param(&in, "BLOCKS_PER_CU");
     rc = fg_plan_add(set, &in, s, ts, d);
     /* tuning candidates: 4 block sizes x 6 grids (the model's own among
      * them when an entry replaced it) */
-    static const unsigned threads[] = {128, 256, 512, 1024}, per_cu[] = {1, 2, 4, 8, 16, 32};
-    for (size_t i = 0; set->candidates && rc == 0 && i < NELEMS(threads); i++)
-        for (size_t k = 0; rc == 0 && k < NELEMS(per_cu); k++) {
-            if (((long long)threads[i] == chosen && (long long)per_cu[k] == chosen_per_cu) ||
-                misfit(threads[i], per_cu[k], t, bad))
+    static const unsigned cand_threads[] = {128, 256, 512, 1024}, cand_per_cu[] = {1, 2, 4, 8, 16, 32};
+    for (size_t i = 0; set->candidates && rc == 0 && i < NELEMS(cand_threads); i++)
+        for (size_t k = 0; rc == 0 && k < NELEMS(cand_per_cu); k++) {
+            if ((cand_threads[i] == threads && cand_per_cu[k] == per_cu) ||
+                misfit(cand_threads[i], cand_per_cu[k], t, bad))
                 continue;
             fg_instance c = {0};
-            if (plan_one(dtype, world, t, family, why, FG_CANDIDATE, threads[i], per_cu[k], "",
-                         &c, d) != 0) {
+            if (plan_one(dtype, world, t, family, why, FG_CANDIDATE, cand_threads[i],
+                         cand_per_cu[k], "", &c, d) != 0) {
                 fg_instance_free(&c);
                 return -1;
             }

@@ -145,7 +145,7 @@ typedef struct fg_target {
 /* One measured choice, written by `fusegen tune`: the configuration that ran
  * fastest for an instance family (an instance name without its
  * configuration part), with the figures that chose it (times summed over
- * the points measured).  Six kinds of family, told apart by the name:
+ * the points measured).  Seven kinds of family, told apart by the name:
  *   decode_attn_..._grid (e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b16_grid):
  *     the grid form's threads, step_cols, slices_qkv, slices_o, key_rounds;
  *   decode_attn_... (e.g. decode_attn_sm90a_f16_h4096_nh32_hd128_s4096_b1_c2x2):
@@ -156,7 +156,8 @@ typedef struct fg_target {
  *   overlap_gemm_... (e.g. overlap_gemm_sm90a_bf16_n8192_k1024):
  *     threads, stages, c_rounds, group_m;
  *   mla_block_... (e.g. mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1):
- *     threads, slots, piece_rows, chunk_rows [, mma_proj].
+ *     threads, slots, piece_rows, chunk_rows [, mma_proj];
+ *   overlap_reduce_... (e.g. overlap_reduce_sm90a_bf16_w2): threads, blocks_per_cu.
  * A field of another kind is an error. */
 typedef struct fg_tuning_entry {
     char *family;

@@ -190,21 +190,52 @@ bool load_entry(const char *dir, const char *manifest_path, const char *op,
     return true;
 }
 
-// The generated reduction from DIR: the planner's overlap_reduce_sm90a_bf16_w<world>,
-// else a tuned one (..._w<world>_t<threads>b<blocks>: a build for the H200
-// alone with a tuning entry for it has no other).
+// The instance of DIR the runtime would launch among the cubins whose names
+// `key` accepts (returning the instance's key, 0 to skip): in the manifest,
+// not a tuning candidate, the smallest key, a tuned one before the
+// planner's of that key (fg_lookup's tie-break).  Its name into g->name;
+// its key, 0 if none.
+template <class Key>
+long long pick_instance(const char *dir, const char *manifest_path, const char *prefix, Key key,
+                        Generated *g)
+{
+    char mpath[1024];
+    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir ? dir : ".");
+    char *manifest = dir ? fgh_read_text(manifest_path ? manifest_path : mpath) : nullptr;
+    int count = 0;
+    char **names = manifest ? fgh_list_cubins(dir, prefix, &count) : nullptr;
+    long long best = 0;
+    bool best_tuned = false;
+    for (int i = 0; i < count; i++) {
+        const long long k = key(names[i]);
+        const bool tuned = fgh_manifest_value(manifest, names[i], "tuned") == 1;
+        if (k <= 0 || fgh_manifest_value(manifest, names[i], "block") <= 0 ||
+            fgh_manifest_value(manifest, names[i], "candidate") == 1 ||
+            (best && (k > best || (k == best && (best_tuned || !tuned)))))
+            continue;
+        best = k, best_tuned = tuned;
+        snprintf(g->name, sizeof g->name, "%s", names[i]);
+    }
+    free(names);
+    free(manifest);
+    return best;
+}
+
+// The generated reduction of DIR for `world` ranks (the planner's or a tuned one).
 bool load_generated(const char *dir, const char *manifest_path, int world, Generated *g,
                     char *why, size_t why_len)
 {
-    snprintf(g->name, sizeof g->name, "overlap_reduce_sm90a_bf16_w%d", world);
-    char path[1200], prefix[64];
-    snprintf(path, sizeof path, "%s/%s.cubin", dir ? dir : ".", g->name);
-    snprintf(prefix, sizeof prefix, "%s_t", g->name);
-    int count = 0;
-    char **tuned = dir && access(path, R_OK) != 0 ? fgh_list_cubins(dir, prefix, &count) : nullptr;
-    if (count > 0)
-        snprintf(g->name, sizeof g->name, "%s", tuned[0]);
-    free(tuned);
+    char want[64];
+    snprintf(want, sizeof want, "overlap_reduce_sm90a_bf16_w%d", world);
+    const size_t len = strlen(want);
+    auto key = [&](const char *name) -> long long {
+        return !strncmp(name, want, len) && (name[len] == '\0' || name[len] == '_') ? 1 : 0;
+    };
+    if (!pick_instance(dir, manifest_path, "overlap_reduce_sm90a_bf16_w", key, g)) {
+        snprintf(why, why_len, "no overlap_reduce_sm90a_bf16_w%d instance in %s", world,
+                 dir ? dir : "(none)");
+        return false;
+    }
     return load_entry(dir, manifest_path, "overlap_reduce", {world}, g, why, why_len);
 }
 
@@ -213,19 +244,19 @@ bool load_generated(const char *dir, const char *manifest_path, int world, Gener
 bool load_fused_gemm(const char *dir, const char *manifest_path, Generated *g, char *why,
                      size_t why_len)
 {
-    int count = 0;
-    char **names = dir ? fgh_list_cubins(dir, "overlap_gemm_sm90a_bf16_n", &count) : nullptr;
-    long long best = 0, n = 0, k = 0;
-    for (int i = 0; i < count; i++) {
-        long long ni = 0, ki = 0;
-        int end = 0;   // the model's instances only (a candidate's name goes on: _s4c2g8)
-        if (sscanf(names[i], "overlap_gemm_sm90a_bf16_n%lld_k%lld%n", &ni, &ki, &end) == 2 &&
-            names[i][end] == '\0' && (!best || ni * ki < best))
-            best = ni * ki, n = ni, k = ki, snprintf(g->name, sizeof g->name, "%s", names[i]);
-    }
-    free(names);
-    if (!best) {
-        snprintf(why, why_len, "no overlap_gemm_sm90a_bf16_n*_k* cubin in %s", dir ? dir : "(none)");
+    auto key = [](const char *name) -> long long {
+        long long n = 0, k = 0;
+        int end = 0;
+        return sscanf(name, "overlap_gemm_sm90a_bf16_n%lld_k%lld%n", &n, &k, &end) == 2 &&
+                       (name[end] == '\0' || name[end] == '_')
+                   ? n * k
+                   : 0;
+    };
+    long long n = 0, k = 0;
+    if (!pick_instance(dir, manifest_path, "overlap_gemm_sm90a_bf16_n", key, g) ||
+        sscanf(g->name, "overlap_gemm_sm90a_bf16_n%lld_k%lld", &n, &k) != 2) {
+        snprintf(why, why_len, "no overlap_gemm_sm90a_bf16_n*_k* instance in %s",
+                 dir ? dir : "(none)");
         return false;
     }
     return load_entry(dir, manifest_path, "overlap_gemm", {n, k}, g, why, why_len);
