@@ -44,8 +44,32 @@ enum Step {
     kClusterMergeAllPeers,   // clusters of 8: each element's 8 peer loads in flight at once
     kClusterMergeRotated,    // the peers in turn, rank j starting at peer j
     kClusterMerge,           // the peers in turn, every rank starting at peer 0
-    kGlobalMerge
+    kClusterMergeV4,         // every peer's load at once, 16-byte ld.shared::cluster by address
+    kClusterMergePush,       // each rank's slice pushed to its merger by one bulk copy a peer
+    kGlobalMerge,
+    kGlobalMergePush         // the cross-cluster merge after the pushed cluster merge
 };
+
+__device__ __forceinline__ unsigned smem_addr(const void *p)
+{
+    return (unsigned)__cvta_generic_to_shared(p);
+}
+// a shared::cta address's counterpart in cluster rank `rank`
+__device__ __forceinline__ unsigned peer_addr(unsigned a, int rank)
+{
+    unsigned r;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(a), "r"(rank));
+    return r;
+}
+__device__ __forceinline__ float4 ld_cluster4(unsigned a)
+{
+    float4 v;
+    asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"(a)
+                 : "memory");
+    return v;
+}
 
 __device__ __forceinline__ void pdl_wait(bool pdl)
 {
@@ -111,40 +135,81 @@ skeleton(const uint4 *__restrict__ data, size_t regions, int region, int step, i
     // the cluster's merge: each block's partial (16 rows x 512 floats stand
     // for 16 heads x kv_lora) in shared memory, rank j sums slice j of all
     // (every peer load issued before the sums)
+    const bool push = step == kClusterMergePush || step == kGlobalMergePush;
+    const int cols = 512 / csize, per = 16 * cols / kThreads;   // 4 (8 blocks) or 2 (16)
+    const int chunk = 16 * cols;   // push: slice p's 16 rows, contiguous, at smem + p * chunk
+    float *inbox = smem + 16 * 512;   // push: peer p's slice j at inbox + p * chunk
+    __shared__ alignas(8) unsigned long long bar;
     for (int i = threadIdx.x; i < 16 * 512; i += kThreads)
         smem[i] = acc + i;
+    if (push) {
+        if (threadIdx.x == 0) {
+            asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(smem_addr(&bar)));
+            asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+            asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(
+                             smem_addr(&bar)),
+                         "r"(csize * chunk * 4)
+                         : "memory");
+        }
+        asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");   // the slices, to the copies
+    }
     cluster.sync();
+    float sum = 0.f;
     if (step == kClusterMergeAllPeers) {   // (the probe's first form; csize 8)
-        float sum8 = 0.f;
         for (int i = threadIdx.x; i < 16 * 64; i += kThreads) {
             const int row = i / 64, col = j * 64 + i % 64;
 #pragma unroll
             for (int p = 0; p < 8; p++)
-                sum8 += cluster.map_shared_rank(smem, p)[row * 512 + col];
+                sum += cluster.map_shared_rank(smem, p)[row * 512 + col];
         }
-        cluster.sync();
-        out[j * kThreads + threadIdx.x] = sum8;
-        return;
-    }
-    const int cols = 512 / csize, per = 16 * cols / kThreads;   // 4 (8 blocks) or 2 (16)
-    const int first = step == kClusterMergeRotated ? j : 0;
-    float sum = 0.f;
-    for (int q = 0; q < csize; q++) {
-        const float *peer = cluster.map_shared_rank(smem, (q + first) % csize);
-        float x[4];
+    } else if (step == kClusterMergeV4) {   // 16-byte pieces of slice j, every peer's at once
+        for (int i = threadIdx.x; i < chunk / 4; i += kThreads) {
+            const unsigned a = smem_addr(smem + i / (cols / 4) * 512 + j * cols + i % (cols / 4) * 4);
+            float4 v[16];
 #pragma unroll
-        for (int k = 0; k < 4; k++)
-            if (k < per) {
-                const int i = threadIdx.x + k * kThreads;
-                x[k] = peer[i / cols * 512 + j * cols + i % cols];
-            }
+            for (int p = 0; p < 16; p++)
+                if (p < csize)
+                    v[p] = ld_cluster4(peer_addr(a, p));
 #pragma unroll
-        for (int k = 0; k < 4; k++)
-            if (k < per)
-                sum += x[k];
+            for (int p = 0; p < 16; p++)
+                if (p < csize)
+                    sum += v[p].x + v[p].y + v[p].z + v[p].w;
+        }
+    } else if (push) {   // thread p sends slice p to rank p, then all read the inbox here
+        if (threadIdx.x < csize) {
+            const int p = threadIdx.x;
+            asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes "
+                         "[%0], [%1], %2, [%3];\n" ::"r"(peer_addr(smem_addr(inbox + j * chunk), p)),
+                         "r"(smem_addr(smem + p * chunk)), "r"(chunk * 4),
+                         "r"(peer_addr(smem_addr(&bar), p))
+                         : "memory");
+        }
+        asm volatile("{\n.reg .pred done;\nwait:\n"
+                     "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], 0;\n"
+                     "@!done bra wait;\n}\n" ::"r"(smem_addr(&bar))
+                     : "memory");
+        for (int k = 0; k < per; k++)
+            for (int q = 0; q < csize; q++)
+                sum += inbox[q * chunk + threadIdx.x + k * kThreads];
+    } else {
+        const int first = step == kClusterMergeRotated ? j : 0;
+        for (int q = 0; q < csize; q++) {
+            const float *peer = cluster.map_shared_rank(smem, (q + first) % csize);
+            float x[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (k < per) {
+                    const int i = threadIdx.x + k * kThreads;
+                    x[k] = peer[i / cols * 512 + j * cols + i % cols];
+                }
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                if (k < per)
+                    sum += x[k];
+        }
     }
-    cluster.sync();
-    if (step != kGlobalMerge || (int)gridDim.x == csize) {
+    cluster.sync();   // no block leaves while a peer may still read its shared memory
+    if ((step != kGlobalMerge && step != kGlobalMergePush) || (int)gridDim.x == csize) {
         out[j * kThreads + threadIdx.x] = sum;
         return;
     }
@@ -293,19 +358,26 @@ int main()
          8, 32, 1, kSmem, false},
         {"+ the cluster's merge, the peers in turn from rank 0", kClusterMerge, 112, 8, 32, 1,
          kSmem, false},
+        {"+ the cluster's merge, 16-byte ld.shared::cluster, all at once", kClusterMergeV4, 112, 8,
+         32, 1, kSmem, false},
+        {"+ the cluster's merge, pushed: a bulk copy a peer", kClusterMergePush, 112, 8, 32, 1,
+         kSmem, false},
         {"+ the cross-cluster merge (the kernel's skeleton)", kGlobalMerge, 112, 8, 32, 1, kSmem,
          false},
+        {"  the same, the cluster's merge pushed", kGlobalMergePush, 112, 8, 32, 1, kSmem, false},
         {"  the same, PDL", kGlobalMerge, 112, 8, 32, 1, kSmem, true},
         {"  the skeleton, a tile in all 112 blocks (S = 3.5K)", kGlobalMerge, 112, 8, 112, 1,
          kSmem, false},
         {"clusters of 16: a tile read in 32 blocks", kRead, 112, 16, 32, 1, kSmem, false},
         {"  + the cluster's merge", kClusterMerge, 112, 16, 32, 1, kSmem, false},
+        {"  + the cluster's merge, pushed", kClusterMergePush, 112, 16, 32, 1, kSmem, false},
         {"  + the cross-cluster merge", kGlobalMerge, 112, 16, 32, 1, kSmem, false},
         {"one cluster of 16, 2 tiles a block (S = 1K), its merge only", kClusterMerge, 16, 16, 16,
          2, kSmem, false},
         {"  the same, PDL", kClusterMerge, 16, 16, 16, 2, kSmem, true},
         {"one cluster of 8, 2 tiles a block (S = 512), its merge only", kClusterMerge, 8, 8, 8, 2,
          kSmem, false},
+        {"  the same, pushed", kClusterMergePush, 8, 8, 8, 2, kSmem, false},
     };
     printf("%-62s %8.2f us\n", "empty, 1 block of 32 threads",
            per_launch_us(s, [&](int i) { one_block_empty<<<1, 32, 0, s>>>(b.out, i); }));

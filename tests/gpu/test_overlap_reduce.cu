@@ -6,14 +6,15 @@
 // fresh random partials, with out and a guard past it poisoned (NaN) before
 // the launch and the unused receive slot (the rank's own) poisoned too; with
 // --bench, timed at 256K and 4M vectors a block against the read ceiling
-// measured in the same run (not with --quick).  The executor's tests
+// measured in the same run (not with --quick; --vecs N, repeatable: those
+// sizes instead, e.g. shapes the tuning did not time).  The executor's tests
 // (test_overlap_exec) run the same kernels between two ranks; this program
 // is the reduction's tuning harness.
 //
 //   test_overlap_reduce [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] [--verbose]
 //                       [--quick]
 //   test_overlap_reduce --bench [--json FILE] [--commit C] [--kernels DIR] [--manifest FILE]
-//                       [--only A,B] [--quick]
+//                       [--only A,B] [--quick] [--vecs N]...
 //
 // Kernels: DIR/overlap_reduce_sm90a_*.cubin, their dtype, world size and
 // launch (grid, block) from the manifest (DIR/manifest.json by default).
@@ -202,16 +203,25 @@ int main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     fgh_args a;
     fgh_args_init(&a);
-    for (int i = 1; i < argc; i++)
-        if (!fgh_common_arg(&a, argc, argv, &i)) {
-            fprintf(stderr,
-                    "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
-                    "[--verbose] [--quick]\n"
-                    "       %s --bench [--json FILE] [--commit C] [--kernels DIR] "
-                    "[--manifest FILE] [--only A,B] [--quick]\n",
-                    argv[0], argv[0]);
-            return 2;
+    std::vector<long long> bench_vecs;   // --vecs: the sizes benched (none: the usual ones)
+    for (int i = 1; i < argc; i++) {
+        if (fgh_common_arg(&a, argc, argv, &i))
+            continue;
+        if (!strcmp(argv[i], "--vecs") && i + 1 < argc && atoll(argv[i + 1]) > 0 &&
+            atoll(argv[i + 1]) <= (1ll << 26)) {
+            bench_vecs.push_back(atoll(argv[++i]));
+            continue;
         }
+        fprintf(stderr,
+                "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
+                "[--verbose] [--quick]\n"
+                "       %s --bench [--json FILE] [--commit C] [--kernels DIR] "
+                "[--manifest FILE] [--only A,B] [--quick] [--vecs N (1..2^26)]...\n",
+                argv[0], argv[0]);
+        return 2;
+    }
+    if (bench_vecs.empty())
+        bench_vecs = {1ll << 18, 1ll << 22};
     fgh_args_apply(&a);
     printf("test_overlap_reduce: kernels from %s, seed 0x%llx\n", a.kernels,
            (unsigned long long)fgh_base_seed());
@@ -268,7 +278,7 @@ int main(int argc, char **argv)
             continue;
         ran++;
         if (a.bench) {
-            for (long long vecs : {1ll << 18, 1ll << 22})
+            for (long long vecs : bench_vecs)
                 bench(in, vecs, d, read_gbps, s, jf ? &j : nullptr);
             continue;
         }
