@@ -2,10 +2,14 @@
 # compute-sanitizer over every kernel family at small dims (issue 12):
 # memcheck and synccheck on every family, racecheck on the families that
 # use shared memory (all but the overlap family's reduction): rmsnorm, the
-# fused decode attention, the MLA decode core, the overlap executor.  Each tool runs the family's test program,
-# which checks results as usual; a sanitizer error or a failed check fails.
+# fused decode attention, the MLA decode core and block, the overlap
+# family's fused GEMM, its reduction alone and its executor.  Each tool runs
+# the family's test program, which checks results as usual; a sanitizer
+# error or a failed check fails.
 # Without a GPU or compute-sanitizer it says SKIPPED and exits 0 (never a pass).
-#   BUILD=build scripts/check-gpu-sanitize.sh
+#   BUILD=build [FG_SANITIZE_TOOLS="memcheck synccheck racecheck"] scripts/check-gpu-sanitize.sh
+# FG_SANITIZE_TOOLS: the tools to run (default all three; a lent machine's
+# 10-minute command takes one or two at a time).
 set -u
 cd "$(dirname "$0")/.." || exit 1
 . tests/gpu/gpu-env.sh
@@ -18,6 +22,15 @@ if [ ! -x "$sanitizer" ]; then
     echo "check-gpu-sanitize: SKIPPED — compute-sanitizer not found"
     exit 0
 fi
+tools=${FG_SANITIZE_TOOLS:-memcheck synccheck racecheck}
+for tool in $tools; do
+    case $tool in
+        memcheck | synccheck | racecheck) ;;
+        *) echo "check-gpu-sanitize: FAILED — unknown tool '$tool' in FG_SANITIZE_TOOLS"; exit 1 ;;
+    esac
+done
+# wanted TOOL: whether TOOL is among those to run
+wanted() { case " $tools " in *" $1 "*) return 0 ;; esac; return 1; }
 fg_gpu_build || { echo "check-gpu-sanitize: FAILED — build"; exit 1; }
 # the smallest instances of each code path: rmsnorm's quick set; the decode
 # family at S_max 4K (every cluster size of the register form, the ring form
@@ -61,8 +74,8 @@ sanitize() {
         failed=$((failed + 1))
     fi
 }
-for tool in memcheck synccheck racecheck; do
-    for t in rmsnorm decode_attn mla_decode mla_block gemm; do
+for tool in $tools; do
+    for t in rmsnorm decode_attn mla_decode mla_block gemm overlap_reduce; do
         case $t/$tool in
             rmsnorm/*) args="--quick" ;;
             # the MLA core: one instance per code path (dtype, cache layout,
@@ -118,6 +131,11 @@ for tool in memcheck synccheck racecheck; do
             # kernels report hazards, as in the decode runs)
             gemm/racecheck) args="--quick --no-baseline" ;;
             gemm/*) args="--quick" ;;
+            # the overlap family's reduction alone (every instance, every
+            # check size, 2 launches for determinism): no shared memory, so
+            # no racecheck
+            overlap_reduce/racecheck) continue ;;
+            overlap_reduce/*) args="--quick" ;;
         esac
         sanitize "$tool" "$t" "" "$args"
     done
@@ -137,7 +155,7 @@ elif ! fg_compile_kernels "$pgen" "$GPU_BUILD/portable-kernels"; then
     failed=$((failed + 1))
 else
     san_kernels=$GPU_BUILD/portable-kernels san_tag=-portable
-    for tool in memcheck synccheck racecheck; do
+    for tool in $tools; do
         args="--quick --manifest $pgen/manifest.json"
         [ $tool = racecheck ] && args="$args --no-baseline"
         sanitize "$tool" gemm "" "$args"
@@ -155,6 +173,7 @@ fi
 # rank 1 stalls for good once rank 0's start flag has come and its first
 # piece never does (measured on one H200; check-gpu runs them).
 for tool in memcheck synccheck; do
+    wanted $tool || continue
     echo "check-gpu-sanitize: $tool overlap_exec injected failures: SKIPPED (rank 1 stalls" \
          "under compute-sanitizer once rank 0's start came and its piece never does;" \
          "check-gpu runs them)"

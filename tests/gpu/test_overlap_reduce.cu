@@ -4,7 +4,9 @@
 // bitwise against the same sum on the host, at 1, 4099, 2^20 and twice the
 // grid's threads + 3 16-byte vectors, as rank 0 and as the last rank, on
 // fresh random partials, with out and a guard past it poisoned (NaN) before
-// the launch and the unused receive slot (the rank's own) poisoned too; with
+// the launch and the unused receive slot (the rank's own) poisoned too; 1000
+// launches on one input bitwise the same, out poisoned before each (2 with
+// --quick); with
 // --bench, timed at 256K and 4M vectors a block against the read ceiling
 // measured in the same run (not with --quick; --vecs N, repeatable: those
 // sizes instead, e.g. shapes the tuning did not time).  The executor's tests
@@ -140,6 +142,34 @@ void check(const Inst &in, long long vecs, uint64_t seed, cudaStream_t s)
                fgh_count_poisoned(out.data() + elems * width, in.dt, kGuard * 8) == kGuard * 8,
                "the %d vectors after out changed", kGuard);
     }
+}
+
+// Determinism (issue 12): `reps` launches on the same partials (1000; 2 with
+// --quick), out poisoned before each, every result bitwise the first.
+void check_repeats(const Inst &in, long long vecs, int reps, uint64_t seed, cudaStream_t s)
+{
+    const size_t bytes = (size_t)vecs * 16;
+    char name[256];
+    snprintf(name, sizeof name, "%s: %d launches, %lld vectors, bitwise the same", in.name, reps,
+             vecs);
+    Bufs b;
+    if (!CHECK(name, b.open(in.world, vecs)))
+        return;
+    const size_t elems = (size_t)vecs * 8;
+    bool ok = fgh_fill_device(b.own, in.dt, elems, seed, 1.f, s) == 0 &&
+              fgh_fill_device(b.recv, in.dt, elems * in.world, seed + 1, 1.f, s) == 0;
+    std::vector<unsigned char> first(bytes), now(bytes);
+    int differ = 0, unwritten = 0;
+    for (int r = 0; ok && r < reps; r++) {
+        ok = fgh_poison_device(b.out, bytes, s) == 0 && launch(in, b, 0, vecs, s) &&
+             fgh_ok(cudaStreamSynchronize(s)) &&
+             fgh_ok(cudaMemcpy(r ? now.data() : first.data(), b.out, bytes, cudaMemcpyDeviceToHost));
+        unwritten += ok && fgh_count_poisoned(r ? now.data() : first.data(), in.dt, elems) > 0;
+        differ += ok && r && memcmp(first.data(), now.data(), bytes) != 0;
+    }
+    if (CHECK(name, ok))
+        CHECKF(name, differ == 0 && unwritten == 0, "%d of %d launches differ from the first, %d left poison",
+               differ, reps, unwritten);
 }
 
 struct Timed {
@@ -289,6 +319,7 @@ int main(int argc, char **argv)
         const long long past = std::min(2ll * in.grid * in.block + 3, 1ll << 24);
         for (long long vecs : {1ll, 4099ll, 1ll << 20, past})
             check(in, vecs, seed + (uint64_t)vecs * 64, s);
+        check_repeats(in, 4099, a.quick ? 2 : 1000, seed + 7, s);
     }
     if (jf) {
         fgh_json_arr_end(&j);
