@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 /* ------------------------------------------------------------------ tests */
 
@@ -553,6 +554,23 @@ char *fgh_read_text(const char *path)
     }
     text[len] = '\0';
     return text;
+}
+
+char *fgh_open_manifest(const char *given, const char *kernels, char *buf, size_t n,
+                        const char **path)
+{
+    if (given)
+        snprintf(buf, n, "%s", given);
+    else {
+        snprintf(buf, n, "%s/manifest.json", kernels ? kernels : ".");
+        if (access(buf, R_OK) != 0) {
+            const char *gen = getenv("FG_GEN_DIR");
+            snprintf(buf, n, "%s/manifest.json", gen && *gen ? gen : "generated");
+        }
+    }
+    if (path)
+        *path = buf;
+    return fgh_read_text(buf);
 }
 
 /* Where the value of `key` (dotted parts, each after the one before) starts

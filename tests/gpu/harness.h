@@ -222,6 +222,14 @@ int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
 void *fgh_read_file(const char *path, size_t *len);
 /* The same, NUL-terminated (a manifest to scan); NULL if it cannot be read. */
 char *fgh_read_text(const char *path);
+/* The manifest a test program reads: `given` (--manifest) if set, else the
+ * kernel folder's manifest.json (the gate's, which `make kernels` and
+ * mk/kernels.mk write beside the cubins) where there is one, else
+ * $FG_GEN_DIR/manifest.json, else generated/manifest.json (the generator's
+ * own, for cubins compiled elsewhere).  Its text (free() it), NULL if none
+ * can be read; *path (buf, n bytes) the file chosen. */
+char *fgh_open_manifest(const char *given, const char *kernels, char *buf, size_t n,
+                        const char **path);
 /* The names (without ".cubin") of the files prefix*.cubin in dir, sorted,
  * in one malloc'd block (free() it); *n their count.  NULL with *n = -1 if
  * dir cannot be opened or memory runs out. */

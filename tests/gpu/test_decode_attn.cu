@@ -4,9 +4,10 @@
 // Kernels: DIR/decode_attn_sm90a_<dt>_<shape and plan>.cubin as `make kernels`
 // or check-gpu.sh compile them.  The dtype comes from the name; everything
 // else (shapes, KV heads, window, RoPE layout and table, plan, launch shape,
-// workspace, counters, the cooperative flag) from the generator's
-// manifest.json beside the sources (--manifest): an instance the manifest
-// does not describe is reported as skipped.
+// workspace, counters, the cooperative flag) from the manifest
+// (--manifest; default: the kernel folder's, else $FG_GEN_DIR's, else
+// generated/'s, as fgh_open_manifest says): an instance the manifest does
+// not describe is reported as skipped.
 //
 // Checks, per instance, on fresh random inputs with outputs poisoned:
 //   - y against the C reference (double) at several positions and input scales,
@@ -987,7 +988,6 @@ int main(int argc, char **argv)
     }
     fgh_args_apply(&a);
     const char *kdir = a.kernels, *json = a.json, *commit = a.commit, *only = a.only;
-    const char *manifest_path = a.manifest;
     const bool do_bench = a.bench, quick = a.quick, baseline = a.baseline;
     if (!fgh_set_shard(getenv("FG_SHARD"))) {
         fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
@@ -1001,13 +1001,8 @@ int main(int argc, char **argv)
         fgh_skip("decode_attn", "no usable GPU");
         return fgh_summary() ? 1 : 0;
     }
-    char mpath[512];
-    if (!manifest_path) {
-        const char *gen = getenv("FG_GEN_DIR");
-        snprintf(mpath, sizeof mpath, "%s/manifest.json", gen && *gen ? gen : "generated");
-        manifest_path = mpath;
-    }
-    char *manifest = fgh_read_text(manifest_path);
+    char mpath[1024];
+    char *manifest = fgh_open_manifest(a.manifest, kdir, mpath, sizeof mpath, nullptr);
     if (discover(kdir, manifest) <= 0) {
         fgh_skip("decode_attn", "no decode_attn cubins in the kernel folder");
         return fgh_summary() ? 1 : 0;

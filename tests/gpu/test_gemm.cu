@@ -5,7 +5,7 @@
 // cuBLASLt's same product (TN, the same layouts) in the same run.
 //
 // Each overlap_gemm_* instance in --kernels (its launch and template from
-// --manifest, or DIR/manifest.json) is loaded by the driver API; the wgmma
+// --manifest, or DIR/manifest.json, else $FG_GEN_DIR's) is loaded by the driver API; the wgmma
 // form takes three TMA tensor maps encoded here (cuTensorMapEncodeTiled,
 // 128-byte swizzle, the boxes its params give: bk x bm for A, bk x bn for
 // W, cbox_cols x cbox_rows for C), the portable form plain pointers, and
@@ -481,7 +481,7 @@ double check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool l
     if (!CHECK(name, nops > 0 && nops <= 64 && tiles == kRows / g.bm &&
                          p.open(g, kRows, seed, true)))
         return 0;
-    const size_t row_bytes = (size_t)g.k * 2, nc = (size_t)kRows * g.n;
+    const size_t row_bytes = (size_t)g.k * 2;
     int *tile_rows = nullptr;
     unsigned *flags = nullptr, *words = nullptr, *host = nullptr;   // words: epoch, status
     cudaStream_t copies = nullptr;
@@ -718,8 +718,7 @@ int main(int argc, char **argv)
     int n = 0;
     char **files = fgh_list_cubins(a.kernels, "overlap_gemm_", &n);
     char mpath[1024];
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", a.kernels);
-    char *manifest = fgh_read_text(a.manifest ? a.manifest : mpath);
+    char *manifest = fgh_open_manifest(a.manifest, a.kernels, mpath, sizeof mpath, nullptr);
     if (!n || !manifest) {
         fgh_skip("overlap_gemm", n ? "no manifest" : "no overlap_gemm_* cubin in --kernels");
         return fgh_summary() ? 1 : 0;

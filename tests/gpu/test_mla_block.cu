@@ -9,8 +9,8 @@
 // THREADS alone) is the manifest's.
 //
 // Kernels: DIR/mla_block_*.cubin (--kernels).  Everything else comes from the
-// generator's manifest.json (--manifest; default $FG_GEN_DIR/manifest.json,
-// else generated/manifest.json): params hidden, heads, q_lora, kv_lora,
+// generator's manifest.json (--manifest; default: fgh_open_manifest's, the
+// kernel folder's, else $FG_GEN_DIR's, else generated/'s): params hidden, heads, q_lora, kv_lora,
 // rope_dim, max_context, page_size, bmax (the 8 key dims), nope, v_dim,
 // w_o_ld; texts inv_freq and cs_scale (the RoPE table the kernel was built
 // with); launch.grid/block/dynamic_smem/cooperative; workspace_bytes,
@@ -981,14 +981,8 @@ int main(int argc, char **argv)
     fgh_skip("mla_block", "built without libfgrt (no runtime/include/fgrt.h)");
     return fgh_summary() ? 1 : 0;
 #else
-    char mpath[512];
-    const char *manifest_path = a.manifest;
-    if (!manifest_path) {
-        const char *gen = getenv("FG_GEN_DIR");
-        snprintf(mpath, sizeof mpath, "%s/manifest.json", gen && *gen ? gen : "generated");
-        manifest_path = mpath;
-    }
-    char *manifest = fgh_read_text(manifest_path);
+    char mpath[1024];
+    char *manifest = fgh_open_manifest(a.manifest, a.kernels, mpath, sizeof mpath, nullptr);
     discover(a.kernels, manifest);
     if (g_ncubins == 0) {
         char why[600];

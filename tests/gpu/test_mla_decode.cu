@@ -5,8 +5,8 @@
 //
 // Kernels: DIR/mla_decode_*.cubin (--kernels, as `make kernels` or
 // check-gpu.sh compile them).  Everything else comes from the generator's
-// manifest.json (--manifest; default $FG_GEN_DIR/manifest.json, else
-// generated/manifest.json): params heads, kv_lora, rope_dim, max_context,
+// manifest.json (--manifest; default: fgh_open_manifest's, the kernel
+// folder's, else $FG_GEN_DIR's, else generated/'s): params heads, kv_lora, rope_dim, max_context,
 // page_size, bmax (the 6 key dims, "key_params": 6) and, printed and
 // recorded only, heads_per_block, head_groups, splits, clusters, tile, stages,
 // threads;
@@ -1536,13 +1536,8 @@ int main(int argc, char **argv)
     if (fgh_shards() > 1)
         printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", fgh_shard(),
                fgh_shards());
-    char mpath[512];
-    if (!manifest_path) {
-        const char *gen = getenv("FG_GEN_DIR");
-        snprintf(mpath, sizeof mpath, "%s/manifest.json", gen && *gen ? gen : "generated");
-        manifest_path = mpath;
-    }
-    char *manifest = fgh_read_text(manifest_path);
+    char mpath[1024];
+    char *manifest = fgh_open_manifest(manifest_path, kdir, mpath, sizeof mpath, &manifest_path);
     discover(kdir, manifest);
     if (g_ncubins == 0) {
         char why[600];

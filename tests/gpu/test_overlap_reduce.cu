@@ -19,7 +19,8 @@
 //                       [--only A,B] [--quick] [--vecs N]...
 //
 // Kernels: DIR/overlap_reduce_sm90a_*.cubin, their dtype, world size and
-// launch (grid, block) from the manifest (DIR/manifest.json by default).
+// launch (grid, block) from the manifest (DIR/manifest.json by default,
+// else $FG_GEN_DIR's: fgh_open_manifest).
 // --only A,B: those instances alone, by whole name (fusegen tune runs this
 // program with --only and --bench --quick --no-baseline to time, --only
 // alone to check).  --no-baseline is taken and changes nothing: there is no
@@ -265,8 +266,7 @@ int main(int argc, char **argv)
     int n = 0;
     char **files = fgh_list_cubins(a.kernels, "overlap_reduce_", &n);
     char mpath[1024];
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", a.kernels);
-    char *manifest = fgh_read_text(a.manifest ? a.manifest : mpath);
+    char *manifest = fgh_open_manifest(a.manifest, a.kernels, mpath, sizeof mpath, nullptr);
     if (n <= 0 || !manifest) {
         fgh_skip("overlap_reduce", n > 0 ? "no manifest" : "no overlap_reduce_* cubin in --kernels");
         free(files);
