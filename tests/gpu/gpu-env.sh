@@ -18,9 +18,10 @@
 #                   manifest; default tests/gpu/gen_portable, made by
 #                   $BUILD/fusegen where there is one)
 #   NVCC_ARCH       harness target (default -arch=native)
-#   FG_SHARD        K/N: test_decode_attn checks only the instances whose name
-#                   hashes to K mod N, so N runs split the suite (a lent GPU
-#                   machine gives each command 10 minutes); unset: all
+#   FG_SHARD        K/N: test_decode_attn, test_mla_decode and test_mla_block
+#                   check only the instances whose name hashes to K mod N, so
+#                   N runs split the suite (a lent GPU machine gives each
+#                   command 10 minutes); unset: all
 
 # Every tests/gpu/test_*.cu is a test program (check-gpu.sh runs them all:
 # test_rmsnorm, test_decode_attn, test_mla_decode, the overlap tests, the

@@ -10,9 +10,9 @@
 //
 // Kernels: DIR/mla_block_*.cubin (--kernels).  Everything else comes from the
 // generator's manifest.json (--manifest; default: fgh_open_manifest's, the
-// kernel folder's, else $FG_GEN_DIR's, else generated/'s): params hidden, heads, q_lora, kv_lora,
-// rope_dim, max_context, page_size, bmax (the 8 key dims), nope, v_dim,
-// w_o_ld; texts inv_freq and cs_scale (the RoPE table the kernel was built
+// kernel folder's, else $FG_GEN_DIR's, else generated/'s): params hidden,
+// heads, q_lora, kv_lora, rope_dim, max_context, page_size, bmax (the 8
+// key dims), nope, v_dim, w_o_ld; texts inv_freq and cs_scale (the RoPE table the kernel was built
 // with); launch.grid/block/dynamic_smem/cooperative; workspace_bytes,
 // counters.
 //
@@ -975,6 +975,15 @@ int main(int argc, char **argv)
         return 2;
     }
     fgh_args_apply(&a);
+    // FG_SHARD=K/N: the instances whose name hashes to K (a whole run of
+    // every instance outlasts a lent machine's 10-minute command)
+    if (!fgh_set_shard(getenv("FG_SHARD"))) {
+        fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
+        return 2;
+    }
+    if (fgh_shards() > 1)
+        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", fgh_shard(),
+               fgh_shards());
     printf("test_mla_block: seed 0x%llx (--seed), kernels %s\n", (unsigned long long)fgh_base_seed(),
            a.kernels);
 #ifndef FG_HAVE_FGRT
