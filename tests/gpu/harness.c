@@ -678,20 +678,23 @@ bool fgh_manifest_floats(const char *manifest, const char *name, const char *key
 
 static unsigned g_shard = 0, g_shards = 1;
 
-bool fgh_set_shard(const char *spec)
+bool fgh_shard_from_env(void)
 {
+    const char *spec = getenv("FG_SHARD");
     unsigned k, n;
     char end;
     if (!spec || !*spec)
         return true;
-    if (sscanf(spec, "%u/%u%c", &k, &n, &end) != 2 || n == 0 || k >= n)
+    if (sscanf(spec, "%u/%u%c", &k, &n, &end) != 2 || n == 0 || k >= n) {
+        fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", spec);
         return false;
+    }
     g_shard = k, g_shards = n;
+    if (n > 1)
+        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", k, n);
     return true;
 }
 
-unsigned fgh_shard(void) { return g_shard; }
-unsigned fgh_shards(void) { return g_shards; }
 
 bool fgh_in_shard(const char *name)
 {

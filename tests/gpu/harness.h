@@ -262,11 +262,10 @@ bool fgh_manifest_floats(const char *manifest, const char *name, const char *key
 /* FG_SHARD=K/N (environment, so check-gpu.sh passes it to every program
  * untouched): a run takes the instances whose name hashes (FNV-1a) to K mod
  * N, so N runs of a suite split it without overlap whatever the kernel folder
- * holds (a lent GPU machine gives each command 10 minutes).  NULL, "" or 0/1:
- * all.  False (and no change) if spec is not K/N with K < N. */
-bool fgh_set_shard(const char *spec);
-unsigned fgh_shard(void);
-unsigned fgh_shards(void);
+ * holds (a lent GPU machine gives each command 10 minutes).  Unset, "" or
+ * 0/1: all.  Reads it once, says which shard runs when there are several;
+ * false (a message on stderr, no change) if it is not K/N with K < N. */
+bool fgh_shard_from_env(void);
 bool fgh_in_shard(const char *name);
 /* A run's instances among `names` (all of them), into chosen[]: those in
  * this run's shard that --only chooses (fgh_names_chosen; only NULL: all). */

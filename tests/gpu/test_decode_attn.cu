@@ -989,13 +989,8 @@ int main(int argc, char **argv)
     fgh_args_apply(&a);
     const char *kdir = a.kernels, *json = a.json, *commit = a.commit, *only = a.only;
     const bool do_bench = a.bench, quick = a.quick, baseline = a.baseline;
-    if (!fgh_set_shard(getenv("FG_SHARD"))) {
-        fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
+    if (!fgh_shard_from_env())   // FG_SHARD=K/N: this run's share of the instances
         return 2;
-    }
-    if (fgh_shards() > 1)
-        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", fgh_shard(),
-               fgh_shards());
     fgh_device dev;
     if (fgh_device_open(0, &dev) != 0) {
         fgh_skip("decode_attn", "no usable GPU");

@@ -975,15 +975,8 @@ int main(int argc, char **argv)
         return 2;
     }
     fgh_args_apply(&a);
-    // FG_SHARD=K/N: the instances whose name hashes to K (a whole run of
-    // every instance outlasts a lent machine's 10-minute command)
-    if (!fgh_set_shard(getenv("FG_SHARD"))) {
-        fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
+    if (!fgh_shard_from_env())   // FG_SHARD=K/N: this run's share of the instances
         return 2;
-    }
-    if (fgh_shards() > 1)
-        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", fgh_shard(),
-               fgh_shards());
     printf("test_mla_block: seed 0x%llx (--seed), kernels %s\n", (unsigned long long)fgh_base_seed(),
            a.kernels);
 #ifndef FG_HAVE_FGRT

@@ -1516,10 +1516,8 @@ int main(int argc, char **argv)
     [[maybe_unused]] const char *json = a.json, *commit = a.commit, *only = a.only,
                                 *manifest_path = a.manifest;
     [[maybe_unused]] const bool do_bench = a.bench, quick = a.quick, baseline = a.baseline;
-    if (!fgh_set_shard(getenv("FG_SHARD"))) {
-        fprintf(stderr, "FG_SHARD=%s: expected K/N with K < N\n", getenv("FG_SHARD"));
+    if (!fgh_shard_from_env())   // FG_SHARD=K/N: this run's share of the instances
         return 2;
-    }
     printf("test_mla_decode: seed 0x%llx (--seed), kernels %s\n",
            (unsigned long long)fgh_base_seed(), kdir);
 #ifndef FG_HAVE_FGRT
@@ -1533,9 +1531,6 @@ int main(int argc, char **argv)
     g_quick = quick;
     if (repeats < 0)
         repeats = quick ? 2 : 1000;
-    if (fgh_shards() > 1)
-        printf("shard %u of %u (FG_SHARD): the instances whose name hashes to it\n", fgh_shard(),
-               fgh_shards());
     char mpath[1024];
     char *manifest = fgh_open_manifest(manifest_path, kdir, mpath, sizeof mpath, &manifest_path);
     discover(kdir, manifest);
