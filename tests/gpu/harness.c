@@ -695,7 +695,6 @@ bool fgh_shard_from_env(void)
     return true;
 }
 
-
 bool fgh_in_shard(const char *name)
 {
     uint32_t h = 2166136261u;   /* FNV-1a */
