@@ -13,7 +13,9 @@
 //   cluster's merge (16 x 512 float partials in shared memory, rank j
 //   summing slice j of every peer's: the peers in turn, every rank starting
 //   at rank 0 or at its own, or every peer's load in flight at once, which
-//   tells the requests' contention from their latency), the cross-cluster
+//   tells the requests' contention from their latency; every peer's at once
+//   by 16-byte ld.shared::cluster; or pushed, each rank sending each peer
+//   its slice by one bulk copy into the peer's inbox), the cross-cluster
 //   merge (slices to
 //   global memory, a ticket, the last cluster's block re-reading them all);
 //   clusters of 16 (non-portable); one cluster doing all of S = 1K with
@@ -23,7 +25,8 @@
 // The skeleton's merges stand for the kernel's steps, not for their costs
 // (fp32 partials, more than the kernel moves: its whole skeleton takes
 // longer than the kernel); the kernel's own merges were timed by leaving
-// them out of it.  Not part of the tests; docs/performance.md (issue 8, stop 44).
+// them out of it.  Not part of the tests; docs/performance.md (issue 8,
+// stops 44 and 46).
 //   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_launch_floor tests/gpu/probe_launch_floor.cu && ./probe_launch_floor
 #include <algorithm>
 #include <cooperative_groups.h>
