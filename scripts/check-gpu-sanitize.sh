@@ -23,14 +23,24 @@ if [ ! -x "$sanitizer" ]; then
     exit 0
 fi
 tools=${FG_SANITIZE_TOOLS:-memcheck synccheck racecheck}
+ntools=0
 for tool in $tools; do
     case $tool in
-        memcheck | synccheck | racecheck) ;;
+        memcheck | synccheck | racecheck) ntools=$((ntools + 1)) ;;
         *) echo "check-gpu-sanitize: FAILED — unknown tool '$tool' in FG_SANITIZE_TOOLS"; exit 1 ;;
     esac
 done
+if [ $ntools = 0 ]; then
+    echo "check-gpu-sanitize: FAILED — FG_SANITIZE_TOOLS names no tool"
+    exit 1
+fi
 # wanted TOOL: whether TOOL is among those to run
-wanted() { case " $tools " in *" $1 "*) return 0 ;; esac; return 1; }
+wanted() {
+    for w in $tools; do [ "$w" = "$1" ] && return 0; done
+    return 1
+}
+# every instance the lists below name, whatever shard a caller's FG_SHARD asks for
+unset FG_SHARD
 fg_gpu_build || { echo "check-gpu-sanitize: FAILED — build"; exit 1; }
 # the smallest instances of each code path: rmsnorm's quick set; the decode
 # family at S_max 4K (every cluster size of the register form, the ring form

@@ -559,9 +559,8 @@ char *fgh_read_text(const char *path)
 char *fgh_open_manifest(const char *given, const char *kernels, char *buf, size_t n,
                         const char **path)
 {
-    if (given)
-        snprintf(buf, n, "%s", given);
-    else {
+    const char *chosen = given ? given : buf;
+    if (!given) {
         snprintf(buf, n, "%s/manifest.json", kernels ? kernels : ".");
         if (access(buf, R_OK) != 0) {
             const char *gen = getenv("FG_GEN_DIR");
@@ -569,8 +568,8 @@ char *fgh_open_manifest(const char *given, const char *kernels, char *buf, size_
         }
     }
     if (path)
-        *path = buf;
-    return fgh_read_text(buf);
+        *path = chosen;
+    return fgh_read_text(chosen);
 }
 
 /* Where the value of `key` (dotted parts, each after the one before) starts

@@ -224,10 +224,11 @@ void *fgh_read_file(const char *path, size_t *len);
 char *fgh_read_text(const char *path);
 /* The manifest a test program reads: `given` (--manifest) if set, else the
  * kernel folder's manifest.json (the gate's, which `make kernels` and
- * mk/kernels.mk write beside the cubins) where there is one, else
- * $FG_GEN_DIR/manifest.json, else generated/manifest.json (the generator's
- * own, for cubins compiled elsewhere).  Its text (free() it), NULL if none
- * can be read; *path (buf, n bytes) the file chosen. */
+ * mk/kernels.mk write beside the cubins) where there is one, else the
+ * generator's own (for cubins compiled elsewhere): $FG_GEN_DIR/manifest.json,
+ * or generated/manifest.json where FG_GEN_DIR is unset or empty.  Its text
+ * (free() it), NULL if it cannot be read; *path (given, or buf of n bytes)
+ * the file chosen. */
 char *fgh_open_manifest(const char *given, const char *kernels, char *buf, size_t n,
                         const char **path);
 /* The names (without ".cubin") of the files prefix*.cubin in dir, sorted,

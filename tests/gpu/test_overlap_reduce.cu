@@ -251,6 +251,11 @@ int main(int argc, char **argv)
                 argv[0], argv[0]);
         return 2;
     }
+    if (!bench_vecs.empty() && !a.bench) {
+        fprintf(stderr, "%s: --vecs sizes what --bench times; without --bench it would be ignored\n",
+                argv[0]);
+        return 2;
+    }
     if (bench_vecs.empty())
         bench_vecs = {1ll << 18, 1ll << 22};
     fgh_args_apply(&a);
