@@ -161,19 +161,18 @@ bool load_entry(const char *dir, const char *manifest_path, const char *op,
 {
     char path[1024], mpath[1024];
     snprintf(path, sizeof path, "%s/%s.cubin", dir ? dir : ".", g->name);
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir ? dir : ".");
     if (!dir || !(g->image = (unsigned char *)fgh_read_file(path, &g->size))) {
         snprintf(why, why_len, "no %s", path);
         return false;
     }
-    size_t mlen = 0;
-    char *manifest = (char *)fgh_read_file(manifest_path ? manifest_path : mpath, &mlen);
+    const char *used = nullptr;
+    char *manifest = fgh_open_manifest(manifest_path, dir, mpath, sizeof mpath, &used);
     const long long grid = fgh_manifest_value(manifest, g->name, "grid");
     const long long block = fgh_manifest_value(manifest, g->name, "block");
     const long long smem = fgh_manifest_value(manifest, g->name, "dynamic_smem");
     free(manifest);
     if (grid <= 0 || block <= 0 || smem < 0) {
-        snprintf(why, why_len, "%s is not in %s", g->name, manifest_path ? manifest_path : mpath);
+        snprintf(why, why_len, "%s is not in %s", g->name, used);
         return false;
     }
     g->e.name = g->name, g->e.family = op, g->e.op = op;
@@ -200,8 +199,8 @@ long long pick_instance(const char *dir, const char *manifest_path, const char *
                         Generated *g)
 {
     char mpath[1024];
-    snprintf(mpath, sizeof mpath, "%s/manifest.json", dir ? dir : ".");
-    char *manifest = dir ? fgh_read_text(manifest_path ? manifest_path : mpath) : nullptr;
+    char *manifest = dir ? fgh_open_manifest(manifest_path, dir, mpath, sizeof mpath, nullptr)
+                         : nullptr;
     int count = 0;
     char **names = manifest ? fgh_list_cubins(dir, prefix, &count) : nullptr;
     long long best = 0;
