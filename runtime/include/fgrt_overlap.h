@@ -11,6 +11,13 @@
  * Conventions of the order:
  * - Stream 0 carries the copies and the flags set after them; streams 1 and 2
  *   the GEMMs (alternating, to soften wave quantization) and the reduction.
+ *   With more than one copy lane (the 2D decomposition: pushes to several
+ *   peers, or several pieces, at once on separate copy engines) a rank's
+ *   push of piece j (0 for a whole block) to peer rank + i goes on lane
+ *   (j (world - 1) + i - 1) % lanes, lane 0 being stream 0 and lane l > 0
+ *   stream 2 + l (fgrt_overlap_copy_stream), its flag behind it on its lane;
+ *   with lanes = world - 1 every peer has its own, with one peer its pieces
+ *   take turns.
  * - A flag is set after the operations before it on its stream, in the
  *   memory of the rank that waits on it (the executor copies the call's
  *   epoch there: remote stream memory writes are gone from CUDA 13.1 on), so
@@ -127,6 +134,8 @@ enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 
 #define FGRT_MAX_WORLD 64   /* ranks an order or an executor may have */
 #define FGRT_MAX_CHUNKS 8   /* pieces a row block may be split into */
+#define FGRT_MAX_LANES 8    /* copy streams a rank may push on at once */
+#define FGRT_MAX_STREAMS (2 + FGRT_MAX_LANES)   /* an op's stream is below it */
 
 /* Flags in one sender's row for collective c under schedule s:
  * FGRT_FLAG_SENT plus the pieces a sender may flag to one rank (chunks; RS
@@ -137,14 +146,27 @@ FGRT_OVERLAP_API unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s,
                                              unsigned chunks);
 
 /* Writes rank `rank`'s operations for collective c under schedule s with
- * `world` ranks into out (at most max of them) and returns how many there
- * are (more than max: out was too small), or 0 for invalid arguments (world
- * under 2 or over FGRT_MAX_WORLD, rank not below world, an unknown collective or
- * schedule, chunks not 1 for a schedule other than chunk_overlap and
- * chunk_fused or not in 1..FGRT_MAX_CHUNKS for them). */
+ * `world` ranks and `lanes` copy lanes into out (at most max of them) and
+ * returns how many there are (more than max: out was too small), or 0 for
+ * invalid arguments (world under 2 or over FGRT_MAX_WORLD, rank not below
+ * world, an unknown collective or schedule, chunks not 1 for a schedule
+ * other than chunk_overlap and chunk_fused or not in 1..FGRT_MAX_CHUNKS for
+ * them, lanes not fgrt_overlap_lanes_valid). */
 FGRT_OVERLAP_API size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world,
-                                         unsigned chunks, unsigned rank, fgrt_op *out,
-                                         size_t max);
+                                         unsigned chunks, unsigned lanes, unsigned rank,
+                                         fgrt_op *out, size_t max);
+
+/* Whether a rank may push on `lanes` copy lanes: 1 always; more only where
+ * its copies are independent of one another (not serial NCCL, whose copies
+ * are NCCL's, nor RS chunk_overlap's ring, whose every push goes to the next
+ * rank and carries what the last one delivered), up to FGRT_MAX_LANES and
+ * the copies a rank issues in a call ((world - 1) x the pieces). */
+FGRT_OVERLAP_API int fgrt_overlap_lanes_valid(fgrt_collective c, fgrt_schedule s,
+                                              unsigned world, unsigned chunks, unsigned lanes);
+
+/* The stream of a rank's push number q = j (world - 1) + i - 1 (piece j to
+ * peer rank + i) over `lanes` lanes. */
+FGRT_OVERLAP_API unsigned fgrt_overlap_copy_stream(unsigned q, unsigned lanes);
 
 FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_overlap" */
 
@@ -217,6 +239,9 @@ typedef struct fgrt_overlap_args {
     unsigned world, rank;      /* 2..FGRT_MAX_WORLD ranks; each rank's device differs */
     unsigned chunks;           /* chunk_overlap, chunk_fused: pieces per row block
                                   (1..FGRT_MAX_CHUNKS); else 0 or 1 */
+    unsigned lanes;            /* copy streams this rank pushes on (0 or 1: one, the 1D
+                                  order; world - 1: every peer at once, the 2D one); see
+                                  fgrt_overlap_lanes_valid.  The ranks need not agree. */
     long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world
                                   (of world x chunks for chunk_overlap and chunk_fused;
                                   chunk_fused: of 128 too, RS's of world x chunks x 128) */

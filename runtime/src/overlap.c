@@ -22,6 +22,7 @@ _Static_assert((int)FG_REG_SERIAL_NCCL == (int)FGRT_SERIAL_NCCL &&
 typedef struct order {
     fgrt_op *out;
     size_t max, n;
+    unsigned world, lanes;
 } order;
 
 /* Appends an op (of a whole block, or none: chunk and slot -1); its index
@@ -40,6 +41,18 @@ static void piece(order *o, int index, int chunk, int slot)
 {
     if ((size_t)index < o->max)
         o->out[index].chunk = chunk, o->out[index].slot = slot;
+}
+
+unsigned fgrt_overlap_copy_stream(unsigned q, unsigned lanes)
+{
+    const unsigned l = lanes > 1 ? q % lanes : 0;
+    return l == 0 ? 0 : 2 + l;
+}
+
+/* The stream of the copy of piece j (0 for whole blocks) to peer rank + i. */
+static unsigned lane(const order *o, unsigned i, unsigned j)
+{
+    return fgrt_overlap_copy_stream(j * (o->world - 1) + i - 1, o->lanes);
 }
 
 static void barrier(order *o, unsigned flag)
@@ -78,8 +91,9 @@ static void all_gather(order *o, fgrt_schedule s, unsigned world, unsigned chunk
     for (unsigned j = 0; j < chunks; j++)   /* piece by piece, each to every peer */
         for (unsigned i = 1; i < world; i++) {
             const int d = (int)((rank + i) % world);
-            piece(o, push(o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1), pieces ? (int)j : -1, -1);
-            push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(j), -1);
+            const unsigned st = lane(o, i, j);
+            piece(o, push(o, FGRT_OP_COPY, st, d, (int)rank, 0, -1), pieces ? (int)j : -1, -1);
+            push(o, FGRT_OP_SIGNAL, st, d, -1, sent(j), -1);
         }
     /* the peers' pieces in the order they land: piece j from every peer, then j + 1 */
     for (unsigned j = 0; j < chunks && !fused; j++)
@@ -133,9 +147,10 @@ static void fused_reduce_scatter(order *o, unsigned world, unsigned chunks, unsi
     for (unsigned i = 1; i < world; i++) {
         const int d = (int)((rank + i) % world);
         for (unsigned j = 0; j < chunks; j++) {
-            piece(o, push(o, FGRT_OP_WAIT_DONE, 0, -1, d, 0, -1), (int)j, -1);
-            piece(o, push(o, FGRT_OP_COPY, 0, d, d, 0, -1), (int)j, (int)rank);
-            push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(j), -1);
+            const unsigned st = lane(o, i, j);
+            piece(o, push(o, FGRT_OP_WAIT_DONE, st, -1, d, 0, -1), (int)j, -1);
+            piece(o, push(o, FGRT_OP_COPY, st, d, d, 0, -1), (int)j, (int)rank);
+            push(o, FGRT_OP_SIGNAL, st, d, -1, sent(j), -1);
         }
     }
     for (unsigned i = 1; i < world; i++)
@@ -164,8 +179,9 @@ static void reduce_scatter(order *o, fgrt_schedule s, unsigned world, unsigned r
         const int d = (int)((rank + i) % world);
         const int mm = s == FGRT_SHARD_OVERLAP ? push(o, FGRT_OP_GEMM, 1 + i % 2, -1, d, 0, -1)
                                                : whole;
-        piece(o, push(o, FGRT_OP_COPY, 0, d, d, 0, mm), -1, (int)rank);
-        push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(0), -1);
+        const unsigned st = lane(o, i, 0);
+        piece(o, push(o, FGRT_OP_COPY, st, d, d, 0, mm), -1, (int)rank);
+        push(o, FGRT_OP_SIGNAL, st, d, -1, sent(0), -1);
     }
     int own = whole;
     if (s == FGRT_SHARD_OVERLAP)
@@ -183,6 +199,17 @@ static bool valid(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned c
            (fgrt_schedule_chunked(s) ? chunks >= 1 && chunks <= FGRT_MAX_CHUNKS : chunks == 1);
 }
 
+int fgrt_overlap_lanes_valid(fgrt_collective c, fgrt_schedule s, unsigned world,
+                             unsigned chunks, unsigned lanes)
+{
+    if (!valid(c, s, world, chunks) || lanes < 1 || lanes > FGRT_MAX_LANES)
+        return 0;
+    if (lanes == 1)
+        return 1;
+    const bool ring = c == FGRT_GEMM_RS && s == FGRT_CHUNK_OVERLAP;
+    return s != FGRT_SERIAL_NCCL && !ring && lanes <= (world - 1) * chunks;
+}
+
 unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks)
 {
     if (!valid(c, s, world, chunks))
@@ -194,11 +221,12 @@ unsigned fgrt_overlap_flags(fgrt_collective c, fgrt_schedule s, unsigned world, 
 }
 
 size_t fgrt_overlap_ops(fgrt_collective c, fgrt_schedule s, unsigned world, unsigned chunks,
-                        unsigned rank, fgrt_op *out, size_t max)
+                        unsigned lanes, unsigned rank, fgrt_op *out, size_t max)
 {
-    if (!valid(c, s, world, chunks) || rank >= world || (!out && max))
+    if (!fgrt_overlap_lanes_valid(c, s, world, chunks, lanes) || rank >= world ||
+        (!out && max))
         return 0;
-    order o = {out, max, 0};
+    order o = {.out = out, .max = max, .world = world, .lanes = lanes};
     if (c == FGRT_AG_GEMM)
         all_gather(&o, s, world, chunks, rank);
     else if (s == FGRT_CHUNK_OVERLAP)
@@ -235,7 +263,8 @@ size_t fgrt_overlap_tile_rows(fgrt_collective c, fgrt_schedule s, unsigned world
                 out[n++] = (int)(((rank + i) % world) * per_block + t);
         return tiles;
     }
-    const size_t nops = fgrt_overlap_ops(FGRT_AG_GEMM, s, world, chunks, rank, NULL, 0);
+    /* the waits' order is the same on any number of lanes */
+    const size_t nops = fgrt_overlap_ops(FGRT_AG_GEMM, s, world, chunks, 1, rank, NULL, 0);
     fgrt_op *ops = malloc(nops * sizeof *ops);
     int *landed = malloc((size_t)world * pieces * sizeof *landed);   /* [sender][piece] */
     int *key = malloc(tiles * sizeof *key);
@@ -243,7 +272,7 @@ size_t fgrt_overlap_tile_rows(fgrt_collective c, fgrt_schedule s, unsigned world
         free(ops), free(landed), free(key);
         return 0;
     }
-    fgrt_overlap_ops(FGRT_AG_GEMM, s, world, chunks, rank, ops, nops);
+    fgrt_overlap_ops(FGRT_AG_GEMM, s, world, chunks, 1, rank, ops, nops);
     /* a piece's place in the order of the waits (the own block: there from the start) */
     for (unsigned i = 0; i < world * pieces; i++)
         landed[i] = -1;

@@ -12,7 +12,7 @@
 #include "fgrt_overlap.h"
 #include "internal.h"
 
-enum { STREAMS = 3, MAX_WORLD = FGRT_MAX_WORLD };
+enum { MAX_STREAMS = FGRT_MAX_STREAMS, MAX_WORLD = FGRT_MAX_WORLD };
 
 /* A peer's memory as this process addresses it. */
 typedef struct peer_map {
@@ -32,17 +32,19 @@ struct fgrt_overlap {
     size_t es;               /* bytes per element */
     long long rows;          /* m / world */
     unsigned chunks;         /* pieces per row block (1 but for chunk_overlap, chunk_fused) */
+    unsigned lanes;          /* copy lanes (args.lanes, 0 read as 1) */
+    unsigned nstreams;       /* 2 + lanes: the copy lanes' and the GEMMs' */
     size_t block_a, block_c; /* bytes of a row block of A and of C */
     fgrt_op *ops;
     size_t nops;
     void **done;             /* per op: an event where a later op follows it, else NULL */
     awaited *waits;
     size_t nwaits;
-    void *st[STREAMS];
+    void *st[MAX_STREAMS];
     void *st_host;           /* the host's reads and releases of the flags: never the legacy
                                 stream, which would wait for a blocking caller stream that
                                 waits for this call */
-    void *ev_in, *ev_bar, *ev_join[STREAMS];
+    void *ev_in, *ev_bar, *ev_join[MAX_STREAMS];
     unsigned nflags;         /* per rank: fgrt_overlap_flags() */
     unsigned *flags;         /* device: [world][nflags] set by each rank, then the
                                 TAIL_WORDS of enum tail_word */
@@ -129,6 +131,14 @@ static fg_status check_args(const fgrt_overlap_args *a)
                        "fgrt_overlap_create: %u chunks (chunk_overlap, chunk_fused: 1 to %d; "
                        "else 0 or 1)",
                        a->chunks, FGRT_MAX_CHUNKS);
+    const unsigned lanes = a->lanes ? a->lanes : 1;
+    if (!fgrt_overlap_lanes_valid(a->collective, a->schedule, a->world,
+                                  by_pieces ? a->chunks : 1, lanes))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: %u copy lanes for %s (1 to %d, and no more than "
+                       "the %u copies a rank issues; 1 for GEMM+RS chunk_overlap's ring)",
+                       a->lanes, fgrt_schedule_name(a->schedule), FGRT_MAX_LANES,
+                       (a->world - 1) * (by_pieces ? a->chunks : 1));
     const long long pieces = (long long)a->world * (by_pieces ? a->chunks : 1);
     if (a->m <= 0 || a->n <= 0 || a->k <= 0 || a->m % pieces)
         return fg_fail(FG_ERR_BAD_SHAPE,
@@ -173,14 +183,16 @@ static fg_status check_args(const fgrt_overlap_args *a)
 static fg_status plan(fgrt_overlap *x)
 {
     const fgrt_overlap_args *a = &x->args;
-    x->nops = fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, a->rank, NULL, 0);
+    x->nops = fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, x->lanes, a->rank,
+                               NULL, 0);
     x->ops = calloc(x->nops, sizeof *x->ops);
     x->done = calloc(x->nops, sizeof *x->done);
     /* a barrier waits on every peer; the fused GEMM on every peer's pieces */
     x->waits = calloc(x->nops * a->world + (size_t)a->world * x->chunks, sizeof *x->waits);
     if (!x->ops || !x->done || !x->waits)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
-    fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, a->rank, x->ops, x->nops);
+    fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, x->lanes, a->rank, x->ops,
+                     x->nops);
     for (size_t i = 0; i < x->nops; i++) {
         const fgrt_op *op = &x->ops[i];
         fg_status st = FG_OK;
@@ -207,7 +219,7 @@ static fg_status plan(fgrt_overlap *x)
 static fg_status make_streams(fgrt_overlap *x)
 {
     fg_status st = FG_OK;
-    for (int s = 0; s < STREAMS && st == FG_OK; s++) {
+    for (int s = 0; s < (int)x->nstreams && st == FG_OK; s++) {
         st = OPS(x)->stream_create(x->drv, &x->st[s]);
         if (st == FG_OK)
             st = OPS(x)->event_create(x->drv, &x->ev_join[s]);
@@ -373,6 +385,8 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     x->es = fg_reg_dtype_bytes(args->dtype);
     x->rows = args->m / args->world;
     x->chunks = fgrt_schedule_chunked(args->schedule) ? args->chunks : 1;
+    x->lanes = args->lanes ? args->lanes : 1;
+    x->nstreams = 2 + x->lanes;
     x->block_a = (size_t)x->rows * args->k * x->es;
     x->block_c = (size_t)x->rows * args->n * x->es;
     x->nflags = fgrt_overlap_flags(args->collective, args->schedule, args->world, x->chunks);
@@ -578,7 +592,7 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
 {
     const fg_driver_ops *o = OPS(x);
     fg_status st = FG_OK;
-    for (int s = 1; s < STREAMS && st == FG_OK; s++) {
+    for (int s = 1; s < (int)x->nstreams && st == FG_OK; s++) {
         st = o->event_record(x->drv, x->ev_join[s], x->st[s]);
         if (st == FG_OK)
             st = o->stream_wait_event(x->drv, x->st[0], x->ev_join[s]);
@@ -593,7 +607,7 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
             st = o->wait_flag(x->drv, x->st[0], flag_at(x, x->flags, p, flag), epoch);
     if (st == FG_OK)
         st = o->event_record(x->drv, x->ev_bar, x->st[0]);
-    for (int s = 1; s < STREAMS && st == FG_OK; s++)
+    for (int s = 1; s < (int)x->nstreams && st == FG_OK; s++)
         st = o->stream_wait_event(x->drv, x->st[s], x->ev_bar);
     return st;
 }
@@ -677,7 +691,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
 static fg_status join_caller(fgrt_overlap *x, void *stream)
 {
     fg_status first = FG_OK;
-    for (int s = 0; s < STREAMS; s++) {
+    for (int s = 0; s < (int)x->nstreams; s++) {
         fg_status st = OPS(x)->event_record(x->drv, x->ev_join[s], x->st[s]);
         if (st == FG_OK)
             st = OPS(x)->stream_wait_event(x->drv, stream, x->ev_join[s]);
@@ -691,7 +705,7 @@ static fg_status enqueue_call(fgrt_overlap *x, void *stream, unsigned epoch)
 {
     const fg_driver_ops *o = OPS(x);
     fg_status st = o->event_record(x->drv, x->ev_in, stream);
-    for (int s = 0; s < STREAMS && st == FG_OK; s++)
+    for (int s = 0; s < (int)x->nstreams && st == FG_OK; s++)
         st = o->stream_wait_event(x->drv, x->st[s], x->ev_in);
     for (size_t i = 0; i < x->nops && st == FG_OK; i++) {
         const fgrt_op *op = &x->ops[i];
@@ -798,7 +812,7 @@ static fg_status drain(fgrt_overlap *x, double limit_s, bool *idle, unsigned *ma
     const struct timespec nap = {0, 20000};
     for (;;) {
         *idle = true;
-        for (int s = 0; s < STREAMS && *idle; s++) {
+        for (int s = 0; s < (int)x->nstreams && *idle; s++) {
             const fg_status st = OPS(x)->stream_idle(x->drv, x->st[s], idle);
             if (st != FG_OK)
                 return st;
@@ -906,15 +920,17 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
     if (!x)
         return;
     const fg_driver_ops *o = OPS(x);
-    bool idle = true;
-    if (x->st[0] && x->st[1] && x->st[2] && x->st_host &&
+    bool idle = true, streams = x->st_host != NULL;
+    for (unsigned s = 0; s < x->nstreams; s++)
+        streams &= x->st[s] != NULL;
+    if (streams &&
         drain(x, x->args.timeout_s, &idle, NULL) == FG_OK && !idle && x->flags) {
         release(x);   /* then nothing waits on a peer: the streams finish */
-        for (int s = 0; s < STREAMS; s++)
+        for (int s = 0; s < (int)x->nstreams; s++)
             o->sync(x->drv, x->st[s]);
     }
     unmap_peers(x);
-    for (int s = 0; s < STREAMS; s++) {
+    for (int s = 0; s < (int)x->nstreams; s++) {
         if (x->st[s])
             o->stream_destroy(x->drv, x->st[s]);
         if (x->ev_join[s])

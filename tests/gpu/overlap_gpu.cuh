@@ -19,27 +19,38 @@
 namespace overlap_gpu {
 
 // A schedule as the tests run it: chunk_overlap and chunk_fused with their
-// pieces per block.
+// pieces per block; the copy lanes a rank pushes on (fgrt_overlap_args.lanes).
 struct Sched {
     fgrt_schedule s;
     unsigned chunks;
+    unsigned lanes = 1;
 };
 
-// A results key: "shard_overlap", "chunk_overlap_c4", "chunk_fused_c2"
+// A results key: "shard_overlap", "chunk_overlap_c4", "chunk_fused_c2",
+// "chunk_overlap_c4_l4"
 inline std::string part_key(Sched s)
 {
     std::string key = fgrt_schedule_name(s.s);
     if (s.s == FGRT_CHUNK_OVERLAP || s.s == FGRT_CHUNK_FUSED)
         key += "_c" + std::to_string(s.chunks);
+    if (s.lanes > 1)
+        key += "_l" + std::to_string(s.lanes);
     return key;
 }
 
-// "shard_overlap", "chunk_overlap (4 chunks)", "chunk_fused (2 chunks)"
+// "shard_overlap", "chunk_overlap (4 chunks)", "chunk_fused (2 chunks, 2 copy lanes)"
 inline std::string sched_name(Sched s)
 {
     std::string name = fgrt_schedule_name(s.s);
-    if (s.s == FGRT_CHUNK_OVERLAP || s.s == FGRT_CHUNK_FUSED)
-        name += " (" + std::to_string(s.chunks) + " chunks)";
+    const bool pieces = s.s == FGRT_CHUNK_OVERLAP || s.s == FGRT_CHUNK_FUSED;
+    if (pieces || s.lanes > 1)
+        name += " (";
+    if (pieces)
+        name += std::to_string(s.chunks) + " chunks";
+    if (s.lanes > 1)
+        name += std::string(pieces ? ", " : "") + std::to_string(s.lanes) + " copy lanes";
+    if (pieces || s.lanes > 1)
+        name += ")";
     return name;
 }
 

@@ -475,7 +475,7 @@ double check_pieces(const Gemm &g, Lt &lt, uint64_t seed, cudaStream_t s, bool l
     int order[kRows / 128];
     fgrt_op ops[64];
     const size_t nops =
-        fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, kWorld, kChunks, kRank, ops, 64);
+        fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, kWorld, kChunks, 1, kRank, ops, 64);
     const size_t tiles = fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, kWorld, kChunks,
                                                 kRank, kRows, (unsigned)g.bm, order, kRows / 128);
     if (!CHECK(name, nops > 0 && nops <= 64 && tiles == kRows / g.bm &&

@@ -342,8 +342,8 @@ bool run_call(Setup *s, Sched sched)
         // the orders, made when the schedule changes (the bench's interleaved
         // parts remake them in their first call; a few us against a call)
         for (int q = 0; q < s->world; q++) {
-            s->nops[q] = fgrt_overlap_ops(s->coll, sched.s, (unsigned)s->world, chunks,
-                                          (unsigned)q, s->ops[q], kMaxOps);
+            s->nops[q] = fgrt_overlap_ops(s->coll, sched.s, (unsigned)s->world, chunks, 1,
+                                          (unsigned)q, s->ops[q], kMaxOps);   // one copy lane
             if (s->nops[q] == 0 || s->nops[q] > kMaxOps)
                 return false;
         }

@@ -21,6 +21,10 @@
 //   - a peer that never runs its call: the waiting rank's
 //     fgrt_overlap_wait returns FG_ERR_TIMEOUT once its limit has passed,
 //     names the flag that did not come, and the executor refuses later calls;
+//   - several copy lanes (fgrt_overlap_args.lanes, the 2D order): AG
+//     chunk_overlap's 4 pieces of a block each on a lane of its own (up to
+//     FGRT_MAX_LANES), and with more than 2 ranks shard_overlap with a lane
+//     per peer, checked as above; chunk_fused's 2 pieces on 2 lanes below;
 //   - AG+GEMM and GEMM+RS chunk_fused (2 and 4 chunks) with the generated
 //     GEMM of --kernels (its instance of the fewest n x k; skipped, and said
 //     so, where DIR has none; RS with the generated reduction where there is
@@ -398,6 +402,7 @@ bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
     Gemm *g = u->g;
     fgrt_overlap_args args = {};
     args.collective = cs.coll, args.schedule = sched.s, args.chunks = sched.chunks;
+    args.lanes = sched.lanes;
     args.world = (unsigned)P.world, args.rank = (unsigned)P.rank;
     args.m = cs.m, args.n = cs.n, args.k = cs.k, args.dtype = FG_REG_BF16;
     args.a = d.a, args.c = d.c, args.out = d.out;
@@ -598,10 +603,11 @@ double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Hos
 // tile taken before its rows landed reads NaN) poisoned before each: no
 // output left poisoned, 96 sampled outputs against a double reference.
 void check_fused(fg_context *ctx, const Procs &P, Gemm *g, const fg_kernel_entry &fused,
-                 fgrt_collective coll, unsigned chunks, bool generated_reduce, uint64_t base)
+                 fgrt_collective coll, unsigned chunks, unsigned lanes, bool generated_reduce,
+                 uint64_t base)
 {
     const Case cs{"fused", coll, 128LL * P.world * chunks, fused.dims[0], fused.dims[1]};
-    const Sched sched{FGRT_CHUNK_FUSED, chunks};
+    const Sched sched{FGRT_CHUNK_FUSED, chunks, lanes};
     const bool ag = coll == FGRT_AG_GEMM;
     char name[200];
     snprintf(name, sizeof name, "executor %s %s%s, %s, %d processes, M=%lld N=%lld K=%lld: rank %d",
@@ -964,6 +970,17 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                     if (cs.coll == FGRT_GEMM_RS && gen && sched.s != FGRT_CHUNK_OVERLAP)
                         check_case(ctx, P, &g, cs, sched, base + 1000 * ++i, true);
                 }
+            // several copy lanes (the 2D order): AG's 4 pieces of each peer's
+            // block, RS's partials, each on lanes of their own (one lane a
+            // peer where there are more peers than one; RS's ring takes one)
+            const unsigned peers = (unsigned)P.world - 1;
+            const unsigned piece_lanes = 4 * peers < FGRT_MAX_LANES ? 4 * peers : FGRT_MAX_LANES;
+            check_case(ctx, P, &g, cases[0], {FGRT_CHUNK_OVERLAP, 4, piece_lanes},
+                       base + 1000 * ++i, false);
+            if (peers > 1 && peers <= FGRT_MAX_LANES)
+                for (const Case &cs : cases)
+                    check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, peers}, base + 1000 * ++i,
+                               cs.coll == FGRT_GEMM_RS && gen);
             check_deterministic(ctx, P, &g, cases[0], {FGRT_SHARD_OVERLAP, 1}, false, base + 8000);
             check_deterministic(ctx, P, &g, cases[1], {FGRT_SHARD_OVERLAP, 1}, gen != nullptr,
                                 base + 8500);
@@ -972,9 +989,12 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
             for (unsigned chunks : {2u, 4u})
                 for (fgrt_collective coll : {FGRT_AG_GEMM, FGRT_GEMM_RS})
                     if (fused)
-                        check_fused(ctx, P, &g, fused->e, coll, chunks,
+                        check_fused(ctx, P, &g, fused->e, coll, chunks, 1,
                                     coll == FGRT_GEMM_RS && gen != nullptr,
                                     base + 7000 + 100 * chunks + 50 * coll);
+            for (fgrt_collective coll : {FGRT_AG_GEMM, FGRT_GEMM_RS})   // pieces on 2 lanes
+                if (fused)
+                    check_fused(ctx, P, &g, fused->e, coll, 2, 2, false, base + 7800 + 50 * coll);
             check_timeout(ctx, P, &g, base + 9000);
             if (!no_faults)
                 check_injected_all(ctx, P, &g, fused ? &fused->e : nullptr, base + 10000);

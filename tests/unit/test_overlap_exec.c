@@ -1028,6 +1028,7 @@ static void on_stream_copy(rank_t *r, void *stream, void *dst, const void *src, 
 /* RS without a reduce callback: the registry's overlap_reduce entries, as
  * `generate` emits them (a fixed grid, keyed by world size). */
 static bool use_generated;
+static unsigned use_lanes;   /* fgrt_overlap_args.lanes of world_open's ranks */
 /* RS with neither a reduce callback nor the generated reduction in the
  * registry: what chunk_overlap, whose GEMMs add the partials, must accept. */
 static bool no_reduction;
@@ -1074,7 +1075,8 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
                 for (unsigned call = 0; call < CALLS; call++)
                     r->B[call][l * N + j] = b_val(call, i, l, j);
         r->args = (fgrt_overlap_args){
-            .collective = c, .schedule = s, .world = n, .rank = i, .chunks = chunks, .m = w->m,
+            .collective = c, .schedule = s, .world = n, .rank = i, .chunks = chunks,
+            .lanes = use_lanes, .m = w->m,
             .n = N, .k = K, .dtype = FG_REG_F16, .a = r->a, .c = r->c, .out = r->out,
             .gemm = cb_gemm, .reduce = rs && !use_generated && !no_reduction ? cb_reduce : NULL,
             .user = r, .timeout_s = timeout};
@@ -1325,6 +1327,33 @@ Test(overlap_exec, ag_gemm_chunk_overlap_matches_the_reference_call_after_call)
 Test(overlap_exec, gemm_rs_chunk_overlap_matches_the_reference_call_after_call)
 {
     all_chunked(three_calls, FGRT_GEMM_RS);
+}
+
+/* The 2D order: every rank pushes to each peer on a copy lane of its own
+ * (world - 1 lanes), and chunk_overlap's AG pieces on as many lanes as a
+ * rank has copies (with one peer, its pieces at once); every result exact,
+ * call after call, in every mode of the fake driver.  The executor makes
+ * one stream per lane more. */
+Test(overlap_exec, pushes_on_several_copy_lanes_match_the_reference)
+{
+    for (unsigned n = 2; n <= MAXW; n++)
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++) {
+            use_lanes = n - 1;
+            for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
+                three_calls((fgrt_collective)c, FGRT_SERIAL_CE, n, 0, &modes[i]);
+                three_calls((fgrt_collective)c, FGRT_SHARD_OVERLAP, n, 1, &modes[i]);
+            }
+            use_lanes = 2 * (n - 1);
+            three_calls(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, n, 2, &modes[i]);
+        }
+    use_lanes = 3;
+    world w;
+    world_open(&w, 4, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 5.0, false);
+    for (unsigned i = 0; i < 4; i++)   /* 2 GEMM streams, 3 lanes, the host's */
+        cr_assert_eq(w.r[i].dev->stream_creates, 6, "rank %u", i);
+    world_close(&w);
+    fake_teardown();
+    use_lanes = 0;
 }
 
 /* CALLS calls enqueued back to back on each caller's stream, which poisons
@@ -1876,6 +1905,14 @@ Test(overlap_exec, create_checks_its_arguments)
     REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = FGRT_MAX_CHUNKS + 1),
            FG_ERR_INVALID_ARGUMENT, "9 chunks");
     REFUSE(a_.chunks = 2, FG_ERR_INVALID_ARGUMENT, "2 chunks");   /* shard_overlap */
+    /* copy lanes: no more than a rank's copies (one at world 2 without
+     * pieces), FGRT_MAX_LANES, and one for RS chunk_overlap's ring */
+    REFUSE(a_.lanes = 2, FG_ERR_INVALID_ARGUMENT,
+           "2 copy lanes for shard_overlap (1 to 8, and no more than the 1 copies");
+    REFUSE((a_.world = 12, a_.lanes = FGRT_MAX_LANES + 1), FG_ERR_INVALID_ARGUMENT,
+           "9 copy lanes for shard_overlap");
+    REFUSE((a_.schedule = FGRT_CHUNK_OVERLAP, a_.chunks = 2, a_.lanes = 2),
+           FG_ERR_INVALID_ARGUMENT, "1 for GEMM+RS chunk_overlap's ring");
     REFUSE((a_.schedule = FGRT_SERIAL_CE, a_.chunks = 2), FG_ERR_INVALID_ARGUMENT, "2 chunks");
     /* m a multiple of world x chunks: 12 is one of world 2, not of 2 x 4 pieces
      * (nor 18 of 2 x 2) */

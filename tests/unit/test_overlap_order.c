@@ -23,7 +23,7 @@
 #define MAXCALL 256            /* ops of one rank's call */
 #define MAXOPS (CALLS * MAXCALL)
 #define MAXFLAGS (FGRT_FLAG_SENT + (MAXW - 1) * MAXP)   /* a sender's row: the ring's most */
-#define STREAMS 3
+#define STREAMS FGRT_MAX_STREAMS   /* the GEMMs' two and up to FGRT_MAX_LANES copy lanes */
 #define SEEDS 40
 
 /* What one piece of a buffer holds. */
@@ -58,6 +58,7 @@ typedef struct sim {
     fgrt_collective c;
     fgrt_schedule s;
     unsigned w, pieces;   /* pieces: chunks (1 but for chunk_overlap) */
+    unsigned lanes;       /* copy lanes of every rank */
     rank_state r[MAXW];
 } sim;
 
@@ -68,7 +69,8 @@ typedef enum {
     NO_SLOT,      /* GEMM `op` without the receive slot it adds */
     EARLIER_FLAG, /* WAIT `op` for its sender's flag before the one it names (start for
                      the first piece): set, but before the data it should wait for */
-    OTHER_SENDER  /* WAIT `op` for the same flag from another rank than its sender */
+    OTHER_SENDER, /* WAIT `op` for the same flag from another rank than its sender */
+    OTHER_LANE    /* SIGNAL `op` on another copy lane than its copy's */
 } break_kind;
 
 typedef struct breakage {
@@ -346,7 +348,7 @@ static bool step(sim *m, unsigned q, size_t k)
 /* Rank q's ops of one call into ops, broken where brk says; how many. */
 static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *ops)
 {
-    size_t n = fgrt_overlap_ops(m->c, m->s, m->w, m->pieces, q, ops, MAXCALL);
+    size_t n = fgrt_overlap_ops(m->c, m->s, m->w, m->pieces, m->lanes, q, ops, MAXCALL);
     check(n > 0 && n <= MAXCALL, "rank %u has %zu ops", q, n);
     if (!brk || (brk->rank >= 0 && (unsigned)brk->rank != q))
         return n;
@@ -367,6 +369,9 @@ static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *o
     case EARLIER_FLAG:   /* the sender sets it in this rank's memory before the right one */
         op->flag--;
         break;
+    case OTHER_LANE:   /* lane 0's flag on lane 1, any other's on lane 0 */
+        op->stream = op->stream == 0 ? 3 : 0;
+        break;
     case OTHER_SENDER: {   /* the first rank other than this one and the sender */
         int p = 0;
         while (p == (int)q || p == op->peer)
@@ -381,11 +386,11 @@ static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *o
 /* Runs CALLS calls of every rank in one random interleaving; NULL if every
  * check held, else the first broken rule. */
 static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
-                            unsigned seed, const breakage *brk)
+                            unsigned lanes, unsigned seed, const breakage *brk)
 {
     static sim m;
     memset(&m, 0, sizeof m);
-    m.c = c, m.s = s, m.w = w, m.pieces = chunks;
+    m.c = c, m.s = s, m.w = w, m.pieces = chunks, m.lanes = lanes;
     if (setjmp(caught))
         return why;
     const unsigned nflags = fgrt_overlap_flags(c, s, w, chunks);
@@ -429,7 +434,9 @@ static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsi
         /* What each op waits for on each stream: streams run in order, and a
          * barrier or a collective joins every stream both ways.  A stream's
          * done ops are a prefix of it, so its last op before says for all. */
-        int last[STREAMS] = {-1, -1, -1}, last_join[STREAMS] = {-1, -1, -1};
+        int last[STREAMS], last_join[STREAMS];
+        for (unsigned t = 0; t < STREAMS; t++)
+            last[t] = last_join[t] = -1;
         for (size_t k = 0; k < r->n; k++) {
             const fgrt_op *op = &r->ops[k];
             for (unsigned t = 0; t < STREAMS; t++)
@@ -485,15 +492,33 @@ static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsi
     return NULL;
 }
 
-/* Every seed's interleaving passes every check. */
+/* The copy lanes worth simulating for a schedule: one, two, and one per
+ * peer (the 2D order) or per copy, where valid. */
+static unsigned lane_counts(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
+                            unsigned out[3])
+{
+    const unsigned copies = (w - 1) * chunks;
+    const unsigned all = copies < FGRT_MAX_LANES ? copies : FGRT_MAX_LANES;
+    const unsigned want[3] = {1, 2, w - 1 > 2 ? w - 1 : all};
+    unsigned n = 0;
+    for (unsigned i = 0; i < 3; i++)
+        if (fgrt_overlap_lanes_valid(c, s, w, chunks, want[i]) && (n == 0 || want[i] > out[n - 1]))
+            out[n++] = want[i];
+    return n;
+}
+
+/* Every seed's interleaving passes every check, on every lane count. */
 static void expect_sound(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
                          unsigned seeds)
 {
-    for (unsigned seed = 1; seed <= seeds; seed++) {
-        const char *err = simulate(c, s, w, chunks, seed, NULL);
-        cr_assert(!err, "%s %s, %u ranks, %u chunks, seed %u: %s", coll_name(c),
-                  fgrt_schedule_name(s), w, chunks, seed, err);
-    }
+    unsigned lanes[3];
+    const unsigned nl = lane_counts(c, s, w, chunks, lanes);
+    for (unsigned l = 0; l < nl; l++)
+        for (unsigned seed = 1; seed <= seeds; seed++) {
+            const char *err = simulate(c, s, w, chunks, lanes[l], seed, NULL);
+            cr_assert(!err, "%s %s, %u ranks, %u chunks, %u lanes, seed %u: %s", coll_name(c),
+                      fgrt_schedule_name(s), w, chunks, lanes[l], seed, err);
+        }
 }
 
 Test(overlap_order, every_schedule_completes_in_any_interleaving)
@@ -554,55 +579,86 @@ static bool follows_anyway(const fgrt_op *ops, size_t a, size_t k)
  * GEMM that leaves out the running sum it adds, and the orders without
  * their opening barrier, each fail in some interleaving (each within 30
  * seeds when this was written). */
-Test(overlap_order, every_broken_order_is_caught)
+/* RS chunk_fused: whether the wait of rank `to` for piece `flag` from
+ * sender p is implied by its wait for p's last piece, which p pushes after
+ * it on the same lane (the owner waits for every piece before one
+ * reduction). */
+static bool implied_by_last_piece(unsigned w, unsigned chunks, unsigned lanes, unsigned p,
+                                  unsigned to, unsigned flag)
+{
+    static fgrt_op sender[MAXCALL];
+    const size_t n = fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_CHUNK_FUSED, w, chunks, lanes, p,
+                                      sender, MAXCALL);
+    unsigned lane[MAXP] = {0};
+    for (size_t k = 0; k < n; k++)
+        if (sender[k].kind == FGRT_OP_COPY && sender[k].peer == (int)to)
+            lane[sender[k].chunk] = sender[k].stream;
+    const unsigned j = flag - FGRT_FLAG_SENT;
+    return j + 1 < chunks && lane[j] == lane[chunks - 1];
+}
+
+/* Breaks each of rank 0's ops that bears weight, every way that applies,
+ * and expects each break noticed within 100 seeds. */
+static void expect_breaks_caught(fgrt_collective c, fgrt_schedule s, unsigned w,
+                                 unsigned chunks, unsigned lanes)
 {
     static fgrt_op ops[MAXCALL];
+    const size_t n = fgrt_overlap_ops(c, s, w, chunks, lanes, 0, ops, MAXCALL);
+    for (size_t k = 0; k < n; k++) {
+        const fgrt_op *op = &ops[k];
+        breakage brk[4];
+        size_t nb = 0;
+        /* a wait, or the flag it reads: rank 0 waits, or rank 0 signals */
+        const bool waits = op->kind == FGRT_OP_WAIT;
+        const bool implied =
+            c == FGRT_GEMM_RS && s == FGRT_CHUNK_FUSED && (waits || op->kind == FGRT_OP_SIGNAL) &&
+            implied_by_last_piece(w, chunks, lanes, waits ? (unsigned)op->peer : 0,
+                                  waits ? 0 : (unsigned)op->peer, op->flag);
+        if (op->kind == FGRT_OP_WAIT && !implied) {
+            brk[nb++] = (breakage){DROP_OP, 0, k};
+            brk[nb++] = (breakage){EARLIER_FLAG, 0, k};
+            if (w > 2)   /* a third rank to have set a flag of that number */
+                brk[nb++] = (breakage){OTHER_SENDER, 0, k};
+        }
+        if (op->kind == FGRT_OP_BARRIER)
+            brk[nb++] = (breakage){DROP_OP, -1, k};
+        if (op->kind == FGRT_OP_SIGNAL && s == FGRT_CHUNK_FUSED)
+            brk[nb++] = (breakage){DROP_OP, 0, k};   /* the fused GEMM's flag */
+        if (op->kind == FGRT_OP_SIGNAL && lanes > 1 && !implied)
+            brk[nb++] = (breakage){OTHER_LANE, 0, k};
+        if (op->kind == FGRT_OP_WAIT_DONE)
+            brk[nb++] = (breakage){DROP_OP, 0, k};
+        if (op->kind == FGRT_OP_GEMM && op->slot >= 0)
+            brk[nb++] = (breakage){NO_SLOT, 0, k};
+        if (op->after >= 0 && !follows_anyway(ops, (size_t)op->after, k))
+            brk[nb++] = (breakage){NO_AFTER, 0, k};
+        for (size_t i = 0; i < nb; i++) {
+            bool noticed = false;
+            for (unsigned seed = 1; seed <= 100 && !noticed; seed++) {
+                const char *err = simulate(c, s, w, chunks, lanes, seed, &brk[i]);
+                noticed = err && (brk[i].kind != EARLIER_FLAG || strncmp(err, "deadlock", 8) != 0);
+            }
+            cr_expect(noticed, "%s %s, %u ranks, %u lanes: breaking op %zu (kind %d) of rank %d "
+                      "(way %d) goes unnoticed", coll_name(c), fgrt_schedule_name(s), w, lanes, k,
+                      (int)op->kind, brk[i].rank, (int)brk[i].kind);
+        }
+    }
+}
+
+/* On one copy lane and on the most the simulator tries (the 2D order). */
+Test(overlap_order, every_broken_order_is_caught)
+{
     for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
         for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
             for (unsigned w = 2; w <= MAXW; w++) {
                 const unsigned chunks = chunked(s) ? 3 : 1;
-                const size_t n = fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, w,
-                                                  chunks, 0, ops, MAXCALL);
-                for (size_t k = 0; k < n; k++) {
-                    const fgrt_op *op = &ops[k];
-                    breakage brk[4];
-                    size_t nb = 0;
-                    /* RS chunk_fused's owner waits for every piece before one
-                     * reduction: a sender pushes its pieces in order on one stream, so
-                     * only the last piece's wait bears weight (the others are implied) */
-                    const bool implied = c == FGRT_GEMM_RS && s == FGRT_CHUNK_FUSED &&
-                                         op->flag != FGRT_FLAG_SENT + chunks - 1;
-                    if (op->kind == FGRT_OP_WAIT && !implied) {
-                        brk[nb++] = (breakage){DROP_OP, 0, k};
-                        brk[nb++] = (breakage){EARLIER_FLAG, 0, k};
-                        if (w > 2)   /* a third rank to have set a flag of that number */
-                            brk[nb++] = (breakage){OTHER_SENDER, 0, k};
-                    }
-                    if (op->kind == FGRT_OP_BARRIER)
-                        brk[nb++] = (breakage){DROP_OP, -1, k};
-                    if (op->kind == FGRT_OP_SIGNAL && s == FGRT_CHUNK_FUSED)
-                        brk[nb++] = (breakage){DROP_OP, 0, k};   /* the fused GEMM's flag */
-                    if (op->kind == FGRT_OP_WAIT_DONE)
-                        brk[nb++] = (breakage){DROP_OP, 0, k};
-                    if (op->kind == FGRT_OP_GEMM && op->slot >= 0)
-                        brk[nb++] = (breakage){NO_SLOT, 0, k};
-                    if (op->after >= 0 && !follows_anyway(ops, (size_t)op->after, k))
-                        brk[nb++] = (breakage){NO_AFTER, 0, k};
-                    for (size_t i = 0; i < nb; i++) {
-                        bool noticed = false;
-                        for (unsigned seed = 1; seed <= 100 && !noticed; seed++) {
-                            const char *err = simulate((fgrt_collective)c, (fgrt_schedule)s,
-                                                       w, chunks, seed, &brk[i]);
-                            noticed = err && (brk[i].kind != EARLIER_FLAG ||
-                                              strncmp(err, "deadlock", 8) != 0);
-                        }
-                        cr_expect(noticed, "%s %s, %u ranks: breaking op %zu (kind %d) of "
-                                  "rank %d (way %d) goes unnoticed",
-                                  coll_name((fgrt_collective)c),
-                                  fgrt_schedule_name((fgrt_schedule)s), w, k, (int)op->kind,
-                                  brk[i].rank, (int)brk[i].kind);
-                    }
-                }
+                unsigned lanes[3];
+                const unsigned nl = lane_counts((fgrt_collective)c, (fgrt_schedule)s, w, chunks,
+                                                lanes);
+                expect_breaks_caught((fgrt_collective)c, (fgrt_schedule)s, w, chunks, lanes[0]);
+                if (nl > 1)
+                    expect_breaks_caught((fgrt_collective)c, (fgrt_schedule)s, w, chunks,
+                                         lanes[nl - 1]);
             }
 }
 
@@ -624,7 +680,7 @@ Test(overlap_order, same_collective_order_distinct_peers_and_flags_in_range)
                     char seq0[64] = "", seq[64];
                     for (unsigned q = 0; q < w; q++) {
                         const size_t n = fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s,
-                                                          w, chunks, q, ops[q], MAXCALL);
+                                                          w, chunks, 1, q, ops[q], MAXCALL);
                         cr_assert(n > 0 && n <= MAXCALL, "%zu ops", n);
                         size_t len = 0;
                         copies[q] = 0;
@@ -686,10 +742,10 @@ Test(overlap_order, flags_are_per_sender_and_small)
                     memset(balance, 0, sizeof balance);
                     memset(signalled, 0, sizeof signalled);
                     for (unsigned q = 0; q < w; q++) {
-                        const size_t n = fgrt_overlap_ops(coll, sched, w, chunks, q, NULL, 0);
+                        const size_t n = fgrt_overlap_ops(coll, sched, w, chunks, 1, q, NULL, 0);
                         fgrt_op *ops = calloc(n, sizeof *ops);
                         cr_assert(n > 0 && ops);
-                        cr_assert_eq(fgrt_overlap_ops(coll, sched, w, chunks, q, ops, n), n);
+                        cr_assert_eq(fgrt_overlap_ops(coll, sched, w, chunks, 1, q, ops, n), n);
                         for (size_t k = 0; k < n; k++) {
                             const fgrt_op *op = &ops[k];
                             /* AG's fused GEMM waits on every peer's pieces itself */
@@ -737,15 +793,30 @@ Test(overlap_order, flags_are_per_sender_and_small)
 Test(overlap_order, sizes_and_bad_arguments)
 {
     fgrt_op ops[4];
-    const size_t need = fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 1, 3, NULL, 0);
+    const size_t need = fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 1, 1, 3, NULL, 0);
     cr_assert_gt(need, 4);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 1, 3, ops, 4), need,
+    cr_assert_eq(fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 8, 1, 1, 3, ops, 4), need,
                  "a short array still gets the size");
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 1, 1, 0, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 4, 1, 4, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 1, 0, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops((fgrt_collective)7, FGRT_SERIAL_CE, 4, 1, 0, ops, 4), 0);
-    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 1, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 1, 1, 1, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 4, 1, 1, 4, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SCHEDULE_COUNT, 4, 1, 1, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops((fgrt_collective)7, FGRT_SERIAL_CE, 4, 1, 1, 0, ops, 4), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 1, 1, 0, ops, 4), 0);
+    /* lanes: 1 to FGRT_MAX_LANES and no more than a rank's copies; one for
+     * serial NCCL and the RS ring */
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 4, 1, 0, 0, NULL, 0), 0);
+    cr_assert_gt(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 4, 1, 3, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 4, 1, 4, 0, NULL, 0), 0,
+                 "4 lanes for 3 copies");
+    cr_assert_gt(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 4, 4, 0, NULL, 0), 0,
+                 "one peer's 4 pieces on 4 lanes");
+    cr_assert_eq(fgrt_overlap_ops(FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 16, 1, FGRT_MAX_LANES + 1,
+                                  0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_CHUNK_OVERLAP, 4, 2, 2, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_ops(FGRT_GEMM_RS, FGRT_SERIAL_NCCL, 4, 1, 2, 0, NULL, 0), 0);
+    cr_assert(fgrt_overlap_lanes_valid(FGRT_GEMM_RS, FGRT_CHUNK_FUSED, 8, 2, 7));
+    cr_assert_not(fgrt_overlap_lanes_valid(FGRT_GEMM_RS, FGRT_CHUNK_FUSED, 8, 9, 1),
+                  "invalid chunks: no lane count is valid");
     /* fgrt_overlap_flags refuses what fgrt_overlap_ops does */
     cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SERIAL_CE, 1, 1), 0);
     cr_assert_eq(fgrt_overlap_flags(FGRT_AG_GEMM, FGRT_SERIAL_CE, 65, 1), 0);
@@ -760,7 +831,7 @@ Test(overlap_order, sizes_and_bad_arguments)
                                               : chunks == 1;
                 const char *name = fgrt_schedule_name((fgrt_schedule)s);
                 cr_expect_eq(fgrt_overlap_ops((fgrt_collective)c, (fgrt_schedule)s, 4, chunks, 1,
-                                              NULL, 0) > 0,
+                                              1, NULL, 0) > 0,
                              valid, "%s, %u chunks", name, chunks);
                 cr_expect_eq(fgrt_overlap_flags((fgrt_collective)c, (fgrt_schedule)s, 4,
                                                 chunks) > 0,
@@ -769,6 +840,68 @@ Test(overlap_order, sizes_and_bad_arguments)
     cr_assert_str_eq(fgrt_schedule_name(FGRT_SHARD_OVERLAP), "shard_overlap");
     cr_assert_str_eq(fgrt_schedule_name(FGRT_CHUNK_OVERLAP), "chunk_overlap");
     cr_assert_str_eq(fgrt_schedule_name(FGRT_CHUNK_FUSED), "chunk_fused");
+}
+
+/* Lanes move copies and nothing else: on any valid lane count each op is
+ * the one-lane order's but for its stream; the push of piece j to peer
+ * rank + i (with its flag, and RS chunk_fused's wait for the rows it sends)
+ * goes on lane (j (world - 1) + i - 1) % lanes; every lane carries some;
+ * with one lane a peer (world - 1) each peer's pushes share one, every peer
+ * its own. */
+static void expect_lanes_move_copies(fgrt_collective c, fgrt_schedule s, unsigned w,
+                                     unsigned chunks, unsigned lanes)
+{
+    static fgrt_op one[MAXCALL], ops[MAXCALL];
+    const unsigned q = w - 1;
+    const size_t n = fgrt_overlap_ops(c, s, w, chunks, 1, q, one, MAXCALL);
+    cr_assert_eq(fgrt_overlap_ops(c, s, w, chunks, lanes, q, ops, MAXCALL), n);
+    unsigned used = 0;   /* bit t: stream t carries a copy */
+    int peer_stream[MAXW];
+    for (unsigned p = 0; p < MAXW; p++)
+        peer_stream[p] = -1;
+    for (size_t k = 0; k < n; k++) {
+        fgrt_op a = one[k], b = ops[k];
+        const bool lane_op = a.kind == FGRT_OP_COPY || a.kind == FGRT_OP_SIGNAL ||
+                             a.kind == FGRT_OP_WAIT_DONE;
+        cr_assert(lane_op || a.stream == b.stream, "%s %s, %u ranks, %u lanes: op %zu (kind %d) "
+                  "moved", coll_name(c), fgrt_schedule_name(s), w, lanes, k, (int)a.kind);
+        a.stream = b.stream = 0;
+        cr_assert(memcmp(&a, &b, sizeof a) == 0, "op %zu differs", k);
+        if (ops[k].kind != FGRT_OP_COPY)
+            continue;
+        const unsigned i = (ops[k].peer + w - q) % w, j = ops[k].chunk < 0 ? 0 : ops[k].chunk;
+        const unsigned st = fgrt_overlap_copy_stream(j * (w - 1) + i - 1, lanes);
+        cr_assert_eq(ops[k].stream, st, "copy %zu", k);
+        cr_assert(st == 0 || (st >= 3 && st < 2 + lanes));
+        used |= 1u << st;
+        cr_assert(k + 1 < n && ops[k + 1].kind == FGRT_OP_SIGNAL && ops[k + 1].stream == st,
+                  "a copy's flag behind it on its lane");
+        if (k > 0 && ops[k - 1].kind == FGRT_OP_WAIT_DONE)
+            cr_assert_eq(ops[k - 1].stream, st);
+        const int p = ops[k].peer;
+        cr_assert(lanes != w - 1 || peer_stream[p] < 0 || peer_stream[p] == (int)st,
+                  "peer %d on two lanes", p);
+        peer_stream[p] = (int)st;
+    }
+    cr_assert_eq(__builtin_popcount(used), (int)lanes, "%s %s, %u ranks, %u chunks: %d lanes "
+                 "used of %u", coll_name(c), fgrt_schedule_name(s), w, chunks,
+                 __builtin_popcount(used), lanes);
+    for (unsigned p = 0; lanes == w - 1 && p < q; p++)
+        for (unsigned r = 0; r < p; r++)
+            cr_assert_neq(peer_stream[p], peer_stream[r], "peers %u and %u share a lane", r, p);
+}
+
+Test(overlap_order, lanes_only_move_copies)
+{
+    for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
+        for (int s = 0; s < FGRT_SCHEDULE_COUNT; s++)
+            for (unsigned w = 2; w <= MAXW; w++)
+                for (unsigned chunks = 1; chunks <= (chunked(s) ? 3u : 1u); chunks += 2)
+                    for (unsigned lanes = 2; lanes <= FGRT_MAX_LANES; lanes++)
+                        if (fgrt_overlap_lanes_valid((fgrt_collective)c, (fgrt_schedule)s, w,
+                                                     chunks, lanes))
+                            expect_lanes_move_copies((fgrt_collective)c, (fgrt_schedule)s, w,
+                                                     chunks, lanes);
 }
 
 /* The plan table's lookup: every field must match; the target only when asked. */
