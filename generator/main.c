@@ -428,6 +428,22 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
         }
         printf(" -> %s, %.2fx max(gemm, copies)\n", fg_schedule_name(p.chosen),
                p.us[p.chosen] / fmax(p.gemm_us, p.comm_us));
+        if (isnan(p.lanes_us[FG_SCHED_SERIAL_CE]))
+            continue;
+        printf("      on a copy lane a peer (2D, %u lanes, %s; predicted, not chosen until "
+               "timed on more than 2 GPUs):", g->world_size - 1,
+               g->topology == FG_TOPO_FULL_MESH ? "a link each" : "sharing the rank's links");
+        const char *sep = "";
+        for (int k = 0; k < FG_SCHED_COUNT; k++) {
+            if (isnan(p.lanes_us[k]))
+                continue;
+            printf("%s %s %.1f us", sep, fg_schedule_name((fg_schedule)k), p.lanes_us[k]);
+            if (k == FG_SCHED_CHUNK_OVERLAP || k == FG_SCHED_CHUNK_FUSED)
+                printf(" (%u chunks)", k == FG_SCHED_CHUNK_OVERLAP ? p.lanes_chunks
+                                                                   : p.lanes_fused_chunks);
+            sep = ",";
+        }
+        printf("\n");
     }
 }
 

@@ -41,7 +41,20 @@
  * barriers and cross-GPU event waits), which the profile measures.
  * Serial NCCL: gemm(m) + NCCL's collective alone, latency + (W - 1) pieces
  * through its fitted rate (the profile's, per collective); not predicted
- * without that fit. */
+ * without that fit.
+ * Copy lanes (the 2D order, one lane a peer: fgrt_overlap_args.lanes =
+ * W - 1), more than 2 ranks.  The pushes are those of the one-lane order,
+ * but a peer's do not queue behind the others': on a switch (or PCIe) the
+ * lanes share the rank's links, so the bytes still pass one after the other
+ * at the same rate while each copy's latency runs alongside the others'
+ * (round j of the lanes pays it once); on a full mesh each lane has a link
+ * of its own, every round lands after one copy(piece).  The same timelines
+ * as above (shard overlap and serial as simulations of landing and
+ * pushing), with the one-lane closed forms replaced by them; AG lands piece
+ * j of peer i with push j (W - 1) + i, RS pushes each partial (piece) once
+ * written.  Not predicted on a ring (a rank reaches one peer), for serial
+ * NCCL or RS chunk_overlap (one lane); never chosen until timed on more than
+ * two GPUs (the rates of several lanes at once are not in the profile). */
 #include "plan_overlap.h"
 
 #include <math.h>
@@ -76,8 +89,41 @@ static double copy_us(const fg_interconnect *ic, double bytes)
     return ic->peer_copy_latency_us + bytes / (ic->peer_copy_bidir_gbps / 2 * 1e3);
 }
 
+/* The copy lanes of a timeline: one (the copy engine serial), or one a peer
+ * on the GEMM's topology (then the latency of copies on different lanes
+ * overlaps; on a full mesh their bytes too). */
+typedef struct lanes {
+    unsigned count;      /* 1, or W - 1 */
+    bool own_links;      /* full mesh: a lane's bytes do not wait for another's */
+} lanes;
+
+/* When AG's at-th push (1-based; piece j to peer r + i is push
+ * j (W - 1) + i) of `bytes` has landed, all issued at once. */
+static double landed_us(const fg_interconnect *ic, lanes l, unsigned at, double bytes)
+{
+    const double copy = copy_us(ic, bytes), lat = ic->peer_copy_latency_us;
+    if (l.count == 1)
+        return at * copy;
+    const unsigned round = (at - 1) / l.count + 1;
+    return l.own_links ? round * copy : round * lat + at * (copy - lat);
+}
+
+/* RS: the end of a push of `bytes` on lane `lane` whose rows were written
+ * at `ready`, behind the pushes before it: engine[lane] (own links) or
+ * engine[0] (shared) is when those end. */
+static double pushed_us(const fg_interconnect *ic, lanes l, unsigned lane, double ready,
+                        double *engine, double bytes)
+{
+    const double copy = copy_us(ic, bytes), lat = ic->peer_copy_latency_us;
+    double *e = &engine[l.own_links ? lane : 0];
+    if (l.count == 1 || l.own_links)
+        return *e = fmax(*e, ready) + copy;
+    return *e = fmax(*e, ready + lat) + (copy - lat);   /* the latency beside the others' */
+}
+
 const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
 enum { MAX_CHUNKS = 8 };   /* the largest of fg_overlap_chunks (the runtime allows 8) */
+enum { MAX_LANES = 8 };   /* the runtime's FGRT_MAX_LANES: a lane a peer up to 9 ranks */
 
 /* Two GEMM pieces issued back to back (on the executor's two alternating
  * streams): when the second is ready before the first ends they run at once
@@ -98,17 +144,18 @@ static void run_pair(double *now, const double cost[2], const double ready[2], i
     *now = end[n - 1];
 }
 
-/* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS); NaN
- * where c does not divide the block. */
+/* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS) on
+ * lanes l; NaN where c does not divide the block. */
 static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsigned w,
-                               unsigned c, bool *measured)
+                               unsigned c, lanes l, bool *measured)
 {
     const fg_interconnect *ic = t->interconnect;
-    if (c > MAX_CHUNKS || s->m % (w * c))   /* (landed[] holds MAX_CHUNKS pieces) */
+    const bool ag = s->collective == FG_COLL_ALL_GATHER;
+    /* (landed[] holds MAX_CHUNKS pieces; RS's ring pushes on one lane) */
+    if (c > MAX_CHUNKS || s->m % (w * c) || (!ag && l.count > 1))
         return NAN;
     const double e = 2.0, rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
-    const bool ag = s->collective == FG_COLL_ALL_GATHER;
-    const double copy = copy_us(ic, rows / c * (ag ? s->k : s->n) * e);
+    const double piece = rows / c * (ag ? s->k : s->n) * e, copy = copy_us(ic, piece);
     const double g = gemm_us(t, rows / c, s->n, s->k, measured) * slow;
     /* the GEMMs in issue order: AG the own block, then each peer's pieces;
      * RS W steps of c pieces (step, piece) = (i / c, i % c) */
@@ -124,7 +171,7 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
             if (ag) {   /* the at-th GEMM after the own block's lands with the at-th copy
                            (piece j of the p-th peer: at = j (W - 1) + p) */
                 cost[k] = at ? g : gemm_us(t, rows, s->n, s->k, measured) * slow;
-                ready[k] = at * copy;
+                ready[k] = at ? landed_us(ic, l, at, piece) : 0;
             } else {
                 cost[k] = g + (at >= c ? add : 0);
                 ready[k] = at >= c ? landed[at % c] : 0;
@@ -147,7 +194,7 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
  * dividing the block; m not whole tile rows; RS: pieces of whole tile
  * rows). */
 static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigned w, unsigned c,
-                             double reduce, bool *measured)
+                             double reduce, lanes l, bool *measured)
 {
     const fg_interconnect *ic = t->interconnect;
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
@@ -157,17 +204,68 @@ static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigne
         return NAN;
     const double rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
     const double per_row = gemm_us(t, s->m, s->n, s->k, measured) * slow / s->m;
-    const double copy = copy_us(ic, rows / c * (ag ? s->k : s->n) * 2.0);
-    if (!ag) {   /* the pieces pushed as written, the own block last, then the reduction */
-        double engine = 0;
+    const double piece = rows / c * (ag ? s->k : s->n) * 2.0;
+    if (!ag) {   /* the pieces pushed as written (peer by peer), the own block last, then
+                    the reduction */
+        double engine[MAX_LANES] = {0}, last = 0;
         for (unsigned at = 1; at <= (w - 1) * c; at++)
-            engine = fmax(engine, at * rows / c * per_row) + copy;
-        return fmax(engine, s->m * per_row) + reduce;
+            last = fmax(last, pushed_us(ic, l, (at - 1) / c, at * rows / c * per_row, engine,
+                                        piece));
+        return fmax(last, s->m * per_row) + reduce;
     }
     double now = rows * per_row;   /* the own block, there at launch */
-    for (unsigned at = 1; at <= (w - 1) * c; at++)   /* the at-th piece lands with the at-th copy */
-        now = fmax(now, at * copy) + rows / c * per_row;
+    for (unsigned at = 1; at <= (w - 1) * c; at++)   /* the at-th piece lands with the at-th push */
+        now = fmax(now, landed_us(ic, l, at, piece)) + rows / c * per_row;
     return now;
+}
+
+/* Each schedule on a copy lane a peer (the 2D order) into out->lanes_us,
+ * NaN where not predicted (see the top of this file). */
+static void predict_lanes(const fg_gemm *g, const fg_gemm_shape *s, const fg_target *t,
+                          double gemm_part, double reduce, fg_overlap_prediction *out)
+{
+    const fg_interconnect *ic = t->interconnect;
+    const unsigned w = g->world_size;
+    for (int k = 0; k < FG_SCHED_COUNT; k++)
+        out->lanes_us[k] = NAN;
+    if (w < 3 || w - 1 > MAX_LANES || g->topology == FG_TOPO_RING)
+        return;
+    const lanes l = {w - 1, g->topology == FG_TOPO_FULL_MESH};
+    const bool ag = s->collective == FG_COLL_ALL_GATHER;
+    const double piece = (double)s->m / w * (ag ? s->k : s->n) * 2.0;
+    const double under = gemm_part * (1 + ic->gemm_slowdown), fixed = ic->call_overhead_us;
+    if (ag) {
+        out->lanes_us[FG_SCHED_SERIAL_CE] = out->gemm_us + landed_us(ic, l, w - 1, piece) + fixed;
+        double now = gemm_part;   /* the own block first, then each peer's once landed */
+        for (unsigned i = 1; i < w; i++)
+            now = fmax(now, landed_us(ic, l, i, piece)) + under;
+        out->lanes_us[FG_SCHED_SHARD_OVERLAP] = now + fixed;
+    } else {
+        double engine[MAX_LANES] = {0}, last = 0;
+        for (unsigned i = 1; i < w; i++)   /* every partial once the whole GEMM is done */
+            last = fmax(last, pushed_us(ic, l, i - 1, out->gemm_us, engine, piece));
+        out->lanes_us[FG_SCHED_SERIAL_CE] = last + reduce + fixed;
+        double shard[MAX_LANES] = {0}, sent = 0;
+        for (unsigned i = 1; i < w; i++)   /* the peers' blocks first, each pushed once done */
+            sent = fmax(sent, pushed_us(ic, l, i - 1, gemm_part + (i - 1) * under, shard, piece));
+        out->lanes_us[FG_SCHED_SHARD_OVERLAP] =
+            fmax(sent, gemm_part + (w - 1) * under) + reduce + fixed;
+    }
+    for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
+        bool measured = true;   /* (the one-lane prediction says it already) */
+        const double us =
+            chunk_overlap_us(s, t, w, fg_overlap_chunks[i], l, &measured) + fixed;
+        if (!isnan(us) && !(us >= out->lanes_us[FG_SCHED_CHUNK_OVERLAP])) {
+            out->lanes_us[FG_SCHED_CHUNK_OVERLAP] = us;
+            out->lanes_chunks = fg_overlap_chunks[i];
+        }
+        const double fused =
+            chunk_fused_us(s, t, w, fg_overlap_chunks[i], reduce, l, &measured) + fixed;
+        if (!isnan(fused) && !(fused >= out->lanes_us[FG_SCHED_CHUNK_FUSED] * (1 - 1e-12))) {
+            out->lanes_us[FG_SCHED_CHUNK_FUSED] = fused;
+            out->lanes_fused_chunks = fg_overlap_chunks[i];
+        }
+    }
 }
 
 unsigned fg_overlap_chosen_chunks(const fg_overlap_prediction *p)
@@ -200,6 +298,7 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     *out = (fg_overlap_prediction){.gemm_us = gemm_all, .comm_us = (w - 1) * copy,
                                    .gemms_measured = measured};
     const double fixed = ic->call_overhead_us;
+    const lanes one_lane = {1, false};
     out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce + fixed;
     out->us[FG_SCHED_SHARD_OVERLAP] =
         gemm_part + (w - 1) * fmax(under_copies, copy) + reduce + fixed;
@@ -211,7 +310,7 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_CHUNK_OVERLAP] = NAN;   /* no piece count divides the block */
     for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
         const double us =
-            chunk_overlap_us(s, t, w, fg_overlap_chunks[i], &out->gemms_measured) + fixed;
+            chunk_overlap_us(s, t, w, fg_overlap_chunks[i], one_lane, &out->gemms_measured) + fixed;
         out->chunk_us[i] = us;
         if (!isnan(us) && !(us >= out->us[FG_SCHED_CHUNK_OVERLAP])) {
             out->us[FG_SCHED_CHUNK_OVERLAP] = us;
@@ -221,13 +320,15 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_CHUNK_FUSED] = NAN;
     for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
         const double us =
-            chunk_fused_us(s, t, w, fg_overlap_chunks[i], reduce, &out->gemms_measured) + fixed;
+            chunk_fused_us(s, t, w, fg_overlap_chunks[i], reduce, one_lane, &out->gemms_measured) +
+            fixed;
         /* (the fewest pieces on a tie: the sums differ only by rounding) */
         if (!isnan(us) && !(us >= out->us[FG_SCHED_CHUNK_FUSED] * (1 - 1e-12))) {
             out->us[FG_SCHED_CHUNK_FUSED] = us;
             out->fused_chunks = fg_overlap_chunks[i];
         }
     }
+    predict_lanes(g, s, t, gemm_part, reduce, out);
     out->chosen = FG_SCHED_SERIAL_CE;
     for (int k = 1; k < FG_SCHED_COUNT; k++)   /* (chunk_fused: predicted, not chosen) */
         if (k != FG_SCHED_CHUNK_FUSED && out->us[k] < out->us[out->chosen])   /* NaN never wins */

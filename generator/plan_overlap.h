@@ -40,6 +40,13 @@ typedef struct fg_overlap_prediction {
                                             per block; NaN where they do not divide it */
     unsigned chunks;           /* chunk_overlap's (us[FG_SCHED_CHUNK_OVERLAP]): the fastest */
     unsigned fused_chunks;     /* chunk_fused's (us[FG_SCHED_CHUNK_FUSED]): the fastest */
+    double lanes_us[FG_SCHED_COUNT]; /* each schedule on a copy lane a peer (the 2D order,
+                                        fgrt_overlap_args.lanes = world - 1); NaN where not
+                                        predicted: 2 ranks (one peer: the 1D order), more
+                                        than 9, a ring, serial NCCL, RS chunk_overlap's ring,
+                                        and as us[]; predicted, never chosen */
+    unsigned lanes_chunks;       /* lanes_us[FG_SCHED_CHUNK_OVERLAP]'s pieces: the fastest */
+    unsigned lanes_fused_chunks; /* lanes_us[FG_SCHED_CHUNK_FUSED]'s */
     fg_schedule chosen;        /* the fastest but chunk_fused; serial on a tie (never slower
                                   than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */

@@ -2299,6 +2299,11 @@ Test(cli, explain_gives_reasons)
     cr_assert(strstr(out, "on h200, predicted by the cost model"), "%s", out);
     cr_assert(strstr(out, "qkv-m4096 (all_gather m4096 n5120 k8192): gemm "), "%s", out);
     cr_assert(strstr(out, " -> shard_overlap"), "%s", out);
+    /* TP = 8: each schedule on a copy lane a peer too (two ranks have one peer: none) */
+    cr_assert(strstr(out, "on a copy lane a peer (2D, 7 lanes, sharing the rank's links; "
+                          "predicted, not chosen until timed on more than 2 GPUs): serial_ce "),
+              "%s", out);
+    cr_assert_null(strstr(out, "(2D, 1 lanes"), "%s", out);
     cr_assert(strstr(out, "on mi300x: schedules not predicted: the target has no interconnect "
                           "profile"),
               "%s", out);

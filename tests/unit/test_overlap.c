@@ -217,3 +217,56 @@ Test(overlap, chunk_fused_predicted_not_chosen)
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
     cr_assert(isnan(p.us[FG_SCHED_CHUNK_FUSED]), "no fused GEMM emitted for the target");
 }
+
+/* A copy lane a peer (the 2D order), 4 ranks, blocks of 300 rows: gemm(1200
+ * rows) 2400 us, a block's 600 us (660 under copies); a shard or partial of
+ * 6e5 B takes 10 + 6 us.  On a switch the three lanes share the rank's
+ * links (the bytes one after the other, the latencies side by side); on a
+ * full mesh each has its own. */
+Test(overlap, a_lane_a_peer_overlaps_the_copies_latencies)
+{
+    fg_gemm_shape s = {.name = "s", .collective = FG_COLL_ALL_GATHER, .m = 1200, .n = 1000,
+                       .k = 1000};
+    fg_gemm g = {.name = "g", .world_size = 4, .topology = FG_TOPO_NVSWITCH, .shapes = &s,
+                 .shapes_count = 1};
+    fg_overlap_prediction p;
+    cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 2400.0 + 3 * 16.0);
+    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2400.0 + 10.0 + 3 * 6.0);
+    NEAR(p.lanes_us[FG_SCHED_SHARD_OVERLAP], 600.0 + 3 * 660.0);   /* GEMM-bound: level */
+    cr_assert(!isnan(p.lanes_us[FG_SCHED_CHUNK_OVERLAP]));
+    cr_assert(isnan(p.lanes_us[FG_SCHED_SERIAL_NCCL]));
+    /* RS: the partials pushed once the GEMM ends (2400), each lane's latency beside the
+     * others': 2410 + 6, + 6, + 6; the reduction 5 x 6e5 B at 1e5 B/us = 30 us */
+    s.collective = FG_COLL_REDUCE_SCATTER;
+    cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 2400.0 + 3 * 16.0 + 30.0);
+    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2428.0 + 30.0);
+    cr_assert(isnan(p.lanes_us[FG_SCHED_CHUNK_OVERLAP]), "the ring takes one lane");
+    /* a full mesh: every lane alone, all land after one copy */
+    g.topology = FG_TOPO_FULL_MESH;
+    cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
+    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2416.0 + 30.0);
+    s.collective = FG_COLL_ALL_GATHER;
+    cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
+    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2416.0);
+    /* slow links (1e3 B/us a way: 610 us a copy): the peers' blocks land at 610, 1220,
+     * 1830 us on one lane; on a lane each (full mesh) all at 610: 600 + 3 x 660 */
+    fg_interconnect slow = ic_;
+    slow.peer_copy_bidir_gbps = 2;
+    fg_target t = target_;
+    t.interconnect = &slow;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    NEAR(p.lanes_us[FG_SCHED_SHARD_OVERLAP], 610.0 + 3 * 660.0);
+    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2400.0 + 610.0);
+    /* nothing on two ranks (one peer: the one-lane order), a ring, or past 9 ranks */
+    g.topology = FG_TOPO_RING;
+    cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
+    cr_assert(isnan(p.lanes_us[FG_SCHED_SERIAL_CE]), "a ring");
+    g.topology = FG_TOPO_NVSWITCH, g.world_size = 2, s.m = 1000;
+    cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
+    cr_assert(isnan(p.lanes_us[FG_SCHED_SHARD_OVERLAP]), "two ranks");
+    g.world_size = 10, s.m = 1000;
+    cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
+    cr_assert(isnan(p.lanes_us[FG_SCHED_SHARD_OVERLAP]), "9 lanes, past the runtime's 8");
+}
