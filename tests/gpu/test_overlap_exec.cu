@@ -48,7 +48,10 @@
 // the unsplit GEMM alone, at Llama-2-70B TP=2 shapes (5 calls back to back,
 // host-timed on rank 0 between cross-process barriers, 9 repeats with the
 // parts interleaved; medians), then each schedule checked once at the shape
-// on 96 sampled outputs.  GEMM+RS uses the generated reduction where
+// on 96 sampled outputs.  Each schedule on one copy lane, then where the
+// collective takes them on several (the 2D order): shard_overlap with a
+// lane a peer (more than 2 ranks), chunk_overlap's 2 and 4 pieces a lane
+// each (AG; up to 8 lanes), keyed "..._l<lanes>".  GEMM+RS uses the generated reduction where
 // --kernels has it, else the test's reduce callback (the results file says
 // which).
 #include <algorithm>
@@ -818,10 +821,16 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
         {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
     };
-    constexpr int kScheds = 5, kParts = 1 + kScheds;   // part 0: the unsplit GEMM alone
-    const Sched scheds[kScheds] = {{FGRT_SERIAL_CE, 1},     {FGRT_SHARD_OVERLAP, 1},
-                                   {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
-                                   {FGRT_CHUNK_OVERLAP, 8}};
+    // one copy lane, then on several (the 2D order) where the collective takes
+    // them: a lane a peer, and chunk_overlap's pieces a lane each (up to 8)
+    const unsigned peers = (unsigned)P.world - 1;
+    const Sched all_scheds[] = {{FGRT_SERIAL_CE, 1},     {FGRT_SHARD_OVERLAP, 1},
+                                {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
+                                {FGRT_CHUNK_OVERLAP, 8}, {FGRT_SHARD_OVERLAP, 1, peers},
+                                {FGRT_CHUNK_OVERLAP, 2, std::min(2 * peers, 8u)},
+                                {FGRT_CHUNK_OVERLAP, 4, std::min(4 * peers, 8u)}};
+    constexpr int kMaxScheds = sizeof all_scheds / sizeof all_scheds[0], kOneLane = 5;
+    constexpr int kMaxParts = 1 + kMaxScheds;   // part 0: the unsplit GEMM alone
     constexpr int kCalls = 5, kReps = 9;
     FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
@@ -840,11 +849,20 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
     for (const Case &cs : cases) {
         char what[96];
         snprintf(what, sizeof what, "executor bench %s: rank %d", cs.name, P.rank);
+        Sched scheds[kMaxScheds];
+        int kScheds = 0;
+        for (int i = 0; i < kMaxScheds; i++) {   // (a "variant" of one lane repeats one)
+            const Sched &sc = all_scheds[i];
+            if ((i < kOneLane || sc.lanes > 1) &&
+                fgrt_overlap_lanes_valid(cs.coll, sc.s, (unsigned)P.world, sc.chunks, sc.lanes))
+                scheds[kScheds++] = sc;
+        }
+        const int kParts = 1 + kScheds;
         Buffers d;
-        User u[kScheds + 1];   // the executors', and the unsplit GEMM's
+        User u[kMaxScheds + 1];   // the executors', and the unsplit GEMM's
         for (User &e : u)
             e.g = g;
-        fgrt_overlap *x[kScheds] = {};
+        fgrt_overlap *x[kMaxScheds] = {};
         cudaStream_t s = nullptr;
         Host h;
         h.make(cs, P.world, base + 7, 0);
@@ -854,7 +872,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
             ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, &u[i], 30.0, &x[i],
                                              generated_reduce));
         ok = ok && CHECK(what, all_ok(P, write_inputs(cs, P, d, h)));
-        std::vector<double> t[kParts];
+        std::vector<double> t[kMaxParts];
         const long long a_rows = cs.m;
         // every rank passes the same barriers: each part starts together and
         // ends with every rank's verdict, so a local failure stops all alike
@@ -873,8 +891,8 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                 if (rep >= 0)
                     t[part].push_back(us);
             }
-        double err[kScheds];
-        std::fill(err, err + kScheds, NAN);
+        double err[kMaxScheds];
+        std::fill(err, err + kMaxScheds, NAN);
         for (int i = 0; i < kScheds && ok; i++) {   // each schedule once more, checked
             ok = all_ok(P, write_inputs(cs, P, d, h));
             ok = all_ok(P, ok && call(x[i], s) == FG_OK);
@@ -886,10 +904,10 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         }
         CHECK(what, ok);
         if (ok && P.rank == 0) {
-            std::string names[kParts] = {"gemm"};
+            std::string names[kMaxParts] = {"gemm"};
             for (int p = 1; p < kParts; p++)
                 names[p] = part_key(scheds[p - 1]);
-            double med[kParts], lo[kParts], hi[kParts];
+            double med[kMaxParts], lo[kMaxParts], hi[kMaxParts];
             for (int p = 0; p < kParts; p++) {
                 med[p] = fgh_median(t[p].data(), (int)t[p].size());   // sorts
                 lo[p] = t[p].front(), hi[p] = t[p].back();
