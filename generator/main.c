@@ -430,9 +430,16 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
                p.us[p.chosen] / fmax(p.gemm_us, p.comm_us));
         if (isnan(p.lanes_us[FG_SCHED_SERIAL_CE]))
             continue;
+        const fg_interconnect *ic = t->interconnect;
+        char rate[96];
+        if (ic->copy_lanes_gbps > 0)
+            snprintf(rate, sizeof rate, "the profile's lanes fit on %u GPUs", ic->copy_lanes_gpus);
+        else
+            snprintf(rate, sizeof rate, "%s", g->topology == FG_TOPO_FULL_MESH
+                                                  ? "assumed: a link each"
+                                                  : "assumed: the one-peer rate shared");
         printf("      on a copy lane a peer (2D, %u lanes, %s; predicted, not chosen until "
-               "timed on more than 2 GPUs):", g->world_size - 1,
-               g->topology == FG_TOPO_FULL_MESH ? "a link each" : "sharing the rank's links");
+               "timed on more than 2 GPUs):", g->world_size - 1, rate);
         const char *sep = "";
         for (int k = 0; k < FG_SCHED_COUNT; k++) {
             if (isnan(p.lanes_us[k]))

@@ -48,7 +48,9 @@
  * lanes share the rank's links, so the bytes still pass one after the other
  * at the same rate while each copy's latency runs alongside the others'
  * (round j of the lanes pays it once); on a full mesh each lane has a link
- * of its own, every round lands after one copy(piece).  The same timelines
+ * of its own, every round lands after one copy(piece).  Where the profile
+ * has the lanes' own fit (copy_lanes_*: every GPU pushing to every other at
+ * once) its latency and rate replace both.  The same timelines
  * as above (shard overlap and serial as simulations of landing and
  * pushing), with the one-lane closed forms replaced by them; AG lands piece
  * j of peer i with push j (W - 1) + i, RS pushes each partial (piece) once
@@ -90,22 +92,34 @@ static double copy_us(const fg_interconnect *ic, double bytes)
 }
 
 /* The copy lanes of a timeline: one (the copy engine serial), or one a peer
- * on the GEMM's topology (then the latency of copies on different lanes
- * overlaps; on a full mesh their bytes too). */
+ * (then the latency of copies on different lanes overlaps; on a full mesh
+ * without the profile's lanes fit their bytes too). */
 typedef struct lanes {
     unsigned count;      /* 1, or W - 1 */
-    bool own_links;      /* full mesh: a lane's bytes do not wait for another's */
+    bool own_links;      /* a lane's bytes do not wait for another's: copy_us each */
+    double latency_us;   /* else: a copy's latency, beside the other lanes' */
+    double gbps;         /* and the rate the lanes' bytes share */
 } lanes;
+
+/* A lane a peer for W ranks: the profile's lanes fit where it has one, else
+ * on a full mesh a link each, on a switch the one-peer rate shared. */
+static lanes lane_a_peer(const fg_interconnect *ic, unsigned w, fg_topology topo)
+{
+    if (ic->copy_lanes_gbps > 0)
+        return (lanes){w - 1, false, ic->copy_lanes_latency_us, ic->copy_lanes_gbps};
+    return (lanes){w - 1, topo == FG_TOPO_FULL_MESH, ic->peer_copy_latency_us,
+                   ic->peer_copy_bidir_gbps / 2};
+}
 
 /* When AG's at-th push (1-based; piece j to peer r + i is push
  * j (W - 1) + i) of `bytes` has landed, all issued at once. */
 static double landed_us(const fg_interconnect *ic, lanes l, unsigned at, double bytes)
 {
-    const double copy = copy_us(ic, bytes), lat = ic->peer_copy_latency_us;
     if (l.count == 1)
-        return at * copy;
+        return at * copy_us(ic, bytes);
     const unsigned round = (at - 1) / l.count + 1;
-    return l.own_links ? round * copy : round * lat + at * (copy - lat);
+    return l.own_links ? round * copy_us(ic, bytes)
+                       : round * l.latency_us + at * bytes / (l.gbps * 1e3);
 }
 
 /* RS: the end of a push of `bytes` on lane `lane` whose rows were written
@@ -114,11 +128,11 @@ static double landed_us(const fg_interconnect *ic, lanes l, unsigned at, double 
 static double pushed_us(const fg_interconnect *ic, lanes l, unsigned lane, double ready,
                         double *engine, double bytes)
 {
-    const double copy = copy_us(ic, bytes), lat = ic->peer_copy_latency_us;
     double *e = &engine[l.own_links ? lane : 0];
     if (l.count == 1 || l.own_links)
-        return *e = fmax(*e, ready) + copy;
-    return *e = fmax(*e, ready + lat) + (copy - lat);   /* the latency beside the others' */
+        return *e = fmax(*e, ready) + copy_us(ic, bytes);
+    /* the latency beside the other lanes', the bytes after theirs */
+    return *e = fmax(*e, ready + l.latency_us) + bytes / (l.gbps * 1e3);
 }
 
 const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
@@ -230,7 +244,7 @@ static void predict_lanes(const fg_gemm *g, const fg_gemm_shape *s, const fg_tar
         out->lanes_us[k] = NAN;
     if (w < 3 || w - 1 > MAX_LANES || g->topology == FG_TOPO_RING)
         return;
-    const lanes l = {w - 1, g->topology == FG_TOPO_FULL_MESH};
+    const lanes l = lane_a_peer(ic, w, g->topology);
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
     const double piece = (double)s->m / w * (ag ? s->k : s->n) * 2.0;
     const double under = gemm_part * (1 + ic->gemm_slowdown), fixed = ic->call_overhead_us;
@@ -298,7 +312,7 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     *out = (fg_overlap_prediction){.gemm_us = gemm_all, .comm_us = (w - 1) * copy,
                                    .gemms_measured = measured};
     const double fixed = ic->call_overhead_us;
-    const lanes one_lane = {1, false};
+    const lanes one_lane = {.count = 1};
     out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce + fixed;
     out->us[FG_SCHED_SHARD_OVERLAP] =
         gemm_part + (w - 1) * fmax(under_copies, copy) + reduce + fixed;

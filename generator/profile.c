@@ -26,8 +26,11 @@ static const char usage[] =
     "every GEMM the schedules of the GEMM specs run (each shape whole, split\n"
     "over its world size, and in chunk-overlap's 2, 4 and 8 pieces of a split);\n"
     "how much a GEMM slows while copies stream into its\n"
-    "GPU; the executor's fixed cost per call; and, where the harness has NCCL,\n"
-    "its all-gather and reduce-scatter alone (1-128 MB), for serial NCCL.  Writes them into TARGET.yaml's `interconnect:` block (with the\n"
+    "GPU; the executor's fixed cost per call; where the harness has NCCL, its\n"
+    "all-gather and reduce-scatter alone (1-128 MB), for serial NCCL; and copy\n"
+    "lanes (the executor's 2D order): every GPU of the machine pushing to every\n"
+    "other at once, a lane a peer (2 GPUs: two lanes each), 1-64 MB a copy.\n"
+    "Writes them into TARGET.yaml's `interconnect:` block (with the\n"
     "comment lines right above it), keeping every other byte of the file; the\n"
     "raw curve stays in the work folder.  On any error the spec is left as it\n"
     "was.  Needs 2 GPUs.\n"
@@ -147,6 +150,16 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
                     "{latency_us, gbps} with finite values");
         return -1;
     }
+    /* the copy lanes' fit, where the harness measured it */
+    json_object *lanes = fg_json_get(doc, "lanes");
+    const double lanes_lat = fg_json_num(lanes, "latency_us"), lanes_bw = fg_json_num(lanes, "gbps");
+    const long long lanes_gpus = fg_json_int(lanes, "gpus");
+    if (lanes && (!isfinite(lanes_lat) || !positive(lanes_bw) || lanes_gpus < 2 ||
+                  lanes_gpus > 64)) {
+        fg_error_at(&p->d, json_path, 0, 0, "expected lanes.{latency_us, gbps, gpus} with finite "
+                    "values, gbps above 0 and 2 to 64 GPUs");
+        return -1;
+    }
     fg_sb_printf(out,
                  "  # Written by `fusegen profile` (rerun it rather than editing): peer copies\n"
                  "  # between two GPUs of the node over the copy engine, fitted as latency +\n"
@@ -168,6 +181,12 @@ static int render_block(profile *p, json_object *doc, const char *json_path, fg_
                      "    nccl_rs_latency_us: %.2f\n"
                      "    nccl_rs_gbps: %.0f\n",
                      fmax(ag_lat, 0), ag_bw, fmax(rs_lat, 0), rs_bw);
+    if (lanes)   /* every GPU pushing to every other at once, a lane a peer */
+        fg_sb_printf(out,
+                     "    copy_lanes_latency_us: %.2f\n"
+                     "    copy_lanes_gbps: %.0f\n"
+                     "    copy_lanes_gpus: %lld\n",
+                     fmax(lanes_lat, 0), lanes_bw, lanes_gpus);
     const size_t n = json_object_array_length(gemms);
     if (n)
         fg_sb_puts(out, "    gemm_times:\n");

@@ -576,6 +576,15 @@ static void check_target(checker *c, const fg_target *t)
                        nccl[i].l);
             float_range(c, nccl[i].rate, nccl[i].g, 0, 1e5);
         }
+        /* the copy lanes' fit: all three figures, or none */
+        if (ic->copy_lanes_latency_us != 0 || ic->copy_lanes_gbps != 0 || ic->copy_lanes_gpus) {
+            if (!(ic->copy_lanes_latency_us >= 0 && ic->copy_lanes_latency_us <= 1e4))
+                err_at(c, "target.interconnect.copy_lanes_latency_us", false,
+                       "'target.interconnect.copy_lanes_latency_us' is %g; expected 0 to 10000",
+                       ic->copy_lanes_latency_us);
+            float_range(c, "target.interconnect.copy_lanes_gbps", ic->copy_lanes_gbps, 0, 1e5);
+            in_range(c, "target.interconnect.copy_lanes_gpus", ic->copy_lanes_gpus, 2, 64);
+        }
         for (unsigned i = 0; i < ic->gemm_times_count; i++) {
             const fg_gemm_time *g = &ic->gemm_times[i];
             char at[64];

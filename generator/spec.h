@@ -122,6 +122,12 @@ typedef struct fg_interconnect {
      * rate (optional: 0 gbps, serial NCCL is not predicted) */
     double nccl_ag_latency_us, nccl_ag_gbps;
     double nccl_rs_latency_us, nccl_rs_gbps;
+    /* copy lanes (the executor's 2D order): every GPU of copy_lanes_gpus
+     * pushing to every other at once, a lane a peer (2 GPUs: two lanes
+     * each), a rank's round fitted as latency + its bytes / rate (optional:
+     * 0, the model assumes the one-peer rate shared by the lanes) */
+    double copy_lanes_latency_us, copy_lanes_gbps;
+    uint32_t copy_lanes_gpus;
     fg_gemm_time *gemm_times;      /* optional; a shape not here runs at the matmul ceiling */
     unsigned gemm_times_count;
     char *source;                  /* where the figures come from */

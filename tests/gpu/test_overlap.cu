@@ -896,6 +896,76 @@ double time_copies_batched(void *buf[2][2], size_t bytes, cudaStream_t st[2])
 #endif
 }
 
+// Copy lanes (the executor's 2D order): every one of `gpus` GPUs pushes to
+// every other at once, a stream (lane) a peer; with 2 GPUs, two lanes each
+// to its one peer.  Median us of one round (each lane's copy of `bytes`), 4
+// rounds queued per timing; NaN on any error.  l.src[d]: `bytes` on GPU d;
+// l.dst[d]: a slot of `bytes` a lane on GPU d, lane l of sender q writing
+// slot q * lanes + l of its peer.
+struct Lanes {
+    int gpus = 0, lanes = 0;
+    void *src[kMaxWorld] = {}, *dst[kMaxWorld] = {};
+    cudaStream_t st[kMaxWorld][kMaxWorld] = {};
+    size_t max_bytes = 0;
+
+    bool open(int n, size_t max)
+    {
+        gpus = n, lanes = std::max(n - 1, 2), max_bytes = max;
+        for (int d = 0; d < n; d++) {
+            if (!fgh_ok(cudaSetDevice(d)) || !fgh_ok(cudaMalloc(&src[d], max)) ||
+                !fgh_ok(cudaMalloc(&dst[d], max * lanes * n)))
+                return false;
+            for (int l = 0; l < lanes; l++)
+                if (!fgh_ok(cudaStreamCreateWithFlags(&st[d][l], cudaStreamNonBlocking)))
+                    return false;
+            for (int q = 0; q < n; q++)
+                if (q != d && !enable_peer(q))
+                    return false;
+        }
+        return true;
+    }
+    void close()
+    {
+        for (int d = 0; d < gpus; d++) {
+            cudaSetDevice(d);
+            for (int l = 0; l < lanes; l++)
+                if (st[d][l])
+                    cudaStreamDestroy(st[d][l]);
+            cudaFree(src[d]), cudaFree(dst[d]);
+        }
+    }
+    double time_round(size_t bytes)
+    {
+        constexpr int kQueued = 4, kReps = 5;
+        double t[kReps];
+        for (int rep = -1; rep < kReps; rep++) {
+            for (int d = 0; d < gpus; d++) {
+                cudaSetDevice(d);
+                cudaDeviceSynchronize();
+            }
+            const double t0 = now_us();
+            for (int c = 0; c < kQueued; c++)
+                for (int d = 0; d < gpus; d++)
+                    for (int l = 0; l < lanes; l++) {
+                        const int peer = (d + 1 + l % (gpus - 1)) % gpus;
+                        char *to = (char *)dst[peer] + (size_t)(d * lanes + l) * max_bytes;
+                        cudaSetDevice(d);
+                        if (!fgh_ok(cudaMemcpyPeerAsync(to, peer, src[d], d, bytes, st[d][l])))
+                            return NAN;
+                    }
+            for (int d = 0; d < gpus; d++) {
+                cudaSetDevice(d);
+                for (int l = 0; l < lanes; l++)
+                    if (!fgh_ok(cudaStreamSynchronize(st[d][l])))
+                        return NAN;
+            }
+            if (rep >= 0)
+                t[rep] = (now_us() - t0) / kQueued;
+        }
+        return fgh_median(t, kReps);
+    }
+};
+
 // Median us of one NCCL all-gather (or reduce-scatter) over both GPUs that
 // moves `bytes` into each rank (its peer's shard, or its peer's partial of
 // its block), 5 calls back to back per timing, median of 5; NaN without NCCL.
@@ -1097,6 +1167,50 @@ bool profile(const char *json_path, const char *shapes_text)
     fgh_json_num(&j, "one_way_latency_us", lat1), fgh_json_num(&j, "one_way_gbps", bw1);
     fgh_json_num(&j, "both_ways_latency_us", lat2), fgh_json_num(&j, "both_ways_gbps_each", bw2);
     fgh_json_obj_end(&j);
+    // copy lanes: every GPU of the machine (up to 8) pushing to every other at
+    // once, a lane a peer (2 GPUs: two lanes each), 1 MB to 64 MB a copy; the
+    // rank's round fitted as latency + its lanes' bytes / rate.  Best effort:
+    // where it fails the profile goes on without it (the model then assumes
+    // the one-peer rate shared by the lanes)
+    if (ok) {
+        int gpus = 0;
+        cudaGetDeviceCount(&gpus);
+        gpus = std::min(gpus, 8);
+        static const size_t lsz[] = {1 << 20, 4 << 20, 16 << 20, 64 << 20};
+        constexpr int kL = sizeof lsz / sizeof lsz[0];
+        Lanes ln;
+        double xs[kL], us[kL], lat = NAN, bw = NAN;
+        bool lanes_ok = gpus >= 2 && ln.open(gpus, lsz[kL - 1]);
+        for (int i = 0; i < kL && lanes_ok; i++) {
+            us[i] = ln.time_round(lsz[i]);
+            xs[i] = (double)lsz[i] * ln.lanes;   // a rank's bytes a round
+            lanes_ok = !isnan(us[i]);
+        }
+        if (lanes_ok) {
+            fit_copy(xs, us, kL, &lat, &bw);
+            fgh_json_obj_begin(&j, "lanes");
+            fgh_json_int(&j, "gpus", gpus), fgh_json_int(&j, "lanes", ln.lanes);
+            fgh_json_arr_begin(&j, "points");
+            for (int i = 0; i < kL; i++) {
+                fgh_json_obj_begin(&j, nullptr);
+                fgh_json_int(&j, "bytes_per_copy", (long long)lsz[i]);
+                fgh_json_num(&j, "round_us", us[i]);
+                fgh_json_obj_end(&j);
+                printf("lanes: %d GPUs, %d lanes each, %9zu B a copy: %8.1f us a round "
+                       "(%5.0f GB/s a rank)\n",
+                       gpus, ln.lanes, lsz[i], us[i], xs[i] / us[i] * 1e-3);
+            }
+            fgh_json_arr_end(&j);
+            fgh_json_num(&j, "latency_us", lat), fgh_json_num(&j, "gbps", bw);
+            fgh_json_obj_end(&j);
+            printf("fit: lanes %.1f us + a rank's bytes / %.0f GB/s\n", lat, bw);
+        } else {
+            printf("lanes: not measured (%d GPUs; a step failed)\n", gpus);
+            cudaGetLastError();
+        }
+        ln.close();
+        cudaSetDevice(0);
+    }
     // NCCL's collectives alone, 1 MB to 128 MB into each rank (its buffers hold
     // two blocks), fitted the same way; absent when built without NCCL
     if (ok && kHaveNccl) {

@@ -2300,7 +2300,7 @@ Test(cli, explain_gives_reasons)
     cr_assert(strstr(out, "qkv-m4096 (all_gather m4096 n5120 k8192): gemm "), "%s", out);
     cr_assert(strstr(out, " -> shard_overlap"), "%s", out);
     /* TP = 8: each schedule on a copy lane a peer too (two ranks have one peer: none) */
-    cr_assert(strstr(out, "on a copy lane a peer (2D, 7 lanes, sharing the rank's links; "
+    cr_assert(strstr(out, "on a copy lane a peer (2D, 7 lanes, assumed: the one-peer rate shared; "
                           "predicted, not chosen until timed on more than 2 GPUs): serial_ce "),
               "%s", out);
     cr_assert_null(strstr(out, "(2D, 1 lanes"), "%s", out);
@@ -3017,6 +3017,7 @@ Test(cli, profile_writes_the_interconnect_block)
                "\"both_ways_gbps_each\": 350}, \"gemm_slowdown\": {\"fraction\": -0.002}, "
                "\"call_overhead\": {\"us\": 25.5}, \"nccl\": {\"all_gather\": {\"latency_us\": "
                "12, \"gbps\": 300}, \"reduce_scatter\": {\"latency_us\": -1, \"gbps\": 250}}, "
+               "\"lanes\": {\"gpus\": 2, \"lanes\": 2, \"latency_us\": 11, \"gbps\": 700}, "
                "\"gemms\": ['; sep=\n"
                "for s in $(echo $shapes | tr , ' '); do m=${s%%x*}; r=${s#*x}; n=${r%%x*}; "
                "k=${r#*x}; printf '%s{\"m\": %s, \"n\": %s, \"k\": %s, \"us\": %s}' \"$sep\" $m $n "
@@ -3032,6 +3033,8 @@ Test(cli, profile_writes_the_interconnect_block)
                                     "    gemm_slowdown: 0.0000\n    call_overhead_us: 25.5\n"
                                     "    nccl_ag_latency_us: 12.00\n    nccl_ag_gbps: 300\n"
                                     "    nccl_rs_latency_us: 0.00\n    nccl_rs_gbps: 250\n"
+                                    "    copy_lanes_latency_us: 11.00\n    copy_lanes_gbps: 700\n"
+                                    "    copy_lanes_gpus: 2\n"
                                     "    gemm_times:\n"),
                        "%s", spec);
     /* qkv-m4096 whole and split over 2 ranks, each once */
@@ -3055,6 +3058,12 @@ Test(cli, profile_writes_the_interconnect_block)
                        "%s", log);
     /* serial NCCL: 512 + 12 + 2048 x 8192 x 2 B / 300 GB/s = 635.8 us */
     cr_expect_not_null(strstr(log, "serial_nccl 635.8 us"), "%s", log);
+    free(log);
+    /* TP = 8's lanes from the profile's fit */
+    cr_assert_eq(run(&log, "explain --filter 'none' specs/gemm/llama-2-70b-tp8.yaml %s", target), 0,
+                 "%s", log);
+    cr_expect_not_null(strstr(log, "(2D, 7 lanes, the profile's lanes fit on 2 GPUs; "), "%s",
+                       log);
     free(log);
     /* a harness that fails: an error, the spec left alone */
     struct stat a, b;
