@@ -109,7 +109,7 @@ typedef enum {
 
 typedef struct fgrt_op {
     fgrt_op_kind kind;
-    unsigned stream;  /* 0, 1 or 2; a barrier joins them all */
+    unsigned stream;  /* below 2 + the lanes (FGRT_MAX_STREAMS); a barrier joins them all */
     int peer;         /* COPY, SIGNAL: the rank written to; WAIT: the rank whose flag;
                          else -1 */
     int block;        /* COPY, GEMM, REDUCE, WAIT_DONE: a row block (rank-sized share of M);
