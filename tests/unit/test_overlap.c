@@ -222,7 +222,7 @@ Test(overlap, chunk_fused_predicted_not_chosen)
  * rows) 2400 us, a block's 600 us (660 under copies); a shard or partial of
  * 6e5 B takes 10 + 6 us.  On a switch the three lanes share the rank's
  * links (the bytes one after the other, the latencies side by side); on a
- * full mesh each has its own. */
+ * full mesh each has its own; the profile's lanes fit replaces both. */
 Test(overlap, a_lane_a_peer_overlaps_the_copies_latencies)
 {
     fg_gemm_shape s = {.name = "s", .collective = FG_COLL_ALL_GATHER, .m = 1200, .n = 1000,
@@ -259,6 +259,19 @@ Test(overlap, a_lane_a_peer_overlaps_the_copies_latencies)
     cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
     NEAR(p.lanes_us[FG_SCHED_SHARD_OVERLAP], 610.0 + 3 * 660.0);
     NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2400.0 + 610.0);
+    /* the profile's lanes fit (every GPU pushing to every other at once) replaces the
+     * assumption on any topology: a round of the 3 lanes pays 20 us once and the rank's
+     * 3 x 6e5 B at 3e5 B/us; RS pushes once the GEMM ends, 2420 + 2 each behind the last */
+    fg_interconnect fit = ic_;
+    fit.copy_lanes_latency_us = 20, fit.copy_lanes_gbps = 300, fit.copy_lanes_gpus = 8;
+    t.interconnect = &fit;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2400.0 + 20.0 + 3 * 2.0);
+    NEAR(p.us[FG_SCHED_SERIAL_CE], 2400.0 + 3 * 16.0);   /* one lane: as before */
+    s.collective = FG_COLL_REDUCE_SCATTER;
+    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
+    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2426.0 + 30.0);
+    s.collective = FG_COLL_ALL_GATHER;
     /* nothing on two ranks (one peer: the one-lane order), a ring, or past 9 ranks */
     g.topology = FG_TOPO_RING;
     cr_assert_null(fg_overlap_predict(&g, &s, &target_, &p));
@@ -271,25 +284,3 @@ Test(overlap, a_lane_a_peer_overlaps_the_copies_latencies)
     cr_assert(isnan(p.lanes_us[FG_SCHED_SHARD_OVERLAP]), "9 lanes, past the runtime's 8");
 }
 
-/* The profile's lanes fit (every GPU pushing to every other at once)
- * replaces the assumption: 4 ranks, a round of 3 lanes pays 20 us once and
- * the rank's 3 x 6e5 B at 3e5 B/us. */
-Test(overlap, the_profiles_lanes_fit_replaces_the_assumption)
-{
-    fg_gemm_shape s = {.name = "s", .collective = FG_COLL_ALL_GATHER, .m = 1200, .n = 1000,
-                       .k = 1000};
-    fg_gemm g = {.name = "g", .world_size = 4, .topology = FG_TOPO_FULL_MESH, .shapes = &s,
-                 .shapes_count = 1};
-    fg_interconnect fit = ic_;
-    fit.copy_lanes_latency_us = 20, fit.copy_lanes_gbps = 300, fit.copy_lanes_gpus = 8;
-    fg_target t = target_;
-    t.interconnect = &fit;
-    fg_overlap_prediction p;
-    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
-    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2400.0 + 20.0 + 3 * 2.0);
-    NEAR(p.us[FG_SCHED_SERIAL_CE], 2400.0 + 3 * 16.0);   /* one lane: as before */
-    /* RS: pushed once the GEMM ends, 2420 + 2 each behind the last */
-    s.collective = FG_COLL_REDUCE_SCATTER;
-    cr_assert_null(fg_overlap_predict(&g, &s, &t, &p));
-    NEAR(p.lanes_us[FG_SCHED_SERIAL_CE], 2426.0 + 30.0);
-}
