@@ -2061,10 +2061,11 @@ Test(overlap_exec, chunk_fused_binds_the_portable_gemm_on_amd)
  * of 256 rows: a count of 4 a call), n = 256, k = 16, on CUDA-like devices
  * and on HIP-like ones (stream waits compared unsigned), fresh inputs every
  * call, the streams run in a different order each call (sweeps, random, one
- * device ahead).  Every rank's out must be the sum of every rank's partial
- * of its block, each call: a push let through before its rows were written
- * (a done counter not reset for the next call, or a wait for less than
- * the whole piece) sends stale rows. */
+ * device ahead), on one copy lane and on two (each piece's wait for its
+ * rows and its push on a lane of its own).  Every rank's out must be the
+ * sum of every rank's partial of its block, each call: a push let through
+ * before its rows were written (a done counter not reset for the next call,
+ * or a wait for less than the whole piece) sends stale rows. */
 typedef struct fused_rank {
     fdev *dev;
     fg_context *ctx;
@@ -2096,7 +2097,9 @@ Test(overlap_exec, chunk_fused_rs_counts_each_call_from_zero)
     /* each call's stream order, of modes[]: sweeps, random (seed 1), priority
      * to rank 0 and to rank 1, oldest first to rank 0, random (seed 2) */
     static const int orders[CALLS_] = {0, 10, 2, 3, 6, 11};
-    for (int hip = 0; hip < 2; hip++) {
+    for (int pass = 0; pass < 4; pass++) {
+        const int hip = pass % 2;
+        const unsigned lanes = 1 + pass / 2;
         const fg_kernel_entry gemm[] = {
             {.name = hip ? "overlap_gemm_gfx942_f16_n256_k16" : "overlap_gemm_sm90a_f16_n256_k16",
              .family = "overlap_gemm", .op = "overlap_gemm_portable",
@@ -2121,7 +2124,8 @@ Test(overlap_exec, chunk_fused_rs_counts_each_call_from_zero)
             r[i].out = dev_buffer(r[i].dev, (size_t)ROWS_ * FN * 2);
             const fgrt_overlap_args args = {
                 .collective = FGRT_GEMM_RS, .schedule = FGRT_CHUNK_FUSED, .world = W, .rank = i,
-                .chunks = 2, .m = FM, .n = FN, .k = FK, .dtype = FG_REG_F16, .a = r[i].a,
+                .chunks = 2, .lanes = lanes, .m = FM, .n = FN, .k = FK, .dtype = FG_REG_F16,
+                .a = r[i].a,
                 .c = r[i].c, .out = r[i].out, .w = r[i].w, .reduce = fused_reduce,
                 .user = &r[i], .timeout_s = 5};
             cr_assert_eq(fgrt_overlap_create(r[i].ctx, &args, &r[i].x), FG_OK, "rank %u: %s", i,
@@ -2147,8 +2151,8 @@ Test(overlap_exec, chunk_fused_rs_counts_each_call_from_zero)
             }
             pump();
             for (unsigned i = 0; i < W; i++)
-                cr_assert_eq(fgrt_overlap_wait(r[i].x), FG_OK, "%s call %u rank %u: %s",
-                             hip ? "HIP" : "CUDA", call, i, fg_last_error());
+                cr_assert_eq(fgrt_overlap_wait(r[i].x), FG_OK, "%s, %u lanes, call %u rank %u: %s",
+                             hip ? "HIP" : "CUDA", lanes, call, i, fg_last_error());
             for (unsigned i = 0; i < W; i++)
                 for (long long row = 0; row < ROWS_; row++)
                     for (long long j = 0; j < FN; j++) {
@@ -2158,8 +2162,8 @@ Test(overlap_exec, chunk_fused_rs_counts_each_call_from_zero)
                                 want += (uint32_t)fused_input(call, q, i * ROWS_ + row, l, false) *
                                         fused_input(call, q, j, l, true);
                         cr_assert_eq(r[i].out[row * FN + j], (uint16_t)want,
-                                     "%s call %u rank %u out[%lld,%lld]: %#x, want %#x",
-                                     hip ? "HIP" : "CUDA", call, i, row, j,
+                                     "%s, %u lanes, call %u rank %u out[%lld,%lld]: %#x, "
+                                     "want %#x", hip ? "HIP" : "CUDA", lanes, call, i, row, j,
                                      r[i].out[row * FN + j], (uint16_t)want);
                     }
         }
