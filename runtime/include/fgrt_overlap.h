@@ -103,8 +103,16 @@ typedef enum {
     FGRT_OP_FUSED_GEMM, /* chunk_fused: every block in one kernel on `stream`; AG: each piece
                           of a peer's block multiplied once that peer's flag FGRT_FLAG_SENT +
                           piece is set in this rank's memory (the kernel's waits: no WAIT op) */
-    FGRT_OP_WAIT_DONE  /* chunk_fused RS: `stream` waits until this rank's fused GEMM has
+    FGRT_OP_WAIT_DONE, /* chunk_fused RS: `stream` waits until this rank's fused GEMM has
                           written piece `chunk` of row block `block` of its partials */
+    FGRT_OP_NODE_BARRIER, /* the hierarchical plan's: a barrier among the ranks of this
+                             rank's node only (flags cannot cross nodes) */
+    FGRT_OP_NCCL_ACROSS   /* the hierarchical plan's: on `stream` alone (after `after`),
+                             NCCL among the ranks of this rank's place in every node
+                             (r % node_ranks, one a node): AG gathers each one's own row
+                             block; RS reduces their node sums (REDUCE of block b: the own
+                             partial plus the node's others' in their slots) of each one's
+                             block into its out */
 } fgrt_op_kind;
 
 typedef struct fgrt_op {
@@ -169,6 +177,34 @@ FGRT_OVERLAP_API int fgrt_overlap_lanes_valid(fgrt_collective c, fgrt_schedule s
 FGRT_OVERLAP_API unsigned fgrt_overlap_copy_stream(unsigned q, unsigned lanes);
 
 FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_overlap" */
+
+/* The hierarchical plan for `world` ranks in nodes of `node_ranks` (rank r
+ * in node r / node_ranks, at place r % node_ranks): the copy engine inside
+ * a node, NCCL between nodes; each rank opens with a barrier of its node.
+ * AG: rank r multiplies its own block, pushes it to its node's other ranks,
+ * gathers the own blocks of the ranks at its place in the other nodes
+ * through NCCL (on stream 2, beside the GEMMs and the copies), and forwards
+ * each of those to its node's other ranks; every block is multiplied once
+ * it is there; a sender's flag FGRT_FLAG_SENT + i is the block of the i-th
+ * node after the sender's (0: its own).  RS: rank r's column is the blocks
+ * at its place in every node; it computes the node's other columns first,
+ * each block pushed to the rank whose column it is (into receive slot
+ * (sender's place) x nodes + i, flag FGRT_FLAG_SENT + i for the i-th node
+ * after theirs), then sums its node's partials of each block of its column
+ * (REDUCE), and NCCL across the nodes reduces those sums into every rank's
+ * own block.  Writes rank `rank`'s ops like fgrt_overlap_ops; 0 for invalid
+ * arguments (node_ranks under 2, world not a multiple of it, fewer than 2
+ * nodes, world over FGRT_MAX_WORLD, rank not below world).  Checked in the
+ * simulator of tests/unit/test_overlap_order.c; the executor does not run
+ * it (it would need the engine's NCCL as a callback). */
+FGRT_OVERLAP_API size_t fgrt_overlap_hier_ops(fgrt_collective c, unsigned world,
+                                              unsigned node_ranks, unsigned rank, fgrt_op *out,
+                                              size_t max);
+
+/* Flags in one sender's row under the hierarchical plan: FGRT_FLAG_SENT +
+ * the nodes (0 for the arguments fgrt_overlap_hier_ops refuses). */
+FGRT_OVERLAP_API unsigned fgrt_overlap_hier_flags(fgrt_collective c, unsigned world,
+                                                  unsigned node_ranks);
 
 /* The order in which the fused GEMM (one kernel over all of A) takes the
  * tile rows of bm rows of rank `rank`'s A [m, k] under schedule s

@@ -299,6 +299,86 @@ size_t fgrt_overlap_tile_rows(fgrt_collective c, fgrt_schedule s, unsigned world
     return tiles;
 }
 
+static bool hier_valid(fgrt_collective c, unsigned world, unsigned node_ranks)
+{
+    return (c == FGRT_AG_GEMM || c == FGRT_GEMM_RS) && node_ranks >= 2 &&
+           world <= FGRT_MAX_WORLD && world % node_ranks == 0 && world / node_ranks >= 2;
+}
+
+/* The hierarchical RS: rank r (node n, place p) sums its node's partials of
+ * the blocks at place p of every node (its column), then NCCL across the
+ * nodes reduces the column's node sums into each rank's own block.  Peer
+ * (n, p') pushes its partial of block ((n + i) % nodes, p) into r's receive
+ * slot p' nodes + i, flagged FGRT_FLAG_SENT + i. */
+static void hier_reduce_scatter(order *o, unsigned world, unsigned g, unsigned rank)
+{
+    const unsigned nodes = world / g, node = rank / g, place = rank % g;
+    #define AT(i, p) ((int)(((node + (i)) % nodes) * g + (p)))
+    push(o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
+    for (unsigned i = 0; i < nodes; i++)   /* the node's other columns, each pushed once done */
+        for (unsigned j = 1; j < g; j++) {
+            const int d = AT(0, (place + j) % g), b = AT(i, (place + j) % g);
+            const int mm = push(o, FGRT_OP_GEMM, 2, -1, b, 0, -1);
+            piece(o, push(o, FGRT_OP_COPY, 0, d, b, 0, mm), -1, (int)(place * nodes + i));
+            push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(i), -1);
+        }
+    for (unsigned i = 0; i < nodes; i++) {   /* this column: the node's sum of each block */
+        const int b = AT(i, place);
+        push(o, FGRT_OP_GEMM, 1, -1, b, 0, -1);
+        for (unsigned j = 1; j < g; j++)
+            push(o, FGRT_OP_WAIT, 1, AT(0, (place + g - j) % g), -1, sent(i), -1);
+        push(o, FGRT_OP_REDUCE, 1, -1, b, 0, -1);
+    }
+    push(o, FGRT_OP_NCCL_ACROSS, 1, -1, -1, 0, -1);   /* behind the sums on their stream */
+    #undef AT
+}
+
+unsigned fgrt_overlap_hier_flags(fgrt_collective c, unsigned world, unsigned node_ranks)
+{
+    return hier_valid(c, world, node_ranks) ? FGRT_FLAG_SENT + world / node_ranks : 0;
+}
+
+size_t fgrt_overlap_hier_ops(fgrt_collective c, unsigned world, unsigned node_ranks,
+                             unsigned rank, fgrt_op *out, size_t max)
+{
+    if (!hier_valid(c, world, node_ranks) || rank >= world || (!out && max))
+        return 0;
+    order o = {.out = out, .max = max, .world = world, .lanes = 1};
+    if (c == FGRT_GEMM_RS) {
+        hier_reduce_scatter(&o, world, node_ranks, rank);
+        return o.n;
+    }
+    const unsigned g = node_ranks, nodes = world / g, node = rank / g, place = rank % g;
+    /* rank at place p of the i-th node after this one */
+    #define AT(i, p) ((int)(((node + (i)) % nodes) * g + (p)))
+    push(&o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
+    push(&o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
+    for (unsigned j = 1; j < g; j++) {   /* the own block to the node's others */
+        const int d = AT(0, (place + j) % g);
+        push(&o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1);
+        push(&o, FGRT_OP_SIGNAL, 0, d, -1, sent(0), -1);
+    }
+    /* the own blocks of this place's ranks in the other nodes, beside the rest */
+    const int across = push(&o, FGRT_OP_NCCL_ACROSS, 2, -1, -1, 0, -1);
+    for (unsigned i = 1; i < nodes; i++) {   /* each forwarded to the node's others */
+        for (unsigned j = 1; j < g; j++) {
+            const int d = AT(0, (place + j) % g);
+            push(&o, FGRT_OP_COPY, 0, d, AT(i, place), 0, j == 1 && i == 1 ? across : -1);
+            push(&o, FGRT_OP_SIGNAL, 0, d, -1, sent(i), -1);
+        }
+        push(&o, FGRT_OP_GEMM, 2, -1, AT(i, place), 0, -1);   /* (stream 2: after the NCCL) */
+    }
+    /* the node's others' blocks, then what they forward, in the order sent */
+    for (unsigned i = 0; i < nodes; i++)
+        for (unsigned j = 1; j < g; j++) {
+            const int p = AT(0, (place + g - j) % g);
+            push(&o, FGRT_OP_WAIT, 1, p, -1, sent(i), -1);
+            push(&o, FGRT_OP_GEMM, 1, -1, AT(i, (place + g - j) % g), 0, -1);
+        }
+    #undef AT
+    return o.n;
+}
+
 const char *fgrt_schedule_name(fgrt_schedule s)
 {
     switch (s) {

@@ -679,7 +679,9 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         const fg_status st = o->wait_flag(x->drv, s, done, x->per_piece);
         return st == FG_OK ? o->write_flag(x->drv, s, done, 0) : st;
     }
-    case FGRT_OP_NCCL:
+    case FGRT_OP_NCCL:   /* serial NCCL and the hierarchical plan: the engine's NCCL */
+    case FGRT_OP_NODE_BARRIER:
+    case FGRT_OP_NCCL_ACROSS:
         break;
     }
     return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_run: op kind %d is not the executor's",

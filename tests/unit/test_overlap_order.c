@@ -41,6 +41,7 @@ typedef struct rank_state {
     size_t colls[MAXOPS], ncolls;   /* the barriers and NCCL collectives, in order */
     size_t coll_no[MAXOPS];         /* one's place among them */
     bool done[MAXOPS], armed[MAXOPS];
+    bool moved[MAXOPS];             /* an NCCL across nodes whose data its group has moved */
     unsigned priority[MAXOPS];      /* drawn per seed: which of the ready ops moves first */
     size_t head[STREAMS];           /* per stream: no op before it is left to do */
     bool flag[CALLS][MAXW][MAXFLAGS];   /* in this rank's memory: [call][setter][flag] */
@@ -59,6 +60,7 @@ typedef struct sim {
     fgrt_schedule s;
     unsigned w, pieces;   /* pieces: chunks (1 but for chunk_overlap) */
     unsigned lanes;       /* copy lanes of every rank */
+    unsigned node;        /* the hierarchical plan's ranks a node (fgrt_overlap_hier_ops), or 0 */
     rank_state r[MAXW];
 } sim;
 
@@ -101,7 +103,26 @@ static const char *coll_name(fgrt_collective c)
 
 static bool joins(const fgrt_op *op)
 {
-    return op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_NCCL;
+    return op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_NCCL ||
+           op->kind == FGRT_OP_NODE_BARRIER;
+}
+
+/* Whether an op is met by a group of ranks: the joining ones, and the
+ * hierarchical plan's NCCL across nodes (on its stream alone). */
+static bool collective(const fgrt_op *op)
+{
+    return joins(op) || op->kind == FGRT_OP_NCCL_ACROSS;
+}
+
+/* Whether rank p meets rank q's collective op: every rank, or the
+ * hierarchical plan's node (barrier) or place (NCCL across nodes). */
+static bool in_group(const sim *m, const fgrt_op *op, unsigned q, unsigned p)
+{
+    if (op->kind == FGRT_OP_NODE_BARRIER)
+        return p / m->node == q / m->node;
+    if (op->kind == FGRT_OP_NCCL_ACROSS)
+        return p % m->node == q % m->node;
+    return true;
 }
 
 static bool chunked(int s)
@@ -134,13 +155,81 @@ static bool ready(const rank_state *r, size_t k)
     return after < 0 || r->done[(size_t)call_of(r, k) * r->per_call + (size_t)after];
 }
 
-/* Whether every rank has armed its collective number `no`. */
-static bool all_armed(const sim *m, size_t no)
+/* Whether every rank of op's group (with q) has armed its collective number `no`. */
+static bool all_armed(const sim *m, const fgrt_op *op, unsigned q, size_t no)
 {
     for (unsigned p = 0; p < m->w; p++)
-        if (no >= m->r[p].ncolls || !m->r[p].armed[m->r[p].colls[no]])
+        if (in_group(m, op, q, p) && (no >= m->r[p].ncolls || !m->r[p].armed[m->r[p].colls[no]]))
             return false;
     return true;
+}
+
+/* The hierarchical plan's NCCL across nodes, number `no` of q's
+ * collectives, once every rank of q's place has armed it, for all of them
+ * at once (the first of them to complete moves the group's data).  AG: the
+ * own block of each into every other's gathered A.  RS: into each one's
+ * out, the group's node sums of its block (each rank's partial once). */
+static void nccl_across(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
+{
+    if (m->r[q].moved[m->r[q].colls[no]])
+        return;
+    for (unsigned d = 0; d < m->w; d++) {
+        if (!in_group(m, op, q, d))
+            continue;
+        rank_state *r = &m->r[d];
+        r->moved[r->colls[no]] = true;
+        unsigned sum = 0;
+        for (unsigned p = 0; p < m->w; p++) {
+            if (!in_group(m, op, q, p))
+                continue;
+            if (m->c == FGRT_GEMM_RS) {
+                held *in = &m->r[p].part[d][0];
+                check(in->call == e, "NCCL reads rank %u's sum of block %u of call %d in call %d",
+                      p, d, in->call, e);
+                check(!(in->sum & sum), "NCCL sums a partial of block %u twice", d);
+                sum |= in->sum;
+                continue;
+            }
+            if (p == d)
+                continue;
+            check(m->r[p].a[p][0].call == e, "rank %u gathers rank %u's block of call %d in "
+                  "call %d", d, p, m->r[p].a[p][0].call, e);
+            check(used(&r->a[p][0]), "rank %u: NCCL overwrites block %u before call %d's GEMM "
+                  "read it", d, p, r->a[p][0].call);
+            r->a[p][0].call = e;
+        }
+        if (m->c == FGRT_GEMM_RS) {
+            for (unsigned p = 0; p < m->w; p++)
+                if (in_group(m, op, q, p))
+                    m->r[p].part[d][0].read = e;
+            r->out[0] = (held){.call = e, .sum = sum};
+            r->outs[e][0]++;
+        }
+    }
+}
+
+/* The hierarchical RS's REDUCE of block b on rank q: its partial plus its
+ * node's others' in their slots (place x nodes + the block's node after
+ * q's), into its partial of b (what NCCL across the nodes then reads). */
+static void reduce_node(sim *m, unsigned q, const fgrt_op *op, int e)
+{
+    rank_state *r = &m->r[q];
+    const unsigned g = m->node, nodes = m->w / g, b = (unsigned)op->block;
+    check(b % g == q % g, "rank %u sums block %u, not of its column", q, b);
+    held *own = &r->part[b][0];
+    check(own->call == e, "rank %u sums block %u before its own partial", q, b);
+    unsigned sum = own->sum;
+    for (unsigned p = 0; p < g; p++) {
+        if (p == q % g)
+            continue;
+        held *in = &r->slot[p * nodes + (b / g + nodes - q / g) % nodes][0];
+        check(in->call == e && in->block == (int)b, "rank %u sums block %u before its node's "
+              "rank at place %u pushed it", q, b, p);
+        check(!(in->sum & sum), "rank %u sums a partial twice", q);
+        in->read = e;
+        sum |= in->sum;
+    }
+    *own = (held){.call = e, .read = -1, .block = -1, .sum = sum};   /* not yet used */
 }
 
 static void nccl(sim *m, unsigned q, int e)
@@ -176,8 +265,8 @@ static void copy(sim *m, unsigned q, const fgrt_op *op, int e, unsigned j0, unsi
     for (unsigned j = j0; j < j1; j++) {
         held *from = m->c == FGRT_AG_GEMM ? &r->a[b][j] : &r->part[b][j];
         held *to = m->c == FGRT_AG_GEMM ? &peer->a[b][j] : &peer->slot[op->slot][j];
-        check(m->c != FGRT_AG_GEMM || b == (int)q, "rank %u pushes block %d, not its own shard",
-              q, b);
+        check(m->c != FGRT_AG_GEMM || b == (int)q || m->node, "rank %u pushes block %d, not "
+              "its own shard", q, b);   /* (the hierarchical plan forwards what NCCL brought) */
         check(from->call == e, "rank %u sends block %d piece %u of call %d in call %d", q, b, j,
               from->call, e);
         check(used(to), "rank %u overwrites rank %d's %s %d piece %u before its call %d used "
@@ -269,18 +358,24 @@ static bool step(sim *m, unsigned q, size_t k)
     const unsigned j1 = op->chunk < 0 ? m->pieces : j0 + 1;
     switch (op->kind) {
     case FGRT_OP_BARRIER:
+    case FGRT_OP_NODE_BARRIER:
     case FGRT_OP_NCCL:
+    case FGRT_OP_NCCL_ACROSS:
         if (!r->armed[k]) {
             r->armed[k] = true;
-            for (unsigned p = 0; op->kind == FGRT_OP_BARRIER && p < w; p++)
-                if (p != q)   /* its flag, set in every peer's memory (a wait could read it) */
+            const bool flags = op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_NODE_BARRIER;
+            for (unsigned p = 0; flags && p < w; p++)
+                if (p != q && in_group(m, op, q, p))   /* its flag, set in every peer's memory
+                                                          (a wait could read it) */
                     m->r[p].flag[e][q][op->flag] = true;
             return true;
         }
-        if (!all_armed(m, r->coll_no[k]))
+        if (!all_armed(m, op, q, r->coll_no[k]))
             return false;
         if (op->kind == FGRT_OP_NCCL)
             nccl(m, q, e);
+        if (op->kind == FGRT_OP_NCCL_ACROSS)
+            nccl_across(m, q, op, r->coll_no[k], e);
         break;
     case FGRT_OP_SIGNAL:   /* in this rank's row of the memory of the rank it is for */
         m->r[op->peer].flag[e][q][op->flag] = true;
@@ -300,7 +395,10 @@ static bool step(sim *m, unsigned q, size_t k)
         gemm(m, q, op, e, j0, j1);
         break;
     case FGRT_OP_REDUCE:
-        reduce(m, q, op, e);
+        if (m->node)
+            reduce_node(m, q, op, e);
+        else
+            reduce(m, q, op, e);
         break;
     case FGRT_OP_FUSED_GEMM: {   /* one kernel: AG each piece once its flag is set, in any
                                     order; RS one piece a step in its tile order (the peers'
@@ -348,7 +446,8 @@ static bool step(sim *m, unsigned q, size_t k)
 /* Rank q's ops of one call into ops, broken where brk says; how many. */
 static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *ops)
 {
-    size_t n = fgrt_overlap_ops(m->c, m->s, m->w, m->pieces, m->lanes, q, ops, MAXCALL);
+    size_t n = m->node ? fgrt_overlap_hier_ops(m->c, m->w, m->node, q, ops, MAXCALL)
+                       : fgrt_overlap_ops(m->c, m->s, m->w, m->pieces, m->lanes, q, ops, MAXCALL);
     check(n > 0 && n <= MAXCALL, "rank %u has %zu ops", q, n);
     if (!brk || (brk->rank >= 0 && (unsigned)brk->rank != q))
         return n;
@@ -383,17 +482,20 @@ static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *o
     return n;
 }
 
-/* Runs CALLS calls of every rank in one random interleaving; NULL if every
- * check held, else the first broken rule. */
-static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
-                            unsigned lanes, unsigned seed, const breakage *brk)
+/* Runs CALLS calls of every rank in one random interleaving of a plan of
+ * fgrt_overlap_ops, or with node > 0 of fgrt_overlap_hier_ops (s, chunks
+ * and lanes unused); NULL if every check held, else the first broken rule. */
+static const char *simulate_plan(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
+                                 unsigned lanes, unsigned node, unsigned seed,
+                                 const breakage *brk)
 {
     static sim m;
     memset(&m, 0, sizeof m);
-    m.c = c, m.s = s, m.w = w, m.pieces = chunks, m.lanes = lanes;
+    m.c = c, m.s = s, m.w = w, m.pieces = chunks, m.lanes = lanes, m.node = node;
     if (setjmp(caught))
         return why;
-    const unsigned nflags = fgrt_overlap_flags(c, s, w, chunks);
+    const unsigned nflags = node ? fgrt_overlap_hier_flags(c, w, node)
+                                 : fgrt_overlap_flags(c, s, w, chunks);
     check(nflags > FGRT_FLAG_SENT && nflags <= MAXFLAGS, "%u flags", nflags);
     size_t total = 0;
     for (unsigned q = 0; q < w; q++) {
@@ -442,8 +544,9 @@ static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsi
             for (unsigned t = 0; t < STREAMS; t++)
                 r->need[k][t] = joins(op) || t == op->stream ? last[t] : last_join[t];
             last[op->stream] = (int)k;
-            if (joins(op)) {
+            if (joins(op))
                 last_join[op->stream] = (int)k;
+            if (collective(op)) {
                 r->coll_no[k] = r->ncolls;
                 r->colls[r->ncolls++] = k;
             }
@@ -490,6 +593,13 @@ static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsi
                       "%u %d times in call %d", q, j, m.r[q].outs[e][j], e);
             }
     return NULL;
+}
+
+/* A plan of fgrt_overlap_ops (one schedule, its chunks and lanes). */
+static const char *simulate(fgrt_collective c, fgrt_schedule s, unsigned w, unsigned chunks,
+                            unsigned lanes, unsigned seed, const breakage *brk)
+{
+    return simulate_plan(c, s, w, chunks, lanes, 0, seed, brk);
 }
 
 /* The copy lanes worth simulating for a schedule: one, two, and one per
@@ -1001,4 +1111,75 @@ Test(overlap_order, fused_tile_rows)
                  "rank past the world");
     cr_assert_eq(fgrt_overlap_tile_rows(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, 2, 2, 0, 512, 128, got, 3), 0,
                  "out too small");
+}
+
+/* The hierarchical plan of collective c, `w` ranks in nodes of `node`: in
+ * any interleaving, two calls, every block multiplied once, after it landed
+ * (RS: every rank's out the sum of every partial once), nothing overwritten
+ * before it was used; breaking any of rank 0's waits, its events, or the
+ * node barrier is caught; the flags stay in the node and in range, each
+ * signalled once and waited on once. */
+static void expect_hier_sound(fgrt_collective c, unsigned w, unsigned node)
+{
+    static fgrt_op ops[MAXCALL];
+    for (unsigned seed = 1; seed <= SEEDS; seed++) {
+        const char *err = simulate_plan(c, FGRT_SERIAL_CE, w, 1, 1, node, seed, NULL);
+        cr_assert(!err, "hierarchical %s, %u ranks in nodes of %u, seed %u: %s", coll_name(c), w,
+                  node, seed, err);
+    }
+    const unsigned flags = fgrt_overlap_hier_flags(c, w, node);
+    cr_assert_eq(flags, FGRT_FLAG_SENT + w / node);
+    static int balance[MAXW][MAXW][MAXFLAGS];   /* [sender][rank][flag]: signals less waits */
+    static bool signalled[MAXW][MAXW][MAXFLAGS];
+    memset(balance, 0, sizeof balance);
+    memset(signalled, 0, sizeof signalled);
+    for (unsigned q = 0; q < w; q++) {
+        const size_t n = fgrt_overlap_hier_ops(c, w, node, q, ops, MAXCALL);
+        cr_assert(n > 0 && n <= MAXCALL);
+        for (size_t k = 0; k < n; k++) {
+            const fgrt_op *op = &ops[k];
+            if (op->kind == FGRT_OP_SIGNAL || op->kind == FGRT_OP_WAIT) {
+                cr_assert(op->flag >= FGRT_FLAG_SENT && op->flag < flags);
+                cr_assert_eq((unsigned)op->peer / node, q / node, "flags stay in the node");
+                if (op->kind == FGRT_OP_SIGNAL) {
+                    cr_assert_not(signalled[q][op->peer][op->flag], "signalled twice");
+                    signalled[q][op->peer][op->flag] = true;
+                    balance[q][op->peer][op->flag]++;
+                } else {
+                    balance[op->peer][q][op->flag]--;
+                }
+            }
+            if (q != 0 || !(op->kind == FGRT_OP_WAIT || op->kind == FGRT_OP_NODE_BARRIER ||
+                            (op->after >= 0 && !follows_anyway(ops, (size_t)op->after, k))))
+                continue;
+            breakage brk = {op->kind == FGRT_OP_WAIT ? DROP_OP : NO_AFTER, 0, k};
+            if (op->kind == FGRT_OP_NODE_BARRIER)
+                brk = (breakage){DROP_OP, -1, k};
+            bool noticed = false;
+            for (unsigned seed = 1; seed <= 100 && !noticed; seed++)
+                noticed = simulate_plan(c, FGRT_SERIAL_CE, w, 1, 1, node, seed, &brk) != NULL;
+            cr_expect(noticed, "hierarchical %s, %u ranks in nodes of %u: breaking op %zu "
+                      "(kind %d) goes unnoticed", coll_name(c), w, node, k, (int)op->kind);
+        }
+    }
+    for (unsigned p = 0; p < w; p++)
+        for (unsigned q = 0; q < w; q++)
+            for (unsigned f = 0; f < flags; f++)
+                cr_assert_eq(balance[p][q][f], 0, "rank %u's flag %u for rank %u", p, f, q);
+}
+
+/* Nodes of 2, 3 and 4 ranks, 2 to 4 nodes, both collectives. */
+Test(overlap_order, hierarchical_plan_in_any_interleaving)
+{
+    static const unsigned plans[][2] = {{4, 2}, {6, 2}, {6, 3}, {8, 2}, {8, 4}};   /* world, node */
+    for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++)
+        for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
+            expect_hier_sound((fgrt_collective)c, plans[i][0], plans[i][1]);
+    /* refused: nodes of 1, one node, a world not whole nodes, a rank past it */
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 4, 1, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_GEMM_RS, 4, 4, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 6, 4, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 4, 2, 4, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops((fgrt_collective)7, 4, 2, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_flags(FGRT_AG_GEMM, 6, 4), 0);
 }
