@@ -189,8 +189,8 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
  * node after the sender's (0: its own).  RS: rank r's column is the blocks
  * at its place in every node; it computes the node's other columns first,
  * each block pushed to the rank whose column it is (into receive slot
- * (sender's place) x nodes + i, flag FGRT_FLAG_SENT + i for the i-th node
- * after theirs), then sums its node's partials of each block of its column
+ * i x node_ranks + the sender's place, flag FGRT_FLAG_SENT + i for the i-th
+ * node after theirs), then sums its node's partials of each block of its column
  * (REDUCE), and NCCL across the nodes reduces those sums into every rank's
  * own block.  Writes rank `rank`'s ops like fgrt_overlap_ops; 0 for invalid
  * arguments (node_ranks under 2, world not a multiple of it, fewer than 2

@@ -309,7 +309,8 @@ static bool hier_valid(fgrt_collective c, unsigned world, unsigned node_ranks)
  * the blocks at place p of every node (its column), then NCCL across the
  * nodes reduces the column's node sums into each rank's own block.  Peer
  * (n, p') pushes its partial of block ((n + i) % nodes, p) into r's receive
- * slot p' nodes + i, flagged FGRT_FLAG_SENT + i. */
+ * slot i g + p', flagged FGRT_FLAG_SENT + i: a block's slots are g in a row,
+ * the own place's unused, as the shard reduction's world slots are. */
 static void hier_reduce_scatter(order *o, unsigned world, unsigned g, unsigned rank)
 {
     const unsigned nodes = world / g, node = rank / g, place = rank % g;
@@ -319,7 +320,7 @@ static void hier_reduce_scatter(order *o, unsigned world, unsigned g, unsigned r
         for (unsigned j = 1; j < g; j++) {
             const int d = AT(0, (place + j) % g), b = AT(i, (place + j) % g);
             const int mm = push(o, FGRT_OP_GEMM, 2, -1, b, 0, -1);
-            piece(o, push(o, FGRT_OP_COPY, 0, d, b, 0, mm), -1, (int)(place * nodes + i));
+            piece(o, push(o, FGRT_OP_COPY, 0, d, b, 0, mm), -1, (int)(i * g + place));
             push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(i), -1);
         }
     for (unsigned i = 0; i < nodes; i++) {   /* this column: the node's sum of each block */

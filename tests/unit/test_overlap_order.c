@@ -209,8 +209,8 @@ static void nccl_across(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
 }
 
 /* The hierarchical RS's REDUCE of block b on rank q: its partial plus its
- * node's others' in their slots (place x nodes + the block's node after
- * q's), into its partial of b (what NCCL across the nodes then reads). */
+ * node's others' in their slots (the block's node after q's x node + their
+ * place), into its partial of b (what NCCL across the nodes then reads). */
 static void reduce_node(sim *m, unsigned q, const fgrt_op *op, int e)
 {
     rank_state *r = &m->r[q];
@@ -222,7 +222,7 @@ static void reduce_node(sim *m, unsigned q, const fgrt_op *op, int e)
     for (unsigned p = 0; p < g; p++) {
         if (p == q % g)
             continue;
-        held *in = &r->slot[p * nodes + (b / g + nodes - q / g) % nodes][0];
+        held *in = &r->slot[(b / g + nodes - q / g) % nodes * g + p][0];
         check(in->call == e && in->block == (int)b, "rank %u sums block %u before its node's "
               "rank at place %u pushed it", q, b, p);
         check(!(in->sum & sum), "rank %u sums a partial twice", q);
