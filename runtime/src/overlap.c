@@ -299,10 +299,53 @@ size_t fgrt_overlap_tile_rows(fgrt_collective c, fgrt_schedule s, unsigned world
     return tiles;
 }
 
-static bool hier_valid(fgrt_collective c, unsigned world, unsigned node_ranks)
+/* The hierarchical plan's ranks: nodes of g, rank r at place r % g of
+ * node r / g. */
+typedef struct nodes {
+    unsigned g, count, node, place;   /* ranks a node, nodes; this rank's node, place */
+} nodes;
+
+/* The rank at place p of the i-th node after this rank's. */
+static int at(const nodes *n, unsigned i, unsigned p)
 {
-    return (c == FGRT_AG_GEMM || c == FGRT_GEMM_RS) && node_ranks >= 2 &&
-           world <= FGRT_MAX_WORLD && world % node_ranks == 0 && world / node_ranks >= 2;
+    return (int)(((n->node + i) % n->count) * n->g + p);
+}
+
+/* Its node's rank j places after it (j = g - k: k places before it). */
+static int local(const nodes *n, unsigned j)
+{
+    return at(n, 0, (n->place + j) % n->g);
+}
+
+/* The hierarchical AG: rank r multiplies its own block, pushes it to its
+ * node's others, gathers the own blocks of its place's ranks in the other
+ * nodes through NCCL (stream 2), forwards each of those to its node's
+ * others, and multiplies every block once it is there. */
+static void hier_all_gather(order *o, const nodes *n, unsigned rank)
+{
+    push(o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
+    push(o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
+    for (unsigned j = 1; j < n->g; j++) {   /* the own block to the node's others */
+        push(o, FGRT_OP_COPY, 0, local(n, j), (int)rank, 0, -1);
+        push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(0), -1);
+    }
+    /* the own blocks of this place's ranks in the other nodes, beside the rest */
+    const int across = push(o, FGRT_OP_NCCL_ACROSS, 2, -1, -1, 0, -1);
+    for (unsigned i = 1; i < n->count; i++) {   /* each forwarded to the node's others */
+        for (unsigned j = 1; j < n->g; j++) {
+            push(o, FGRT_OP_COPY, 0, local(n, j), at(n, i, n->place), 0,
+                 j == 1 && i == 1 ? across : -1);
+            push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(i), -1);
+        }
+        push(o, FGRT_OP_GEMM, 2, -1, at(n, i, n->place), 0, -1);   /* (after the NCCL) */
+    }
+    /* the node's others' blocks, then what they forward, in the order sent */
+    for (unsigned i = 0; i < n->count; i++)
+        for (unsigned j = 1; j < n->g; j++) {
+            const unsigned p = (n->place + n->g - j) % n->g;
+            push(o, FGRT_OP_WAIT, 1, local(n, n->g - j), -1, sent(i), -1);
+            push(o, FGRT_OP_GEMM, 1, -1, at(n, i, p), 0, -1);
+        }
 }
 
 /* The hierarchical RS: rank r (node n, place p) sums its node's partials of
@@ -311,27 +354,31 @@ static bool hier_valid(fgrt_collective c, unsigned world, unsigned node_ranks)
  * (n, p') pushes its partial of block ((n + i) % nodes, p) into r's receive
  * slot i g + p', flagged FGRT_FLAG_SENT + i: a block's slots are g in a row,
  * the own place's unused, as the shard reduction's world slots are. */
-static void hier_reduce_scatter(order *o, unsigned world, unsigned g, unsigned rank)
+static void hier_reduce_scatter(order *o, const nodes *n)
 {
-    const unsigned nodes = world / g, node = rank / g, place = rank % g;
-    #define AT(i, p) ((int)(((node + (i)) % nodes) * g + (p)))
     push(o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
-    for (unsigned i = 0; i < nodes; i++)   /* the node's other columns, each pushed once done */
-        for (unsigned j = 1; j < g; j++) {
-            const int d = AT(0, (place + j) % g), b = AT(i, (place + j) % g);
+    for (unsigned i = 0; i < n->count; i++)   /* the node's other columns, each pushed once done */
+        for (unsigned j = 1; j < n->g; j++) {
+            const int b = at(n, i, (n->place + j) % n->g);
             const int mm = push(o, FGRT_OP_GEMM, 2, -1, b, 0, -1);
-            piece(o, push(o, FGRT_OP_COPY, 0, d, b, 0, mm), -1, (int)(i * g + place));
-            push(o, FGRT_OP_SIGNAL, 0, d, -1, sent(i), -1);
+            piece(o, push(o, FGRT_OP_COPY, 0, local(n, j), b, 0, mm), -1,
+                  (int)(i * n->g + n->place));
+            push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(i), -1);
         }
-    for (unsigned i = 0; i < nodes; i++) {   /* this column: the node's sum of each block */
-        const int b = AT(i, place);
+    for (unsigned i = 0; i < n->count; i++) {   /* this column: the node's sum of each block */
+        const int b = at(n, i, n->place);
         push(o, FGRT_OP_GEMM, 1, -1, b, 0, -1);
-        for (unsigned j = 1; j < g; j++)
-            push(o, FGRT_OP_WAIT, 1, AT(0, (place + g - j) % g), -1, sent(i), -1);
+        for (unsigned j = 1; j < n->g; j++)
+            push(o, FGRT_OP_WAIT, 1, local(n, n->g - j), -1, sent(i), -1);
         push(o, FGRT_OP_REDUCE, 1, -1, b, 0, -1);
     }
     push(o, FGRT_OP_NCCL_ACROSS, 1, -1, -1, 0, -1);   /* behind the sums on their stream */
-    #undef AT
+}
+
+static bool hier_valid(fgrt_collective c, unsigned world, unsigned node_ranks)
+{
+    return (c == FGRT_AG_GEMM || c == FGRT_GEMM_RS) && node_ranks >= 2 &&
+           world <= FGRT_MAX_WORLD && world % node_ranks == 0 && world / node_ranks >= 2;
 }
 
 unsigned fgrt_overlap_hier_flags(fgrt_collective c, unsigned world, unsigned node_ranks)
@@ -345,38 +392,11 @@ size_t fgrt_overlap_hier_ops(fgrt_collective c, unsigned world, unsigned node_ra
     if (!hier_valid(c, world, node_ranks) || rank >= world || (!out && max))
         return 0;
     order o = {.out = out, .max = max, .world = world, .lanes = 1};
-    if (c == FGRT_GEMM_RS) {
-        hier_reduce_scatter(&o, world, node_ranks, rank);
-        return o.n;
-    }
-    const unsigned g = node_ranks, nodes = world / g, node = rank / g, place = rank % g;
-    /* rank at place p of the i-th node after this one */
-    #define AT(i, p) ((int)(((node + (i)) % nodes) * g + (p)))
-    push(&o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
-    push(&o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
-    for (unsigned j = 1; j < g; j++) {   /* the own block to the node's others */
-        const int d = AT(0, (place + j) % g);
-        push(&o, FGRT_OP_COPY, 0, d, (int)rank, 0, -1);
-        push(&o, FGRT_OP_SIGNAL, 0, d, -1, sent(0), -1);
-    }
-    /* the own blocks of this place's ranks in the other nodes, beside the rest */
-    const int across = push(&o, FGRT_OP_NCCL_ACROSS, 2, -1, -1, 0, -1);
-    for (unsigned i = 1; i < nodes; i++) {   /* each forwarded to the node's others */
-        for (unsigned j = 1; j < g; j++) {
-            const int d = AT(0, (place + j) % g);
-            push(&o, FGRT_OP_COPY, 0, d, AT(i, place), 0, j == 1 && i == 1 ? across : -1);
-            push(&o, FGRT_OP_SIGNAL, 0, d, -1, sent(i), -1);
-        }
-        push(&o, FGRT_OP_GEMM, 2, -1, AT(i, place), 0, -1);   /* (stream 2: after the NCCL) */
-    }
-    /* the node's others' blocks, then what they forward, in the order sent */
-    for (unsigned i = 0; i < nodes; i++)
-        for (unsigned j = 1; j < g; j++) {
-            const int p = AT(0, (place + g - j) % g);
-            push(&o, FGRT_OP_WAIT, 1, p, -1, sent(i), -1);
-            push(&o, FGRT_OP_GEMM, 1, -1, AT(i, (place + g - j) % g), 0, -1);
-        }
-    #undef AT
+    const nodes n = {node_ranks, world / node_ranks, rank / node_ranks, rank % node_ranks};
+    if (c == FGRT_AG_GEMM)
+        hier_all_gather(&o, &n, rank);
+    else
+        hier_reduce_scatter(&o, &n);
     return o.n;
 }
 
