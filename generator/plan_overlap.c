@@ -91,15 +91,21 @@ static double copy_us(const fg_interconnect *ic, double bytes)
     return ic->peer_copy_latency_us + bytes / (ic->peer_copy_bidir_gbps / 2 * 1e3);
 }
 
-/* The copy lanes of a timeline: one (the copy engine serial), or one a peer
- * (then the latency of copies on different lanes overlaps; on a full mesh
- * without the profile's lanes fit their bytes too). */
+/* The copy lanes of a timeline: one (the copy engine serial: copy_us per
+ * copy), or one a peer (then the latency of copies on different lanes
+ * overlaps; on a full mesh without the profile's lanes fit their bytes too). */
 typedef struct lanes {
     unsigned count;      /* 1, or W - 1 */
-    bool own_links;      /* a lane's bytes do not wait for another's: copy_us each */
-    double latency_us;   /* else: a copy's latency, beside the other lanes' */
-    double gbps;         /* and the rate the lanes' bytes share */
+    bool own_links;      /* a lane's bytes do not wait for another's */
+    double latency_us;   /* a copy's latency (beside the other lanes', where several) */
+    double gbps;         /* the rate of a lane's bytes, or (shared) of all lanes' */
 } lanes;
+
+/* The one lane: every copy latency + bytes at half the two-way rate (copy_us). */
+static lanes one_lane(const fg_interconnect *ic)
+{
+    return (lanes){1, false, ic->peer_copy_latency_us, ic->peer_copy_bidir_gbps / 2};
+}
 
 /* A lane a peer for W ranks: the profile's lanes fit where it has one, else
  * on a full mesh a link each, on a switch the one-peer rate shared. */
@@ -107,32 +113,33 @@ static lanes lane_a_peer(const fg_interconnect *ic, unsigned w, fg_topology topo
 {
     if (ic->copy_lanes_gbps > 0)
         return (lanes){w - 1, false, ic->copy_lanes_latency_us, ic->copy_lanes_gbps};
-    return (lanes){w - 1, topo == FG_TOPO_FULL_MESH, ic->peer_copy_latency_us,
-                   ic->peer_copy_bidir_gbps / 2};
+    lanes l = one_lane(ic);
+    l.count = w - 1, l.own_links = topo == FG_TOPO_FULL_MESH;
+    return l;
 }
 
 /* When AG's at-th push (1-based; piece j to peer r + i is push
- * j (W - 1) + i) of `bytes` has landed, all issued at once. */
-static double landed_us(const fg_interconnect *ic, lanes l, unsigned at, double bytes)
+ * j (W - 1) + i) of `bytes` has landed, all issued at once: each round of
+ * the lanes pays the latency once; the bytes pass one after the other, or
+ * (own links) a round's at once. */
+static double landed_us(lanes l, unsigned at, double bytes)
 {
-    if (l.count == 1)
-        return at * copy_us(ic, bytes);
     const unsigned round = (at - 1) / l.count + 1;
-    return l.own_links ? round * copy_us(ic, bytes)
-                       : round * l.latency_us + at * bytes / (l.gbps * 1e3);
+    const double xfer = bytes / (l.gbps * 1e3);
+    return l.own_links ? round * (l.latency_us + xfer) : round * l.latency_us + at * xfer;
 }
 
 /* RS: the end of a push of `bytes` on lane `lane` whose rows were written
  * at `ready`, behind the pushes before it: engine[lane] (own links) or
  * engine[0] (shared) is when those end. */
-static double pushed_us(const fg_interconnect *ic, lanes l, unsigned lane, double ready,
-                        double *engine, double bytes)
+static double pushed_us(lanes l, unsigned lane, double ready, double *engine, double bytes)
 {
     double *e = &engine[l.own_links ? lane : 0];
-    if (l.count == 1 || l.own_links)
-        return *e = fmax(*e, ready) + copy_us(ic, bytes);
+    const double xfer = bytes / (l.gbps * 1e3);
+    if (l.count == 1 || l.own_links)   /* the latency in turn */
+        return *e = fmax(*e, ready) + l.latency_us + xfer;
     /* the latency beside the other lanes', the bytes after theirs */
-    return *e = fmax(*e, ready + l.latency_us) + bytes / (l.gbps * 1e3);
+    return *e = fmax(*e, ready + l.latency_us) + xfer;
 }
 
 const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
@@ -185,7 +192,7 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
             if (ag) {   /* the at-th GEMM after the own block's lands with the at-th copy
                            (piece j of the p-th peer: at = j (W - 1) + p) */
                 cost[k] = at ? g : gemm_us(t, rows, s->n, s->k, measured) * slow;
-                ready[k] = at ? landed_us(ic, l, at, piece) : 0;
+                ready[k] = at ? landed_us(l, at, piece) : 0;
             } else {
                 cost[k] = g + (at >= c ? add : 0);
                 ready[k] = at >= c ? landed[at % c] : 0;
@@ -223,13 +230,12 @@ static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigne
                     the reduction */
         double engine[MAX_LANES] = {0}, last = 0;
         for (unsigned at = 1; at <= (w - 1) * c; at++)
-            last = fmax(last, pushed_us(ic, l, (at - 1) / c, at * rows / c * per_row, engine,
-                                        piece));
+            last = fmax(last, pushed_us(l, (at - 1) / c, at * rows / c * per_row, engine, piece));
         return fmax(last, s->m * per_row) + reduce;
     }
     double now = rows * per_row;   /* the own block, there at launch */
     for (unsigned at = 1; at <= (w - 1) * c; at++)   /* the at-th piece lands with the at-th push */
-        now = fmax(now, landed_us(ic, l, at, piece)) + rows / c * per_row;
+        now = fmax(now, landed_us(l, at, piece)) + rows / c * per_row;
     return now;
 }
 
@@ -249,19 +255,19 @@ static void predict_lanes(const fg_gemm *g, const fg_gemm_shape *s, const fg_tar
     const double piece = (double)s->m / w * (ag ? s->k : s->n) * 2.0;
     const double under = gemm_part * (1 + ic->gemm_slowdown), fixed = ic->call_overhead_us;
     if (ag) {
-        out->lanes_us[FG_SCHED_SERIAL_CE] = out->gemm_us + landed_us(ic, l, w - 1, piece) + fixed;
+        out->lanes_us[FG_SCHED_SERIAL_CE] = out->gemm_us + landed_us(l, w - 1, piece) + fixed;
         double now = gemm_part;   /* the own block first, then each peer's once landed */
         for (unsigned i = 1; i < w; i++)
-            now = fmax(now, landed_us(ic, l, i, piece)) + under;
+            now = fmax(now, landed_us(l, i, piece)) + under;
         out->lanes_us[FG_SCHED_SHARD_OVERLAP] = now + fixed;
     } else {
         double engine[MAX_LANES] = {0}, last = 0;
         for (unsigned i = 1; i < w; i++)   /* every partial once the whole GEMM is done */
-            last = fmax(last, pushed_us(ic, l, i - 1, out->gemm_us, engine, piece));
+            last = fmax(last, pushed_us(l, i - 1, out->gemm_us, engine, piece));
         out->lanes_us[FG_SCHED_SERIAL_CE] = last + reduce + fixed;
         double shard[MAX_LANES] = {0}, sent = 0;
         for (unsigned i = 1; i < w; i++)   /* the peers' blocks first, each pushed once done */
-            sent = fmax(sent, pushed_us(ic, l, i - 1, gemm_part + (i - 1) * under, shard, piece));
+            sent = fmax(sent, pushed_us(l, i - 1, gemm_part + (i - 1) * under, shard, piece));
         out->lanes_us[FG_SCHED_SHARD_OVERLAP] =
             fmax(sent, gemm_part + (w - 1) * under) + reduce + fixed;
     }
@@ -312,7 +318,6 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     *out = (fg_overlap_prediction){.gemm_us = gemm_all, .comm_us = (w - 1) * copy,
                                    .gemms_measured = measured};
     const double fixed = ic->call_overhead_us;
-    const lanes one_lane = {.count = 1};
     out->us[FG_SCHED_SERIAL_CE] = gemm_all + out->comm_us + reduce + fixed;
     out->us[FG_SCHED_SHARD_OVERLAP] =
         gemm_part + (w - 1) * fmax(under_copies, copy) + reduce + fixed;
@@ -324,7 +329,8 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_CHUNK_OVERLAP] = NAN;   /* no piece count divides the block */
     for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
         const double us =
-            chunk_overlap_us(s, t, w, fg_overlap_chunks[i], one_lane, &out->gemms_measured) + fixed;
+            chunk_overlap_us(s, t, w, fg_overlap_chunks[i], one_lane(ic), &out->gemms_measured) +
+            fixed;
         out->chunk_us[i] = us;
         if (!isnan(us) && !(us >= out->us[FG_SCHED_CHUNK_OVERLAP])) {
             out->us[FG_SCHED_CHUNK_OVERLAP] = us;
@@ -334,7 +340,8 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_CHUNK_FUSED] = NAN;
     for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
         const double us =
-            chunk_fused_us(s, t, w, fg_overlap_chunks[i], reduce, one_lane, &out->gemms_measured) +
+            chunk_fused_us(s, t, w, fg_overlap_chunks[i], reduce, one_lane(ic),
+                           &out->gemms_measured) +
             fixed;
         /* (the fewest pieces on a tie: the sums differ only by rounding) */
         if (!isnan(us) && !(us >= out->us[FG_SCHED_CHUNK_FUSED] * (1 - 1e-12))) {

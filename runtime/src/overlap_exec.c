@@ -108,6 +108,12 @@ static bool uses_reduction(const fgrt_overlap_args *a)
     return a->collective == FGRT_GEMM_RS && a->schedule != FGRT_CHUNK_OVERLAP;
 }
 
+/* The copy lanes asked for: 0 means one. */
+static unsigned lanes_of(const fgrt_overlap_args *a)
+{
+    return a->lanes ? a->lanes : 1;
+}
+
 static fg_status check_args(const fgrt_overlap_args *a)
 {
     if (a->collective != FGRT_AG_GEMM && a->collective != FGRT_GEMM_RS)
@@ -131,9 +137,8 @@ static fg_status check_args(const fgrt_overlap_args *a)
                        "fgrt_overlap_create: %u chunks (chunk_overlap, chunk_fused: 1 to %d; "
                        "else 0 or 1)",
                        a->chunks, FGRT_MAX_CHUNKS);
-    const unsigned lanes = a->lanes ? a->lanes : 1;
     if (!fgrt_overlap_lanes_valid(a->collective, a->schedule, a->world,
-                                  by_pieces ? a->chunks : 1, lanes))
+                                  by_pieces ? a->chunks : 1, lanes_of(a)))
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: %u copy lanes for %s (1 to %d, and no more than "
                        "the %u copies a rank issues; 1 for GEMM+RS chunk_overlap's ring)",
@@ -219,7 +224,7 @@ static fg_status plan(fgrt_overlap *x)
 static fg_status make_streams(fgrt_overlap *x)
 {
     fg_status st = FG_OK;
-    for (int s = 0; s < (int)x->nstreams && st == FG_OK; s++) {
+    for (unsigned s = 0; s < x->nstreams && st == FG_OK; s++) {
         st = OPS(x)->stream_create(x->drv, &x->st[s]);
         if (st == FG_OK)
             st = OPS(x)->event_create(x->drv, &x->ev_join[s]);
@@ -385,7 +390,7 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     x->es = fg_reg_dtype_bytes(args->dtype);
     x->rows = args->m / args->world;
     x->chunks = fgrt_schedule_chunked(args->schedule) ? args->chunks : 1;
-    x->lanes = args->lanes ? args->lanes : 1;
+    x->lanes = lanes_of(args);
     x->nstreams = 2 + x->lanes;
     x->block_a = (size_t)x->rows * args->k * x->es;
     x->block_c = (size_t)x->rows * args->n * x->es;
@@ -592,7 +597,7 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
 {
     const fg_driver_ops *o = OPS(x);
     fg_status st = FG_OK;
-    for (int s = 1; s < (int)x->nstreams && st == FG_OK; s++) {
+    for (unsigned s = 1; s < x->nstreams && st == FG_OK; s++) {
         st = o->event_record(x->drv, x->ev_join[s], x->st[s]);
         if (st == FG_OK)
             st = o->stream_wait_event(x->drv, x->st[0], x->ev_join[s]);
@@ -607,7 +612,7 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
             st = o->wait_flag(x->drv, x->st[0], flag_at(x, x->flags, p, flag), epoch);
     if (st == FG_OK)
         st = o->event_record(x->drv, x->ev_bar, x->st[0]);
-    for (int s = 1; s < (int)x->nstreams && st == FG_OK; s++)
+    for (unsigned s = 1; s < x->nstreams && st == FG_OK; s++)
         st = o->stream_wait_event(x->drv, x->st[s], x->ev_bar);
     return st;
 }
@@ -693,7 +698,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
 static fg_status join_caller(fgrt_overlap *x, void *stream)
 {
     fg_status first = FG_OK;
-    for (int s = 0; s < (int)x->nstreams; s++) {
+    for (unsigned s = 0; s < x->nstreams; s++) {
         fg_status st = OPS(x)->event_record(x->drv, x->ev_join[s], x->st[s]);
         if (st == FG_OK)
             st = OPS(x)->stream_wait_event(x->drv, stream, x->ev_join[s]);
@@ -707,7 +712,7 @@ static fg_status enqueue_call(fgrt_overlap *x, void *stream, unsigned epoch)
 {
     const fg_driver_ops *o = OPS(x);
     fg_status st = o->event_record(x->drv, x->ev_in, stream);
-    for (int s = 0; s < (int)x->nstreams && st == FG_OK; s++)
+    for (unsigned s = 0; s < x->nstreams && st == FG_OK; s++)
         st = o->stream_wait_event(x->drv, x->st[s], x->ev_in);
     for (size_t i = 0; i < x->nops && st == FG_OK; i++) {
         const fgrt_op *op = &x->ops[i];
@@ -814,7 +819,7 @@ static fg_status drain(fgrt_overlap *x, double limit_s, bool *idle, unsigned *ma
     const struct timespec nap = {0, 20000};
     for (;;) {
         *idle = true;
-        for (int s = 0; s < (int)x->nstreams && *idle; s++) {
+        for (unsigned s = 0; s < x->nstreams && *idle; s++) {
             const fg_status st = OPS(x)->stream_idle(x->drv, x->st[s], idle);
             if (st != FG_OK)
                 return st;
@@ -928,11 +933,11 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
     if (streams &&
         drain(x, x->args.timeout_s, &idle, NULL) == FG_OK && !idle && x->flags) {
         release(x);   /* then nothing waits on a peer: the streams finish */
-        for (int s = 0; s < (int)x->nstreams; s++)
+        for (unsigned s = 0; s < x->nstreams; s++)
             o->sync(x->drv, x->st[s]);
     }
     unmap_peers(x);
-    for (int s = 0; s < (int)x->nstreams; s++) {
+    for (unsigned s = 0; s < x->nstreams; s++) {
         if (x->st[s])
             o->stream_destroy(x->drv, x->st[s]);
         if (x->ev_join[s])

@@ -41,7 +41,7 @@ typedef struct rank_state {
     size_t colls[MAXOPS], ncolls;   /* the barriers and NCCL collectives, in order */
     size_t coll_no[MAXOPS];         /* one's place among them */
     bool done[MAXOPS], armed[MAXOPS];
-    bool moved[MAXOPS];             /* an NCCL across nodes whose data its group has moved */
+    bool moved[MAXOPS];             /* an NCCL collective whose data its group has moved */
     unsigned priority[MAXOPS];      /* drawn per seed: which of the ready ops moves first */
     size_t head[STREAMS];           /* per stream: no op before it is left to do */
     bool flag[CALLS][MAXW][MAXFLAGS];   /* in this rank's memory: [call][setter][flag] */
@@ -164,12 +164,14 @@ static bool all_armed(const sim *m, const fgrt_op *op, unsigned q, size_t no)
     return true;
 }
 
-/* The hierarchical plan's NCCL across nodes, number `no` of q's
- * collectives, once every rank of q's place has armed it, for all of them
- * at once (the first of them to complete moves the group's data).  AG: the
- * own block of each into every other's gathered A.  RS: into each one's
- * out, the group's node sums of its block (each rank's partial once). */
-static void nccl_across(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
+/* An NCCL collective, number `no` of q's collectives: serial NCCL's among
+ * every rank, the hierarchical plan's among the ranks of q's place in every
+ * node.  Once every rank of the group has armed it, its data moves for all
+ * of them at once (the first of them to complete moves it).  AG: the own
+ * block of each into every other's gathered A.  RS: into each one's out,
+ * the group's partials (the hierarchical plan's: node sums) of its block,
+ * each rank's once. */
+static void nccl(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
 {
     if (m->r[q].moved[m->r[q].colls[no]])
         return;
@@ -178,32 +180,34 @@ static void nccl_across(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
             continue;
         rank_state *r = &m->r[d];
         r->moved[r->colls[no]] = true;
-        unsigned sum = 0;
-        for (unsigned p = 0; p < m->w; p++) {
-            if (!in_group(m, op, q, p))
-                continue;
-            if (m->c == FGRT_GEMM_RS) {
-                held *in = &m->r[p].part[d][0];
-                check(in->call == e, "NCCL reads rank %u's sum of block %u of call %d in call %d",
-                      p, d, in->call, e);
-                check(!(in->sum & sum), "NCCL sums a partial of block %u twice", d);
-                sum |= in->sum;
-                continue;
+        for (unsigned j = 0; j < m->pieces; j++) {
+            unsigned sum = 0;
+            for (unsigned p = 0; p < m->w; p++) {
+                if (!in_group(m, op, q, p))
+                    continue;
+                if (m->c == FGRT_GEMM_RS) {
+                    held *in = &m->r[p].part[d][j];
+                    check(in->call == e, "NCCL reads rank %u's partial of block %u of call %d in "
+                          "call %d", p, d, in->call, e);
+                    check(!(in->sum & sum), "NCCL sums a partial of block %u twice", d);
+                    sum |= in->sum;
+                    continue;
+                }
+                if (p == d)
+                    continue;
+                check(m->r[p].a[p][j].call == e, "rank %u gathers rank %u's block of call %d in "
+                      "call %d", d, p, m->r[p].a[p][j].call, e);
+                check(used(&r->a[p][j]), "rank %u: NCCL overwrites block %u before call %d's "
+                      "GEMM read it", d, p, r->a[p][j].call);
+                r->a[p][j].call = e;
             }
-            if (p == d)
+            if (m->c == FGRT_AG_GEMM)
                 continue;
-            check(m->r[p].a[p][0].call == e, "rank %u gathers rank %u's block of call %d in "
-                  "call %d", d, p, m->r[p].a[p][0].call, e);
-            check(used(&r->a[p][0]), "rank %u: NCCL overwrites block %u before call %d's GEMM "
-                  "read it", d, p, r->a[p][0].call);
-            r->a[p][0].call = e;
-        }
-        if (m->c == FGRT_GEMM_RS) {
-            for (unsigned p = 0; p < m->w; p++)
+            for (unsigned p = 0; p < m->w; p++)   /* NCCL has read every partial it summed */
                 if (in_group(m, op, q, p))
-                    m->r[p].part[d][0].read = e;
-            r->out[0] = (held){.call = e, .sum = sum};
-            r->outs[e][0]++;
+                    m->r[p].part[d][j].read = e;
+            r->out[j] = (held){.call = e, .sum = sum};
+            r->outs[e][j]++;
         }
     }
 }
@@ -230,32 +234,6 @@ static void reduce_node(sim *m, unsigned q, const fgrt_op *op, int e)
         sum |= in->sum;
     }
     *own = (held){.call = e, .read = -1, .block = -1, .sum = sum};   /* not yet used */
-}
-
-static void nccl(sim *m, unsigned q, int e)
-{
-    rank_state *r = &m->r[q];
-    for (unsigned j = 0; j < m->pieces; j++) {
-        if (m->c == FGRT_AG_GEMM) {
-            for (unsigned b = 0; b < m->w; b++) {
-                check(b == q || used(&r->a[b][j]), "rank %u: NCCL overwrites block %u before "
-                      "call %d's GEMM read it", q, b, r->a[b][j].call);
-                r->a[b][j].call = e;
-            }
-            continue;
-        }
-        /* (a rank past its own completion of the collective may have moved on) */
-        for (unsigned p = 0; p < m->w; p++)
-            check(m->r[p].part[q][j].call >= e, "rank %u reduces before rank %u's partial", q,
-                  p);
-        for (unsigned b = 0; b < m->w; b++) {   /* NCCL has read every partial */
-            check(r->part[b][j].call == e, "rank %u: NCCL sends partial %u of call %d in call "
-                  "%d", q, b, r->part[b][j].call, e);
-            r->part[b][j].read = e;
-        }
-        r->out[j] = (held){.call = e, .sum = (1u << m->w) - 1};
-        r->outs[e][j]++;
-    }
 }
 
 static void copy(sim *m, unsigned q, const fgrt_op *op, int e, unsigned j0, unsigned j1)
@@ -372,10 +350,8 @@ static bool step(sim *m, unsigned q, size_t k)
         }
         if (!all_armed(m, op, q, r->coll_no[k]))
             return false;
-        if (op->kind == FGRT_OP_NCCL)
-            nccl(m, q, e);
-        if (op->kind == FGRT_OP_NCCL_ACROSS)
-            nccl_across(m, q, op, r->coll_no[k], e);
+        if (op->kind == FGRT_OP_NCCL || op->kind == FGRT_OP_NCCL_ACROSS)
+            nccl(m, q, op, r->coll_no[k], e);
         break;
     case FGRT_OP_SIGNAL:   /* in this rank's row of the memory of the rank it is for */
         m->r[op->peer].flag[e][q][op->flag] = true;
