@@ -22,6 +22,9 @@ void fgh_set_verbose(bool on) { g_verbose = on; }
 
 void fgh_args_apply(const fgh_args *a)
 {
+    /* A line at a time: fusegen tune follows a run's log as it grows, and a
+     * run killed at its time limit (a sanitizer's) shows how far it got. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (a->seed_set)
         fgh_set_base_seed(a->seed);
     fgh_set_verbose(a->verbose);

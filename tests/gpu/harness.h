@@ -291,7 +291,7 @@ void fgh_args_init(fgh_args *a);
 /* argv[*i], if it is one of them: taken with its value (*i moves past it),
  * true; false for anything else (the test's own options, or a usage error). */
 bool fgh_common_arg(fgh_args *a, int argc, char **argv, int *i);
-/* The parsed --seed and --verbose, set (harness.c). */
+/* The parsed --seed and --verbose, set, and stdout line-buffered (harness.c). */
 void fgh_args_apply(const fgh_args *a);
 
 /* names.c: plain C17, no CUDA calls (unit-tested on the CPU:

@@ -974,8 +974,6 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, bool quick,
 
 int main(int argc, char **argv)
 {
-    // fusegen tune follows the log of a run as it grows: a line at a time
-    setvbuf(stdout, NULL, _IOLBF, 0);
     fgh_args a;
     fgh_args_init(&a);
     for (int i = 1; i < argc; i++) {

@@ -36,6 +36,7 @@
 // --profile ROWS: no checks; each chosen instance launched twice at M = ROWS
 // (a multiple of 128), for a profiler to take the second (ncu -k
 // regex:overlap_gemm --launch-skip 1 --launch-count 1, --only naming one).
+// FG_SHARD=K/N: this run's share of the instances, as the other harnesses.
 #include <cublasLt.h>
 #include <cuda.h>
 #include <math.h>
@@ -708,6 +709,8 @@ int main(int argc, char **argv)
             return 2;
         }
     fgh_args_apply(&a);
+    if (!fgh_shard_from_env())   // FG_SHARD=K/N: this run's share of the instances
+        return 2;
     fgh_device d;
     if (!CHECK("device: open", fgh_device_open(0, &d) == 0))
         return fgh_summary() ? 1 : 0;
@@ -725,9 +728,7 @@ int main(int argc, char **argv)
     }
     std::vector<const char *> names(files, files + n);
     std::unique_ptr<bool[]> chosen(new bool[n]);
-    std::fill(chosen.get(), chosen.get() + n, true);
-    if (a.only)
-        fgh_names_chosen(a.only, names.data(), n, chosen.get());
+    fgh_select(a.only, names.data(), n, chosen.get());
     cudaStream_t s;
     Lt lt;
     FILE *jf = nullptr;

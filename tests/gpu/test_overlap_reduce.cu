@@ -210,8 +210,6 @@ void bench(const Inst &in, long long vecs, const fgh_device &d, double read_gbps
 
 int main(int argc, char **argv)
 {
-    // fusegen tune follows the log of a run as it grows: a line at a time
-    setvbuf(stdout, NULL, _IOLBF, 0);
     fgh_args a;
     fgh_args_init(&a);
     std::vector<long long> bench_vecs;   // --vecs: the sizes benched (none: the usual ones)

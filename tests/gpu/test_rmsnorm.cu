@@ -945,8 +945,6 @@ static void setup_fgrt(void)
 
 int main(int argc, char **argv)
 {
-    // fusegen tune follows the log of a run as it grows: a line at a time
-    setvbuf(stdout, NULL, _IOLBF, 0);
     fgh_args a;
     fgh_args_init(&a);
 #ifdef FG_COMMIT
