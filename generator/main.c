@@ -428,6 +428,14 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
         }
         printf(" -> %s, %.2fx max(gemm, copies)\n", fg_schedule_name(p.chosen),
                p.us[p.chosen] / fmax(p.gemm_us, p.comm_us));
+        if (p.hier_count) {
+            printf("      hierarchical (the copy engine inside nodes, NCCL between them at the "
+                   "profile's NCCL fit; predicted, not chosen: the executor does not run it "
+                   "yet):");
+            for (unsigned h = 0; h < p.hier_count; h++)
+                printf("%s nodes of %u %.1f us", h ? "," : "", p.hier_nodes[h], p.hier_us[h]);
+            printf("\n");
+        }
         if (isnan(p.lanes_us[FG_SCHED_SERIAL_CE]))
             continue;
         const fg_interconnect *ic = t->interconnect;

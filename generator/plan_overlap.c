@@ -56,7 +56,23 @@
  * j of peer i with push j (W - 1) + i, RS pushes each partial (piece) once
  * written.  Not predicted on a ring (a rank reaches one peer), for serial
  * NCCL or RS chunk_overlap (one lane); never chosen until timed on more than
- * two GPUs (the rates of several lanes at once are not in the profile). */
+ * two GPUs (the rates of several lanes at once are not in the profile).
+ * The hierarchical plan (fgrt_overlap_hier_ops), nodes of g ranks, N = W / g
+ * of them; NCCL between nodes at the profile's NCCL fit over N ranks
+ * (latency + (N - 1) blocks through its rate: one host's GPUs split into
+ * nodes, the issue's emulation; another network needs its own fit).  The
+ * GPU runs one GEMM at a time, taking the earliest issued of those whose
+ * inputs are there; NCCL and the copy engine beside it.
+ *   AG   the own block's GEMM first; the g - 1 pushes of it on the copy
+ *        engine; NCCL brings the N - 1 blocks of the other nodes at
+ *        nccl(N); the engine then forwards each to the g - 1 node peers, so
+ *        a node peer's block of node i lands at push (i - 1)(g - 1) + j
+ *        after max((g - 1) copy, nccl(N)) (i > 0), or push j (i = 0)
+ *   RS   the node's other columns' (g - 1) N GEMMs first, each partial
+ *        pushed once written; then for each of the own column's N blocks
+ *        its GEMM and, once the node peers' partials of it landed, their
+ *        sum ((g + 1) partials through the copy ceiling); then NCCL's
+ *        reduce-scatter of the N node sums */
 #include "plan_overlap.h"
 
 #include <math.h>
@@ -145,6 +161,7 @@ static double pushed_us(lanes l, unsigned lane, double ready, double *engine, do
 const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
 enum { MAX_CHUNKS = 8 };   /* the largest of fg_overlap_chunks (the runtime allows 8) */
 enum { MAX_LANES = 8 };   /* the runtime's FGRT_MAX_LANES: a lane a peer up to 9 ranks */
+enum { MAX_WORLD = 64 };  /* the spec's largest world size (gemm.world_size) */
 
 /* Two GEMM pieces issued back to back (on the executor's two alternating
  * streams): when the second is ready before the first ends they run at once
@@ -288,6 +305,71 @@ static void predict_lanes(const fg_gemm *g, const fg_gemm_shape *s, const fg_tar
     }
 }
 
+/* The hierarchical AG with nodes of g (see the top of this file). */
+static double hier_all_gather_us(const fg_interconnect *ic, unsigned w, unsigned g,
+                                 double block_gemm, double block_bytes)
+{
+    const unsigned nodes = w / g, node_blocks = nodes * (g - 1);
+    const double copy = copy_us(ic, block_bytes);
+    const double across = ic->nccl_ag_latency_us + (nodes - 1) * block_bytes / (ic->nccl_ag_gbps * 1e3);
+    const double forwards = fmax((g - 1) * copy, across);   /* the engine starts forwarding */
+    double now = block_gemm;                                /* the own block */
+    unsigned nccl_done = 0, node_done = 0;
+    while (nccl_done + 1 < nodes || node_done < node_blocks) {
+        /* the next node peer's block in the order waited for: push j of node i */
+        const unsigned i = node_done / (g - 1), j = node_done % (g - 1) + 1;
+        const double node_ready = node_done == node_blocks ? INFINITY
+                                  : i == 0                 ? j * copy
+                                               : forwards + ((i - 1) * (g - 1) + j) * copy;
+        /* NCCL's blocks' GEMMs were issued before the node's: first when ready */
+        if (nccl_done + 1 < nodes && across <= fmax(now, node_ready))
+            now = fmax(now, across) + block_gemm, nccl_done++;
+        else
+            now = fmax(now, node_ready) + block_gemm, node_done++;
+    }
+    return now;
+}
+
+/* The hierarchical RS with nodes of g (see the top of this file). */
+static double hier_reduce_scatter_us(const fg_target *t, unsigned w, unsigned g,
+                                     double block_gemm, double block_bytes)
+{
+    const fg_interconnect *ic = t->interconnect;
+    const unsigned nodes = w / g;
+    const double copy = copy_us(ic, block_bytes);
+    const double sum = (g + 1) * block_bytes / (t->ceilings->copy_gbps * 1e3);
+    double pushed[MAX_WORLD] = {0}, engine = 0;   /* pushed[q]: the end of push q + 1 */
+    for (unsigned q = 0; q < nodes * (g - 1); q++)
+        pushed[q] = engine = fmax(engine, (q + 1) * block_gemm) + copy;
+    double now = nodes * (g - 1) * block_gemm;
+    for (unsigned i = 0; i < nodes; i++)   /* node i's block of the own column, then its sum */
+        now = fmax(now + block_gemm, pushed[(i + 1) * (g - 1) - 1]) + sum;
+    return now + ic->nccl_rs_latency_us + (nodes - 1) * block_bytes / (ic->nccl_rs_gbps * 1e3);
+}
+
+/* The hierarchical plan for every node size into out->hier_* (none without
+ * the collective's NCCL fit). */
+static void predict_hier(const fg_gemm *g, const fg_gemm_shape *s, const fg_target *t,
+                         double block_gemm, fg_overlap_prediction *out)
+{
+    const fg_interconnect *ic = t->interconnect;
+    const bool ag = s->collective == FG_COLL_ALL_GATHER;
+    const unsigned w = g->world_size;
+    out->hier_count = 0;
+    if (!((ag ? ic->nccl_ag_gbps : ic->nccl_rs_gbps) > 0) || w > MAX_WORLD)
+        return;
+    const double bytes = (double)s->m / w * (ag ? s->k : s->n) * 2.0;
+    const double under = block_gemm * (1 + ic->gemm_slowdown);
+    for (unsigned n = 2; n <= w / 2 && out->hier_count < FG_OVERLAP_MAX_NODE_SIZES; n++)
+        if (w % n == 0) {
+            out->hier_nodes[out->hier_count] = n;
+            out->hier_us[out->hier_count++] =
+                (ag ? hier_all_gather_us(ic, w, n, under, bytes)
+                    : hier_reduce_scatter_us(t, w, n, under, bytes)) +
+                ic->call_overhead_us;
+        }
+}
+
 unsigned fg_overlap_chosen_chunks(const fg_overlap_prediction *p)
 {
     return p->chosen == FG_SCHED_CHUNK_OVERLAP ? p->chunks : 1;
@@ -350,6 +432,7 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
         }
     }
     predict_lanes(g, s, t, gemm_part, reduce, out);
+    predict_hier(g, s, t, gemm_part, out);
     out->chosen = FG_SCHED_SERIAL_CE;
     for (int k = 1; k < FG_SCHED_COUNT; k++)   /* (chunk_fused: predicted, not chosen) */
         if (k != FG_SCHED_CHUNK_FUSED && out->us[k] < out->us[out->chosen])   /* NaN never wins */

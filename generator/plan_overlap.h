@@ -30,6 +30,10 @@ const char *fg_schedule_name(fg_schedule s);
 enum { FG_OVERLAP_NCHUNKS = 3 };
 extern const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS];   /* 2, 4, 8 */
 
+/* Node sizes the hierarchical plan is predicted for: the divisors g of the
+ * world size (at most 64) with 2 <= g <= world / 2, ten at most (60). */
+enum { FG_OVERLAP_MAX_NODE_SIZES = 10 };
+
 typedef struct fg_overlap_prediction {
     double gemm_us;            /* the unsplit GEMM alone */
     double comm_us;            /* the schedule-free communication: every copy back to back */
@@ -47,6 +51,15 @@ typedef struct fg_overlap_prediction {
                                         and as us[]; predicted, never chosen */
     unsigned lanes_chunks;       /* lanes_us[FG_SCHED_CHUNK_OVERLAP]'s pieces: the fastest */
     unsigned lanes_fused_chunks; /* lanes_us[FG_SCHED_CHUNK_FUSED]'s */
+    /* The hierarchical plan (fgrt_overlap_hier_ops: the copy engine inside
+     * nodes of hier_nodes[i] ranks, NCCL between them at the profile's NCCL
+     * fit, as when one host's GPUs are split into nodes), for every node size
+     * of 2 ranks or more that leaves 2 nodes or more; none without the
+     * profile's NCCL fit; predicted, never chosen (the executor does not run
+     * it yet) */
+    unsigned hier_count;
+    unsigned hier_nodes[FG_OVERLAP_MAX_NODE_SIZES];
+    double hier_us[FG_OVERLAP_MAX_NODE_SIZES];
     fg_schedule chosen;        /* the fastest but chunk_fused; serial on a tie (never slower
                                   than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */

@@ -284,3 +284,51 @@ Test(overlap, a_lane_a_peer_overlaps_the_copies_latencies)
     cr_assert(isnan(p.lanes_us[FG_SCHED_SHARD_OVERLAP]), "9 lanes, past the runtime's 8");
 }
 
+
+/* The hierarchical plan, 4 ranks in 2 nodes of 2, blocks of 250 rows: a
+ * block's GEMM 500 us, 550 under copies; a block 5e5 B.  NCCL across the
+ * nodes at the profile's fit: AG 5 + 5e5 / 1e6 = 5.5 us, RS 50 + 5e5 / 1e5 =
+ * 55 us.  Not predicted without that fit, nor where no node size of 2 or
+ * more leaves 2 nodes. */
+Test(overlap, the_hierarchical_plan_by_node_size)
+{
+    fg_interconnect x = ic_;
+    x.nccl_ag_latency_us = 5, x.nccl_ag_gbps = 1000, x.nccl_rs_latency_us = 50, x.nccl_rs_gbps = 100;
+    fg_target t = target_;
+    t.interconnect = &x;
+    /* RS: the other column's 2 GEMMs end at 550 and 1100 us, their pushes (10 + 5 us) at
+     * 565 and 1115; the own column's GEMMs end at 1650 and 2215 (after the first sum),
+     * each sum 3 x 5e5 B at 1e5 B/us = 15 us: 1665, 2230; then NCCL's 55 us */
+    fg_overlap_prediction p = predict(FG_COLL_REDUCE_SCATTER, 4, &t);
+    cr_assert_eq(p.hier_count, 1);
+    cr_assert_eq(p.hier_nodes[0], 2);
+    NEAR(p.hier_us[0], 2285.0);
+    /* AG on fast links is the four GEMMs back to back */
+    p = predict(FG_COLL_ALL_GATHER, 4, &t);
+    NEAR(p.hier_us[0], 4 * 550.0);
+    /* slow links (2.5e2 B/us a way: 10 + 2000 us a copy): the own block to 550, NCCL's
+     * block (there at 5.5 us) to 1100, the node peer's own block lands at 2010 (to 2560),
+     * its forward of NCCL's block at 2010 + 2010 (to 4570) */
+    x.peer_copy_bidir_gbps = 0.5;
+    p = predict(FG_COLL_ALL_GATHER, 4, &t);
+    NEAR(p.hier_us[0], 4570.0);
+    /* the executor's fixed cost per call is paid once */
+    x.call_overhead_us = 7;
+    p = predict(FG_COLL_ALL_GATHER, 4, &t);
+    NEAR(p.hier_us[0], 4577.0);
+    /* 8 ranks: nodes of 2 and of 4; 12 ranks: 2, 3, 4 and 6 */
+    p = predict(FG_COLL_ALL_GATHER, 8, &t);
+    cr_assert_eq(p.hier_count, 2);
+    cr_assert(p.hier_nodes[0] == 2 && p.hier_nodes[1] == 4);
+    p = predict(FG_COLL_REDUCE_SCATTER, 12, &t);
+    cr_assert_eq(p.hier_count, 4);
+    cr_assert(p.hier_nodes[1] == 3 && p.hier_nodes[3] == 6);
+    for (unsigned h = 0; h < p.hier_count; h++)
+        cr_assert(p.hier_us[h] >= 2000.0 * 1.1, "at least the 12 blocks' GEMMs (2200 us)");
+    p = predict(FG_COLL_ALL_GATHER, 2, &t);
+    cr_assert_eq(p.hier_count, 0, "one rank a node is not the hierarchical plan");
+    p = predict(FG_COLL_ALL_GATHER, 5, &t);
+    cr_assert_eq(p.hier_count, 0, "5 ranks: no node size");
+    p = predict(FG_COLL_ALL_GATHER, 4, &target_);
+    cr_assert_eq(p.hier_count, 0, "no NCCL fit");
+}
