@@ -195,8 +195,8 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
  * own block.  Writes rank `rank`'s ops like fgrt_overlap_ops; 0 for invalid
  * arguments (node_ranks under 2, world not a multiple of it, fewer than 2
  * nodes, world over FGRT_MAX_WORLD, rank not below world).  Checked in the
- * simulator of tests/unit/test_overlap_order.c; the executor does not run
- * it (it would need the engine's NCCL as a callback). */
+ * simulator of tests/unit/test_overlap_order.c; the executor runs it with
+ * fgrt_overlap_args.node_ranks (the engine's NCCL as its across callback). */
 FGRT_OVERLAP_API size_t fgrt_overlap_hier_ops(fgrt_collective c, unsigned world,
                                               unsigned node_ranks, unsigned rank, fgrt_op *out,
                                               size_t max);
@@ -268,6 +268,19 @@ typedef int (*fgrt_gemm_fn)(void *user, void *stream, const void *a, const void 
 typedef int (*fgrt_reduce_fn)(void *user, void *stream, const void *own, const void *recv,
                               void *out, unsigned world, unsigned rank, long long elems);
 
+/* The hierarchical plan's step between nodes (fgrt_overlap_args.node_ranks),
+ * the engine's NCCL or any transport, enqueued on `stream`, among the
+ * `nodes` ranks at this rank's place in every node (member i: the one in
+ * node i; this rank is member `node`).  AG: an all-gather of row blocks
+ * that are not contiguous: blocks[node] (elems elements, filled) goes to
+ * every member, and member i's arrives in blocks[i] (grouped sends and
+ * receives).  RS: a reduce-scatter: blocks[0..nodes) are contiguous, block
+ * i the partial sum of member i's row block, and member `node`'s total of
+ * its own block goes into out.  The same rules as fgrt_gemm_fn (no
+ * synchronizing).  0 on success. */
+typedef int (*fgrt_across_fn)(void *user, void *stream, fgrt_collective c, unsigned nodes,
+                              unsigned node, void *const *blocks, void *out, long long elems);
+
 typedef struct fgrt_overlap_args {
     fgrt_collective collective;
     fgrt_schedule schedule;    /* FGRT_SERIAL_CE, FGRT_SHARD_OVERLAP, FGRT_CHUNK_OVERLAP or
@@ -301,6 +314,16 @@ typedef struct fgrt_overlap_args {
     void *user;                /* passed to gemm and reduce */
     double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s); chunk_fused's kernel
                                   waits at most min(timeout_s, 20 s) for a piece */
+    unsigned node_ranks;       /* 0: one node (every peer mapped).  2 or more, with
+                                  shard_overlap, one lane and m a multiple of world: the
+                                  hierarchical plan (fgrt_overlap_hier_ops) over nodes of
+                                  node_ranks ranks (rank r in node r / node_ranks), the copy
+                                  engine inside a node and `across` between nodes; only the
+                                  node's peers are mapped, its barriers are the node's, and
+                                  a failure reaches the other nodes through `across` (the
+                                  engine's NCCL and its own error handling), not through
+                                  this executor's marks */
+    fgrt_across_fn across;     /* with node_ranks: the step between nodes; else unused */
 } fgrt_overlap_args;
 
 /* What a rank tells its peers: opaque, the same size in every process. */

@@ -33,6 +33,8 @@ struct fgrt_overlap {
     long long rows;          /* m / world */
     unsigned chunks;         /* pieces per row block (1 but for chunk_overlap, chunk_fused) */
     unsigned lanes;          /* copy lanes (args.lanes, 0 read as 1) */
+    unsigned node_ranks;     /* the hierarchical plan's ranks a node, or 0 (one node) */
+    unsigned nodes, node, place;   /* ... its nodes; this rank's node and place in it */
     unsigned nstreams;       /* 2 + lanes: the copy lanes' and the GEMMs' */
     size_t block_a, block_c; /* bytes of a row block of A and of C */
     fgrt_op *ops;
@@ -49,7 +51,10 @@ struct fgrt_overlap {
     unsigned *flags;         /* device: [world][nflags] set by each rank, then the
                                 TAIL_WORDS of enum tail_word */
     void *recv;              /* RS: [world][rows, n] */
-    fg_binding *reduction;   /* RS without a reduce callback: the generated kernel */
+    void *sums;              /* the hierarchical RS: its node's sums [nodes][rows, n], the
+                                block of node i's member at i */
+    fg_binding *reduction[MAX_WORLD];   /* RS without a reduce callback: the generated
+                                kernel (the hierarchical plan's: one a node's block) */
     fg_binding *fused;       /* chunk_fused: the generated GEMM over the whole gathered A */
     bool fused_portable;     /* ... its portable form (plain pointers), not the wgmma one */
     int *feed;               /* chunk_fused, device: its tile order [m / 128], its status
@@ -112,6 +117,34 @@ static bool uses_reduction(const fgrt_overlap_args *a)
 static unsigned lanes_of(const fgrt_overlap_args *a)
 {
     return a->lanes ? a->lanes : 1;
+}
+
+/* Whether peer p is one this rank maps, flags and waits on: every other
+ * rank, or under the hierarchical plan those of its node. */
+static bool in_scope(const fgrt_overlap *x, unsigned p)
+{
+    return p != x->args.rank && (!x->node_ranks || p / x->node_ranks == x->node);
+}
+
+static fg_status check_hier(const fgrt_overlap_args *a)
+{
+    const unsigned g = a->node_ranks;
+    if (g == 0)
+        return FG_OK;
+    if (g < 2 || a->world % g || a->world / g < 2)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: node_ranks %u for world %u (0, or 2 or more "
+                       "dividing the world into 2 nodes or more)",
+                       g, a->world);
+    if (a->schedule != FGRT_SHARD_OVERLAP || lanes_of(a) != 1)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: the hierarchical plan (node_ranks %u) is "
+                       "shard_overlap's on one lane, not %s on %u",
+                       g, fgrt_schedule_name(a->schedule), lanes_of(a));
+    if (!a->across)
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: node_ranks %u and no across callback", g);
+    return FG_OK;
 }
 
 static fg_status check_args(const fgrt_overlap_args *a)
@@ -181,23 +214,28 @@ static fg_status check_args(const fgrt_overlap_args *a)
     if (!(a->timeout_s >= 0) || a->timeout_s > 3600)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: timeout_s %g (0 to 3600; 0: 10 s)", a->timeout_s);
-    return FG_OK;
+    return check_hier(a);
 }
 
 /* The order, the ops later ops follow (an event each) and the flags waited on. */
 static fg_status plan(fgrt_overlap *x)
 {
     const fgrt_overlap_args *a = &x->args;
-    x->nops = fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, x->lanes, a->rank,
-                               NULL, 0);
+    x->nops = x->node_ranks ? fgrt_overlap_hier_ops(a->collective, a->world, x->node_ranks,
+                                                    a->rank, NULL, 0)
+                            : fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks,
+                                               x->lanes, a->rank, NULL, 0);
     x->ops = calloc(x->nops, sizeof *x->ops);
     x->done = calloc(x->nops, sizeof *x->done);
     /* a barrier waits on every peer; the fused GEMM on every peer's pieces */
     x->waits = calloc(x->nops * a->world + (size_t)a->world * x->chunks, sizeof *x->waits);
     if (!x->ops || !x->done || !x->waits)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
-    fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, x->lanes, a->rank, x->ops,
-                     x->nops);
+    if (x->node_ranks)
+        fgrt_overlap_hier_ops(a->collective, a->world, x->node_ranks, a->rank, x->ops, x->nops);
+    else
+        fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, x->lanes, a->rank,
+                         x->ops, x->nops);
     for (size_t i = 0; i < x->nops; i++) {
         const fgrt_op *op = &x->ops[i];
         fg_status st = FG_OK;
@@ -213,9 +251,9 @@ static fg_status plan(fgrt_overlap *x)
              p++)
             for (unsigned j = 0; p != a->rank && j < x->chunks; j++)
                 x->waits[x->nwaits++] = (awaited){p, FGRT_FLAG_SENT + j};
-        if (op->kind == FGRT_OP_BARRIER)
+        if (op->kind == FGRT_OP_BARRIER || op->kind == FGRT_OP_NODE_BARRIER)
             for (unsigned p = 0; p < a->world; p++)
-                if (p != a->rank)
+                if (in_scope(x, p))
                     x->waits[x->nwaits++] = (awaited){p, op->flag};
     }
     return FG_OK;
@@ -244,16 +282,38 @@ static const char *own_block(const fgrt_overlap *x)
     return (const char *)x->args.c + (size_t)x->args.rank * x->block_c;
 }
 
-/* The generated overlap_reduce kernel of the context's registry over this
- * rank's block: its own partial, the receive slots, the caller's out. */
-static fg_status bind_reduction(fgrt_overlap *x)
+/* The hierarchical RS's sum of row block b (of its column): its own
+ * partial plus its node peers' in the node_ranks receive slots of b's node
+ * (offset from this rank's, as its peers push them), into the sums' block of
+ * b's node.  Flat: this rank's block, every slot, the caller's out. */
+typedef struct block_sum {
+    const char *own, *recv;
+    void *out;
+    unsigned world, rank, node;   /* node: b's (0 flat) */
+} block_sum;
+
+static block_sum sum_of(const fgrt_overlap *x, int b)
 {
     const fgrt_overlap_args *a = &x->args;
+    if (!x->node_ranks)
+        return (block_sum){own_block(x), x->recv, a->out, a->world, a->rank, 0};
+    const unsigned node = (unsigned)b / x->node_ranks;
+    const unsigned off = (node + x->nodes - x->node) % x->nodes;
+    return (block_sum){(const char *)a->c + (size_t)b * x->block_c,
+                       (const char *)x->recv + (size_t)off * x->node_ranks * x->block_c,
+                       (char *)x->sums + (size_t)node * x->block_c, x->node_ranks, x->place,
+                       node};
+}
+
+/* The generated overlap_reduce kernel of the context's registry over the
+ * sum of row block b (sum_of), bound as reduction[its node]. */
+static fg_status bind_reduction(fgrt_overlap *x, int b)
+{
+    const block_sum t = sum_of(x, b);
     const fg_overlap_reduce_args r = {
-        .dtype = a->dtype, .world = a->world, .rank = a->rank,
-        .vecs = (long long)(x->block_c / 16), .own = own_block(x), .recv = x->recv,
-        .out = a->out};
-    const fg_status st = fg_overlap_reduce_bind(x->ctx, &r, &x->reduction);
+        .dtype = x->args.dtype, .world = t.world, .rank = t.rank,
+        .vecs = (long long)(x->block_c / 16), .own = t.own, .recv = t.recv, .out = t.out};
+    const fg_status st = fg_overlap_reduce_bind(x->ctx, &r, &x->reduction[t.node]);
     if (st != FG_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", fg_last_error());
@@ -394,7 +454,14 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
     x->nstreams = 2 + x->lanes;
     x->block_a = (size_t)x->rows * args->k * x->es;
     x->block_c = (size_t)x->rows * args->n * x->es;
-    x->nflags = fgrt_overlap_flags(args->collective, args->schedule, args->world, x->chunks);
+    x->node_ranks = args->node_ranks;
+    if (x->node_ranks)
+        x->nodes = args->world / x->node_ranks, x->node = args->rank / x->node_ranks,
+        x->place = args->rank % x->node_ranks;
+    x->nflags = x->node_ranks
+                    ? fgrt_overlap_hier_flags(args->collective, args->world, x->node_ranks)
+                    : fgrt_overlap_flags(args->collective, args->schedule, args->world,
+                                         x->chunks);
     st = plan(x);
     if (st == FG_OK)
         st = make_streams(x);
@@ -404,11 +471,16 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         x->flags = p;
     if (st == FG_OK)
         st = OPS(x)->zero(x->drv, x->flags, flag_bytes);
-    if (st == FG_OK && args->collective == FGRT_GEMM_RS) {
+    if (st == FG_OK && args->collective == FGRT_GEMM_RS)
         st = OPS(x)->alloc(x->drv, (size_t)args->world * x->block_c, &x->recv);
-    }
-    if (st == FG_OK && uses_reduction(args) && !args->reduce)
-        st = bind_reduction(x);
+    if (st == FG_OK && args->collective == FGRT_GEMM_RS && x->node_ranks)
+        st = OPS(x)->alloc(x->drv, (size_t)x->nodes * x->block_c, &x->sums);
+    /* the generated reduction: one binding, or the hierarchical plan's one a node
+     * (node i's block of this rank's column: rank i x node_ranks + place) */
+    for (unsigned i = 0; st == FG_OK && uses_reduction(args) && !args->reduce &&
+                         i < (x->node_ranks ? x->nodes : 1);
+         i++)
+        st = bind_reduction(x, (int)(i * x->node_ranks + x->place));
     if (st == FG_OK && args->schedule == FGRT_CHUNK_FUSED)
         st = bind_fused(x);
     if (st != FG_OK) {
@@ -423,13 +495,14 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
 
 /* 4: flags numbered by piece alone (a version 3 peer writes them at other offsets);
  * 5: two words more after the epoch word, the failure mark and its source (a
- * version 4 peer's flags end before them, so a mark would land past its end) */
-enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 5 };
+ * version 4 peer's flags end before them, so a mark would land past its end);
+ * 6: node_ranks (the hierarchical plan) */
+enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 6 };
 
 typedef struct wire {
     uint32_t magic, version;
     int32_t pid, ordinal;
-    uint32_t collective, schedule, chunks, world, rank, dtype;
+    uint32_t collective, schedule, chunks, world, rank, dtype, node_ranks;
     uint32_t ipc_ok;              /* bit i: buffer i exported for other processes */
     uint64_t process;             /* this process's token: pids repeat across containers */
     int64_t m, n, k;
@@ -471,7 +544,7 @@ fg_status fgrt_overlap_export(const fgrt_overlap *x, fgrt_overlap_handle *out)
     w.magic = WIRE_MAGIC, w.version = WIRE_VERSION;
     w.pid = (int32_t)getpid(), w.process = process_token(), w.ordinal = x->drv->ordinal;
     w.collective = (uint32_t)x->args.collective, w.schedule = (uint32_t)x->args.schedule;
-    w.chunks = x->chunks;
+    w.chunks = x->chunks, w.node_ranks = x->node_ranks;
     w.world = x->args.world, w.rank = x->args.rank, w.dtype = (uint32_t)x->args.dtype;
     w.m = x->args.m, w.n = x->args.n, w.k = x->args.k;
     /* what the peers map: the flags, AG's gathered A, RS's receive slots */
@@ -556,20 +629,23 @@ fg_status fgrt_overlap_connect(fgrt_overlap *x, const fgrt_overlap_handle *all)
                            p, w.version, WIRE_VERSION);
         if (w.rank != p || w.world != a->world || w.collective != (uint32_t)a->collective ||
             w.schedule != (uint32_t)a->schedule || w.chunks != x->chunks ||
-            w.dtype != (uint32_t)a->dtype || w.m != a->m || w.n != a->n || w.k != a->k)
+            w.dtype != (uint32_t)a->dtype || w.m != a->m || w.n != a->n || w.k != a->k ||
+            w.node_ranks != x->node_ranks)
             return fg_fail(FG_ERR_INVALID_ARGUMENT,
                            "fgrt_overlap_connect: handle %u is rank %u of %u for %s %s (%u "
-                           "chunks) m %lld n %lld k %lld; this rank expects rank %u of %u for %s "
-                           "%s (%u chunks) m %lld n %lld k %lld",
+                           "chunks, nodes of %u) m %lld n %lld k %lld; this rank expects rank %u "
+                           "of %u for %s %s (%u chunks, nodes of %u) m %lld n %lld k %lld",
                            p, w.rank, w.world, w.collective ? "gemm_rs" : "ag_gemm",
                            fgrt_schedule_name((fgrt_schedule)w.schedule), w.chunks,
-                           (long long)w.m, (long long)w.n, (long long)w.k, p, a->world,
+                           w.node_ranks ? w.node_ranks : w.world, (long long)w.m,
+                           (long long)w.n, (long long)w.k, p, a->world,
                            a->collective ? "gemm_rs" : "ag_gemm", fgrt_schedule_name(a->schedule),
-                           x->chunks, a->m, a->n, a->k);
+                           x->chunks, x->node_ranks ? x->node_ranks : a->world, a->m, a->n,
+                           a->k);
     }
     fg_status st = FG_OK;
     for (unsigned p = 0; p < a->world && st == FG_OK; p++) {
-        if (p == a->rank)
+        if (!in_scope(x, p))   /* (another node's rank: reached through `across` alone) */
             continue;
         wire w;
         memcpy(&w, all[p].bytes, sizeof w);
@@ -605,10 +681,10 @@ static fg_status barrier(fgrt_overlap *x, unsigned flag, unsigned epoch)
     if (st == FG_OK)
         st = o->write_flag(x->drv, x->st[0], tail_word(x, x->flags, WORD_EPOCH), epoch);
     for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
-        if (p != x->args.rank)
+        if (in_scope(x, p))
             st = send_flag(x, p, flag, x->st[0]);
     for (unsigned p = 0; p < x->args.world && st == FG_OK; p++)
-        if (p != x->args.rank)
+        if (in_scope(x, p))
             st = o->wait_flag(x->drv, x->st[0], flag_at(x, x->flags, p, flag), epoch);
     if (st == FG_OK)
         st = o->event_record(x->drv, x->ev_bar, x->st[0]);
@@ -636,7 +712,8 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     const size_t at_c = (size_t)op->block * x->block_c + part * len_c;
     char *A = a->a, *C = a->c;
     switch (op->kind) {
-    case FGRT_OP_BARRIER:
+    case FGRT_OP_BARRIER:        /* every peer */
+    case FGRT_OP_NODE_BARRIER:   /* the node's (in_scope says which) */
         return barrier(x, op->flag, epoch);
     case FGRT_OP_COPY:
         if (a->collective == FGRT_AG_GEMM)   /* the own shard into the peer's same block */
@@ -661,11 +738,23 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     case FGRT_OP_WAIT:
         return o->wait_flag(x->drv, s, flag_at(x, x->flags, (unsigned)op->peer, op->flag), epoch);
     case FGRT_OP_REDUCE: {
-        if (x->reduction)
-            return fg_launch(x->reduction, s);
-        const int r = a->reduce(a->user, s, own_block(x), x->recv, a->out,
-                                a->world, a->rank, x->rows * a->n);
+        const block_sum t = sum_of(x, op->block);
+        if (x->reduction[t.node])
+            return fg_launch(x->reduction[t.node], s);
+        const int r = a->reduce(a->user, s, t.own, t.recv, t.out, t.world, t.rank,
+                                x->rows * a->n);
         return r == 0 ? FG_OK : callback_failed("reduce", op);
+    }
+    case FGRT_OP_NCCL_ACROSS: {   /* the members' blocks: AG's rows of A, RS's node sums */
+        void *blocks[MAX_WORLD];
+        for (unsigned i = 0; i < x->nodes; i++)
+            blocks[i] = a->collective == FGRT_AG_GEMM
+                            ? A + ((size_t)i * x->node_ranks + x->place) * x->block_a
+                            : (char *)x->sums + (size_t)i * x->block_c;
+        const bool ag = a->collective == FGRT_AG_GEMM;
+        const int r = a->across(a->user, s, a->collective, x->nodes, x->node, blocks,
+                                ag ? NULL : a->out, x->rows * (ag ? a->k : a->n));
+        return r == 0 ? FG_OK : callback_failed("across", op);
     }
     case FGRT_OP_FUSED_GEMM: {   /* AG: its status cleared for this call, behind the last
                                     one's (RS: no flags, so the kernel never sets it) */
@@ -684,9 +773,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         const fg_status st = o->wait_flag(x->drv, s, done, x->per_piece);
         return st == FG_OK ? o->write_flag(x->drv, s, done, 0) : st;
     }
-    case FGRT_OP_NCCL:   /* serial NCCL and the hierarchical plan: the engine's NCCL */
-    case FGRT_OP_NODE_BARRIER:
-    case FGRT_OP_NCCL_ACROSS:
+    case FGRT_OP_NCCL:   /* serial NCCL: the engine's own call */
         break;
     }
     return fg_fail(FG_ERR_INVALID_ARGUMENT, "fgrt_overlap_run: op kind %d is not the executor's",
@@ -740,7 +827,7 @@ static void mark_peers(fgrt_overlap *x)
      * ranks learn which rank failed first, not which gave up after it */
     OPS(x)->write_flag(x->drv, x->st_host, own, x->marked_by ? x->marked_by : x->args.rank + 1);
     for (unsigned p = 0; p < x->args.world; p++)
-        if (p != x->args.rank)
+        if (in_scope(x, p))
             OPS(x)->copy_async(x->drv, tail_word(x, peer_flags(x, p), WORD_MARK), own,
                                sizeof *own, x->st_host);
     OPS(x)->sync(x->drv, x->st_host);
@@ -858,6 +945,9 @@ static void missing_flags(fgrt_overlap *x, char *buf, size_t len)
         char name[48];
         if (w->flag == FGRT_FLAG_START)
             snprintf(name, sizeof name, "start");
+        else if (x->node_ranks)   /* the block of the i-th node after the sender's */
+            snprintf(name, sizeof name, "sent(%u) of node +%u", x->args.rank,
+                     w->flag - FGRT_FLAG_SENT);
         else if (!fgrt_schedule_chunked(x->args.schedule))
             snprintf(name, sizeof name, "sent(%u)", x->args.rank);
         else if (x->args.collective == FGRT_AG_GEMM || x->args.schedule == FGRT_CHUNK_FUSED)
@@ -952,7 +1042,8 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
     for (size_t i = 0; x->done && i < x->nops; i++)
         if (x->done[i])
             o->event_destroy(x->drv, x->done[i]);
-    fg_binding_free(x->reduction);
+    for (unsigned i = 0; i < MAX_WORLD; i++)
+        fg_binding_free(x->reduction[i]);
     fg_binding_free(x->fused);
     if (x->feed)
         o->free(x->drv, x->feed);
@@ -960,6 +1051,8 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
         o->free(x->drv, x->flags);
     if (x->recv)
         o->free(x->drv, x->recv);
+    if (x->sums)
+        o->free(x->drv, x->sums);
     free(x->ops), free(x->done), free(x->waits);
     free(x);
 }

@@ -812,7 +812,7 @@ typedef struct rank {
     void *caller;               /* a stream of the caller's (NULL: not made yet) */
     volatile int gate;
     int gemm_fail_after;        /* the callback fails once this many succeeded (-1: never) */
-    int gemms, accs, reduces, bad_cb;   /* accs: GEMMs that added a running sum */
+    int gemms, accs, reduces, acrosses, bad_cb;   /* accs: GEMMs that added a running sum */
 } rank_t;
 
 typedef struct world {
@@ -983,24 +983,133 @@ static void run_reduce(void *p)
     }
 }
 
+/* Whether p is `bytes` of the executor's own memory on r's device. */
+static bool executors(const rank_t *r, const void *p, size_t bytes)
+{
+    const region *x = find_region(p, bytes);
+    return x && x->dev == r->dev && !x->caller;
+}
+
+/* Flat: the rank's own block of its partials and every receive slot into the
+ * caller's out.  The hierarchical plan's (nodes of g): a block of the rank's
+ * column (the blocks at its place), its node's g slots, into the executor's
+ * node sums. */
 static int cb_reduce(void *user, void *stream, const void *own, const void *recv, void *out,
                      unsigned world, unsigned rank, long long elems)
 {
     rank_t *r = user;
-    const region *rr = find_region(recv, (size_t)world * elems * 2);
-    if (!stream || world != r->args.world || rank != r->args.rank || elems != ROWS * N ||
-        own != r->c + (size_t)rank * ROWS * N || out != r->out || !rr || rr->dev != r->dev ||
-        rr->caller) {
+    const unsigned g = r->args.node_ranks;
+    const long long block = ((const uint16_t *)own - r->c) / (ROWS * N);
+    const bool own_ok = g ? rows_of(r->c, r->args.m, N, own, ROWS) && block % g == rank
+                          : own == r->c + (size_t)rank * ROWS * N;
+    if (!stream || world != (g ? g : r->args.world) ||
+        rank != (g ? r->args.rank % g : r->args.rank) || elems != ROWS * N || !own_ok ||
+        (g ? !executors(r, out, (size_t)elems * 2) : out != r->out) ||
+        !executors(r, recv, (size_t)world * elems * 2)) {
         r->bad_cb++;
         return 1;
     }
     reduce_job *j = malloc(sizeof *j);
     cr_assert(j);
+    /* (the hierarchical plan's node sums are checked through out, by the total) */
     *j = (reduce_job){.own = own, .recv = recv, .out = out,
-                      .log = r->rlog + (size_t)r->call * elems, .world = world, .rank = rank,
-                      .elems = elems};
+                      .log = g ? out : r->rlog + (size_t)r->call * elems, .world = world,
+                      .rank = rank, .elems = elems};
     r->reduces++;
     return fake_host(r->dev, stream, run_reduce, j) == FG_OK ? 0 : 1;
+}
+
+/* The hierarchical plan's step between nodes, as NCCL's: each member posts
+ * its sources, waits until every member of its place has, takes what is
+ * its own (AG: the others' blocks into its A; RS: its block's total of
+ * every member's node sums), and waits until every member has, so no
+ * source is overwritten before it was read (a collective ends on every
+ * member together).  One rendezvous per place and call. */
+typedef struct across_meet {
+    const void *src[MAXW];           /* AG: member i's own block; RS: its node sums */
+    int arrived, left;
+    volatile int all_arrived, all_left;
+} across_meet;
+static across_meet meets[MAXW][CALLS];
+static bool across_aborted;   /* the engine aborted its NCCL: every meet open, nothing moved */
+
+/* What an engine does when a rank of another node failed: NCCL's abort.
+ * Every member still waiting passes, and no data moves. */
+static void abort_meets(void)
+{
+    across_aborted = true;
+    for (unsigned p = 0; p < MAXW; p++)
+        for (unsigned c = 0; c < CALLS; c++)
+            meets[p][c].all_arrived = meets[p][c].all_left = 1;
+}
+
+typedef struct across_job {
+    across_meet *meet;
+    fgrt_collective c;
+    unsigned nodes, node;
+    void *blocks[MAXW];
+    void *out;
+    long long elems;
+} across_job;
+
+static void across_post(void *p)
+{
+    const across_job *j = p;
+    j->meet->src[j->node] = j->c == FGRT_AG_GEMM ? j->blocks[j->node] : j->blocks[0];
+    if (++j->meet->arrived == (int)j->nodes)
+        j->meet->all_arrived = 1;
+}
+
+static void across_take(void *p)
+{
+    const across_job *j = p;
+    for (long long e = 0; !across_aborted && e < j->elems; e++) {
+        if (j->c == FGRT_AG_GEMM) {
+            for (unsigned i = 0; i < j->nodes; i++)
+                if (i != j->node)
+                    ((uint16_t *)j->blocks[i])[e] = ((const uint16_t *)j->meet->src[i])[e];
+            continue;
+        }
+        uint32_t acc = 0;
+        for (unsigned i = 0; i < j->nodes; i++)
+            acc += ((const uint16_t *)j->meet->src[i])[(size_t)j->node * j->elems + e];
+        ((uint16_t *)j->out)[e] = (uint16_t)acc;
+    }
+    if (++j->meet->left == (int)j->nodes)
+        j->meet->all_left = 1;
+}
+
+/* Checks what the executor passes: AG the rows of A at this rank's place in
+ * every node (its own block among them), RS its node sums (contiguous, its
+ * own memory) and the caller's out. */
+static int cb_across(void *user, void *stream, fgrt_collective c, unsigned nodes, unsigned node,
+                     void *const *blocks, void *out, long long elems)
+{
+    rank_t *r = user;
+    const unsigned g = r->args.node_ranks, place = r->args.rank % g;
+    bool ok = stream && g && c == r->args.collective && nodes == r->args.world / g &&
+              node == r->args.rank / g && elems == ROWS * (c == FGRT_AG_GEMM ? K : N);
+    for (unsigned i = 0; ok && i < nodes; i++)
+        ok = c == FGRT_AG_GEMM ? blocks[i] == r->a + ((size_t)i * g + place) * ROWS * K && !out
+                               : blocks[i] == (uint16_t *)blocks[0] + (size_t)i * elems &&
+                                     executors(r, blocks[i], (size_t)elems * 2) && out == r->out;
+    if (!ok) {
+        r->bad_cb++;
+        return 1;
+    }
+    across_meet *meet = &meets[place][r->call];
+    across_job *post = malloc(sizeof *post), *take = malloc(sizeof *take);
+    cr_assert(post && take);
+    *post = (across_job){.meet = meet, .c = c, .nodes = nodes, .node = node, .out = out,
+                         .elems = elems};
+    memcpy(post->blocks, blocks, nodes * sizeof *blocks);
+    *take = *post;
+    r->acrosses++;
+    cr_assert_eq(fake_host(r->dev, stream, across_post, post), FG_OK);
+    fake_gate(r->dev, stream, &meet->all_arrived);
+    cr_assert_eq(fake_host(r->dev, stream, across_take, take), FG_OK);
+    fake_gate(r->dev, stream, &meet->all_left);
+    return 0;
 }
 
 typedef struct copy_job {
@@ -1029,6 +1138,7 @@ static void on_stream_copy(rank_t *r, void *stream, void *dst, const void *src, 
  * `generate` emits them (a fixed grid, keyed by world size). */
 static bool use_generated;
 static unsigned use_lanes;   /* fgrt_overlap_args.lanes of world_open's ranks */
+static unsigned use_nodes;   /* fgrt_overlap_args.node_ranks of world_open's ranks */
 /* RS with neither a reduce callback nor the generated reduction in the
  * registry: what chunk_overlap, whose GEMMs add the partials, must accept. */
 static bool no_reduction;
@@ -1047,6 +1157,8 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
                        double timeout, bool connect)
 {
     memset(w, 0, sizeof *w);
+    memset(meets, 0, sizeof meets);
+    across_aborted = false;
     w->n = n, w->coll = c, w->sched = s, w->m = (long long)ROWS * n;
     const bool rs = c == FGRT_GEMM_RS;
     for (unsigned i = 0; i < n; i++) {
@@ -1079,7 +1191,7 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
             .lanes = use_lanes, .m = w->m,
             .n = N, .k = K, .dtype = FG_REG_F16, .a = r->a, .c = r->c, .out = r->out,
             .gemm = cb_gemm, .reduce = rs && !use_generated && !no_reduction ? cb_reduce : NULL,
-            .user = r, .timeout_s = timeout};
+            .user = r, .timeout_s = timeout, .node_ranks = use_nodes, .across = cb_across};
         cr_assert_eq(fgrt_overlap_create(r->ctx, &r->args, &r->x), FG_OK, "rank %u: %s", i,
                      fg_last_error());
     }
@@ -1091,8 +1203,8 @@ static void world_open(world *w, unsigned n, fgrt_collective c, fgrt_schedule s,
     for (unsigned i = 0; i < n; i++) {
         cr_assert_eq(fgrt_overlap_connect(w->r[i].x, h), FG_OK, "rank %u: %s", i,
                      fg_last_error());
-        /* one process: peer access to every other device, no IPC */
-        cr_assert_eq(w->r[i].dev->enable_peers, (int)n - 1);
+        /* one process: peer access to every other device (the node's), no IPC */
+        cr_assert_eq(w->r[i].dev->enable_peers, (int)(use_nodes ? use_nodes : n) - 1);
         cr_assert_eq(w->r[i].dev->ipc_opens, 0);
     }
 }
@@ -1227,8 +1339,8 @@ static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned
                         const mode *md)
 {
     char what[160];
-    snprintf(what, sizeof what, "%s %s world %u chunks %u, %s", coll_name(c),
-             fgrt_schedule_name(s), n, chunks, mode_name(md));
+    snprintf(what, sizeof what, "%s %s world %u chunks %u nodes of %u, %s", coll_name(c),
+             fgrt_schedule_name(s), n, chunks, use_nodes ? use_nodes : n, mode_name(md));
     world w;
     world_open(&w, n, c, s, chunks, 5.0, true);
     set_mode(md);
@@ -1259,14 +1371,16 @@ static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned
                          : c == FGRT_AG_GEMM ? 1 + (int)((n - 1) * chunks)
                                              : (int)(n * chunks);
     const int accs = chunked && c == FGRT_GEMM_RS ? (int)((n - 1) * chunks) : 0;
+    /* the hierarchical plan sums each block of its column, one a node */
+    const int sums = reduced ? CALLS * (use_nodes ? (int)(n / use_nodes) : 1) : 0;
     for (unsigned i = 0; i < n; i++) {
+        cr_assert_eq(w.r[i].acrosses, use_nodes ? CALLS : 0, "%s rank %u", what, i);
         cr_assert_eq(w.r[i].gemms, CALLS * per_call, "%s rank %u: %d GEMMs", what, i,
                      w.r[i].gemms);
         cr_assert_eq(w.r[i].accs, CALLS * accs, "%s rank %u: %d GEMMs added a sum", what, i,
                      w.r[i].accs);
-        cr_assert_eq(w.r[i].reduces + w.r[i].dev->launches, reduced ? CALLS : 0,
-                     "%s rank %u", what, i);
-        cr_assert_eq(w.r[i].dev->launches, use_generated && reduced ? CALLS : 0,
+        cr_assert_eq(w.r[i].reduces + w.r[i].dev->launches, sums, "%s rank %u", what, i);
+        cr_assert_eq(w.r[i].dev->launches, use_generated ? sums : 0,
                      "%s rank %u: the generated reduction's launches", what, i);
         cr_assert_eq(w.r[i].dev->loads, use_generated && reduced ? 1 : 0,
                      "%s rank %u: the generated reduction's loads", what, i);
@@ -1878,6 +1992,15 @@ Test(overlap_exec, create_checks_its_arguments)
         .gemm = cb_gemm, .reduce = cb_reduce, .user = &user, .timeout_s = 1};
 
     REFUSE(a_.world = 1, FG_ERR_INVALID_ARGUMENT, "rank 1 of world 1");
+    REFUSE(a_.node_ranks = 2, FG_ERR_INVALID_ARGUMENT, "node_ranks 2 for world 2");
+    REFUSE((a_.world = 6, a_.node_ranks = 4), FG_ERR_INVALID_ARGUMENT, "node_ranks 4 for world 6");
+    REFUSE((a_.world = 4, a_.node_ranks = 1), FG_ERR_INVALID_ARGUMENT, "node_ranks 1");
+    REFUSE((a_.world = 4, a_.node_ranks = 2), FG_ERR_INVALID_ARGUMENT, "no across callback");
+    REFUSE((a_.world = 4, a_.node_ranks = 2, a_.across = cb_across, a_.lanes = 2),
+           FG_ERR_INVALID_ARGUMENT, "shard_overlap's on one lane, not shard_overlap on 2");
+    REFUSE((a_.world = 4, a_.node_ranks = 2, a_.across = cb_across,
+            a_.schedule = FGRT_SERIAL_CE),
+           FG_ERR_INVALID_ARGUMENT, "not serial_ce on 1");
     REFUSE(a_.world = 65, FG_ERR_INVALID_ARGUMENT, "of world 65");
     REFUSE(a_.rank = 2, FG_ERR_INVALID_ARGUMENT, "rank 2 of world 2");
     REFUSE(a_.m = 13, FG_ERR_BAD_SHAPE, "m 13");
@@ -2245,7 +2368,7 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
         {swapped, "handles in the wrong order", "handle 0 is rank 1 of 2"},
         {junk, "a handle no executor exported", "handle 1 is not an exported executor"},
         {old, "a handle of another version",
-         "handle 1 is from an executor of version 4; this one is version 5"},
+         "handle 1 is from an executor of version 4; this one is version 6"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(fgrt_overlap_connect(x0, cases[i].all), FG_ERR_INVALID_ARGUMENT, "%s",
@@ -2306,6 +2429,81 @@ Test(overlap_exec, connect_refuses_ranks_that_disagree_on_chunks)
                  fg_status_string(st), fg_last_error());
     cr_assert_eq(w.r[0].dev->enable_peers, 0, "nothing was mapped");
     fgrt_overlap_destroy(more);
+    world_close(&w);
+}
+
+/* The hierarchical plan, 4 ranks as 2 nodes of 2 (the copy engine inside a
+ * node, the across callback between them, as NCCL's): exact call after
+ * call, pipelined on the callers' streams, with the caller's reduction and
+ * the generated one, in every scheduling mode. */
+Test(overlap_exec, the_hierarchical_plan_matches_the_reference)
+{
+    use_nodes = 2;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
+            three_calls((fgrt_collective)c, FGRT_SHARD_OVERLAP, 4, 1, &modes[i]);
+            pipelined((fgrt_collective)c, FGRT_SHARD_OVERLAP, 4, 1, &modes[i]);
+        }
+    use_generated = true;
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i += 3)
+        three_calls(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 4, 1, &modes[i]);
+    use_generated = false;
+    /* only the node's peer is mapped: rank 0 reaches rank 1, not ranks 2 and 3 */
+    world w;
+    world_open(&w, 4, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 5.0, true);
+    for (unsigned i = 0; i < 4; i++)
+        cr_assert_eq(w.r[i].dev->enable_peers, 1, "rank %u", i);
+    world_close(&w);
+    fake_teardown();
+    use_nodes = 0;
+}
+
+/* A copy of rank 0 fails (its start flag to rank 1 went out, its first push
+ * did not): rank 1, its node peer, times out naming the blocks rank 0 never
+ * sent; the other node learns it through the engine's NCCL (here its abort,
+ * after which every wait ends). */
+Test(overlap_exec, the_hierarchical_plan_a_failed_copy_times_its_node_peer_out)
+{
+    use_nodes = 2;
+    for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
+        world w;
+        world_open(&w, 4, (fgrt_collective)c, FGRT_SHARD_OVERLAP, 1, 0.05, true);
+        rank_t *r0 = &w.r[0];
+        r0->dev->fail_copy_after = 1;
+        for (long long e = 0; e < w.m * K; e++)   /* its inputs (start_call insists on success) */
+            r0->a[e] = input(&w, 0, 0, e / K, e % K);
+        cr_assert_eq(fgrt_overlap_run(r0->x, NULL), FG_ERR_DRIVER, "%s", fg_last_error());
+        for (unsigned i = 1; i < 4; i++)
+            start_call(&w, 0, i, NULL, false);
+        expect_timeout(&w, 1, "rank 0's sent(1) of node +0");
+        abort_meets();
+        for (unsigned i = 2; i < 4; i++)
+            fgrt_overlap_wait(w.r[i].x);   /* (whatever each says: NCCL's abort decides) */
+        for (unsigned i = 1; i < 4; i++)
+            cr_assert_not(fake_busy(w.r[i].dev), "%s rank %u: work left", coll_name(c), i);
+        world_close(&w);
+        fake_teardown();
+    }
+    use_nodes = 0;
+}
+
+Test(overlap_exec, connect_refuses_ranks_that_disagree_on_nodes)
+{
+    world w;
+    world_open(&w, 4, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 1.0, false);
+    fgrt_overlap_args args = w.r[3].args;
+    args.node_ranks = 2, args.across = cb_across;
+    fgrt_overlap *hier = NULL;
+    cr_assert_eq(fgrt_overlap_create(w.r[3].ctx, &args, &hier), FG_OK, "%s", fg_last_error());
+    fgrt_overlap_handle h[4];
+    for (unsigned i = 0; i < 3; i++)
+        cr_assert_eq(fgrt_overlap_export(w.r[i].x, &h[i]), FG_OK);
+    cr_assert_eq(fgrt_overlap_export(hier, &h[3]), FG_OK);
+    const fg_status st = fgrt_overlap_connect(w.r[0].x, h);
+    cr_assert_eq(st, FG_ERR_INVALID_ARGUMENT, "%s (%s)", fg_status_string(st), fg_last_error());
+    cr_assert(strstr(fg_last_error(), "nodes of 2"), "%s", fg_last_error());
+    cr_assert_eq(w.r[0].dev->enable_peers, 0, "nothing was mapped");
+    fgrt_overlap_destroy(hier);
     world_close(&w);
 }
 
