@@ -310,7 +310,12 @@ typedef struct fgrt_overlap_args {
     fgrt_reduce_fn reduce;     /* RS but chunk_overlap (whose GEMMs add the partials: unused
                                   there); NULL: the generated overlap_reduce kernel of the
                                   context's registry (fg_overlap_reduce_bind; a row block
-                                  of m / world x n must be whole 16-byte vectors) */
+                                  of m / world x n must be whole 16-byte vectors).  The
+                                  hierarchical plan calls it once a block of the rank's
+                                  column, with world = node_ranks, rank = its place, recv
+                                  the node's slots of that block and out the executor's
+                                  node sum (the generated kernel: the one of node_ranks
+                                  ranks, overlap_reduce_*_w<node_ranks>) */
     void *user;                /* passed to gemm and reduce */
     double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s); chunk_fused's kernel
                                   waits at most min(timeout_s, 20 s) for a piece */
