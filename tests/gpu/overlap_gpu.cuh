@@ -19,11 +19,13 @@
 namespace overlap_gpu {
 
 // A schedule as the tests run it: chunk_overlap and chunk_fused with their
-// pieces per block; the copy lanes a rank pushes on (fgrt_overlap_args.lanes).
+// pieces per block; the copy lanes a rank pushes on (fgrt_overlap_args.lanes);
+// the hierarchical plan's ranks a node (fgrt_overlap_args.node_ranks), or 0.
 struct Sched {
     fgrt_schedule s;
     unsigned chunks;
     unsigned lanes = 1;
+    unsigned nodes = 0;
 };
 
 // A results key: "shard_overlap", "chunk_overlap_c4", "chunk_fused_c2",
@@ -35,6 +37,8 @@ inline std::string part_key(Sched s)
         key += "_c" + std::to_string(s.chunks);
     if (s.lanes > 1)
         key += "_l" + std::to_string(s.lanes);
+    if (s.nodes)
+        key += "_n" + std::to_string(s.nodes);
     return key;
 }
 
@@ -51,6 +55,8 @@ inline std::string sched_name(Sched s)
         name += std::string(pieces ? ", " : "") + std::to_string(s.lanes) + " copy lanes";
     if (pieces || s.lanes > 1)
         name += ")";
+    if (s.nodes)
+        name += ", hierarchical, nodes of " + std::to_string(s.nodes);
     return name;
 }
 

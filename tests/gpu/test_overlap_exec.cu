@@ -44,6 +44,12 @@
 // On a machine with one GPU the ranks are 2 processes sharing it (CUDA IPC
 // within one device): every check but the bench runs, and the paths that
 // need two devices (peer access, copies between GPUs) are reported skipped.
+// --world N: N ranks (processes) whatever the GPUs, rank r on GPU r % GPUs.
+//   - from 4 ranks, the hierarchical plan (fgrt_overlap_args.node_ranks) for
+//     every node size of 2 or more leaving 2 nodes or more, AG+GEMM and
+//     GEMM+RS checked as above, and GEMM+RS's 1000 calls bitwise equal at
+//     nodes of 2; the step between nodes is the test's own transport over
+//     CUDA IPC (across_cb) standing in for an engine's NCCL.
 // --bench [--json FILE]: us per call of each schedule on the executor and
 // the unsplit GEMM alone, at Llama-2-70B TP=2 shapes (5 calls back to back,
 // host-timed on rank 0 between cross-process barriers, 9 repeats with the
@@ -281,11 +287,121 @@ struct Gemm {
 // The callbacks' state, one per executor: the rank's GEMM, and which of
 // LtGemm's workspaces each of the executor's streams uses (its two GEMM
 // streams run at once; sharing one workspace corrupts results).
+struct Case {
+    const char *name;
+    fgrt_collective coll;
+    long long m, n, k;
+};
+
+// The hierarchical plan's step between nodes (fgrt_across_fn), the test's
+// own transport standing in for an engine's NCCL: CUDA IPC among the ranks
+// at one place in every node ("members", member i in node i), ordered on
+// the executor's stream by flag kernels.  Each member says it is ready for
+// this call's data (its stream got here after its node barrier, so its
+// previous call is over), waits for every other member's ready, pushes its
+// data (AG: its own row block into the same rows of every member's A; RS:
+// its node sum of member j's block into member j's staging slot), says it
+// has sent, waits for every other member's sent, and (RS) sums its own node
+// sum and the staged ones into out.  A wait past 20 s gives up and sets
+// `late` (then the call's outputs fail their check: never a hang).
+struct Members {
+    unsigned *p[kMaxWorld];   // each member's flags (ready or sent row), NULL for this rank
+};
+
+__global__ void across_signal(Members to, int n, unsigned slot, unsigned value)
+{
+    __threadfence_system();   // (the copies before it on the stream have completed)
+    for (int j = threadIdx.x; j < n; j += blockDim.x)
+        if (to.p[j])
+            ((volatile unsigned *)to.p[j])[slot] = value;
+    __threadfence_system();
+}
+
+__device__ unsigned long long global_ns()
+{
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+__global__ void across_wait(const unsigned *flags, int n, int skip, unsigned value, unsigned *late)
+{
+    const unsigned long long t0 = global_ns();
+    for (int j = 0; j < n; j++)
+        while (j != skip && ((const volatile unsigned *)flags)[j] < value) {
+            if (global_ns() - t0 > 20000000000ull) {
+                *late = 1;
+                return;
+            }
+            __nanosleep(1000);
+        }
+    __threadfence_system();
+}
+
+struct Across {
+    unsigned *flags = nullptr;        // [2][kMaxWorld]: each member's ready, then sent
+    unsigned *late = nullptr;
+    __nv_bfloat16 *stage = nullptr;   // RS: [nodes][rows, n], member j's push in slot j
+    const char *a = nullptr;          // this rank's A (AG: the rows' offsets)
+    Members ready_to = {}, sent_to = {};
+    char *peer_a[kMaxWorld] = {}, *peer_stage[kMaxWorld] = {};
+    void *opened[kMaxWorld][3] = {};
+    unsigned calls = 0;
+    int sms = 0;
+
+    // Every rank's part (all take part, whether members of this one's place
+    // or not): allocate, export, map the members'.
+    bool open(const Procs &P, const Case &cs, unsigned node_ranks, char *my_a, int gpu_sms)
+    {
+        struct Wire {
+            cudaIpcMemHandle_t h[3];
+        } mine = {}, all[kMaxWorld];
+        const long long rows = cs.m / P.world;
+        const bool rs = cs.coll == FGRT_GEMM_RS;
+        a = my_a, sms = gpu_sms;
+        bool ok = fgh_ok(cudaMalloc(&flags, 2 * kMaxWorld * sizeof(unsigned) + 16)) &&
+                  fgh_ok(cudaMemset(flags, 0, 2 * kMaxWorld * sizeof(unsigned) + 16)) &&
+                  (!rs || fgh_ok(cudaMalloc(&stage, bytes(P.world / node_ranks * rows * cs.n)))) &&
+                  fgh_ok(cudaIpcGetMemHandle(&mine.h[0], flags)) &&
+                  fgh_ok(cudaIpcGetMemHandle(&mine.h[1], my_a)) &&
+                  (!rs || fgh_ok(cudaIpcGetMemHandle(&mine.h[2], stage)));
+        late = flags + 2 * kMaxWorld;
+        if (!all_ok(P, ok) || !all_gather(P, &mine, all, sizeof mine))
+            return false;
+        const int place = P.rank % (int)node_ranks;
+        for (int i = 0; ok && i < P.world / (int)node_ranks; i++) {
+            const int q = i * (int)node_ranks + place;
+            if (q == P.rank)
+                continue;
+            for (int b = 0; ok && b < (rs ? 3 : 2); b++)
+                ok = fgh_ok(cudaIpcOpenMemHandle(&opened[i][b], all[q].h[b],
+                                                 cudaIpcMemLazyEnablePeerAccess));
+            if (!ok)
+                break;
+            ready_to.p[i] = (unsigned *)opened[i][0];
+            sent_to.p[i] = (unsigned *)opened[i][0] + kMaxWorld;
+            peer_a[i] = (char *)opened[i][1];
+            peer_stage[i] = (char *)opened[i][2];
+        }
+        return all_ok(P, ok);
+    }
+    void close()
+    {
+        for (auto &o : opened)
+            for (void *&p : o)
+                if (p)
+                    cudaIpcCloseMemHandle(p), p = nullptr;
+        cudaFree(flags), cudaFree(stage);
+        flags = nullptr, stage = nullptr;
+    }
+};
+
 struct User {
     Gemm *g = nullptr;
     void *streams[3] = {};
     int fail_after = -1;   // >= 0: calls past that many fail (an injected failure)
     int calls = 0;
+    Across across;         // the hierarchical plan's
 };
 
 int gemm_cb(void *user, void *stream, const void *a, const void *acc, void *c, long long rows)
@@ -315,11 +431,33 @@ int reduce_cb(void *user, void *stream, const void *own, const void *recv, void 
     return cudaPeekAtLastError() == cudaSuccess ? 0 : 1;
 }
 
-struct Case {
-    const char *name;
-    fgrt_collective coll;
-    long long m, n, k;
-};
+int across_cb(void *user, void *stream, fgrt_collective c, unsigned nodes, unsigned node,
+              void *const *blocks, void *out, long long elems)
+{
+    Across &x = ((User *)user)->across;
+    cudaStream_t s = (cudaStream_t)stream;
+    const unsigned e = ++x.calls;
+    const size_t b = bytes(elems);
+    across_signal<<<1, 32, 0, s>>>(x.ready_to, (int)nodes, node, e);
+    across_wait<<<1, 1, 0, s>>>(x.flags, (int)nodes, (int)node, e, x.late);
+    bool ok = true;
+    for (unsigned j = 0; ok && j < nodes; j++)
+        if (j != node)
+            ok = c == FGRT_AG_GEMM
+                     ? cudaMemcpyAsync(x.peer_a[j] + ((const char *)blocks[node] - x.a),
+                                       blocks[node], b, cudaMemcpyDeviceToDevice, s) == cudaSuccess
+                     : cudaMemcpyAsync(x.peer_stage[j] + node * b, blocks[j], b,
+                                       cudaMemcpyDeviceToDevice, s) == cudaSuccess;
+    across_signal<<<1, 32, 0, s>>>(x.sent_to, (int)nodes, node, e);
+    across_wait<<<1, 1, 0, s>>>(x.flags + kMaxWorld, (int)nodes, (int)node, e, x.late);
+    if (c == FGRT_GEMM_RS && elems % 8 == 0)   // its own node sum and the staged ones
+        reduce_block<<<x.sms * 16, 256, 0, s>>>((const uint4 *)blocks[node], (const uint4 *)x.stage,
+                                                (uint4 *)out, (int)nodes, (int)node, elems / 8);
+    return ok && (c == FGRT_AG_GEMM || elems % 8 == 0) && cudaPeekAtLastError() == cudaSuccess
+               ? 0
+               : 1;
+}
+
 
 // How the checks and the bench name a case's collective.
 const char *coll_name(const Case &cs) { return cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS"; }
@@ -412,6 +550,8 @@ bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
     args.gemm = gemm_cb, args.reduce = generated_reduce ? nullptr : reduce_cb, args.user = u;
     args.w = d.w;   // (chunk_fused's)
     args.timeout_s = timeout_s;
+    args.node_ranks = sched.nodes;
+    args.across = sched.nodes ? across_cb : nullptr;
     g->b = d.b, g->n = cs.n, g->k = cs.k;
     // Every kernel the callbacks launch, launched once first: with CUDA's
     // lazy module loading, a kernel's first launch loads its module, which
@@ -425,6 +565,13 @@ bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
                 (sched.s != FGRT_CHUNK_OVERLAP ||
                  gemm_cb(u, nullptr, d.a, rs ? d.out : nullptr, d.c, rows / sched.chunks) == 0) &&
                 fgh_ok(cudaDeviceSynchronize());
+    if (sched.nodes) {   // the step between nodes: its members mapped, its kernels loaded
+        warm = all_ok(P, warm) &&
+               u->across.open(P, cs, sched.nodes, (char *)d.a, g->sms);
+        across_signal<<<1, 32>>>(Members{}, 0, 0, 0);
+        across_wait<<<1, 1>>>(u->across.flags, 0, 0, 0, u->across.late);
+        warm = warm && fgh_ok(cudaDeviceSynchronize());
+    }
     u->streams[0] = nullptr;   // the warm-up's stream is not the executor's
     if (!all_ok(P, warm))
         return false;
@@ -478,6 +625,7 @@ struct Run {
     ~Run()
     {
         fgrt_overlap_destroy(x);
+        u.across.close();
         if (s)
             cudaStreamDestroy(s);
         d.free_all();
@@ -999,6 +1147,18 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                 for (const Case &cs : cases)
                     check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, peers}, base + 1000 * ++i,
                                cs.coll == FGRT_GEMM_RS && gen);
+            // the hierarchical plan for every node size of 2 ranks or more that
+            // leaves 2 nodes or more, the step between nodes the test's own
+            // transport (across_cb; its reduction the callback's: the
+            // generated one of --kernels is the world's, not a node's)
+            for (unsigned nodes = 2; nodes <= (unsigned)P.world / 2; nodes++)
+                if (P.world % (int)nodes == 0)
+                    for (const Case &cs : cases)
+                        check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, 1, nodes},
+                                   base + 1000 * ++i, false);
+            if (P.world >= 4 && P.world % 2 == 0)
+                check_deterministic(ctx, P, &g, cases[1], {FGRT_SHARD_OVERLAP, 1, 1, 2}, false,
+                                    base + 8900);
             check_deterministic(ctx, P, &g, cases[0], {FGRT_SHARD_OVERLAP, 1}, false, base + 8000);
             check_deterministic(ctx, P, &g, cases[1], {FGRT_SHARD_OVERLAP, 1}, gen != nullptr,
                                 base + 8500);
@@ -1056,6 +1216,7 @@ int count_gpus()
 int main(int argc, char **argv)
 {
     bool do_bench = false;
+    int world = 0;   // --world: ranks (processes) over the GPUs; 0: one a GPU (2 on one)
     const char *json = nullptr, *kernels = nullptr, *manifest = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
@@ -1072,11 +1233,14 @@ int main(int argc, char **argv)
             kernels = argv[++i];
         else if (!strcmp(argv[i], "--manifest") && i + 1 < argc)
             manifest = argv[++i];
+        else if (!strcmp(argv[i], "--world") && i + 1 < argc && atoi(argv[i + 1]) >= 2 &&
+                 atoi(argv[i + 1]) <= kMaxWorld)
+            world = atoi(argv[++i]);
         else {
             fprintf(stderr,
-                    "usage: %s [--verbose] [--quick] [--no-faults] [--kernels DIR [--manifest FILE]] "
-                    "[--bench [--json FILE]]\n",
-                    argv[0]);
+                    "usage: %s [--verbose] [--quick] [--no-faults] [--world N (2..%d)] "
+                    "[--kernels DIR [--manifest FILE]] [--bench [--json FILE]]\n",
+                    argv[0], kMaxWorld);
             return 2;
         }
     }
@@ -1093,11 +1257,12 @@ int main(int argc, char **argv)
     }
     setvbuf(stdout, nullptr, _IOLBF, 0);
     Procs P;
-    P.world = gpus < 2 ? 2 : gpus < kMaxWorld ? gpus : kMaxWorld;
+    P.world = world ? world : gpus < 2 ? 2 : gpus < kMaxWorld ? gpus : kMaxWorld;
     if (P.world > 2 && do_bench)
         P.world = 2;   // the bench's shapes are TP=2's
-    if (gpus < 2)
-        printf("overlap executor: 1 GPU: ranks 0 and 1 are 2 processes sharing it\n");
+    if (P.world > gpus)
+        printf("overlap executor: %d GPU(s): %d ranks, rank r on GPU r %% %d\n", gpus, P.world,
+               gpus);
     const uint64_t base = fgh_base_seed();
     static Generated gen, fused;
     char why[1200], why_fused[1200];
