@@ -85,10 +85,21 @@ else
         "them: generate them there, see tests/gpu/device-run.sh)"
     skipped=$((skipped + 1))
 fi
+# The overlap executor's hierarchical plan needs 4 ranks: with fewer GPUs,
+# 4 processes share them (the plan's checks; the rest ran above).
+gpus=$(fg_gpu_count)
+if [ "$gpus" -lt 4 ] && [ -x "$GPU_BUILD/test_overlap_exec" ]; then
+    echo "== test_overlap_exec --world 4 (the hierarchical plan, $gpus GPU(s) shared)"
+    log=$GPU_BUILD/test_overlap_exec-world4.log
+    "$GPU_BUILD/test_overlap_exec" --world 4 --quick --no-faults --kernels "$FG_KERNELS_DIR" \
+        >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    tally test_overlap_exec-world4 "$log" $rc
+fi
 # Transfers between nodes through NCCL's socket transport, on one host: the
 # serial_nccl checks with shared memory and peer-to-peer off; NCCL's own log
 # must show the socket transport in use, or the run proves nothing.
-gpus=$(fg_gpu_count)
 if [ "$gpus" -ge 2 ] && [ -x "$GPU_BUILD/test_overlap" ]; then
     echo "== test_overlap --nccl-only over NCCL's socket transport"
     log=$GPU_BUILD/test_overlap-socket.log
