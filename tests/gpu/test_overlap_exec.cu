@@ -284,9 +284,6 @@ struct Gemm {
     int sms = 0;
 };
 
-// The callbacks' state, one per executor: the rank's GEMM, and which of
-// LtGemm's workspaces each of the executor's streams uses (its two GEMM
-// streams run at once; sharing one workspace corrupts results).
 struct Case {
     const char *name;
     fgrt_collective coll;
@@ -396,6 +393,9 @@ struct Across {
     }
 };
 
+// The callbacks' state, one per executor: the rank's GEMM, and which of
+// LtGemm's workspaces each of the executor's streams uses (its two GEMM
+// streams run at once; sharing one workspace corrupts results).
 struct User {
     Gemm *g = nullptr;
     void *streams[3] = {};
