@@ -103,9 +103,20 @@ static int add_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec 
         rs |= g->shapes[i].collective == FG_COLL_REDUCE_SCATTER;
     if (!rs)
         return 0;
-    char why[160];
+    char why[200];
     snprintf(why, sizeof why, "the reduce-scatter shapes of %s", g->name);
-    return fg_plan_overlap_reduce(set, s, ts, g->dtype, g->world_size, why, d);
+    int rc = fg_plan_overlap_reduce(set, s, ts, g->dtype, g->world_size, why, d);
+    /* the hierarchical plan sums a node's partials (fgrt_overlap_args.node_ranks):
+     * one for each node size of 2 or more that leaves 2 nodes or more */
+    for (unsigned n = 2; rc == 0 && n <= g->world_size / 2; n++)
+        if (g->world_size % n == 0) {
+            snprintf(why, sizeof why,
+                     "the node sums of %s's reduce-scatter shapes under the hierarchical plan "
+                     "(nodes of %u)",
+                     g->name, n);
+            rc = fg_plan_overlap_reduce(set, s, ts, g->dtype, n, why, d);
+        }
+    return rc;
 }
 
 /* The fused GEMM, one instance per (n, k) of the spec's shapes (m is the

@@ -315,7 +315,8 @@ typedef struct fgrt_overlap_args {
                                   column, with world = node_ranks, rank = its place, recv
                                   the node's slots of that block and out the executor's
                                   node sum (the generated kernel: the one of node_ranks
-                                  ranks, overlap_reduce_*_w<node_ranks>) */
+                                  ranks, overlap_reduce_*_w<node_ranks>, which `generate`
+                                  emits for every node size of a spec's world) */
     void *user;                /* passed to gemm and reduce */
     double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s); chunk_fused's kernel
                                   waits at most min(timeout_s, 20 s) for a piece */

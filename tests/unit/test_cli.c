@@ -2272,7 +2272,8 @@ Test(cli, gemm_portable_form_where_there_are_no_clusters)
 }
 
 /* A GEMM spec with reduce-scatter shapes gets the owner's reduction kernel,
- * one per dtype and world size on every target. */
+ * one per dtype and world size on every target, and one for each node size
+ * of the hierarchical plan (TP = 8: nodes of 2 and 4). */
 Test(cli, gemm_specs_get_the_owners_reduction)
 {
     char *out;
@@ -2280,6 +2281,9 @@ Test(cli, gemm_specs_get_the_owners_reduction)
     cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w2\n"), "%s", out);
     cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w8\n"), "%s", out);
     cr_assert(strstr(out, "overlap_reduce_gfx942_bf16_w2\n"), "%s", out);
+    cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w4\n"), "%s", out);
+    cr_assert(strstr(out, "the node sums of llama-2-70b-tp8's reduce-scatter shapes under the "
+                          "hierarchical plan (nodes of 4)"), "%s", out);
     cr_assert(strstr(out, "out = own partial + 7 received, fp32 sums in rank order"), "%s", out);
     cr_assert(strstr(out, "used for: the reduce-scatter shapes of llama-2-70b-tp2"), "%s", out);
     cr_assert(strstr(out, "grid=(2112,1,1) block=(256,1,1)"), "%s", out);
