@@ -430,8 +430,7 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
                p.us[p.chosen] / fmax(p.gemm_us, p.comm_us));
         if (p.hier_count) {
             printf("      hierarchical (the copy engine inside nodes, NCCL between them at the "
-                   "profile's NCCL fit; predicted, not chosen: the executor does not run it "
-                   "yet):");
+                   "profile's NCCL fit; predicted, not chosen until timed between GPUs):");
             for (unsigned h = 0; h < p.hier_count; h++)
                 printf("%s nodes of %u %.1f us", h ? "," : "", p.hier_nodes[h], p.hier_us[h]);
             printf("\n");

@@ -305,13 +305,35 @@ static void predict_lanes(const fg_gemm *g, const fg_gemm_shape *s, const fg_tar
     }
 }
 
+/* When NCCL's collective (all-gather for AG, reduce-scatter for RS) over
+ * `ranks` ranks moving blocks of `bytes`, begun at `start` us, ends: the
+ * profile's fit, latency + (ranks - 1) blocks through its rate; NaN without
+ * that fit. */
+static double nccl_end_us(const fg_interconnect *ic, bool ag, unsigned ranks, double bytes,
+                          double start)
+{
+    const double gbps = ag ? ic->nccl_ag_gbps : ic->nccl_rs_gbps;
+    return gbps > 0 ? start + (ag ? ic->nccl_ag_latency_us : ic->nccl_rs_latency_us) +
+                          (ranks - 1) * bytes / (gbps * 1e3)
+                    : NAN;
+}
+
+unsigned fg_overlap_node_sizes(unsigned world, unsigned out[FG_OVERLAP_MAX_NODE_SIZES])
+{
+    unsigned count = 0;
+    for (unsigned g = 2; g <= world / 2 && count < FG_OVERLAP_MAX_NODE_SIZES; g++)
+        if (world % g == 0)
+            out[count++] = g;
+    return count;
+}
+
 /* The hierarchical AG with nodes of g (see the top of this file). */
 static double hier_all_gather_us(const fg_interconnect *ic, unsigned w, unsigned g,
                                  double block_gemm, double block_bytes)
 {
     const unsigned nodes = w / g, node_blocks = nodes * (g - 1);
     const double copy = copy_us(ic, block_bytes);
-    const double across = ic->nccl_ag_latency_us + (nodes - 1) * block_bytes / (ic->nccl_ag_gbps * 1e3);
+    const double across = nccl_end_us(ic, true, nodes, block_bytes, 0);
     const double forwards = fmax((g - 1) * copy, across);   /* the engine starts forwarding */
     double now = block_gemm;                                /* the own block */
     unsigned nccl_done = 0, node_done = 0;
@@ -344,7 +366,7 @@ static double hier_reduce_scatter_us(const fg_target *t, unsigned w, unsigned g,
     double now = nodes * (g - 1) * block_gemm;
     for (unsigned i = 0; i < nodes; i++)   /* node i's block of the own column, then its sum */
         now = fmax(now + block_gemm, pushed[(i + 1) * (g - 1) - 1]) + sum;
-    return now + ic->nccl_rs_latency_us + (nodes - 1) * block_bytes / (ic->nccl_rs_gbps * 1e3);
+    return nccl_end_us(ic, false, nodes, block_bytes, now);
 }
 
 /* The hierarchical plan for every node size into out->hier_* (none without
@@ -355,19 +377,18 @@ static void predict_hier(const fg_gemm *g, const fg_gemm_shape *s, const fg_targ
     const fg_interconnect *ic = t->interconnect;
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
     const unsigned w = g->world_size;
-    out->hier_count = 0;
-    if (!((ag ? ic->nccl_ag_gbps : ic->nccl_rs_gbps) > 0) || w > MAX_WORLD)
-        return;
     const double bytes = (double)s->m / w * (ag ? s->k : s->n) * 2.0;
+    out->hier_count = 0;
+    if (isnan(nccl_end_us(ic, ag, 2, bytes, 0)) || w > MAX_WORLD)   /* no NCCL fit */
+        return;
     const double under = block_gemm * (1 + ic->gemm_slowdown);
-    for (unsigned n = 2; n <= w / 2 && out->hier_count < FG_OVERLAP_MAX_NODE_SIZES; n++)
-        if (w % n == 0) {
-            out->hier_nodes[out->hier_count] = n;
-            out->hier_us[out->hier_count++] =
-                (ag ? hier_all_gather_us(ic, w, n, under, bytes)
-                    : hier_reduce_scatter_us(t, w, n, under, bytes)) +
-                ic->call_overhead_us;
-        }
+    out->hier_count = fg_overlap_node_sizes(w, out->hier_nodes);
+    for (unsigned h = 0; h < out->hier_count; h++) {
+        const unsigned n = out->hier_nodes[h];
+        out->hier_us[h] = (ag ? hier_all_gather_us(ic, w, n, under, bytes)
+                              : hier_reduce_scatter_us(t, w, n, under, bytes)) +
+                          ic->call_overhead_us;
+    }
 }
 
 unsigned fg_overlap_chosen_chunks(const fg_overlap_prediction *p)
@@ -404,10 +425,7 @@ const char *fg_overlap_predict(const fg_gemm *g, const fg_gemm_shape *s, const f
     out->us[FG_SCHED_SHARD_OVERLAP] =
         gemm_part + (w - 1) * fmax(under_copies, copy) + reduce + fixed;
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
-    const double nccl_lat = ag ? ic->nccl_ag_latency_us : ic->nccl_rs_latency_us;
-    const double nccl_gbps = ag ? ic->nccl_ag_gbps : ic->nccl_rs_gbps;
-    out->us[FG_SCHED_SERIAL_NCCL] =
-        nccl_gbps > 0 ? gemm_all + nccl_lat + (w - 1) * piece / (nccl_gbps * 1e3) : NAN;
+    out->us[FG_SCHED_SERIAL_NCCL] = nccl_end_us(ic, ag, w, piece, gemm_all);   /* NaN: no fit */
     out->us[FG_SCHED_CHUNK_OVERLAP] = NAN;   /* no piece count divides the block */
     for (int i = 0; i < FG_OVERLAP_NCHUNKS; i++) {
         const double us =

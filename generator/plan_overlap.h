@@ -30,9 +30,13 @@ const char *fg_schedule_name(fg_schedule s);
 enum { FG_OVERLAP_NCHUNKS = 3 };
 extern const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS];   /* 2, 4, 8 */
 
-/* Node sizes the hierarchical plan is predicted for: the divisors g of the
- * world size (at most 64) with 2 <= g <= world / 2, ten at most (60). */
+/* Node sizes the hierarchical plan takes: the divisors g of the world size
+ * (at most 64) with 2 <= g <= world / 2 (2 nodes or more), ten at most (60). */
 enum { FG_OVERLAP_MAX_NODE_SIZES = 10 };
+
+/* Writes the node sizes of `world` ranks into out, smallest first, and
+ * returns their count (0 for a world with none: 2, 3, 5, ...). */
+unsigned fg_overlap_node_sizes(unsigned world, unsigned out[FG_OVERLAP_MAX_NODE_SIZES]);
 
 typedef struct fg_overlap_prediction {
     double gemm_us;            /* the unsplit GEMM alone */
@@ -54,9 +58,8 @@ typedef struct fg_overlap_prediction {
     /* The hierarchical plan (fgrt_overlap_hier_ops: the copy engine inside
      * nodes of hier_nodes[i] ranks, NCCL between them at the profile's NCCL
      * fit, as when one host's GPUs are split into nodes), for every node size
-     * of 2 ranks or more that leaves 2 nodes or more; none without the
-     * profile's NCCL fit; predicted, never chosen (the executor does not run
-     * it yet) */
+     * (fg_overlap_node_sizes); none without the profile's NCCL fit;
+     * predicted, never chosen (not yet timed between GPUs) */
     unsigned hier_count;
     unsigned hier_nodes[FG_OVERLAP_MAX_NODE_SIZES];
     double hier_us[FG_OVERLAP_MAX_NODE_SIZES];
