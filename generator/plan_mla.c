@@ -29,6 +29,7 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "plan.h"
 #include "rope.h"
@@ -471,7 +472,27 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
 typedef struct {
     block_shape shape;
     unsigned stages, cluster, clusters;
+    bool spread;   /* no clusters: `clusters` splits meet at a barrier and each merges pieces */
 } mla_cfg;
+
+/* The spread merge (SPREAD in mla_decode.in) where every (request, head
+ * group) pair at B_max gets at least SPREAD_MIN_SPLITS splits with all of
+ * them on the SMs at once: a cooperative launch of one block per SM, the
+ * splits' partials merged in one level spread over them all.  At 16 heads
+ * B = 1 the clusters' two levels (112 splits, clusters of 8, then a tail
+ * over 14 slices) took ~4.9 of the 10 us at S = 1K (docs/performance.md,
+ * issue 8). */
+#define SPREAD_MIN_SPLITS 16
+
+/* Splits per pair for the spread merge at B_max, or 0 where it does not
+ * apply (fewer than SPREAD_MIN_SPLITS per pair, or more than the tiles of
+ * S_max: a split without a tile does nothing). */
+static unsigned spread_splits(const fg_model *m, const fg_target *t, block_shape b, unsigned bmax)
+{
+    const unsigned pairs = bmax * (m->mla->heads / m->mla->tensor_parallel / b.hpb);
+    const unsigned splits = t->compute_units / pairs, tiles = m->max_context / b.tile;
+    return splits >= SPREAD_MIN_SPLITS && splits <= tiles ? splits : 0;
+}
 
 /* The most stages (at most MAX_STAGES) of shape b whose shared memory fits
  * a block, at least the shape's fewest (the wgmma form has room for 2). */
@@ -548,6 +569,11 @@ static mla_cfg model_cfg(const fg_model *m, const fg_target *t, unsigned bmax)
     unsigned best = 0;
     char why[200];
     cf.cluster = cf.clusters = 1;
+    const unsigned spread = spread_splits(m, t, cf.shape, bmax);
+    if (spread) {
+        cf.spread = true, cf.clusters = spread;
+        return cf;
+    }
     for (unsigned c = 1; c <= MAX_CLUSTER; c *= 2) {
         if (cluster_misfit(m, t, cf.shape, c, why))
             break;
@@ -581,6 +607,14 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
                            "allows %u", cf->shape.hpb, cf->stages, smem, t->name,
                  t->shared_mem_per_block);
         return why;
+    }
+    if (cf->spread) {
+        if (cf->cluster != 1 || cf->clusters != spread_splits(m, t, cf->shape, bmax)) {
+            snprintf(why, 200, "the spread merge at B_max %u takes %u splits without clusters",
+                     bmax, spread_splits(m, t, cf->shape, bmax));
+            return why;
+        }
+        return NULL;
     }
     if (cluster_misfit(m, t, cf->shape, cf->cluster, why))
         return why;
@@ -617,10 +651,14 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
 
     fg_instance in = {0};
     char variant[32];
-    if (from != FG_FROM_MODEL)   /* a measured configuration names its stages too */
+    if (cf->spread)
+        snprintf(variant, sizeof variant, "g%u_s%u", hpb, clusters);
+    else if (from != FG_FROM_MODEL)   /* a measured configuration names its stages too */
         snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
     else
         snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
+    if (cf->spread && from != FG_FROM_MODEL)
+        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), "_n%u", stages);
     if (mla_instance_init(&in, m, t, bmax, dims, variant, "mla_decode.in", d) != 0)
         return -1;
     fg_plan_mark(&in, family, from);
@@ -629,6 +667,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "SPLITS", splits);
     fg_instance_add_param(&in, "CLUSTER", cluster);
     fg_instance_add_param(&in, "CLUSTERS", clusters);
+    fg_instance_add_param(&in, "SPREAD", (unsigned)cf->spread);
     fg_instance_add_param(&in, "TILE", tile);
     fg_instance_add_param(&in, "WGMMA", (unsigned)shape.wgmma);
     fg_instance_add_param(&in, "STAGES", stages);
@@ -640,15 +679,17 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                             .grid_dims = {splits, groups, bmax},
                             .block = {threads, 1, 1},
                             .cluster = {cluster, 1, 1},
-                            .dynamic_smem = smem};
+                            .dynamic_smem = smem,
+                            .cooperative = cf->spread};
     if (clusters > 1) {   /* the clusters' merged slices (normalized, stored type), their (max, sum) */
         if (set_workspace(&in, (unsigned long long)bmax * groups * clusters * hpb * (kv * elem + cluster * 8), d))
             return -1;
+        /* a ticket a slice, or the spread merge's barrier a pair */
         in.counter_count = bmax * groups * cluster;
     }
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/hpb%u/%s/%s",
              fg_arch_tag(t->arch), fg_dtype_name(m->dtype), hpb, page ? "paged" : "contiguous",
-             clusters > 1 ? "clusters" : splits > 1 ? "cluster" : "one-split");
+             cf->spread ? "spread" : clusters > 1 ? "clusters" : splits > 1 ? "cluster" : "one-split");
 
     used_for_reason(&in, m, bmax);
     if (from == FG_CANDIDATE)
@@ -670,9 +711,18 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                  "%u splits of each request's keys (cut by its length at run time): %u x %u "
                  "x %u blocks for %u SMs at one each (%s)\n",
                  splits, splits, groups, bmax, t->compute_units,
-                 blocks <= t->compute_units ? "one wave, if the GPCs hold the clusters"
-                                            : "more blocks than SMs at B_max: waves of them");
-    if (splits > 1)
+                 cf->spread ? "one wave: a cooperative launch"
+                 : blocks <= t->compute_units ? "one wave, if the GPCs hold the clusters"
+                                              : "more blocks than SMs at B_max: waves of them");
+    if (cf->spread)
+        fg_sb_printf(&in.reasons,
+                     "no clusters (at least %u splits a request and head group fill the SMs): "
+                     "each split leaves its partial output in global memory, the %u meet at a "
+                     "barrier, then each merges its pieces (a head's run of columns) over the "
+                     "partials with keys into the output; deterministic (fixed merge orders), "
+                     "one launch\n",
+                     SPREAD_MIN_SPLITS, splits);
+    else if (splits > 1)
         fg_sb_printf(&in.reasons,
                      "clusters of %u splits merge their partial outputs in shared memory, rank j "
                      "column slice j%s; deterministic (fixed merge orders), one launch\n",

@@ -284,7 +284,7 @@ struct Inst {
     char name[160], family[64], scale_text[64];
     fgh_dtype dt;
     int heads, kvl, rope, D, smax, page, bmax;
-    int hpb, groups, splits, clusters, tile, stages, threads;   // the plan; -1 where the manifest has none
+    int hpb, groups, splits, clusters, spread, tile, stages, threads;   // the plan; -1 where the manifest has none
     float scale;                                      // kTestScale
     long long grid[3], block[3], cluster[3];
     long long cooperative, nonportable, dynamic_smem, workspace, counters, priority;
@@ -320,7 +320,7 @@ bool from_manifest(const char *m, Inst *in, char *why, size_t nwhy, bool *absent
                 {&in->page, "page_size", true},     {&in->bmax, "bmax", true},
                 {&in->hpb, "heads_per_block", false}, {&in->groups, "head_groups", false},
                 {&in->splits, "splits", false},     {&in->clusters, "clusters", false},
-                {&in->tile, "tile", false},
+                {&in->spread, "spread", false},     {&in->tile, "tile", false},
                 {&in->stages, "stages", false},     {&in->threads, "threads", false}};
     for (const auto &f : ints) {
         const long long v = fgh_manifest_value(m, n, f.key);
@@ -456,8 +456,11 @@ void make_entry(const Inst &in, fg_kernel_entry *e, size_t *size_slot)
 }
 
 // --smallest: the code path an instance takes (dtype, cache layout, heads per
-// block; one split, one cluster of splits, or several clusters).
-int merge_path(const Inst &a) { return a.splits <= 1 ? 0 : a.clusters <= 1 ? 1 : 2; }
+// block; one split, one cluster of splits, several clusters, or the spread merge).
+int merge_path(const Inst &a)
+{
+    return a.splits <= 1 ? 0 : a.spread > 0 ? 3 : a.clusters <= 1 ? 1 : 2;
+}
 bool same_path(const Inst &a, const Inst &b)
 {
     const int la = a.page == 0 ? 0 : a.page == 1 ? 1 : 2, lb = b.page == 0 ? 0 : b.page == 1 ? 1 : 2;

@@ -2381,8 +2381,16 @@ Test(cli, explain_decode_plan_and_skips)
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2-lite.yaml "
                            "specs/targets/h200.yaml specs/targets/mi300x.yaml"),
                  0, "%s", out);
-    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b1_g16_c8x14\n"), "%s",
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s132\n"), "%s",
               out);
+    /* at B = 1 every SM takes a split: no clusters, one merge level spread
+     * over the splits after a barrier (a cooperative launch); at B = 16 the
+     * clusters' merge */
+    cr_expect(strstr(out, "SPLITS=132 CLUSTER=1 CLUSTERS=132 SPREAD=1"), "%s", out);
+    cr_expect(strstr(out, "132 x 1 x 1 blocks for 132 SMs at one each (one wave: a cooperative launch)"),
+              "%s", out);
+    cr_expect(strstr(out, "the 132 meet at a barrier, then each merges its pieces"), "%s", out);
+    cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_c2x4\n"), "%s", out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
     cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s64_portable\n"),
