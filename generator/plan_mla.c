@@ -480,9 +480,12 @@ typedef struct {
  * them on the SMs at once: a cooperative launch of one block per SM, the
  * splits' partials merged in one level spread over them all.  At 16 heads
  * B = 1 the clusters' two levels (112 splits, clusters of 8, then a tail
- * over 14 slices) took ~4.9 of the 10 us at S = 1K (docs/performance.md,
- * issue 8). */
-#define SPREAD_MIN_SPLITS 16
+ * over 14 slices) took ~4.9 of the 10 us at S = 1K; on an H200 the spread
+ * merge was 7-28% faster at B_max 1, 2 and 4, and at B = 16 (4 and 8
+ * splits) 2.5% faster at 128 heads S = 16K and 5% at 16 heads S = 1K, but
+ * with 2 splits (16 heads B = 64) 1.4-4.7% slower than a cluster of 2
+ * merging over DSMEM (docs/performance.md, issue 8). */
+#define SPREAD_MIN_SPLITS 4
 
 /* Splits per pair for the spread merge at B_max, or 0 where it does not
  * apply (fewer than SPREAD_MIN_SPLITS per pair, or more than the tiles of
@@ -491,7 +494,16 @@ static unsigned spread_splits(const fg_model *m, const fg_target *t, block_shape
 {
     const unsigned pairs = bmax * (m->mla->heads / m->mla->tensor_parallel / b.hpb);
     const unsigned splits = t->compute_units / pairs, tiles = m->max_context / b.tile;
-    return splits >= SPREAD_MIN_SPLITS && splits <= tiles ? splits : 0;
+    if (splits < SPREAD_MIN_SPLITS || splits > tiles)
+        return 0;
+    /* past 8 splits the merge's pieces are a head's run of v 16-byte
+     * vectors, the fewest that give each split at most one (mla_decode.in's
+     * piece_vecs): whole runs of a row, and whole vectors' threads */
+    const unsigned vecs = m->mla->kv_lora_rank / 8;
+    unsigned v = 1;
+    while (v < vecs && b.hpb * (vecs / v) > splits)
+        v *= 2;
+    return splits <= 8 || (vecs % v == 0 && b.threads % v == 0) ? splits : 0;
 }
 
 /* The most stages (at most MAX_STAGES) of shape b whose shared memory fits
@@ -716,7 +728,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                                               : "more blocks than SMs at B_max: waves of them");
     if (cf->spread)
         fg_sb_printf(&in.reasons,
-                     "no clusters (at least %u splits a request and head group fill the SMs): "
+                     "no clusters (%u or more splits a request and head group fill the SMs): "
                      "each split leaves its partial output in global memory, the %u meet at a "
                      "barrier, then each merges its pieces (a head's run of columns) over the "
                      "partials with keys into the output; deterministic (fixed merge orders), "

@@ -1022,10 +1022,16 @@ Test(cli, candidates_enumerate_mla_configurations)
         if (!at || !strstr(line, ".cu"))
             continue;
         unsigned g, c, p, st = 0;
-        cr_assert_geq(sscanf(at, MLA_FAMILY "_g%u_c%ux%u_n%u", &g, &c, &p, &st), 3, "%s", line);
-        cr_expect_eq(g, 16u, "16 heads allow 16 a block only: %s", line);
-        cr_expect(c == 1 || c == 2 || c == 4 || c == 8, "%s", line);
-        model += st == 0;
+        if (sscanf(at, MLA_FAMILY "_g%u_s%u.cu", &g, &p) == 2) {   /* the planner's: spread */
+            cr_expect_eq(g, 16u, "%s", line);
+            cr_expect_eq(p, 8u, "132 SMs over 16 requests: 8 splits each: %s", line);
+            model++;
+        } else {
+            cr_assert_geq(sscanf(at, MLA_FAMILY "_g%u_c%ux%u_n%u", &g, &c, &p, &st), 3, "%s", line);
+            cr_expect_neq(st, 0u, "a candidate names its stages: %s", line);
+            cr_expect_eq(g, 16u, "16 heads allow 16 a block only: %s", line);
+            cr_expect(c == 1 || c == 2 || c == 4 || c == 8, "%s", line);
+        }
         for (unsigned k = 0; k < n && k < 64; k++)
             cr_expect_str_neq(seen[k], at, "twice: %s", at);
         if (n < 64)
@@ -1046,8 +1052,8 @@ Test(cli, candidates_enumerate_mla_configurations)
     cr_expect_not_null(strstr(man, "\"tuning_family\": \"" MLA_FAMILY "\""), "%s", man);
     free(man);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "cmp -s %s/mc/" MLA_FAMILY "_g16_c2x4.cu %s/mp/" MLA_FAMILY
-             "_g16_c2x4.cu", tmp, tmp);
+    snprintf(cmd, sizeof cmd, "cmp -s %s/mc/" MLA_FAMILY "_g16_s8.cu %s/mp/" MLA_FAMILY
+             "_g16_s8.cu", tmp, tmp);
     cr_expect_eq(system(cmd), 0, "the planner's instance differs with --candidates");
     /* a shape the planner's fits and a smaller one does not (16 heads a
      * block, two teams, at a 960-wide row): candidates leave it out */
@@ -2383,14 +2389,15 @@ Test(cli, explain_decode_plan_and_skips)
                  0, "%s", out);
     cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s132\n"), "%s",
               out);
-    /* at B = 1 every SM takes a split: no clusters, one merge level spread
-     * over the splits after a barrier (a cooperative launch); at B = 16 the
-     * clusters' merge */
+    /* every SM takes a split at B = 1 and 16 (132 and 8 a request): no
+     * clusters, one merge level spread over the splits after a barrier (a
+     * cooperative launch); at B = 64 (2 a request) a cluster of 2 merges */
     cr_expect(strstr(out, "SPLITS=132 CLUSTER=1 CLUSTERS=132 SPREAD=1"), "%s", out);
     cr_expect(strstr(out, "132 x 1 x 1 blocks for 132 SMs at one each (one wave: a cooperative launch)"),
               "%s", out);
     cr_expect(strstr(out, "the 132 meet at a barrier, then each merges its pieces"), "%s", out);
-    cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_c2x4\n"), "%s", out);
+    cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s8\n"), "%s", out);
+    cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b64_g16_c2x1\n"), "%s", out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
     cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s64_portable\n"),
@@ -2699,11 +2706,16 @@ Test(cli, mla_planner_fits_the_template_at_other_widths)
             const unsigned kv = (unsigned)atoi(cases[i].kv);
             unsigned n = 0;
             for (const char *q = strstr(out, cases[i].want); q; q = strstr(q + 1, cases[i].want)) {
-                const char *c = strstr(q, "_c");
-                cr_assert_not_null(c, "%s", out);
-                const unsigned cl = (unsigned)atoi(c + 2);
-                cr_expect(cl >= 1 && kv % (cl * 64) == 0, "kv_lora %u with clusters of %u:\n%s",
-                          kv, cl, out);
+                /* the name's variant: _g<heads>_c<cluster>x<count> or _s<splits> (the spread
+                 * merge: its pieces are the template's to fit) */
+                unsigned g, cl, p;
+                const char *v = strstr(q, "_g");
+                cr_assert_not_null(v, "%s", out);
+                if (sscanf(v, "_g%u_c%ux%u", &g, &cl, &p) == 3)
+                    cr_expect(cl >= 1 && kv % (cl * 64) == 0, "kv_lora %u with clusters of %u:\n%s",
+                              kv, cl, out);
+                else
+                    cr_expect_eq(sscanf(v, "_g%u_s%u", &g, &p), 2, "%s", out);
                 n++;
             }
             cr_expect_geq(n, 3u, "an instance per batch size:\n%s", out);
