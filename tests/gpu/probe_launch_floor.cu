@@ -28,10 +28,8 @@
 // them out of it.  Not part of the tests; docs/performance.md (issue 8,
 // stops 44 and 46).
 //   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_launch_floor tests/gpu/probe_launch_floor.cu && ./probe_launch_floor
-#include <algorithm>
 #include <cooperative_groups.h>
-#include <cstdio>
-#include <vector>
+#include "probe_graph.cuh"
 namespace cg = cooperative_groups;
 
 constexpr int kThreads = 256, kMaxBlocks = 112;
@@ -246,15 +244,6 @@ __global__ void one_block_empty(float *out, int flag)
         out[0] = 1.f;
 }
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);       \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-
 struct Buffers {
     uint4 *data;
     size_t regions;
@@ -293,40 +282,6 @@ static void launch(cudaStream_t s, const Buffers &b, int i, const Row &r)
     cfg.numAttrs = n;
     CK(cudaLaunchKernelEx(&cfg, skeleton, (const uint4 *)b.data, b.regions, i, r.step, r.active,
                           r.tiles, r.pdl, b.work, b.tickets, b.out));
-}
-
-template <class F> static double per_launch_us(cudaStream_t s, F enqueue)
-{
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < kLaunches; i++)
-        enqueue(i);
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int w = 0; w < 3; w++)
-        CK(cudaGraphLaunch(ge, s));
-    std::vector<cudaEvent_t> ev(kReps + 1);
-    for (auto &e : ev)
-        CK(cudaEventCreate(&e));
-    CK(cudaEventRecord(ev[0], s));
-    for (int r = 0; r < kReps; r++) {
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(ev[r + 1], s));
-    }
-    CK(cudaStreamSynchronize(s));
-    std::vector<double> t(kReps);
-    for (int r = 0; r < kReps; r++) {
-        float ms;
-        CK(cudaEventElapsedTime(&ms, ev[r], ev[r + 1]));
-        t[r] = ms * 1000.0 / kLaunches;
-    }
-    for (auto &e : ev)
-        CK(cudaEventDestroy(e));
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
-    std::sort(t.begin(), t.end());
-    return t[kReps / 2];
 }
 
 int main()
@@ -383,10 +338,10 @@ int main()
         {"  the same, pushed", kClusterMergePush, 8, 8, 8, 2, kSmem, false},
     };
     printf("%-62s %8.2f us\n", "empty, 1 block of 32 threads",
-           per_launch_us(s, [&](int i) { one_block_empty<<<1, 32, 0, s>>>(b.out, i); }));
+           graph_per_launch_us(s, kLaunches, kReps, [&](int i) { one_block_empty<<<1, 32, 0, s>>>(b.out, i); }));
     for (const Row &r : rows)
         printf("%-62s %8.2f us\n", r.what,
-               per_launch_us(s, [&](int i) { launch(s, b, i, r); }));
+               graph_per_launch_us(s, kLaunches, kReps, [&](int i) { launch(s, b, i, r); }));
     CK(cudaGetLastError());
     return 0;
 }

@@ -17,9 +17,7 @@
 // combine's blocks took SMs the split grid still needed); the in-kernel
 // form is what mla_decode.in's SPREAD merge does.  Not part of the tests.
 //   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_split_combine tests/gpu/probe_split_combine.cu
-#include <algorithm>
-#include <cstdio>
-#include <vector>
+#include "probe_graph.cuh"
 
 constexpr int kThreads = 256, kSmem = 229088, kMaxSplits = 132;
 constexpr int kTileVecs = 32 * 1152 / 16;   // a 32-key tile's 16-byte pieces: 9 a thread
@@ -170,15 +168,6 @@ combine(const uint4 *__restrict__ part, const float2 *__restrict__ ml, int activ
     combine_slice(part, ml, active, blockIdx.x, out);
 }
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s: %s (line %d)\n", #x, cudaGetErrorString(e_), __LINE__);       \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
-
 struct Buffers {
     uint4 *data, *part;
     size_t regions;
@@ -221,40 +210,6 @@ static void enqueue(cudaStream_t s, const Buffers &b, int i, int splits, int len
                           b.out));
 }
 
-static double per_launch_us(cudaStream_t s, const Buffers &b, int splits, int len, Form form)
-{
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
-    for (int i = 0; i < kLaunches; i++)
-        enqueue(s, b, i, splits, len, form);
-    CK(cudaStreamEndCapture(s, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    for (int w = 0; w < 3; w++)
-        CK(cudaGraphLaunch(ge, s));
-    std::vector<cudaEvent_t> ev(kReps + 1);
-    for (auto &e : ev)
-        CK(cudaEventCreate(&e));
-    CK(cudaEventRecord(ev[0], s));
-    for (int r = 0; r < kReps; r++) {
-        CK(cudaGraphLaunch(ge, s));
-        CK(cudaEventRecord(ev[r + 1], s));
-    }
-    CK(cudaStreamSynchronize(s));
-    std::vector<double> t(kReps);
-    for (int r = 0; r < kReps; r++) {
-        float ms;
-        CK(cudaEventElapsedTime(&ms, ev[r], ev[r + 1]));
-        t[r] = ms * 1000.0 / kLaunches;
-    }
-    for (auto &e : ev)
-        CK(cudaEventDestroy(e));
-    CK(cudaGraphExecDestroy(ge));
-    CK(cudaGraphDestroy(g));
-    std::sort(t.begin(), t.end());
-    return t[kReps / 2];
-}
-
 int main()
 {
     CK(cudaFuncSetAttribute(split, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
@@ -276,7 +231,8 @@ int main()
         for (int splits : {112, 132}) {
             double t[5];
             for (int f = 0; f < 5; f++)
-                t[f] = per_launch_us(s, b, splits, len, (Form)f);
+                t[f] = graph_per_launch_us(s, kLaunches, kReps,
+                                           [&](int i) { enqueue(s, b, i, splits, len, (Form)f); });
             printf("%6d %7d %11.2f %11.2f %11.2f %11.2f %11.2f\n", len, splits, t[0], t[1], t[2],
                    t[3], t[4]);
         }
