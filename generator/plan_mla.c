@@ -29,7 +29,6 @@
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "plan.h"
 #include "rope.h"
@@ -472,7 +471,8 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
 typedef struct {
     block_shape shape;
     unsigned stages, cluster, clusters;
-    bool spread;   /* no clusters: `clusters` splits meet at a barrier and each merges pieces */
+    bool spread;   /* no clusters: `clusters` splits meet at a barrier and each merges pieces
+                    * (the planner's choice only: tuning entries and candidates are clusters) */
 } mla_cfg;
 
 /* The spread merge (SPREAD in mla_decode.in) where every (request, head
@@ -486,6 +486,7 @@ typedef struct {
  * with 2 splits (16 heads B = 64) 1.4-4.7% slower than a cluster of 2
  * merging over DSMEM (docs/performance.md, issue 8). */
 #define SPREAD_MIN_SPLITS 4
+#define SPREAD_FEW_SPLITS 8   /* up to here each thread merges whole vectors (mla_decode.in's kFewSplits) */
 
 /* Splits per pair for the spread merge at B_max, or 0 where it does not
  * apply (fewer than SPREAD_MIN_SPLITS per pair, or more than the tiles of
@@ -496,14 +497,14 @@ static unsigned spread_splits(const fg_model *m, const fg_target *t, block_shape
     const unsigned splits = t->compute_units / pairs, tiles = m->max_context / b.tile;
     if (splits < SPREAD_MIN_SPLITS || splits > tiles)
         return 0;
-    /* past 8 splits the merge's pieces are a head's run of v 16-byte
+    /* past SPREAD_FEW_SPLITS the merge's pieces are a head's run of v 16-byte
      * vectors, the fewest that give each split at most one (mla_decode.in's
      * piece_vecs): whole runs of a row, and whole vectors' threads */
     const unsigned vecs = m->mla->kv_lora_rank / 8;
     unsigned v = 1;
     while (v < vecs && b.hpb * (vecs / v) > splits)
         v *= 2;
-    return splits <= 8 || (vecs % v == 0 && b.threads % v == 0) ? splits : 0;
+    return splits <= SPREAD_FEW_SPLITS || (vecs % v == 0 && b.threads % v == 0) ? splits : 0;
 }
 
 /* The most stages (at most MAX_STAGES) of shape b whose shared memory fits
@@ -620,14 +621,6 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
                  t->shared_mem_per_block);
         return why;
     }
-    if (cf->spread) {
-        if (cf->cluster != 1 || cf->clusters != spread_splits(m, t, cf->shape, bmax)) {
-            snprintf(why, 200, "the spread merge at B_max %u takes %u splits without clusters",
-                     bmax, spread_splits(m, t, cf->shape, bmax));
-            return why;
-        }
-        return NULL;
-    }
     if (cluster_misfit(m, t, cf->shape, cf->cluster, why))
         return why;
     return clusters_misfit(m, t, cf->shape, bmax, cf->cluster, cf->clusters, CANDIDATE_WAVES, why);
@@ -669,8 +662,6 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
         snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
     else
         snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
-    if (cf->spread && from != FG_FROM_MODEL)
-        snprintf(variant + strlen(variant), sizeof variant - strlen(variant), "_n%u", stages);
     if (mla_instance_init(&in, m, t, bmax, dims, variant, "mla_decode.in", d) != 0)
         return -1;
     fg_plan_mark(&in, family, from);
