@@ -49,7 +49,8 @@
 // tests; --no-baseline.
 //
 // --bench [--json FILE] [--quick] [--length S]: per instance at S = 1K, 4K,
-// 16K (<= S_max; --quick: the smallest and the largest; --length: S alone,
+// 16K (B_max 1: 1K, 2K, 4K, ... the fit range of issue 8; <= S_max;
+// --quick: the smallest and the largest; --length: S alone,
 // e.g. for a profiler's first launch) and B_max requests of length S:
 // CUDA-graph replays over enough buffer sets that a set is reused only after
 // 2 x L2 of other traffic (harness fgh_bench), the output of requests 0 and
@@ -1322,10 +1323,11 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
     fgh_json_arr_begin(j, "cases");
     for (int k : sel) {
         const Inst *in = &g_inst[k];
+        // B_max 1: every power of two from 1K (the issue's fit range, 1K ...
+        // 32K where the instance reaches it); else 1K, 4K, 16K
         std::vector<int> Ss;
-        for (int S : {1024, 4096, 16384})
-            if (S <= in->smax)
-                Ss.push_back(S);
+        for (int S = 1024; S <= in->smax; S *= in->bmax == 1 ? 2 : 4)
+            Ss.push_back(S);
         if (Ss.empty())
             Ss.push_back(in->smax);
         if (quick && Ss.size() > 2)
