@@ -301,6 +301,7 @@ size_t g_sizes[kMaxInsts];
 fg_context *g_fg;
 bool g_quick;
 int g_bench_length;   // --length: the one S benched (0: the usual ones)
+bool g_ordered_pages; // --ordered-pages: the bench's pages in request order (FlashMLA's benchmark's layout)
 
 // true: the entry has what a test needs; false with `why` (absent: a stale
 // cubin, skipped; incomplete: a generator fault, failed).
@@ -1197,7 +1198,8 @@ size_t bench_set_bytes(const Inst *in, int S)
 }
 
 // B_max requests of length S, inputs U(-1, 1) made on the device, pages in
-// shuffled order; bound with the test's default softmax scale (kTestScale).
+// shuffled order (or, --ordered-pages, request after request in order);
+// bound with the test's default softmax scale (kTestScale).
 bool bench_set_init(BenchSet *x, const Inst *in, int S, cudaStream_t s)
 {
     bench_set_free(x);
@@ -1208,7 +1210,11 @@ bool bench_set_init(BenchSet *x, const Inst *in, int S, cudaStream_t s)
         const int pps = in->smax / in->page, used = (S + in->page - 1) / in->page;
         const int npages = (int)B * used + 1;
         std::vector<int> perm((size_t)B * used);
-        fgh_permutation(perm.data(), (int)perm.size(), fgh_next_seed());
+        if (g_ordered_pages)
+            for (size_t i = 0; i < perm.size(); i++)
+                perm[i] = (int)i;
+        else
+            fgh_permutation(perm.data(), (int)perm.size(), fgh_next_seed());
         bt.assign(B * pps, npages - 1);
         for (size_t b = 0; b < B; b++)
             for (int j = 0; j < used; j++)
@@ -1417,6 +1423,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             fgh_json_int(j, "kv_lora", in->kvl);
             fgh_json_int(j, "rope_dim", in->rope);
             fgh_json_int(j, "page_size", in->page);
+            if (in->page)
+                fgh_json_str(j, "page_order", g_ordered_pages ? "ordered" : "shuffled");
             fgh_json_str(j, "dtype", fgh_dtype_name(in->dt));
             fgh_json_obj_begin(j, "plan");
             fgh_json_int(j, "heads_per_block", in->hpb);
@@ -1509,10 +1517,12 @@ int main(int argc, char **argv)
             repeats = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--length") && i + 1 < argc && atoi(argv[i + 1]) > 0)
             g_bench_length = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--ordered-pages"))
+            g_ordered_pages = true;
         else {
             fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--smallest] [--list] "
                             "[--seed N] [--quick] [--repeats N] [--no-baseline] [--verbose] "
-                            "[--bench [--json FILE] [--commit C] [--length S]]\n", argv[0]);
+                            "[--bench [--json FILE] [--commit C] [--length S] [--ordered-pages]]\n", argv[0]);
             return 2;
         }
     }
@@ -1525,6 +1535,8 @@ int main(int argc, char **argv)
         return 2;
     printf("test_mla_decode: seed 0x%llx (--seed), kernels %s\n",
            (unsigned long long)fgh_base_seed(), kdir);
+    if (g_ordered_pages)
+        printf("test_mla_decode: the bench's pages in request order (--ordered-pages)\n");
 #ifndef FG_HAVE_FGRT
 #ifdef FG_FGRT_BUILD_FAILED
     CHECKF("mla_decode: libfgrt", false, "runtime/ is there but did not build: nothing was tested");
