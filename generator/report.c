@@ -371,7 +371,7 @@ int fg_report_render(json_object *doc, const char *source, const char *png_name,
 }
 
 static const char usage[] =
-    "usage: fusegen report [-o DIR] RESULTS.json...\n"
+    "usage: fusegen report [-o DIR] [-f GLOB]... [-s WORD] RESULTS.json...\n"
     "\n"
     "Writes, for each benchmark results file (bench/results/*.json, schema\n"
     "fusegen-bench/1), NAME.md (a markdown table: time, GB/s, fraction of the\n"
