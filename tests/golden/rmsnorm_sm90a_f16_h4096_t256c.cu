@@ -180,6 +180,17 @@ FG_DEVICE void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *b
                  "l"(src), "r"(bytes), "r"(smem_addr(bar))
                  : "memory");
 }
+// The same with an L2 evict-first hint, for bytes a launch reads once (a
+// decode step's KV cache): they should not push out what is read again
+FG_DEVICE void bulk_copy_once(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    uint64_t policy;
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], "
+                 "[%1], %2, [%3], %4;" ::"r"(smem_addr(dst)),
+                 "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
+                 : "memory");
+}
 // bytes (a multiple of 16) from global memory into L2, nothing waits on it
 FG_DEVICE void bulk_prefetch_l2(const void *src, unsigned bytes)
 {
