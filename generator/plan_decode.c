@@ -472,10 +472,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "%u consumer threads + 1 producer warp, one CTA per SM: every byte streams "
                      "through a ring of %u stages of %u B (%u KB ahead of the consumers, %u "
                      "stages in flight); %u "
-                     "whole W_qkv rows or %u tokens per stage, by bulk copies\n",
+                     "whole W_qkv rows or %u tokens per stage, by bulk copies (W_qkv, W_o%s "
+                     "with an L2 evict-first hint: read once a step)\n",
                      threads, ring->stages, ring->stage_bytes,
                      ring->stages * ring->stage_bytes / 1024, ring->inflight, ring->rows1,
-                     ring->stage_bytes / (4 * a->head_dim));
+                     ring->stage_bytes / (4 * a->head_dim),
+                     a->heads == a->kv_heads ? " and K, V" : "");
     else
         fg_sb_printf(&in.reasons,
                      "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "

@@ -415,8 +415,10 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_sb_printf(&in.reasons,
                  "a block's weight rows and latent rows stream in by bulk copies through a ring "
                  "of %u slots of %u bytes%s, in the order the phases take them, "
-                 "so the next phases' bytes are in flight during a phase and its barrier\n",
-                 slots, slot, from == FG_FROM_MODEL ? " (as many as fit)" : "");
+                 "so the next phases' bytes are in flight during a phase and its barrier, "
+                 "the weights%s with an L2 evict-first hint (read once a step)\n",
+                 slots, slot, from == FG_FROM_MODEL ? " (as many as fit)" : "",
+                 heads / BLOCK_GROUP == 1 ? " and the latent rows (one head group)" : "");
     char smem_text[64];
     snprintf(smem_text, sizeof smem_text, "%u bytes of shared memory", smem);
     rope_reason(&in, m, page, smem_text);
