@@ -746,7 +746,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
                      hpb == 16 ? "" : "s", stages, tile, smem);
     paged_reason(&in, page, tile, !shape.wgmma);
-    if (!shape.wgmma && groups == 1)   /* mla_decode.in's tile_row_copy */
+    if (!shape.wgmma && groups == 1)   /* main_loop_mma's bulk_copy_once_if */
         fg_sb_printf(&in.reasons, "cache rows copied with an L2 evict-first hint: one head group "
                                   "reads each row once a launch\n");
     return fg_plan_add(set, &in, s, ts, d);

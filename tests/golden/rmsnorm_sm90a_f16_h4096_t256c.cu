@@ -191,6 +191,16 @@ FG_DEVICE void bulk_copy_once(void *dst, const void *src, unsigned bytes, uint64
                  "l"(src), "r"(bytes), "r"(smem_addr(bar)), "l"(policy)
                  : "memory");
 }
+// bulk_copy_once where kOnce (each byte has one reader a launch), else
+// bulk_copy (several readers share the bytes through L2: a head group's
+// query heads, a GQA group's)
+template <bool kOnce> FG_DEVICE void bulk_copy_once_if(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    if constexpr (kOnce)
+        bulk_copy_once(dst, src, bytes, bar);
+    else
+        bulk_copy(dst, src, bytes, bar);
+}
 // bytes (a multiple of 16) from global memory into L2, nothing waits on it
 FG_DEVICE void bulk_prefetch_l2(const void *src, unsigned bytes)
 {
