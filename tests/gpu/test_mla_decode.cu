@@ -62,6 +62,7 @@
 // timed the same way; per instance a fit T(S) = T0 + bytes / BW_eff.
 #include <algorithm>
 #include <memory>
+#include <numeric>
 #include <atomic>
 #include <math.h>
 #include <stdint.h>
@@ -1211,8 +1212,7 @@ bool bench_set_init(BenchSet *x, const Inst *in, int S, cudaStream_t s)
         const int npages = (int)B * used + 1;
         std::vector<int> perm((size_t)B * used);
         if (g_ordered_pages)
-            for (size_t i = 0; i < perm.size(); i++)
-                perm[i] = (int)i;
+            std::iota(perm.begin(), perm.end(), 0);
         else
             fgh_permutation(perm.data(), (int)perm.size(), fgh_next_seed());
         bt.assign(B * pps, npages - 1);
