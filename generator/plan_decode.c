@@ -652,8 +652,15 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
  * let the rule below take 40 slices for Llama-2-13B and 28 for Qwen2-7B's
  * W_o, where the tuning runs found fewer, longer units faster. */
 #define GRID_SLICE_COLS 256u
-/* Attention runs per (request, KV head) at most (the states' workspace). */
+/* Attention runs per (request, KV head) at most (the states' workspace):
+ * 64, or where a GQA group's attention runs on tensor or matrix cores (its
+ * runs merged in a phase of their own, warps taking a head's columns in
+ * runs of MERGE_COLS) up to 512, as many as give every warp an item at
+ * B_max: few KV heads at small batches left most warps idle (Qwen2-7B B = 1,
+ * one H200: 4 KV heads x 64 runs = 256 items for 2112 warps, the keys at
+ * ~1 TB/s). */
 #define GRID_MAX_SPLITS 64u
+#define GRID_MAX_SPLITS_MMA 512u
 
 /* Keys an attention run has at least: 64 at batches up to 4 (the portable
  * form; Llama-2-7B B = 1, one H200: S = 2K 81.4 -> 74.1 us, 8K 116.7 ->
@@ -668,6 +675,8 @@ typedef struct grid_cfg {
     unsigned slices_qkv, slices_o;   /* column slices of the projections' units */
     unsigned heads_per_item;         /* query heads of a GQA group an attention item serves */
     unsigned unroll;                 /* key rounds a warp has in flight */
+    unsigned max_splits;             /* attention runs per (request, KV head) at most */
+    unsigned merge_cols;             /* a head's columns a warp merges (attention on mma) */
     unsigned batch_tile;             /* requests a matrix-product n-tile (mma 8, MFMA 16) */
     unsigned staged_rows;            /* rows of x (then o) in shared memory; 0 (AMD): none,
                                         read from the workspace */
@@ -711,6 +720,36 @@ static unsigned grid_heads_per_item(const fg_attention *a, const fg_target *t)
     if (grid_att_mma(a, t))
         return a->heads / a->kv_heads;
     return (a->heads / a->kv_heads) % 2 == 0 ? 2 : 1;
+}
+
+/* The attention's runs and their merge: on tensor or matrix cores, runs
+ * enough for an item a warp at B_max (powers of two, GRID_MAX_SPLITS to
+ * GRID_MAX_SPLITS_MMA), and each head's columns cut into parts so that the
+ * merge phase's (request, head, part) items fill the warps; else 64 runs and
+ * a head merged by the warp that ends its last (4 x warp-size columns at
+ * once).  A lane merges 4 columns, a part's columns x 4 lanes a power of two
+ * that divides the warp. */
+static const char *grid_runs(const fg_attention *a, const fg_target *t, unsigned bmax, grid_cfg *g)
+{
+    const unsigned warps = grid_warps(t), hd = a->head_dim, ws = t->warp_size;
+    const bool mma = grid_att_mma(a, t);
+    g->max_splits = GRID_MAX_SPLITS;
+    unsigned parts = 1;
+    if (mma) {
+        const unsigned items = bmax * a->kv_heads * (a->heads / a->kv_heads / g->heads_per_item);
+        while (g->max_splits < GRID_MAX_SPLITS_MMA && items * g->max_splits < warps)
+            g->max_splits *= 2;
+        while (hd % (2 * parts) == 0 && hd / (2 * parts) >= 4 && bmax * a->heads * 2 * parts <= warps)
+            parts *= 2;
+    }
+    while (hd % parts == 0 && hd / parts > 4 * ws)
+        parts *= 2;
+    g->merge_cols = hd % parts ? 0 : hd / parts;
+    const unsigned lanes = g->merge_cols / 4;
+    if (!lanes || g->merge_cols % 4 || ws % lanes || (lanes & (lanes - 1)))
+        return "the attention's merge takes a head's columns 4 a lane, in parts whose lanes "
+               "divide the warp";
+    return NULL;
 }
 
 /* The share of the warps' last round of units busy: (rows / 16) x slices
@@ -789,6 +828,9 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
     if (a->head_dim % t->warp_size)
         return "the attention's merge gives each lane head_dim / warp-size columns";
     g->heads_per_item = grid_heads_per_item(a, t);
+    const char *runs = grid_runs(a, t, bmax, g);
+    if (runs)
+        return runs;
     /* the batch padded to the matrix product's n-tiles (mma.sync's 8
      * requests, MFMA's 16), and the rows staged: every padded one on sm_90,
      * the batch's alone on AMD (the rest are zeros in registers), or on AMD
@@ -809,7 +851,7 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
     }
     g->smem = g->staged_rows ? (unsigned)smem : 0;
     g->ws_floats = (unsigned long long)g->slices_qkv * bp * rows1 + bp * qd +
-                   bp * a->heads * GRID_MAX_SPLITS * (a->head_dim + 4ull) + bp * qd / 2 +
+                   (unsigned long long)bmax * a->heads * g->max_splits * (a->head_dim + 4ull) + bp * qd / 2 +
                    (unsigned long long)g->slices_o * bp * m->hidden +
                    (g->staged_rows ? 0 : (unsigned long long)bmax * m->hidden / 2);
     return NULL;
@@ -891,7 +933,8 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     fg_instance_add_param(&in, "SLICES_QKV", g->slices_qkv);
     fg_instance_add_param(&in, "SLICES_O", g->slices_o);
     fg_instance_add_param(&in, "STEP_COLS", g->step);
-    fg_instance_add_param(&in, "MAX_SPLITS", GRID_MAX_SPLITS);
+    fg_instance_add_param(&in, "MAX_SPLITS", g->max_splits);
+    fg_instance_add_param(&in, "MERGE_COLS", g->merge_cols);
     fg_instance_add_param(&in, "MIN_RUN", grid_min_run(bmax));
     fg_instance_add_param(&in, "UNROLL", g->unroll);
     fg_instance_add_param(&in, "HEADS_PER_ITEM", g->heads_per_item);
@@ -978,19 +1021,21 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                      "attention: items of (request, KV head, its %u query heads, a run of >= %u "
                      "keys, at most %u runs) from a counter, on %s, the group's heads as N: "
                      "S^T = K q^T, o^T += V^T p^T%s), 16 keys (%u KB) in flight a %s, each K "
-                     "and V byte loaded once for the group; then, after a grid barrier, each "
-                     "head's runs merged in order by a %s\n",
-                     g->heads_per_item, grid_min_run(bmax), GRID_MAX_SPLITS, unit,
+                     "and V byte loaded once for the group (runs: as many as give each %s an item "
+                     "at B_max, up to %u); then, after a grid barrier, each head's runs merged "
+                     "by %ss taking %u of its columns, in a fixed order\n",
+                     g->heads_per_item, grid_min_run(bmax), g->max_splits, unit,
                      amd ? ", p^T being the S^T a lane holds: no exchange but the 4 lanes' max"
                          : "",
-                     16 * 2 * a->head_dim * fg_dtype_bytes(m->dtype) / 1024, wave, wave);
+                     16 * 2 * a->head_dim * fg_dtype_bytes(m->dtype) / 1024, wave, wave, GRID_MAX_SPLITS_MMA,
+                     wave, g->merge_cols);
     else
         fg_sb_printf(&in.reasons,
                      "attention: items of (request, KV head, %u query head%s, a run of >= %u "
                      "keys, at most %u runs) from a counter, %u lanes a key, %u key rounds in "
                      "flight; a head's runs merged in order by the warp that ends its last\n",
                      g->heads_per_item, g->heads_per_item > 1 ? "s" : "", grid_min_run(bmax),
-                     GRID_MAX_SPLITS, a->head_dim / 8, g->unroll);
+                     g->max_splits, a->head_dim / 8, g->unroll);
     fg_sb_printf(&in.reasons,
                  "output: %u units of 16 W_o rows x %u columns, partials summed in slice order: "
                  "no atomics, bitwise reproducible%s\n",
