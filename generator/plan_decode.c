@@ -655,12 +655,13 @@ static int plan_ring_candidates(fg_plan_set *set, const fg_spec *s, const fg_spe
 /* Attention runs per (request, KV head) at most (the states' workspace):
  * 64, or where a GQA group's attention runs on tensor or matrix cores (its
  * runs merged in a phase of their own, warps taking a head's columns in
- * runs of MERGE_COLS) up to 512, as many as give every warp an item at
+ * runs of MERGE_COLS) up to 256, as many as give every warp an item at
  * B_max: few KV heads at small batches left most warps idle (Qwen2-7B B = 1,
  * one H200: 4 KV heads x 64 runs = 256 items for 2112 warps, the keys at
- * ~1 TB/s). */
+ * ~1 TB/s).  512 runs of 64 keys, an item a warp, were slower at S = 32K
+ * than 256 of 128 (81.5-81.8 against 67.4-67.8 us) and level below 16K. */
 #define GRID_MAX_SPLITS 64u
-#define GRID_MAX_SPLITS_MMA 512u
+#define GRID_MAX_SPLITS_MMA 256u
 
 /* Keys an attention run has at least: 64 at batches up to 4 (the portable
  * form; Llama-2-7B B = 1, one H200: S = 2K 81.4 -> 74.1 us, 8K 116.7 ->
