@@ -1043,7 +1043,7 @@ static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
         fg_sb_printf(&in.reasons,
                      "attention: items of (request, KV head, %u query head%s, a run of >= %u "
                      "keys, at most %u runs) from a counter, %u lanes a key, %u key rounds in "
-                     "flight; a head's runs merged in order by the warp that ends its last\n",
+                     "flight; a head's runs merged in a fixed order by the warp that ends its last\n",
                      g->heads_per_item, g->heads_per_item > 1 ? "s" : "", grid_min_run(bmax),
                      g->max_splits, a->head_dim / 8, g->unroll);
     fg_sb_printf(&in.reasons,
