@@ -891,20 +891,28 @@ static bool grid_family(char out[FG_NAME_MAX], const fg_model *m, const fg_targe
     return named;
 }
 
+/* Where a GQA group's attention runs on tensor cores, the grid form loads
+ * each K and V byte once for the group and the batch, while the ring
+ * streams a KV head once a query head and a request: group size x B_max
+ * streams.  From GRID_GQA_STREAMS of them the grid form is preferred (one
+ * H200, S = 1K ... S_max, grid against ring: 16 streams, Llama-3-8B B = 4,
+ * 58.3 / 92.2 us against 64.4 / 132.4 at 1K / 8K, and 28, Qwen2-7B B = 4,
+ * 53.4 / 126.9 against 66.4 / 587.4 at 1K / 32K: faster at every S; 14,
+ * Qwen2-7B B = 2, 50.1 / 100.0 against 43.3 / 308.7, level at 2K, faster
+ * from there; 8, Llama-3-8B B = 2, 57.0 / 76.0 against 43.1 / 76.5, the
+ * ring faster to 4K, level at 8K; 7, Qwen2-7B B = 1, the ring faster to
+ * about 6K). */
+#define GRID_GQA_STREAMS 12u
+
 /* Whether batch bmax takes the grid form on t: above the ring's batches,
- * at any batch where t has no thread-block clusters, and from batch 2 where
- * a GQA group's attention runs on tensor cores: each K and V byte then
- * feeds the whole group, where the ring streams the group's KV head once a
- * query head (one H200, batch 4, S = 1K ... S_max, the grid against the
- * ring: Qwen2-7B 53.4 / 126.9 us against 66.4 / 587.4 at 1K / 32K,
- * Llama-3-8B 58.3 / 92.2 against 64.4 / 132.4 at 1K / 8K, Mistral-7B's
- * window 75.6 against 93.1; faster at every S measured).  At batch 1 the
- * ring's fixed cost is the smaller (Llama-3-8B faster at every S to 8K;
- * Qwen2-7B to about 6K). */
+ * at any batch where t has no thread-block clusters, and where a GQA
+ * group's attention on tensor cores makes GRID_GQA_STREAMS streams or more
+ * in the ring (above). */
 static bool grid_serves(const fg_model *m, const fg_target *t, unsigned bmax)
 {
+    const fg_attention *a = m->attention;
     return bmax > MAX_BATCH || t->max_cluster_size == 0 ||
-           (bmax > 1 && grid_att_mma(m->attention, t));
+           (grid_att_mma(a, t) && a->heads / a->kv_heads * bmax >= GRID_GQA_STREAMS);
 }
 
 static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
@@ -1080,9 +1088,10 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
         fg_sb_puts(&choice, "preferred: the only form above batch 4");
     else if (t->max_cluster_size)
         fg_sb_puts(&choice, "preferred: a GQA group's heads on tensor cores share each K and V "
-                            "byte, where the ring streams the KV head once a query head; from "
-                            "batch 2 measured faster than the ring at every S (batch 4, one "
-                            "H200: Qwen2-7B 2.4-4.6x from 8K, Llama-3-8B 1.1-1.4x)");
+                            "byte, where the ring streams the KV head once a query head and a "
+                            "request: from 12 such streams (group size x B_max) measured "
+                            "the faster form (batch 4, one H200: Qwen2-7B 2.4-4.6x from 8K, "
+                            "Llama-3-8B 1.1-1.4x at every S)");
     else
         fg_sb_printf(&choice, "the portable form: %s has no thread-block clusters, so grid "
                               "barriers and global memory take the cluster collectives' place "
