@@ -2578,6 +2578,51 @@ Test(cli, decode_grid_form_above_batch_4)
     free(out);
 }
 
+/* A GQA group on tensor cores takes the grid form where the ring would
+ * stream each KV head 12 times or more a step (group size x B_max): Qwen2-7B
+ * (groups of 7) from batch 2, Llama-3-8B (groups of 4) at batch 4, the ring
+ * below; the grid's runs per (request, KV head) and the merge's columns a
+ * warp follow B_max (MHA keeps 64 runs and a head's 128 columns a warp). */
+Test(cli, decode_gqa_grid_by_streams)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*' specs/models/qwen2-7b.yaml "
+                           "specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "_p16_bias_b1_c2x2_t448_ring_norm\n"), "%s", out);
+    cr_assert(strstr(out, "_p16_bias_b4_grid_t512_norm\n"), "%s", out);
+    cr_assert_null(strstr(out, "_b4_c2x2_"), "%s", out);
+    cr_assert(strstr(out, "from 12 such streams (group size x B_max)"), "%s", out);
+    cr_assert(strstr(out, "BMAX=4 QKV_BIAS=1"), "%s", out);
+    cr_assert(strstr(out, "MAX_SPLITS=256 MERGE_COLS=8 "), "%s", out);
+    cr_assert(strstr(out, "MAX_SPLITS=64 MERGE_COLS=32 "), "%s", out);   /* batch 16 */
+    free(out);
+
+    char *l3 = slurp("specs/models/llama-3-8b.yaml");
+    char path[128];
+    const struct {
+        const char *sizes, *form;
+    } cases[] = {{"batch_sizes: [2]", "_b2_c2x2_t512_ring_norm\n"},
+                 {"batch_sizes: [4]", "_b4_grid_t512_norm\n"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *text = replaced(l3, "batch_sizes: [1, 4, 16]", cases[i].sizes);
+        snprintf(path, sizeof path, "%s/llama3-streams-%zu.yaml", tmp, i);
+        write_file(path, text);
+        free(text);
+        cr_assert_eq(run(&out, "explain --filter 'decode_attn*' %s specs/targets/h200.yaml", path),
+                     0, "%s", out);
+        cr_expect_not_null(strstr(out, cases[i].form), "%s: %s", cases[i].sizes, out);
+        free(out);
+    }
+    free(l3);
+
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b16_grid_t512_norm' "
+                           "specs/models/llama-2-7b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "MAX_SPLITS=64 MERGE_COLS=128 "), "%s", out);
+    free(out);
+}
+
 /* A model whose S_max is below the portable form's tile still gets the
  * form (one split, its rows masked past the length), not a shared-memory
  * refusal. */
