@@ -827,7 +827,8 @@ static const char *grid_plan_exact(const fg_model *m, const fg_target *t, unsign
                    : "a GQA group's attention on tensor cores has one block of 16 keys in flight "
                      "(key rounds 1)";
     if (a->head_dim % t->warp_size)
-        return "the attention's merge gives each lane head_dim / warp-size columns";
+        return "head_dim must be a multiple of the warp size (the grid form's template "
+               "asserts it; no other head_dim has been run)";
     g->heads_per_item = grid_heads_per_item(a, t);
     const char *runs = grid_runs(a, t, bmax, g);
     if (runs)
@@ -1087,11 +1088,12 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
     if (bmax > MAX_BATCH)
         fg_sb_puts(&choice, "preferred: the only form above batch 4");
     else if (t->max_cluster_size)
-        fg_sb_puts(&choice, "preferred: a GQA group's heads on tensor cores share each K and V "
-                            "byte, where the ring streams the KV head once a query head and a "
-                            "request: from 12 such streams (group size x B_max) measured "
-                            "the faster form (batch 4, one H200: Qwen2-7B 2.4-4.6x from 8K, "
-                            "Llama-3-8B 1.1-1.4x at every S)");
+        fg_sb_printf(&choice, "preferred: a GQA group's heads on tensor cores share each K and V "
+                              "byte, where the ring streams the KV head once a query head and a "
+                              "request: from %u such streams (group size x B_max) measured "
+                              "the faster form (batch 4, one H200: Qwen2-7B 2.4-4.6x from 8K, "
+                              "Llama-3-8B 1.1-1.4x at every S)",
+                     GRID_GQA_STREAMS);
     else
         fg_sb_printf(&choice, "the portable form: %s has no thread-block clusters, so grid "
                               "barriers and global memory take the cluster collectives' place "
