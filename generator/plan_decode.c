@@ -47,8 +47,19 @@ typedef struct ring_cfg {
     unsigned threads, stage_bytes, stages, rows1, inflight;
     unsigned inflight3;     /* stages in flight while W_o streams; 0: as inflight */
     unsigned static_smem;   /* estimate of the template's Smem struct */
+    bool share;             /* GQA: a KV group's CTAs share its K/V (SHARE_KV) */
     fg_origin from;         /* the model's, a tuning entry's or a tuning candidate */
 } ring_cfg;
+
+/* Whether the ring shares a KV group's tiles: its GS*CPH CTAs split the
+ * group's (GS + 2) x head_dim projection rows and its tokens, each CTA
+ * attending for all GS query heads with its warps in GS sets (so the warps
+ * must split into them).  Each K/V byte then streams into one SM, not GS. */
+static bool ring_shares(const fg_model *m, unsigned warps)
+{
+    const unsigned gs = m->attention->heads / m->attention->kv_heads;
+    return gs > 1 && warps % gs == 0;
+}
 
 /* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
  * tiles hidden sizes of 7 x 512 (Qwen2-7B's 3584), whose rows split evenly
@@ -97,17 +108,24 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
 {
     const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
     const unsigned warps = threads / 32, groups = threads / (hd / 8);
-    const unsigned qkv = 3 * hd;
+    const bool share = ring_shares(m, warps);
+    const unsigned gsq = share ? m->attention->heads / m->attention->kv_heads : 1;
+    const unsigned qkv = (gsq + 2) * hd, gct = gsq * cph;   /* as the template's QKV, GCT */
     const unsigned grid = m->attention->heads * cph, qd = m->attention->heads * hd;
     if (grid > t->compute_units)
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
-    *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes};
-    /* phase 1: each CTA owns qkv/cph whole rows of W_qkv, rows1 per stage;
-     * warps/rows1 warps share a row, each over whole 256-column steps */
+    *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes, .share = share};
+    /* phase 1: each CTA owns qkv/cph whole rows of W_qkv (with sharing, the
+     * group's rows over its CTAs, rounded up to whole stages), rows1 per
+     * stage; warps/rows1 warps share a row, each over whole 256-column steps */
     r->rows1 = r->stage_bytes / (m->hidden * e);
-    if (qkv % cph || !r->rows1 || warps % r->rows1 || hd % r->rows1 || (qkv / cph) % r->rows1 ||
+    if (!r->rows1)
+        return "a W_qkv row does not fit in a stage";
+    const unsigned rq = share ? ((qkv + gct - 1) / gct + r->rows1 - 1) / r->rows1 * r->rows1
+                              : qkv / cph;
+    if ((!share && qkv % cph) || warps % r->rows1 || hd % r->rows1 || rq % r->rows1 ||
         (m->hidden / (warps / r->rows1)) % 256)
         return "W_qkv rows do not split evenly over the head's CTAs, stages and warps";
     if (r->stage_bytes / (2 * hd * e) < groups)
@@ -123,8 +141,8 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
         return "the x slices of the batch would not fit in registers (more than 64 floats)";
     const unsigned wpr = warps / r->rows1;
     r->static_smem = 16 * 16 + 16 +
-                     4 * (wpr * bmax * (qkv / cph) + bmax * qkv + 3 * warps + warps * hd +
-                          (1 + c) * bmax * (hd + 2) +
+                     4 * (wpr * bmax * rq + bmax * qkv + 3 * warps + warps * hd +
+                          (1 + c) * bmax * gsq * (hd + 2) +
                           (warps / rows3) * bmax * ((m->hidden + grid - 1) / grid) +
                           bmax);
     const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
@@ -409,6 +427,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      threads + 32, t->registers_per_cu / (warps_charged * 32) / 8 * 8,
                      warps_charged);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
+        fg_instance_add_param(&in, "SHARE_KV", ring->share);
     } else {
         fg_instance_add_param(&in, "UNROLL", cs->unroll);
         fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
@@ -427,9 +446,15 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const uint64_t qkv = 3ull * a->head_dim, heads = a->heads;
     uint64_t ws_floats;
     if (ring) {
-        /* the heads' q, k, v (P > 1) and the clusters' softmax states; barrier counters
-         * of the heads and of the grid */
-        ws_floats = heads * bmax * ((p > 1 ? qkv : 0) + p * (a->head_dim + 4ull));
+        /* the heads' q, k, v (P > 1; sharing: the groups' q, k, v) and the
+         * clusters' softmax states (sharing: GS per head and cluster);
+         * barrier counters of the heads (or groups) and of the grid */
+        const uint64_t gs = ring->share ? a->heads / a->kv_heads : 1;
+        ws_floats = ring->share ? a->kv_heads * bmax * (gs + 2) * a->head_dim
+                                : heads * bmax * (p > 1 ? qkv : 0);
+        ws_floats += heads * gs * p * bmax * (a->head_dim + 4ull);
+        if (ring->share)   /* o, merged once per head, in the storage type */
+            ws_floats += (bmax * heads * a->head_dim * 2 + 3) / 4;
         in.counter_count = a->heads + 1;
     } else {
         ws_floats = (det ? heads : 1) * bmax * m->hidden +
@@ -446,20 +471,21 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     in.priority = priority;
     if (ring)
         fg_plan_mark(&in, family, ring->from);
-    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s",
+    snprintf(in.path_key, sizeof in.path_key, "decode_attn/%s/%s/b%u/t%u%s/%s%s%s%s%s",
              fg_dtype_name(m->dtype), cl, bmax, threads, deep, det ? "det" : "fast",
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",
-             a->qkv_bias ? "/bias" : "");
+             a->qkv_bias ? "/bias" : "", ring && ring->share ? "/shared-kv" : "");
 
     const unsigned ctas = a->heads * c * p;
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
     if (p > 1)
         fg_sb_printf(&in.reasons,
-                     "%u clusters of %u CTAs per head: %u CTAs on %u SMs; the head's clusters "
-                     "exchange through global memory behind head barriers (cooperative launch, "
+                     "%u clusters of %u CTAs per head: %u CTAs on %u SMs; the %s clusters "
+                     "exchange through global memory behind %s barriers (cooperative launch, "
                      "every wait has a time limit)\n",
-                     p, c, ctas, t->compute_units);
+                     p, c, ctas, t->compute_units, ring && ring->share ? "group's" : "head's",
+                     ring && ring->share ? "group" : "head");
     else
         fg_sb_printf(&in.reasons, "one cluster of %u CTAs per head: %u CTAs on %u SMs (%s)%s\n",
                      c, ctas, t->compute_units,
@@ -477,7 +503,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      threads, ring->stages, ring->stage_bytes,
                      ring->stages * ring->stage_bytes / 1024, ring->inflight, ring->rows1,
                      ring->stage_bytes / (4 * a->head_dim),
-                     a->heads == a->kv_heads ? " and K, V" : "");
+                     a->heads == a->kv_heads || ring->share ? " and K, V" : "");
     else
         fg_sb_printf(&in.reasons,
                      "%u threads, %u CTA(s) per SM meant: %u weight loads of 16 B in flight per "
@@ -490,7 +516,19 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "a page of 1 token is a copy per token), table entries loaded a stage "
                      "ahead\n",
                      page, a->kv_heads, page, a->head_dim, m->max_context / page);
-    if (ring)
+    if (ring && ring->share) {
+        const unsigned gs = a->heads / a->kv_heads, gct = gs * c * p;
+        const unsigned rows = (gs + 2) * a->head_dim;
+        fg_sb_printf(&in.reasons,
+                     "KV groups: the %u CTAs of a group (its %u query heads) split its %u q, k, v "
+                     "rows (%u each, whole stages; k and v computed once) and exchange them "
+                     "through global memory behind a group barrier; each attends over 1/%u of "
+                     "the group's tokens for all %u heads, its warps in %u sets, so each K and V "
+                     "byte streams into one SM a step; phase 3 merges %u states per head\n",
+                     gct, gs, rows, ((rows + gct - 1) / gct + ring->rows1 - 1) / ring->rows1 *
+                                        ring->rows1,
+                     gct, gs, gs, gs * p);
+    } else if (ring)
         fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
                                   "are gathered over DSMEM in the cluster%s\n",
                      3 * a->head_dim / (c * p), 3 * a->head_dim,

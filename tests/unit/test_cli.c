@@ -2623,6 +2623,35 @@ Test(cli, decode_gqa_grid_by_streams)
     free(out);
 }
 
+/* The ring shares a KV group's tiles where its warps split into the group's
+ * query heads (Qwen2-7B: 7 of 14 warps; Llama-3-8B: 4 of 16), with the
+ * group's rows, states and merged o in the workspace; MHA rings do not. */
+Test(cli, decode_ring_shares_kv_groups)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t448_ring_norm' "
+                           "specs/models/qwen2-7b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "ROWS1=2 SHARE_KV=1\n"), "%s", out);
+    cr_assert(strstr(out, "the 28 CTAs of a group (its 7 query heads) split its 1152 q, k, v "
+                          "rows (42 each"),
+              "%s", out);
+    cr_assert(strstr(out, "phase 3 merges 14 states per head"), "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t512_ring_norm' "
+                           "specs/models/llama-3-8b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "SHARE_KV=1"), "%s", out);
+    cr_assert(strstr(out, "split its 768 q, k, v rows (48 each"), "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*ring*' specs/models/llama-2-7b.yaml "
+                           "specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "SHARE_KV=0"), "%s", out);
+    cr_assert_null(strstr(out, "SHARE_KV=1"), "%s", out);
+    free(out);
+}
+
 /* A model whose S_max is below the portable form's tile still gets the
  * form (one split, its rows masked past the length), not a shared-memory
  * refusal. */
