@@ -51,20 +51,34 @@ typedef struct ring_cfg {
     fg_origin from;         /* the model's, a tuning entry's or a tuning candidate */
 } ring_cfg;
 
+/* Whether the ring attends for a GQA group on tensor cores (its heads as
+ * mma N: at most 8; head_dim a multiple of 64), as decode_attn_ring.in's
+ * ATT_MMA. */
+static bool ring_att_mma(const fg_model *m)
+{
+    const unsigned gs = m->attention->heads / m->attention->kv_heads;
+    return gs > 1 && gs <= 8 && m->attention->head_dim % 64 == 0;
+}
+
 /* Whether the ring shares a KV group's tiles: its GS*CPH CTAs split the
  * group's (GS + 2) x head_dim projection rows and its tokens, each CTA
- * attending for all GS query heads with its warps in GS sets (so the warps
- * must split into them).  Each K/V byte then streams into one SM, not GS. */
+ * attending for all GS query heads, on tensor cores or with its warps in GS
+ * sets (so the warps must split into them).  Each K/V byte then streams into
+ * one SM, not GS. */
 static bool ring_shares(const fg_model *m, unsigned warps)
 {
     const unsigned gs = m->attention->heads / m->attention->kv_heads;
-    return gs > 1 && warps % gs == 0;
+    return gs > 1 && (ring_att_mma(m) || warps % gs == 0);
 }
 
 /* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
  * tiles hidden sizes of 7 x 512 (Qwen2-7B's 3584), whose rows split evenly
  * over 7 warps but not over 8 or 16. */
 static const unsigned RING_THREADS[] = {512u, 448u};
+/* Where a GQA group attends on tensor cores, 256 first: 8 attention warps
+ * hold a group's o fragments, K and V blocks and q (about 110 registers),
+ * which spilled under the 96 that 17 warps leave; 9 warps leave 168. */
+static const unsigned RING_THREADS_MMA[] = {256u, 512u, 448u};
 /* Stage sizes in order of preference.  16 KB first, at most RING_MAX_STAGES
  * of them: the tuning candidates (generate --candidates, H200, Llama-2-7B
  * f16 batch 1, S = 1K and 4K) put 16 KB x 8 stages (128 KB in flight) 3-6%
@@ -86,6 +100,14 @@ static const unsigned RING_STAGE_SIZES[] = {16384u, 40960u, 32768u};
  * bulk copy streamed at 2.6 TB/s, and W_qkv by 16-byte cp.async took 11 us
  * longer than by bulk copies, while runs of 8 KB and more streamed KV at
  * 4.3-4.7 TB/s). */
+
+/* A ring thread's register cap: one CTA per SM of threads + 1 producer warp;
+ * registers go to warps in groups of 4, so 17 warps are charged as 20. */
+static unsigned ring_registers(const fg_target *t, unsigned threads)
+{
+    const unsigned warps_charged = ((threads + 32) / 32 + 3) / 4 * 4;
+    return t->registers_per_cu / (warps_charged * 32) / 8 * 8;
+}
 
 /* Why the ring's stage count does not serve, or NULL.  The template's first
  * stages hold the RMSNorm weight and x's rows (the same count as its XST). */
@@ -135,13 +157,22 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     const unsigned rows3 = r->stage_bytes / (qd * e);
     if (!rows3 || warps % rows3 || (qd / (warps / rows3)) % 256)
         return "W_o rows do not split evenly over the stages and warps";
-    if (bmax * (qd / (warps / rows3) / 256) * 8 > 64)
+    /* the batch's x slices (phase 1) and o slices (phase 3) in registers:
+     * at most the per-thread cap less 32 (64 floats at 512 threads' 96
+     * registers, which the 4-batch MHA ring measured; 128 at 256 threads',
+     * which the 4-batch GQA ring compiles without spills) */
+    const unsigned regs = ring_registers(t, threads), vec_floats = regs - 32;
+    if (bmax * (qd / (warps / rows3) / 256) * 8 > vec_floats)
         return "the attention outputs of the batch would not fit in registers";
-    if (bmax * (m->hidden / (warps / r->rows1) / 256) * 8 > 64)
-        return "the x slices of the batch would not fit in registers (more than 64 floats)";
+    if (bmax * (m->hidden / (warps / r->rows1) / 256) * 8 > vec_floats)
+        return "the x slices of the batch would not fit in registers (the thread's cap less 32)";
     const unsigned wpr = warps / r->rows1;
-    r->static_smem = 16 * 16 + 16 +
-                     4 * (wpr * bmax * rq + bmax * qkv + 3 * warps + warps * hd +
+    /* per-warp softmax states: with tensor cores, per attention warp (8 at
+     * most) and head */
+    const bool mma = share && ring_att_mma(m);
+    const unsigned wst = mma ? (warps < 8 ? warps : 8) * gsq : warps;
+    r->static_smem = 16 * 16 + 16 + (mma ? 16 * 32 * (hd / 32) : 0) /* q's fragments */ +
+                     4 * (wpr * bmax * rq + bmax * qkv + warps + 2 * wst + wst * hd +
                           (1 + c) * bmax * gsq * (hd + 2) +
                           (warps / rows3) * bmax * ((m->hidden + grid - 1) / grid) +
                           bmax);
@@ -176,14 +207,18 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                              unsigned bmax, ring_cfg *r)
 {
     const char *first = NULL;
-    for (size_t k = 0; k < sizeof RING_THREADS / sizeof RING_THREADS[0]; k++)
+    const bool mma = ring_att_mma(m);
+    const unsigned *threads = mma ? RING_THREADS_MMA : RING_THREADS;
+    const size_t nthreads = mma ? sizeof RING_THREADS_MMA / sizeof RING_THREADS_MMA[0]
+                                : sizeof RING_THREADS / sizeof RING_THREADS[0];
+    for (size_t k = 0; k < nthreads; k++)
         for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++) {
             if (bmax > 1 && RING_STAGE_SIZES[i] > 16384u)
                 continue;
-            const char *why = ring_plan_stage(m, t, c, p, bmax, RING_THREADS[k],
+            const char *why = ring_plan_stage(m, t, c, p, bmax, threads[k],
                                               RING_STAGE_SIZES[i], r);
             if (!why)
-                return ring_plan_exact(m, t, c, p, bmax, RING_THREADS[k], RING_STAGE_SIZES[i],
+                return ring_plan_exact(m, t, c, p, bmax, threads[k], RING_STAGE_SIZES[i],
                                        r->stages < RING_MAX_STAGES ? r->stages : RING_MAX_STAGES,
                                        RING_INFLIGHT, r);
             if (!first)
@@ -414,18 +449,17 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "STAGES", ring->stages);
         fg_instance_add_param(&in, "INFLIGHT", ring->inflight);
         fg_instance_add_param(&in, "INFLIGHT3", ring->inflight3 ? ring->inflight3 : ring->inflight);
-        /* One CTA per SM.  Registers go to warps in groups of 4, so 17 warps
-         * are charged as 20: 96 per thread, which ptxas derives from
-         * __launch_bounds__ (a cap of 120 compiled but could not be resident).
-         * The x slices are kept in the storage type to fit batch 4. */
+        /* One CTA per SM: ptxas derives the cap (ring_registers) from
+         * __launch_bounds__ (at 512 threads a cap of 120 compiled but could
+         * not be resident).  The x slices are kept in the storage type to fit
+         * batch 4. */
         const unsigned warps_charged = ((threads + 32) / 32 + 3) / 4 * 4;
         fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
                      threads + 32);
         fg_sb_printf(&in.reasons,
                      "registers: __launch_bounds__(%u, 1): one CTA per SM, at most %u per "
                      "thread (registers are allocated for %u warps)\n",
-                     threads + 32, t->registers_per_cu / (warps_charged * 32) / 8 * 8,
-                     warps_charged);
+                     threads + 32, ring_registers(t, threads), warps_charged);
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
         fg_instance_add_param(&in, "SHARE_KV", ring->share);
     } else {
@@ -523,11 +557,16 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "KV groups: the %u CTAs of a group (its %u query heads) split its %u q, k, v "
                      "rows (%u each, whole stages; k and v computed once) and exchange them "
                      "through global memory behind a group barrier; each attends over 1/%u of "
-                     "the group's tokens for all %u heads, its warps in %u sets, so each K and V "
-                     "byte streams into one SM a step; phase 3 merges %u states per head\n",
+                     "the group's tokens for all %u heads (%s), so each K and V byte streams into "
+                     "one SM a step; the group merges its %u states per head into o before the "
+                     "grid barrier\n",
                      gct, gs, rows, ((rows + gct - 1) / gct + ring->rows1 - 1) / ring->rows1 *
                                         ring->rows1,
-                     gct, gs, gs, gs * p);
+                     gct, gs,
+                     ring_att_mma(m) ? "on tensor cores: mma.sync m16n8k16, the heads as N, "
+                                       "blocks of 16 keys over 8 warps"
+                                     : "its warps in one set per head",
+                     gs * p);
     } else if (ring)
         fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
                                   "are gathered over DSMEM in the cluster%s\n",
@@ -930,28 +969,19 @@ static bool grid_family(char out[FG_NAME_MAX], const fg_model *m, const fg_targe
     return named;
 }
 
-/* Where a GQA group's attention runs on tensor cores, the grid form loads
- * each K and V byte once for the group and the batch, while the ring
- * streams a KV head once a query head and a request: group size x B_max
- * streams.  From GRID_GQA_STREAMS of them the grid form is preferred (one
- * H200, S = 1K ... S_max, grid against ring: 16 streams, Llama-3-8B B = 4,
- * 58.3 / 92.2 us against 64.4 / 132.4 at 1K / 8K, and 28, Qwen2-7B B = 4,
- * 53.4 / 126.9 against 66.4 / 587.4 at 1K / 32K: faster at every S; 14,
- * Qwen2-7B B = 2, 50.1 / 100.0 against 43.3 / 308.7, level at 2K, faster
- * from there; 8, Llama-3-8B B = 2, 57.0 / 76.0 against 43.1 / 76.5, the
- * ring faster to 4K, level at 8K; 7, Qwen2-7B B = 1, the ring faster to
- * about 6K). */
-#define GRID_GQA_STREAMS 12u
-
 /* Whether batch bmax takes the grid form on t: above the ring's batches,
- * at any batch where t has no thread-block clusters, and where a GQA
- * group's attention on tensor cores makes GRID_GQA_STREAMS streams or more
- * in the ring (above). */
-static bool grid_serves(const fg_model *m, const fg_target *t, unsigned bmax)
+ * and at any batch where t has no thread-block clusters.  GQA at batch 4 and
+ * below stays in the ring, which shares a group's K and V tiles on tensor
+ * cores as the grid form does (SHARE_KV; one H200, S = 1K .. S_max, ring
+ * against grid: Qwen2-7B B = 2 34.6 / 70.2 us against 50.1 / 99.1 at 1K /
+ * 32K, B = 3 43.0 / 96.5 against 52.1 / 104.2, B = 4 52.9 / 124.6 against
+ * 53.7 / 124.1 (level; 65.4 against 72.9 at 8K); Llama-3-8B B = 3 45.8 /
+ * 61.9 against 57.5 / 82.4 at 1K / 8K, B = 4 55.9 / 82.3 against 58.4 /
+ * 92.2).  Before the ring shared them, the grid form served GQA from 12
+ * streams (group size x B_max). */
+static bool grid_serves(const fg_target *t, unsigned bmax)
 {
-    const fg_attention *a = m->attention;
-    return bmax > MAX_BATCH || t->max_cluster_size == 0 ||
-           (grid_att_mma(a, t) && a->heads / a->kv_heads * bmax >= GRID_GQA_STREAMS);
+    return bmax > MAX_BATCH || t->max_cluster_size == 0;
 }
 
 static int plan_grid_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
@@ -1125,13 +1155,6 @@ static int plan_grid(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsi
     fg_strbuf choice = {0}, twin = {0};
     if (bmax > MAX_BATCH)
         fg_sb_puts(&choice, "preferred: the only form above batch 4");
-    else if (t->max_cluster_size)
-        fg_sb_printf(&choice, "preferred: a GQA group's heads on tensor cores share each K and V "
-                              "byte, where the ring streams the KV head once a query head and a "
-                              "request: from %u such streams (group size x B_max) measured "
-                              "the faster form (batch 4, one H200: Qwen2-7B 2.4-4.6x from 8K, "
-                              "Llama-3-8B 1.1-1.4x at every S)",
-                     GRID_GQA_STREAMS);
     else
         fg_sb_printf(&choice, "the portable form: %s has no thread-block clusters, so grid "
                               "barriers and global memory take the cluster collectives' place "
@@ -1206,7 +1229,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
     const unsigned *sizes = CLUSTER_SIZES, ns = NCLUSTER_SIZES;
     for (unsigned bi = 0; bi < m->batch_sizes_count; bi++) {
         const unsigned bmax = m->batch_sizes[bi];
-        if (grid_serves(m, t, bmax)) {
+        if (grid_serves(t, bmax)) {
             if (plan_grid(set, s, ts, bmax, d))
                 return -1;
             continue;
@@ -1336,7 +1359,7 @@ const char *fg_plan_decode_skipped(const fg_spec *s, const fg_target *t)
         const unsigned bmax = s->model->batch_sizes[i];
         const char *reason = NULL;
         grid_cfg g;
-        if (grid_serves(s->model, t, bmax)) {
+        if (grid_serves(t, bmax)) {
             reason = grid_plan(s->model, t, bmax, &g);
         } else {
             const cta_shape *cs = bmax == 1 ? &WIDE : &BATCHED;

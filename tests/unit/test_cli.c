@@ -2053,18 +2053,21 @@ Test(cli, decode_names_carry_what_changes_the_code)
 }
 
 /* Qwen2-7B: q/k/v biases, seven query heads per KV head, a 16-token paged
- * cache, and hidden 3584 (7 x 512), which tiles over 14 consumer warps: the
- * ring at 448 threads, 128 registers each (15 warps are charged as 16). */
-Test(cli, decode_qwen2_plans_on_the_ring_at_448_threads)
+ * cache, and hidden 3584 (7 x 512): the group attends on tensor cores, so
+ * the ring takes 256 threads (168 registers each: 9 warps are charged as
+ * 12), whose rows tile with stages of 4 rows (32 KB), 2 warps a row. */
+Test(cli, decode_qwen2_plans_on_the_ring_at_256_threads)
 {
     char *out;
     cr_assert_eq(run(&out, "explain --target h200 specs/models/qwen2-7b.yaml specs/targets/h200.yaml"),
                  0, "%s", out);
     cr_assert(strstr(out, "decode_attn_sm90a_bf16_h3584_nh28_kv4_hd128_s32768_rt1000000_p16_bias_b1_"
-                          "c2x2_t448_ring_norm\n"),
+                          "c2x2_t256_ring_norm\n"),
               "%s", out);
-    cr_assert(strstr(out, "__launch_bounds__(480, 1): one CTA per SM, at most 128 per thread"), "%s",
+    cr_assert(strstr(out, "__launch_bounds__(288, 1): one CTA per SM, at most 168 per thread"), "%s",
               out);
+    cr_assert(strstr(out, "STAGE_BYTES=32768 STAGES=5 INFLIGHT=5 INFLIGHT3=5 ROWS1=4 SHARE_KV=1"),
+              "%s", out);
     /* batch 16: the grid form, the group's 7 query heads an attention item on
      * tensor cores, merged in a phase of their own (5 barriers) */
     cr_assert(strstr(out, "decode_attn_sm90a_bf16_h3584_nh28_kv4_hd128_s32768_rt1000000_p16_bias_b16_"
@@ -2342,7 +2345,7 @@ Test(cli, explain_decode_plan_and_skips)
               "%s", out);
     cr_assert(strstr(out, "QKV: rank r computes 96 whole rows of the head's 384"), "%s", out);
     /* GQA: the ring form only; what stays unsupported is said per batch size */
-    cr_assert(strstr(out, "decode_attn_sm90a_bf16_h4096_nh32_kv8_hd128_s8192_rt500000_b1_c2x2_t512_"
+    cr_assert(strstr(out, "decode_attn_sm90a_bf16_h4096_nh32_kv8_hd128_s8192_rt500000_b1_c2x2_t256_"
                           "ring_norm\n"),
               "%s", out);
     /* batch 16 plans (the grid form, outside this filter): no skip line for it */
@@ -2578,23 +2581,20 @@ Test(cli, decode_grid_form_above_batch_4)
     free(out);
 }
 
-/* A GQA group on tensor cores takes the grid form where the ring would
- * stream each KV head 12 times or more a step (group size x B_max): Qwen2-7B
- * (groups of 7) from batch 2, Llama-3-8B (groups of 4) at batch 4, the ring
- * below; the grid's runs per (request, KV head) and the merge's columns a
- * warp follow B_max (MHA keeps 64 runs and a head's 128 columns a warp). */
-Test(cli, decode_gqa_grid_by_streams)
+/* GQA on cluster targets: the ring through batch 4 (it shares a group's K
+ * and V tiles on tensor cores), the grid form above; the grid's runs per
+ * (request, KV head) and the merge's columns a warp follow B_max (MHA keeps
+ * 64 runs and a head's 128 columns a warp). */
+Test(cli, decode_gqa_ring_to_batch_4)
 {
     char *out;
     cr_assert_eq(run(&out, "explain --filter 'decode_attn*' specs/models/qwen2-7b.yaml "
                            "specs/targets/h200.yaml"),
                  0, "%s", out);
-    cr_assert(strstr(out, "_p16_bias_b1_c2x2_t448_ring_norm\n"), "%s", out);
-    cr_assert(strstr(out, "_p16_bias_b4_grid_t512_norm\n"), "%s", out);
-    cr_assert_null(strstr(out, "_b4_c2x2_"), "%s", out);
-    cr_assert(strstr(out, "from 12 such streams (group size x B_max)"), "%s", out);
-    cr_assert(strstr(out, "BMAX=4 QKV_BIAS=1"), "%s", out);
-    cr_assert(strstr(out, "MAX_SPLITS=256 MERGE_COLS=8 "), "%s", out);
+    cr_assert(strstr(out, "_p16_bias_b1_c2x2_t256_ring_norm\n"), "%s", out);
+    cr_assert(strstr(out, "_p16_bias_b4_c2x2_t448_ring_norm\n"), "%s", out);
+    cr_assert(strstr(out, "_p16_bias_b16_grid_t512_norm\n"), "%s", out);
+    cr_assert_null(strstr(out, "_b4_grid_"), "%s", out);
     cr_assert(strstr(out, "MAX_SPLITS=64 MERGE_COLS=32 "), "%s", out);   /* batch 16 */
     free(out);
 
@@ -2602,11 +2602,12 @@ Test(cli, decode_gqa_grid_by_streams)
     char path[128];
     const struct {
         const char *sizes, *form;
-    } cases[] = {{"batch_sizes: [2]", "_b2_c2x2_t512_ring_norm\n"},
-                 {"batch_sizes: [4]", "_b4_grid_t512_norm\n"}};
+    } cases[] = {{"batch_sizes: [2]", "_b2_c2x2_t256_ring_norm\n"},
+                 {"batch_sizes: [4]", "_b4_c2x2_t256_ring_norm\n"},
+                 {"batch_sizes: [8]", "_b8_grid_t512_norm\n"}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *text = replaced(l3, "batch_sizes: [1, 4, 16]", cases[i].sizes);
-        snprintf(path, sizeof path, "%s/llama3-streams-%zu.yaml", tmp, i);
+        snprintf(path, sizeof path, "%s/llama3-batch-%zu.yaml", tmp, i);
         write_file(path, text);
         free(text);
         cr_assert_eq(run(&out, "explain --filter 'decode_attn*' %s specs/targets/h200.yaml", path),
@@ -2623,22 +2624,24 @@ Test(cli, decode_gqa_grid_by_streams)
     free(out);
 }
 
-/* The ring shares a KV group's tiles where its warps split into the group's
- * query heads (Qwen2-7B: 7 of 14 warps; Llama-3-8B: 4 of 16), with the
+/* The ring shares a KV group's tiles (on tensor cores where the group has at
+ * most 8 heads; else with its warps in one set per query head), with the
  * group's rows, states and merged o in the workspace; MHA rings do not. */
 Test(cli, decode_ring_shares_kv_groups)
 {
     char *out;
-    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t448_ring_norm' "
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t256_ring_norm' "
                            "specs/models/qwen2-7b.yaml specs/targets/h200.yaml"),
                  0, "%s", out);
-    cr_assert(strstr(out, "ROWS1=2 SHARE_KV=1\n"), "%s", out);
+    cr_assert(strstr(out, "ROWS1=4 SHARE_KV=1\n"), "%s", out);
     cr_assert(strstr(out, "the 28 CTAs of a group (its 7 query heads) split its 1152 q, k, v "
-                          "rows (42 each"),
+                          "rows (44 each"),
               "%s", out);
-    cr_assert(strstr(out, "phase 3 merges 14 states per head"), "%s", out);
+    cr_assert(strstr(out, "all 7 heads (on tensor cores"), "%s", out);
+    cr_assert(strstr(out, "merges its 14 states per head"), "%s", out);
     free(out);
-    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t512_ring_norm' "
+    /* 256 threads: the tensor-core attention's registers (168 a thread) */
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t256_ring_norm' "
                            "specs/models/llama-3-8b.yaml specs/targets/h200.yaml"),
                  0, "%s", out);
     cr_assert(strstr(out, "SHARE_KV=1"), "%s", out);
