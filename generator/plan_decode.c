@@ -171,9 +171,11 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
      * most) and head */
     const bool mma = share && ring_att_mma(m);
     const unsigned wst = mma ? (warps < 8 ? warps : 8) * gsq : warps;
-    r->static_smem = 16 * 16 + 16 + (mma ? 16 * 32 * (hd / 32) : 0) /* q's fragments */ +
+    /* (q's fragments and the warps' weights with tensor cores; the cluster's
+     * received states without sharing) */
+    r->static_smem = 16 * 16 + 16 + (mma ? 16 * 32 * (hd / 32) + 4 * wst : 0) +
                      4 * (wpr * bmax * rq + bmax * qkv + warps + 2 * wst + wst * hd +
-                          (1 + c) * bmax * gsq * (hd + 2) +
+                          bmax * gsq * (hd + 2) + (share ? 1 : c) * bmax * (hd + 2) +
                           (warps / rows3) * bmax * ((m->hidden + grid - 1) / grid) +
                           bmax);
     const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
@@ -486,7 +488,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         const uint64_t gs = ring->share ? a->heads / a->kv_heads : 1;
         ws_floats = ring->share ? a->kv_heads * bmax * (gs + 2) * a->head_dim
                                 : heads * bmax * (p > 1 ? qkv : 0);
-        ws_floats += heads * gs * p * bmax * (a->head_dim + 4ull);
+        /* states per head: one per cluster, or with sharing one per CTA of the group */
+        ws_floats += heads * (ring->share ? gs * c * p : p) * bmax * (a->head_dim + 4ull);
         if (ring->share)   /* o, merged once per head, in the storage type */
             ws_floats += (bmax * heads * a->head_dim * 2 + 3) / 4;
         in.counter_count = a->heads + 1;
@@ -558,15 +561,15 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "rows (%u each, whole stages; k and v computed once) and exchange them "
                      "through global memory behind a group barrier; each attends over 1/%u of "
                      "the group's tokens for all %u heads (%s), so each K and V byte streams into "
-                     "one SM a step; the group merges its %u states per head into o before the "
-                     "grid barrier\n",
+                     "one SM a step; each CTA publishes its states and the group merges its %u "
+                     "states per head into o before the grid barrier\n",
                      gct, gs, rows, ((rows + gct - 1) / gct + ring->rows1 - 1) / ring->rows1 *
                                         ring->rows1,
                      gct, gs,
                      ring_att_mma(m) ? "on tensor cores: mma.sync m16n8k16, the heads as N, "
                                        "blocks of 16 keys over 8 warps"
                                      : "its warps in one set per head",
-                     gs * p);
+                     gct);
     } else if (ring)
         fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
                                   "are gathered over DSMEM in the cluster%s\n",

@@ -2638,7 +2638,7 @@ Test(cli, decode_ring_shares_kv_groups)
                           "rows (44 each"),
               "%s", out);
     cr_assert(strstr(out, "all 7 heads (on tensor cores"), "%s", out);
-    cr_assert(strstr(out, "merges its 14 states per head"), "%s", out);
+    cr_assert(strstr(out, "merges its 28 states per head"), "%s", out);
     free(out);
     /* 256 threads: the tensor-core attention's registers (168 a thread) */
     cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t256_ring_norm' "
