@@ -171,10 +171,10 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
      * most) and head */
     const bool mma = share && ring_att_mma(m);
     const unsigned wst = mma ? (warps < 8 ? warps : 8) * gsq : warps;
-    /* (q's fragments and the warps' weights with tensor cores; the cluster's
-     * received states without sharing) */
-    r->static_smem = 16 * 16 + 16 + (mma ? 16 * 32 * (hd / 32) + 4 * wst : 0) +
-                     4 * (wpr * bmax * rq + bmax * qkv + warps + 2 * wst + wst * hd +
+    /* (q's fragments with tensor cores; the cluster's received states
+     * without sharing) */
+    r->static_smem = 16 * 16 + 16 + (mma ? 16 * 32 * (hd / 32) : 0) +
+                     4 * (wpr * bmax * rq + bmax * qkv + warps + 3 * wst + wst * hd +
                           bmax * gsq * (hd + 2) + (share ? 1 : c) * bmax * (hd + 2) +
                           (warps / rows3) * bmax * ((m->hidden + grid - 1) / grid) +
                           bmax);
