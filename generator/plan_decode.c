@@ -51,24 +51,16 @@ typedef struct ring_cfg {
     fg_origin from;         /* the model's, a tuning entry's or a tuning candidate */
 } ring_cfg;
 
-/* Whether the ring attends for a GQA group on tensor cores (its heads as
- * mma N: at most 8; head_dim a multiple of 64), as decode_attn_ring.in's
- * ATT_MMA. */
-static bool ring_att_mma(const fg_model *m)
+/* Whether the ring shares a KV group's tiles (decode_attn_ring.in's
+ * SHARE_KV): its GS*CPH CTAs split the group's (GS + 2) x head_dim
+ * projection rows and its tokens, each CTA attending for all GS query heads
+ * on tensor cores (the heads as mma N: at most 8; head_dim a multiple of
+ * 64), so each K/V byte streams into one SM, not GS.  Larger groups: each
+ * query head's CTAs stream it. */
+static bool ring_shares(const fg_model *m)
 {
     const unsigned gs = m->attention->heads / m->attention->kv_heads;
     return gs > 1 && gs <= 8 && m->attention->head_dim % 64 == 0;
-}
-
-/* Whether the ring shares a KV group's tiles: its GS*CPH CTAs split the
- * group's (GS + 2) x head_dim projection rows and its tokens, each CTA
- * attending for all GS query heads, on tensor cores or with its warps in GS
- * sets (so the warps must split into them).  Each K/V byte then streams into
- * one SM, not GS. */
-static bool ring_shares(const fg_model *m, unsigned warps)
-{
-    const unsigned gs = m->attention->heads / m->attention->kv_heads;
-    return gs > 1 && (ring_att_mma(m) || warps % gs == 0);
 }
 
 /* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
@@ -130,7 +122,7 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
 {
     const unsigned hd = m->attention->head_dim, cph = c * p, e = 2;
     const unsigned warps = threads / 32, groups = threads / (hd / 8);
-    const bool share = ring_shares(m, warps);
+    const bool share = ring_shares(m);
     const unsigned gsq = share ? m->attention->heads / m->attention->kv_heads : 1;
     const unsigned qkv = (gsq + 2) * hd, gct = gsq * cph;   /* as the template's QKV, GCT */
     const unsigned grid = m->attention->heads * cph, qd = m->attention->heads * hd;
@@ -169,11 +161,10 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     const unsigned wpr = warps / r->rows1;
     /* per-warp softmax states: with tensor cores, per attention warp (8 at
      * most) and head */
-    const bool mma = share && ring_att_mma(m);
-    const unsigned wst = mma ? (warps < 8 ? warps : 8) * gsq : warps;
+    const unsigned wst = share ? (warps < 8 ? warps : 8) * gsq : warps;
     /* (q's fragments with tensor cores; the cluster's received states
      * without sharing) */
-    r->static_smem = 16 * 16 + 16 + (mma ? 16 * 32 * (hd / 32) : 0) +
+    r->static_smem = 16 * 16 + 16 + (share ? 16 * 32 * (hd / 32) : 0) +
                      4 * (wpr * bmax * rq + bmax * qkv + warps + 3 * wst + wst * hd +
                           bmax * gsq * (hd + 2) + (share ? 1 : c) * bmax * (hd + 2) +
                           (warps / rows3) * bmax * ((m->hidden + grid - 1) / grid) +
@@ -209,7 +200,7 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                              unsigned bmax, ring_cfg *r)
 {
     const char *first = NULL;
-    const bool mma = ring_att_mma(m);
+    const bool mma = ring_shares(m);
     const unsigned *threads = mma ? RING_THREADS_MMA : RING_THREADS;
     const size_t nthreads = mma ? sizeof RING_THREADS_MMA / sizeof RING_THREADS_MMA[0]
                                 : sizeof RING_THREADS / sizeof RING_THREADS[0];
@@ -560,16 +551,13 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "KV groups: the %u CTAs of a group (its %u query heads) split its %u q, k, v "
                      "rows (%u each, whole stages; k and v computed once) and exchange them "
                      "through global memory behind a group barrier; each attends over 1/%u of "
-                     "the group's tokens for all %u heads (%s), so each K and V byte streams into "
-                     "one SM a step; each CTA publishes its states and the group merges its %u "
-                     "states per head into o before the grid barrier\n",
+                     "the group's tokens for all %u heads (on tensor cores: mma.sync m16n8k16, "
+                     "the heads as N, blocks of 16 keys over 8 warps), so each K and V byte "
+                     "streams into one SM a step; each CTA publishes its states and the group "
+                     "merges its %u states per head into o before the grid barrier\n",
                      gct, gs, rows, ((rows + gct - 1) / gct + ring->rows1 - 1) / ring->rows1 *
                                         ring->rows1,
-                     gct, gs,
-                     ring_att_mma(m) ? "on tensor cores: mma.sync m16n8k16, the heads as N, "
-                                       "blocks of 16 keys over 8 warps"
-                                     : "its warps in one set per head",
-                     gct);
+                     gct, gs, gct);
     } else if (ring)
         fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
                                   "are gathered over DSMEM in the cluster%s\n",
