@@ -200,10 +200,10 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                              unsigned bmax, ring_cfg *r)
 {
     const char *first = NULL;
-    const bool mma = ring_shares(m);
-    const unsigned *threads = mma ? RING_THREADS_MMA : RING_THREADS;
-    const size_t nthreads = mma ? sizeof RING_THREADS_MMA / sizeof RING_THREADS_MMA[0]
-                                : sizeof RING_THREADS / sizeof RING_THREADS[0];
+    const bool share = ring_shares(m);
+    const unsigned *threads = share ? RING_THREADS_MMA : RING_THREADS;
+    const size_t nthreads = share ? sizeof RING_THREADS_MMA / sizeof RING_THREADS_MMA[0]
+                                  : sizeof RING_THREADS / sizeof RING_THREADS[0];
     for (size_t k = 0; k < nthreads; k++)
         for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++) {
             if (bmax > 1 && RING_STAGE_SIZES[i] > 16384u)
@@ -474,8 +474,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     uint64_t ws_floats;
     if (ring) {
         /* the heads' q, k, v (P > 1; sharing: the groups' q, k, v) and the
-         * clusters' softmax states (sharing: GS per head and cluster);
-         * barrier counters of the heads (or groups) and of the grid */
+         * softmax states (per head, one a cluster; sharing: one a CTA of the
+         * group); barrier counters of the heads (or groups) and of the grid */
         const uint64_t gs = ring->share ? a->heads / a->kv_heads : 1;
         ws_floats = ring->share ? a->kv_heads * bmax * (gs + 2) * a->head_dim
                                 : heads * bmax * (p > 1 ? qkv : 0);
