@@ -48,29 +48,37 @@ typedef struct ring_cfg {
     unsigned inflight3;     /* stages in flight while W_o streams; 0: as inflight */
     unsigned static_smem;   /* estimate of the template's Smem struct */
     bool share;             /* GQA: a KV group's CTAs share its K/V (SHARE_KV) */
+    unsigned gsq, rq;       /* query heads a CTA attends for; W_qkv rows a CTA owns (the
+                               template's GSQ, RQ) */
     fg_origin from;         /* the model's, a tuning entry's or a tuning candidate */
 } ring_cfg;
+
+/* Whether a GQA group's attention fits gqa_mma.in (and the HIP twin): the
+ * group's heads as mma N (at most 8), head_dim a multiple of 64. */
+static bool gqa_mma_shape(const fg_attention *a)
+{
+    return a->heads / a->kv_heads <= 8 && a->head_dim % 64 == 0;
+}
 
 /* Whether the ring shares a KV group's tiles (decode_attn_ring.in's
  * SHARE_KV): its GS*CPH CTAs split the group's (GS + 2) x head_dim
  * projection rows and its tokens, each CTA attending for all GS query heads
- * on tensor cores (the heads as mma N: at most 8; head_dim a multiple of
- * 64), so each K/V byte streams into one SM, not GS.  Larger groups: each
- * query head's CTAs stream it. */
+ * on tensor cores, so each K/V byte streams into one SM, not GS.  Larger
+ * groups: each query head's CTAs stream it. */
 static bool ring_shares(const fg_model *m)
 {
-    const unsigned gs = m->attention->heads / m->attention->kv_heads;
-    return gs > 1 && gs <= 8 && m->attention->head_dim % 64 == 0;
+    return m->attention->heads > m->attention->kv_heads && gqa_mma_shape(m->attention);
 }
 
 /* Consumer threads, in order of preference: 512 measured; 448 (14 warps)
  * tiles hidden sizes of 7 x 512 (Qwen2-7B's 3584), whose rows split evenly
- * over 7 warps but not over 8 or 16. */
-static const unsigned RING_THREADS[] = {512u, 448u};
-/* Where a GQA group attends on tensor cores, 256 first: 8 attention warps
- * hold a group's o fragments, K and V blocks and q (about 110 registers),
- * which spilled under the 96 that 17 warps leave; 9 warps leave 168. */
-static const unsigned RING_THREADS_MMA[] = {256u, 512u, 448u};
+ * over 7 warps but not over 8 or 16.  Where a GQA group attends on tensor
+ * cores (sharing), 256 before them: 8 attention warps hold a group's o
+ * fragments, K and V blocks and q (about 110 registers), which spilled under
+ * the 96 that 17 warps leave; 9 warps leave 168.  Without sharing the list
+ * starts at RING_THREADS[1]. */
+static const unsigned RING_THREADS[] = {256u, 512u, 448u};
+#define NRING_THREADS (sizeof RING_THREADS / sizeof RING_THREADS[0])
 /* Stage sizes in order of preference.  16 KB first, at most RING_MAX_STAGES
  * of them: the tuning candidates (generate --candidates, H200, Llama-2-7B
  * f16 batch 1, S = 1K and 4K) put 16 KB x 8 stages (128 KB in flight) 3-6%
@@ -93,12 +101,17 @@ static const unsigned RING_STAGE_SIZES[] = {16384u, 40960u, 32768u};
  * longer than by bulk copies, while runs of 8 KB and more streamed KV at
  * 4.3-4.7 TB/s). */
 
-/* A ring thread's register cap: one CTA per SM of threads + 1 producer warp;
- * registers go to warps in groups of 4, so 17 warps are charged as 20. */
+/* The warps a ring CTA is charged registers for: threads + 1 producer warp,
+ * in groups of 4 (17 warps are charged as 20). */
+static unsigned ring_warps_charged(unsigned threads)
+{
+    return ((threads + 32) / 32 + 3) / 4 * 4;
+}
+
+/* A ring thread's register cap: one CTA per SM. */
 static unsigned ring_registers(const fg_target *t, unsigned threads)
 {
-    const unsigned warps_charged = ((threads + 32) / 32 + 3) / 4 * 4;
-    return t->registers_per_cu / (warps_charged * 32) / 8 * 8;
+    return t->registers_per_cu / (ring_warps_charged(threads) * 32) / 8 * 8;
 }
 
 /* Why the ring's stage count does not serve, or NULL.  The template's first
@@ -130,7 +143,7 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
-    *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes, .share = share};
+    *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes, .share = share, .gsq = gsq};
     /* phase 1: each CTA owns qkv/cph whole rows of W_qkv (with sharing, the
      * group's rows over its CTAs, rounded up to whole stages), rows1 per
      * stage; warps/rows1 warps share a row, each over whole 256-column steps */
@@ -139,6 +152,7 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
         return "a W_qkv row does not fit in a stage";
     const unsigned rq = share ? ((qkv + gct - 1) / gct + r->rows1 - 1) / r->rows1 * r->rows1
                               : qkv / cph;
+    r->rq = rq;
     if ((!share && qkv % cph) || warps % r->rows1 || hd % r->rows1 || rq % r->rows1 ||
         (m->hidden / (warps / r->rows1)) % 256)
         return "W_qkv rows do not split evenly over the head's CTAs, stages and warps";
@@ -151,8 +165,8 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
         return "W_o rows do not split evenly over the stages and warps";
     /* the batch's x slices (phase 1) and o slices (phase 3) in registers:
      * at most the per-thread cap less 32 (64 floats at 512 threads' 96
-     * registers, which the 4-batch MHA ring measured; 128 at 256 threads',
-     * which the 4-batch GQA ring compiles without spills) */
+     * registers, which the 4-batch MHA ring measured; 136 at 256 threads',
+     * where the 4-batch GQA ring's 128 compile without spills) */
     const unsigned regs = ring_registers(t, threads), vec_floats = regs - 32;
     if (bmax * (qd / (warps / rows3) / 256) * 8 > vec_floats)
         return "the attention outputs of the batch would not fit in registers";
@@ -200,18 +214,14 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                              unsigned bmax, ring_cfg *r)
 {
     const char *first = NULL;
-    const bool share = ring_shares(m);
-    const unsigned *threads = share ? RING_THREADS_MMA : RING_THREADS;
-    const size_t nthreads = share ? sizeof RING_THREADS_MMA / sizeof RING_THREADS_MMA[0]
-                                  : sizeof RING_THREADS / sizeof RING_THREADS[0];
-    for (size_t k = 0; k < nthreads; k++)
+    for (size_t k = ring_shares(m) ? 0 : 1; k < NRING_THREADS; k++)
         for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++) {
             if (bmax > 1 && RING_STAGE_SIZES[i] > 16384u)
                 continue;
-            const char *why = ring_plan_stage(m, t, c, p, bmax, threads[k],
+            const char *why = ring_plan_stage(m, t, c, p, bmax, RING_THREADS[k],
                                               RING_STAGE_SIZES[i], r);
             if (!why)
-                return ring_plan_exact(m, t, c, p, bmax, threads[k], RING_STAGE_SIZES[i],
+                return ring_plan_exact(m, t, c, p, bmax, RING_THREADS[k], RING_STAGE_SIZES[i],
                                        r->stages < RING_MAX_STAGES ? r->stages : RING_MAX_STAGES,
                                        RING_INFLIGHT, r);
             if (!first)
@@ -446,13 +456,12 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
          * __launch_bounds__ (at 512 threads a cap of 120 compiled but could
          * not be resident).  The x slices are kept in the storage type to fit
          * batch 4. */
-        const unsigned warps_charged = ((threads + 32) / 32 + 3) / 4 * 4;
         fg_sb_printf(fg_instance_add_text(&in, "LAUNCH_ATTR"), "__launch_bounds__(%u, 1)",
                      threads + 32);
         fg_sb_printf(&in.reasons,
                      "registers: __launch_bounds__(%u, 1): one CTA per SM, at most %u per "
                      "thread (registers are allocated for %u warps)\n",
-                     threads + 32, ring_registers(t, threads), warps_charged);
+                     threads + 32, ring_registers(t, threads), ring_warps_charged(threads));
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
         fg_instance_add_param(&in, "SHARE_KV", ring->share);
     } else {
@@ -473,15 +482,16 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const uint64_t qkv = 3ull * a->head_dim, heads = a->heads;
     uint64_t ws_floats;
     if (ring) {
-        /* the heads' q, k, v (P > 1; sharing: the groups' q, k, v) and the
-         * softmax states (per head, one a cluster; sharing: one a CTA of the
-         * group); barrier counters of the heads (or groups) and of the grid */
-        const uint64_t gs = ring->share ? a->heads / a->kv_heads : 1;
-        ws_floats = ring->share ? a->kv_heads * bmax * (gs + 2) * a->head_dim
-                                : heads * bmax * (p > 1 ? qkv : 0);
-        /* states per head: one per cluster, or with sharing one per CTA of the group */
-        ws_floats += heads * (ring->share ? gs * c * p : p) * bmax * (a->head_dim + 4ull);
-        if (ring->share)   /* o, merged once per head, in the storage type */
+        /* as the template's workspace: the rows exchanged through global
+         * memory (per head with P > 1; sharing: per group), the softmax
+         * states (NPUB per head: one a cluster; sharing: one a CTA of the
+         * group), with sharing o in the storage type; barrier counters of
+         * the heads (or groups) and of the grid */
+        const uint64_t rows = (ring->gsq + 2ull) * a->head_dim;
+        const uint64_t npub = ring->share ? ring->gsq * c * p : p;
+        ws_floats = ring->share ? a->kv_heads * bmax * rows : p > 1 ? heads * bmax * rows : 0;
+        ws_floats += heads * npub * bmax * (a->head_dim + 4ull);
+        if (ring->share)
             ws_floats += (bmax * heads * a->head_dim * 2 + 3) / 4;
         in.counter_count = a->heads + 1;
     } else {
@@ -507,13 +517,14 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const unsigned ctas = a->heads * c * p;
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
-    if (p > 1)
+    if (p > 1) {
+        const char *unit = ring && ring->share ? "group" : "head";
         fg_sb_printf(&in.reasons,
-                     "%u clusters of %u CTAs per head: %u CTAs on %u SMs; the %s clusters "
+                     "%u clusters of %u CTAs per head: %u CTAs on %u SMs; the %s's clusters "
                      "exchange through global memory behind %s barriers (cooperative launch, "
                      "every wait has a time limit)\n",
-                     p, c, ctas, t->compute_units, ring && ring->share ? "group's" : "head's",
-                     ring && ring->share ? "group" : "head");
+                     p, c, ctas, t->compute_units, unit, unit);
+    }
     else
         fg_sb_printf(&in.reasons, "one cluster of %u CTAs per head: %u CTAs on %u SMs (%s)%s\n",
                      c, ctas, t->compute_units,
@@ -545,8 +556,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "ahead\n",
                      page, a->kv_heads, page, a->head_dim, m->max_context / page);
     if (ring && ring->share) {
-        const unsigned gs = a->heads / a->kv_heads, gct = gs * c * p;
-        const unsigned rows = (gs + 2) * a->head_dim;
+        const unsigned gs = ring->gsq, gct = gs * c * p;
         fg_sb_printf(&in.reasons,
                      "KV groups: the %u CTAs of a group (its %u query heads) split its %u q, k, v "
                      "rows (%u each, whole stages; k and v computed once) and exchange them "
@@ -555,13 +565,11 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "the heads as N, blocks of 16 keys over 8 warps), so each K and V byte "
                      "streams into one SM a step; each CTA publishes its states and the group "
                      "merges its %u states per head into o before the grid barrier\n",
-                     gct, gs, rows, ((rows + gct - 1) / gct + ring->rows1 - 1) / ring->rows1 *
-                                        ring->rows1,
-                     gct, gs, gct);
+                     gct, gs, (gs + 2) * a->head_dim, ring->rq, gct, gs, gct);
     } else if (ring)
         fg_sb_printf(&in.reasons, "QKV: rank r computes %u whole rows of the head's %u; the rows "
                                   "are gathered over DSMEM in the cluster%s\n",
-                     3 * a->head_dim / (c * p), 3 * a->head_dim,
+                     ring->rq, 3 * a->head_dim,
                      p > 1 ? " and through global memory between the head's clusters" : "");
     else
         fg_sb_printf(&in.reasons, "QKV: rank r reduces K slice of %u; partials summed in rank "
@@ -745,7 +753,8 @@ typedef struct grid_cfg {
     unsigned heads_per_item;         /* query heads of a GQA group an attention item serves */
     unsigned unroll;                 /* key rounds a warp has in flight */
     unsigned max_splits;             /* attention runs per (request, KV head) at most */
-    unsigned merge_cols;             /* a head's columns a warp merges (attention on mma) */
+    unsigned merge_cols;             /* a head's columns a merge item covers (a warp's step on
+                                        the one-warp ticket merge) */
     unsigned batch_tile;             /* requests a matrix-product n-tile (mma 8, MFMA 16) */
     unsigned staged_rows;            /* rows of x (then o) in shared memory; 0 (AMD): none,
                                         read from the workspace */
@@ -778,7 +787,7 @@ static bool grid_att_mma(const fg_attention *a, const fg_target *t)
 {
     const unsigned gs = a->heads / a->kv_heads;
     const bool unit = t->arch == FG_ARCH_SM90A || (fg_arch_is_amd(t->arch) && t->warp_size == 64);
-    return unit && gs >= 4 && gs <= 8 && a->head_dim % 64 == 0;
+    return unit && gs >= 4 && gqa_mma_shape(a);
 }
 
 /* Query heads of a GQA group an attention item serves: on tensor or matrix

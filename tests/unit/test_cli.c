@@ -2624,9 +2624,9 @@ Test(cli, decode_gqa_ring_to_batch_4)
     free(out);
 }
 
-/* The ring shares a KV group's tiles (on tensor cores where the group has at
- * most 8 heads; else with its warps in one set per query head), with the
- * group's rows, states and merged o in the workspace; MHA rings do not. */
+/* The ring shares a KV group's tiles on tensor cores (groups of at most 8
+ * heads; larger ones keep each head's stream), with the group's rows, states
+ * and merged o in the workspace; MHA rings do not. */
 Test(cli, decode_ring_shares_kv_groups)
 {
     char *out;
