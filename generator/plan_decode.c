@@ -50,6 +50,8 @@ typedef struct ring_cfg {
     bool share;             /* GQA: a KV group's CTAs share its K/V (SHARE_KV) */
     unsigned gsq, rq;       /* query heads a CTA attends for; W_qkv rows a CTA owns (the
                                template's GSQ, RQ) */
+    unsigned gct, grid;     /* CTAs that split a KV stream (a head's, or with sharing a
+                               group's: GROUP_CTAS), and the grid's CTAs */
     fg_origin from;         /* the model's, a tuning entry's or a tuning candidate */
 } ring_cfg;
 
@@ -137,13 +139,28 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     const unsigned warps = threads / 32, groups = threads / (hd / 8);
     const bool share = ring_shares(m);
     const unsigned gsq = share ? m->attention->heads / m->attention->kv_heads : 1;
-    const unsigned qkv = (gsq + 2) * hd, gct = gsq * cph;   /* as the template's QKV, GCT */
-    const unsigned grid = m->attention->heads * cph, qd = m->attention->heads * hd;
-    if (grid > t->compute_units)
+    const unsigned qkv = (gsq + 2) * hd, qd = m->attention->heads * hd;   /* as the template's QKV */
+    if (m->attention->heads * cph > t->compute_units)
         return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
-    *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes, .share = share, .gsq = gsq};
+    /* CTAs a KV stream's tokens and rows split over: a head's c*p, or with
+     * sharing a group's, GS*c*p; with two clusters a head (the preferred
+     * split) a group takes its share of every SM instead, since nothing of
+     * a group passes between its CTAs over DSMEM: Qwen2-7B's 4 groups fill
+     * 132 SMs with 33 CTAs each where 7 x 4 left 20 idle (the grid a whole
+     * number of clusters) */
+    unsigned gct = gsq * cph;
+    if (share && p > 1) {
+        unsigned fill = t->compute_units / m->attention->kv_heads;
+        while (fill * m->attention->kv_heads % c)
+            fill--;
+        if (fill > gct)
+            gct = fill;
+    }
+    const unsigned grid = share ? m->attention->kv_heads * gct : m->attention->heads * cph;
+    *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes, .share = share, .gsq = gsq,
+                    .gct = gct, .grid = grid};
     /* phase 1: each CTA owns qkv/cph whole rows of W_qkv (with sharing, the
      * group's rows over its CTAs, rounded up to whole stages), rows1 per
      * stage; warps/rows1 warps share a row, each over whole 256-column steps */
@@ -464,6 +481,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      threads + 32, ring_registers(t, threads), ring_warps_charged(threads));
         fg_instance_add_param(&in, "ROWS1", ring->rows1);
         fg_instance_add_param(&in, "SHARE_KV", ring->share);
+        fg_instance_add_param(&in, "GROUP_CTAS", ring->gct);
     } else {
         fg_instance_add_param(&in, "UNROLL", cs->unroll);
         fg_instance_add_param(&in, "UNROLL3", cs->unroll3);
@@ -471,8 +489,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         fg_instance_add_param(&in, "MIN_BLOCKS", cs->min_blocks);
     }
     decode_rope_texts(&in, m);
+    const unsigned ctas = ring ? ring->grid : a->heads * c * p;
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
-                            .grid_dims = {a->heads * c * p, 1, 1},
+                            .grid_dims = {ctas, 1, 1},
                             .block = {threads + (ring ? 32 : 0), 1, 1},
                             .dynamic_smem = ring ? ring->stages * ring->stage_bytes : 0,
                             .cluster = {c, 1, 1},
@@ -488,7 +507,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
          * group), with sharing o in the storage type; barrier counters of
          * the heads (or groups) and of the grid */
         const uint64_t rows = (ring->gsq + 2ull) * a->head_dim;
-        const uint64_t npub = ring->share ? ring->gsq * c * p : p;
+        const uint64_t npub = ring->share ? ring->gct : p;
         ws_floats = ring->share ? a->kv_heads * bmax * rows : p > 1 ? heads * bmax * rows : 0;
         ws_floats += heads * npub * bmax * (a->head_dim + 4ull);
         if (ring->share)
@@ -514,17 +533,20 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
              m->rope->layout == FG_ROPE_NEOX ? "" : "/gptj", page ? "/paged" : "",
              a->qkv_bias ? "/bias" : "", ring && ring->share ? "/shared-kv" : "");
 
-    const unsigned ctas = a->heads * c * p;
     fg_sb_printf(&in.reasons, "used for: %s, batch up to %u, one launch per decode step\n",
                  m->name, bmax);
-    if (p > 1) {
-        const char *unit = ring && ring->share ? "group" : "head";
+    if (ring && ring->share)
         fg_sb_printf(&in.reasons,
-                     "%u clusters of %u CTAs per head: %u CTAs on %u SMs; the %s's clusters "
-                     "exchange through global memory behind %s barriers (cooperative launch, "
+                     "%u KV groups of %u CTAs (clusters of %u; nothing passes over DSMEM): %u CTAs "
+                     "on %u SMs; a group's CTAs exchange through global memory behind group "
+                     "barriers (cooperative launch, every wait has a time limit)\n",
+                     a->kv_heads, ring->gct, c, ctas, t->compute_units);
+    else if (p > 1)
+        fg_sb_printf(&in.reasons,
+                     "%u clusters of %u CTAs per head: %u CTAs on %u SMs; the head's clusters "
+                     "exchange through global memory behind head barriers (cooperative launch, "
                      "every wait has a time limit)\n",
-                     p, c, ctas, t->compute_units, unit, unit);
-    }
+                     p, c, ctas, t->compute_units);
     else
         fg_sb_printf(&in.reasons, "one cluster of %u CTAs per head: %u CTAs on %u SMs (%s)%s\n",
                      c, ctas, t->compute_units,
@@ -556,7 +578,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "ahead\n",
                      page, a->kv_heads, page, a->head_dim, m->max_context / page);
     if (ring && ring->share) {
-        const unsigned gs = ring->gsq, gct = gs * c * p;
+        const unsigned gs = ring->gsq, gct = ring->gct;
         fg_sb_printf(&in.reasons,
                      "KV groups: the %u CTAs of a group (its %u query heads) split its %u q, k, v "
                      "rows (%u each, whole stages; k and v computed once) and exchange them "
@@ -584,7 +606,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "output: after one grid barrier each CTA owns %u whole rows of W_o, %u "
                      "rows apart (the CTAs stream neighbouring rows), and writes those rows of y "
                      "from partials summed in a fixed order: no atomics, bitwise reproducible%s\n",
-                     m->hidden / (a->heads * c * p), a->heads * c * p,
+                     m->hidden / ctas, ctas,
                      det ? " (this twin serves calls that ask for determinism: same code)" : "");
     else
     fg_sb_printf(&in.reasons, "output: %s\n",
@@ -1310,17 +1332,25 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                 continue;
             pairs |= p == 2;
             const bool preferred = p == 2 || !pairs;
+            const bool share = ring_shares(m);
             const char *what =
                 p == 2 ? (mha ? "preferred: two clusters of 2 per head streamed through a "
                                 "shared-memory ring (measured fastest at batch 1, 2 and 4: "
                                 "8-14% ahead of the best register form at batch 1, 1.2-1.7x "
                                 "the unfused cuBLAS baseline)"
-                              : "preferred: two clusters of 2 per query head streamed through "
-                                "a shared-memory ring; the query heads of a group read their "
-                                "K/V rows and cache where the group's first head brought them "
-                                "into L2 (not measured yet)")
-                : pairs ? "one cluster of 2 per head streamed through a shared-memory ring "
-                          "(half the SMs; tests the single-cluster exchange)"
+                          : share ? "preferred: the KV groups' CTAs fill the SMs, streamed "
+                                    "through a shared-memory ring (at batch 1 1.9-4.7x faster "
+                                    "than the unfused baseline; to batch 4 ahead of the grid "
+                                    "form)"
+                                  : "preferred: two clusters of 2 per query head streamed through "
+                                    "a shared-memory ring; the query heads of a group read their "
+                                    "K/V rows and cache where the group's first head brought them "
+                                    "into L2")
+                : pairs ? (share ? "groups of 2 CTAs per query head streamed through a "
+                                   "shared-memory ring (fewer SMs; tests a group of whole "
+                                   "clusters)"
+                                 : "one cluster of 2 per head streamed through a shared-memory "
+                                   "ring (half the SMs; tests the single-cluster exchange)")
                         : "preferred: one cluster of 2 per head streamed through a "
                           "shared-memory ring (two clusters of 2 per head would need more "
                           "CTAs than SMs; measured ahead of the register form)";

@@ -2633,12 +2633,21 @@ Test(cli, decode_ring_shares_kv_groups)
     cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t256_ring_norm' "
                            "specs/models/qwen2-7b.yaml specs/targets/h200.yaml"),
                  0, "%s", out);
-    cr_assert(strstr(out, "ROWS1=4 SHARE_KV=1\n"), "%s", out);
-    cr_assert(strstr(out, "the 28 CTAs of a group (its 7 query heads) split its 1152 q, k, v "
-                          "rows (44 each"),
+    cr_assert(strstr(out, "ROWS1=4 SHARE_KV=1 GROUP_CTAS=33\n"), "%s", out);
+    /* the 4 groups fill the 132 SMs (7 heads x 4 CTAs would leave 20 idle) */
+    cr_assert(strstr(out, "grid=(132,1,1)"), "%s", out);
+    cr_assert(strstr(out, "the 33 CTAs of a group (its 7 query heads) split its 1152 q, k, v "
+                          "rows (36 each"),
               "%s", out);
     cr_assert(strstr(out, "all 7 heads (on tensor cores"), "%s", out);
-    cr_assert(strstr(out, "merges its 28 states per head"), "%s", out);
+    cr_assert(strstr(out, "merges its 33 states per head"), "%s", out);
+    free(out);
+    /* the group of whole clusters (2 CTAs a query head) stays for its test */
+    cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2_t256_ring_norm' "
+                           "specs/models/qwen2-7b.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "SHARE_KV=1 GROUP_CTAS=14\n"), "%s", out);
+    cr_assert(strstr(out, "grid=(56,1,1)"), "%s", out);
     free(out);
     /* 256 threads: the tensor-core attention's registers (168 a thread) */
     cr_assert_eq(run(&out, "explain --filter 'decode_attn*b1_c2x2_t256_ring_norm' "
