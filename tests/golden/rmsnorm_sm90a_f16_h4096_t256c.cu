@@ -77,6 +77,20 @@ FG_DEVICE unsigned fg_ticket(unsigned *p) { return fg_add_acq_rel(p, 1u); }
 #line 1 "templates/prelude_common.in"
 // What prelude.cu.in and prelude.hip.in share, written once (a partial of
 // both, after their fg_release_writes and fg_ticket).
+
+// Each of the N float4s summed over the lanes whose indices differ from this
+// lane's in bits FROM .. FG_WARP_SIZE / 2 only, in a fixed tree (FROM's bit
+// first): every lane of such a set ends with the same sums, bitwise.
+template <int FROM, int N> FG_DEVICE void fg_fold_lanes(float4 (&v)[N])
+{
+#pragma unroll
+    for (int off = FROM; off < FG_WARP_SIZE; off <<= 1)
+#pragma unroll
+        for (int j = 0; j < N; j++) {
+            v[j].x += fg_shfl_xor(v[j].x, off), v[j].y += fg_shfl_xor(v[j].y, off);
+            v[j].z += fg_shfl_xor(v[j].z, off), v[j].w += fg_shfl_xor(v[j].w, off);
+        }
+}
 // The block's ticket: every thread's earlier global writes released, then
 // thread 0 takes fg_ticket(p) and the whole block gets its old value through
 // *slot (a shared variable).  Of n blocks, the one that gets n - 1 is the
