@@ -52,6 +52,7 @@ typedef struct ring_cfg {
                                template's GSQ, RQ) */
     unsigned gct, grid;     /* CTAs that split a KV stream (a head's, or with sharing a
                                group's: GROUP_CTAS), and the grid's CTAs */
+    unsigned tok;           /* tokens a stage holds (the template's TOK) */
     fg_origin from;         /* the model's, a tuning entry's or a tuning candidate */
 } ring_cfg;
 
@@ -77,9 +78,10 @@ static bool ring_shares(const fg_model *m)
  * over 7 warps but not over 8 or 16.  Where a GQA group attends on tensor
  * cores (sharing), 256 before them: 8 attention warps hold a group's o
  * fragments, K and V blocks and q (about 110 registers), which spilled under
- * the 96 that 17 warps leave; 9 warps leave 168.  Without sharing the list
- * starts at RING_THREADS[1]. */
-static const unsigned RING_THREADS[] = {256u, 512u, 448u};
+ * the 96 that 17 warps leave; 9 warps leave 168.  Without sharing 256 is
+ * skipped. */
+#define RING_SHARE_THREADS 256u
+static const unsigned RING_THREADS[] = {RING_SHARE_THREADS, 512u, 448u};
 #define NRING_THREADS (sizeof RING_THREADS / sizeof RING_THREADS[0])
 /* Stage sizes in order of preference.  16 KB first, at most RING_MAX_STAGES
  * of them: the tuning candidates (generate --candidates, H200, Llama-2-7B
@@ -129,8 +131,9 @@ static const char *ring_check_stages(const fg_model *m, unsigned bmax, const rin
     return NULL;
 }
 
-/* Plans the ring for a head split over c*p CTAs with stages of stage_bytes;
- * returns why it cannot, or NULL. */
+/* Plans the ring for a head split over c*p CTAs (with sharing: a KV group
+ * over GCT, see below) with stages of stage_bytes; returns why it cannot,
+ * or NULL. */
 static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsigned c, unsigned p,
                                    unsigned bmax, unsigned threads, unsigned stage_bytes,
                                    ring_cfg *r)
@@ -140,8 +143,6 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     const bool share = ring_shares(m);
     const unsigned gsq = share ? m->attention->heads / m->attention->kv_heads : 1;
     const unsigned qkv = (gsq + 2) * hd, qd = m->attention->heads * hd;   /* as the template's QKV */
-    if (m->attention->heads * cph > t->compute_units)
-        return "a cooperative grid of one CTA per SM must be resident at once";
     if (cph > t->max_cluster_size * p)
         return "larger than the target's largest cluster";
     /* CTAs a KV stream's tokens and rows split over: a head's c*p, or with
@@ -159,6 +160,8 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
             gct = fill;
     }
     const unsigned grid = share ? m->attention->kv_heads * gct : m->attention->heads * cph;
+    if (grid > t->compute_units)
+        return "a cooperative grid of one CTA per SM must be resident at once";
     *r = (ring_cfg){.threads = threads, .stage_bytes = stage_bytes, .share = share, .gsq = gsq,
                     .gct = gct, .grid = grid};
     /* phase 1: each CTA owns qkv/cph whole rows of W_qkv (with sharing, the
@@ -172,9 +175,14 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
     r->rq = rq;
     if ((!share && qkv % cph) || warps % r->rows1 || hd % r->rows1 || rq % r->rows1 ||
         (m->hidden / (warps / r->rows1)) % 256)
-        return "W_qkv rows do not split evenly over the head's CTAs, stages and warps";
-    if (r->stage_bytes / (2 * hd * e) < groups)
+        return "W_qkv rows do not split evenly over the CTAs, stages and warps";
+    /* phase 2: a stage's tokens (K, then V), in whole blocks of 16 keys on
+     * tensor cores (sharing), else in whole rounds of the CTA's lane groups
+     * (the template's TOK) */
+    r->tok = r->stage_bytes / (2 * hd * e);
+    if (r->tok < groups)   /* (the CUDA-core path's bound, kept for the tensor cores' too) */
         return "a stage holds fewer tokens than the CTA has lane groups";
+    r->tok = share ? r->tok / 16 * 16 : r->tok / groups * groups;
     /* phase 3: each CTA owns whole W_o rows (hidden/grid, rounded either way),
      * rows3 per stage */
     const unsigned rows3 = r->stage_bytes / (qd * e);
@@ -231,9 +239,10 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                              unsigned bmax, ring_cfg *r)
 {
     const char *first = NULL;
-    for (size_t k = ring_shares(m) ? 0 : 1; k < NRING_THREADS; k++)
+    for (size_t k = 0; k < NRING_THREADS; k++)
         for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++) {
-            if (bmax > 1 && RING_STAGE_SIZES[i] > 16384u)
+            if ((bmax > 1 && RING_STAGE_SIZES[i] > 16384u) ||
+                (RING_THREADS[k] == RING_SHARE_THREADS && !ring_shares(m)))
                 continue;
             const char *why = ring_plan_stage(m, t, c, p, bmax, RING_THREADS[k],
                                               RING_STAGE_SIZES[i], r);
@@ -563,7 +572,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      "with an L2 evict-first hint: read once a step)\n",
                      threads, ring->stages, ring->stage_bytes,
                      ring->stages * ring->stage_bytes / 1024, ring->inflight, ring->rows1,
-                     ring->stage_bytes / (4 * a->head_dim),
+                     ring->tok,
                      a->heads == a->kv_heads || ring->share ? " and K, V" : "");
     else
         fg_sb_printf(&in.reasons,
@@ -581,7 +590,8 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
         const unsigned gs = ring->gsq, gct = ring->gct;
         fg_sb_printf(&in.reasons,
                      "KV groups: the %u CTAs of a group (its %u query heads) split its %u q, k, v "
-                     "rows (%u each, whole stages; k and v computed once) and exchange them "
+                     "rows (%u each, whole stages, the last CTAs fewer or none; k and v computed "
+                     "once) and exchange them "
                      "through global memory behind a group barrier; each attends over 1/%u of "
                      "the group's tokens for all %u heads (on tensor cores: mma.sync m16n8k16, "
                      "the heads as N, blocks of 16 keys over 8 warps), so each K and V byte "
@@ -603,10 +613,10 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                      cs->unroll, a->head_dim / 8);
     if (ring)
         fg_sb_printf(&in.reasons,
-                     "output: after one grid barrier each CTA owns %u whole rows of W_o, %u "
+                     "output: after one grid barrier each CTA owns %u%s whole rows of W_o, %u "
                      "rows apart (the CTAs stream neighbouring rows), and writes those rows of y "
                      "from partials summed in a fixed order: no atomics, bitwise reproducible%s\n",
-                     m->hidden / ctas, ctas,
+                     (m->hidden + ctas - 1) / ctas, m->hidden % ctas ? " (or one fewer)" : "", ctas,
                      det ? " (this twin serves calls that ask for determinism: same code)" : "");
     else
     fg_sb_printf(&in.reasons, "output: %s\n",
@@ -996,11 +1006,12 @@ static bool grid_family(char out[FG_NAME_MAX], const fg_model *m, const fg_targe
  * below stays in the ring, which shares a group's K and V tiles on tensor
  * cores as the grid form does (SHARE_KV; one H200, S = 1K .. S_max, ring
  * against grid: Qwen2-7B B = 2 34.6 / 70.2 us against 50.1 / 99.1 at 1K /
- * 32K, B = 3 43.0 / 96.5 against 52.1 / 104.2, B = 4 52.9 / 124.6 against
- * 53.7 / 124.1 (level; 65.4 against 72.9 at 8K); Llama-3-8B B = 3 45.8 /
- * 61.9 against 57.5 / 82.4 at 1K / 8K, B = 4 55.9 / 82.3 against 58.4 /
- * 92.2).  Before the ring shared them, the grid form served GQA from 12
- * streams (group size x B_max). */
+ * 32K, B = 3 43.0 / 96.5 against 52.1 / 104.2; Llama-3-8B B = 3 45.8 / 61.9
+ * against 57.5 / 82.4 at 1K / 8K, B = 4 55.9 / 82.3 against 58.4 / 92.2;
+ * Qwen2-7B B = 4 level at first, 52.9 / 124.6 against 53.7 / 124.1, and
+ * since its groups fill the SMs (4096188) 45.2 / 107.0 against the grid's
+ * 52.4 / 125.0 at stop 53).  Before the ring shared them, the grid form
+ * served GQA from 12 streams (group size x B_max). */
 static bool grid_serves(const fg_target *t, unsigned bmax)
 {
     return bmax > MAX_BATCH || t->max_cluster_size == 0;
@@ -1332,7 +1343,7 @@ int fg_plan_decode(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dia
                 continue;
             pairs |= p == 2;
             const bool preferred = p == 2 || !pairs;
-            const bool share = ring_shares(m);
+            const bool share = rc.share;
             const char *what =
                 p == 2 ? (mha ? "preferred: two clusters of 2 per head streamed through a "
                                 "shared-memory ring (measured fastest at batch 1, 2 and 4: "

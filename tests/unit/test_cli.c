@@ -2582,9 +2582,8 @@ Test(cli, decode_grid_form_above_batch_4)
 }
 
 /* GQA on cluster targets: the ring through batch 4 (it shares a group's K
- * and V tiles on tensor cores), the grid form above; the grid's runs per
- * (request, KV head) and the merge's columns a warp follow B_max (MHA keeps
- * 64 runs and a head's 128 columns a warp). */
+ * and V tiles on tensor cores), the grid form above; at batch 16 the grid's
+ * merge takes 32 of a GQA head's columns a warp (MHA a head's 128). */
 Test(cli, decode_gqa_ring_to_batch_4)
 {
     char *out;
