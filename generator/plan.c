@@ -106,14 +106,15 @@ static int add_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec 
     char why[200];
     snprintf(why, sizeof why, "the reduce-scatter shapes of %s", g->name);
     int rc = fg_plan_overlap_reduce(set, s, ts, g->dtype, g->world_size, why, d);
-    /* the hierarchical plan sums a node's partials (fgrt_overlap_args.node_ranks) */
+    /* the hierarchical plan sums a node's partials (fgrt_overlap_args.node_ranks) and
+     * then the nodes' sums: every node size, and so every count of nodes */
     unsigned nodes[FG_OVERLAP_MAX_NODE_SIZES];
     const unsigned count = fg_overlap_node_sizes(g->world_size, nodes);
     for (unsigned i = 0; rc == 0 && i < count; i++) {
         snprintf(why, sizeof why,
-                 "the node sums of %s's reduce-scatter shapes under the hierarchical plan "
-                 "(nodes of %u)",
-                 g->name, nodes[i]);
+                 "the sums of %s's reduce-scatter shapes under the hierarchical plan (a node's "
+                 "partials with nodes of %u, the nodes' sums with %u nodes)",
+                 g->name, nodes[i], nodes[i]);
         rc = fg_plan_overlap_reduce(set, s, ts, g->dtype, nodes[i], why, d);
     }
     return rc;

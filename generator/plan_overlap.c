@@ -68,11 +68,16 @@
  *        nccl(N); the engine then forwards each to the g - 1 node peers, so
  *        a node peer's block of node i lands at push (i - 1)(g - 1) + j
  *        after max((g - 1) copy, nccl(N)) (i > 0), or push j (i = 0)
- *   RS   the node's other columns' (g - 1) N GEMMs first, each partial
- *        pushed once written; then for each of the own column's N blocks
- *        its GEMM and, once the node peers' partials of it landed, their
- *        sum ((g + 1) partials through the copy ceiling); then NCCL's
- *        reduce-scatter of the N node sums */
+ *   RS   node by node, the own last: a node's g - 1 blocks at the other
+ *        places (stream 2), each partial pushed once written, then its
+ *        block at the own place (stream 1) and, once the node peers'
+ *        partials of it landed, their sum ((g + 1) partials through the
+ *        copy ceiling), which NCCL sends to its owner beside the next
+ *        node's GEMMs (one block each way: the fit over 2 ranks, the steps
+ *        one after the other); the last sum ((N + 1) blocks) once the own
+ *        node's sum and the last step are in.  The GPU runs the earliest
+ *        issued of the two streams' next kernels that can start when it
+ *        frees, else the first that can */
 #include "plan_overlap.h"
 
 #include <math.h>
@@ -352,21 +357,52 @@ static double hier_all_gather_us(const fg_interconnect *ic, unsigned w, unsigned
     return now;
 }
 
-/* The hierarchical RS with nodes of g (see the top of this file). */
+/* The hierarchical RS with nodes of g (see the top of this file).  Stream
+ * 2 runs the other places' GEMMs, step by step; stream 1 each step's own
+ * place's GEMM and node sum, then the last sum.  The GPU takes the earliest
+ * issued of the two streams' next kernels that can start when it frees
+ * (stream 1's sum waits for its node peers' pushes, the last for NCCL),
+ * else the first that can. */
 static double hier_reduce_scatter_us(const fg_target *t, unsigned w, unsigned g,
                                      double block_gemm, double block_bytes)
 {
     const fg_interconnect *ic = t->interconnect;
-    const unsigned nodes = w / g;
-    const double copy = copy_us(ic, block_bytes);
-    const double sum = (g + 1) * block_bytes / (t->ceilings->copy_gbps * 1e3);
-    double pushed[MAX_WORLD] = {0}, engine = 0;   /* pushed[q]: the end of push q + 1 */
-    for (unsigned q = 0; q < nodes * (g - 1); q++)
-        pushed[q] = engine = fmax(engine, (q + 1) * block_gemm) + copy;
-    double now = nodes * (g - 1) * block_gemm;
-    for (unsigned i = 0; i < nodes; i++)   /* node i's block of the own column, then its sum */
-        now = fmax(now + block_gemm, pushed[(i + 1) * (g - 1) - 1]) + sum;
-    return nccl_end_us(ic, false, nodes, block_bytes, now);
+    const unsigned nodes = w / g, others = nodes * (g - 1);
+    const double copy = copy_us(ic, block_bytes), rate = t->ceilings->copy_gbps * 1e3;
+    const double node_sum = (g + 1) * block_bytes / rate, last_sum = (nodes + 1) * block_bytes / rate;
+    const double exchange = nccl_end_us(ic, false, 2, block_bytes, 0);   /* a block each way */
+    double landed[MAX_WORLD];   /* per step: its node peers' partials of the own place's block */
+    double gpu = 0, engine = 0, nccl = 0, end1 = 0;
+    unsigned o = 0, h = 0;   /* stream 2's next other GEMM; stream 1's next: 2 step (+ 1 its
+                                sum), 2 nodes the last sum */
+    while (h <= 2 * nodes) {
+        const unsigned step = h / 2;   /* issue order: a step's g - 1 others, GEMM, sum */
+        double r1 = end1;
+        unsigned i1 = nodes * (g + 1);
+        if (h == 2 * nodes)
+            r1 = fmax(r1, nccl);
+        else if (h % 2 == 0)
+            i1 = step * (g + 1) + g - 1;
+        else {   /* (a peer pushes its partial in the same step as this rank: the last push) */
+            r1 = fmax(r1, o >= (step + 1) * (g - 1) ? landed[step] : INFINITY);
+            i1 = step * (g + 1) + g;
+        }
+        const bool more = o < others;   /* stream 2 can always start: it follows itself */
+        const unsigned i2 = (o / (g - 1)) * (g + 1) + o % (g - 1);
+        const bool first = more ? r1 <= gpu && i1 < i2 : true;
+        if (first) {
+            gpu = end1 = fmax(gpu, r1) + (h == 2 * nodes ? last_sum : h % 2 ? node_sum : block_gemm);
+            if (h % 2 && step + 1 < nodes)   /* the node's sum to its owner */
+                nccl = fmax(nccl, gpu) + exchange;
+            h++;
+        } else {
+            gpu += block_gemm;
+            engine = fmax(engine, gpu) + copy;
+            if (++o % (g - 1) == 0)
+                landed[o / (g - 1) - 1] = engine;
+        }
+    }
+    return gpu;
 }
 
 /* The hierarchical plan for every node size into out->hier_* (none without

@@ -107,25 +107,31 @@ typedef enum {
                           written piece `chunk` of row block `block` of its partials */
     FGRT_OP_NODE_BARRIER, /* the hierarchical plan's: a barrier among the ranks of this
                              rank's node only (flags cannot cross nodes) */
-    FGRT_OP_NCCL_ACROSS   /* the hierarchical plan's: on `stream` alone (after `after`),
+    FGRT_OP_NCCL_ACROSS,  /* the hierarchical plan's: on `stream` alone (after `after`),
                              NCCL among the ranks of this rank's place in every node
                              (r % node_ranks, one a node): AG gathers each one's own row
-                             block; RS reduces their node sums (REDUCE of block b: the own
-                             partial plus the node's others' in their slots) of each one's
-                             block into its out */
+                             block (block -1); RS sends this node's sum of row block `block`
+                             (REDUCE of it: the own partial plus the node's others' in their
+                             slots) to its owner, and receives the sum of this rank's block
+                             from the node `slot` (its member `peer`) into that node's
+                             receive slot: one step of an exchange every member takes at
+                             once */
+    FGRT_OP_REDUCE_ACROSS /* the hierarchical RS: this rank's out = its node's sum of its
+                             block plus the other nodes' sums of it (NCCL_ACROSS's slots) */
 } fgrt_op_kind;
 
 typedef struct fgrt_op {
     fgrt_op_kind kind;
-    unsigned stream;  /* below 2 + the lanes (FGRT_MAX_STREAMS); a barrier joins them all */
+    unsigned stream;  /* below 2 + the lanes (FGRT_MAX_STREAMS; the hierarchical RS's
+                         steps between nodes on stream 3); a barrier joins them all */
     int peer;         /* COPY, SIGNAL: the rank written to; WAIT: the rank whose flag;
-                         else -1 */
+                         RS NCCL_ACROSS: the rank whose node sum arrives; else -1 */
     int block;        /* COPY, GEMM, REDUCE, WAIT_DONE: a row block (rank-sized share of M);
                          -1: all */
     int chunk;        /* COPY, GEMM, WAIT_DONE: a piece of the block (chunk_overlap,
                          chunk_fused); -1: all of it */
     int slot;         /* RS COPY: the peer's receive slot written; RS GEMM: the slot added;
-                         else -1 */
+                         RS NCCL_ACROSS: the node whose sum arrives; else -1 */
     unsigned flag;    /* BARRIER, SIGNAL, WAIT (FGRT_FLAG_*) */
     int after;        /* an earlier op this one must follow (an event where it ran on
                          another stream), or -1 */
@@ -186,13 +192,20 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
  * through NCCL (on stream 2, beside the GEMMs and the copies), and forwards
  * each of those to its node's other ranks; every block is multiplied once
  * it is there; a sender's flag FGRT_FLAG_SENT + i is the block of the i-th
- * node after the sender's (0: its own).  RS: rank r's column is the blocks
- * at its place in every node; it computes the node's other columns first,
- * each block pushed to the rank whose column it is (into receive slot
- * i x node_ranks + the sender's place, flag FGRT_FLAG_SENT + i for the i-th
- * node after theirs), then sums its node's partials of each block of its column
- * (REDUCE), and NCCL across the nodes reduces those sums into every rank's
- * own block.  Writes rank `rank`'s ops like fgrt_overlap_ops; 0 for invalid
+ * node after the sender's (0: its own).  RS: rank r (node n, place p)
+ * goes node by node, its own last: for i = 1 .. nodes - 1, then 0, it
+ * computes node n + i's blocks at the other places (on stream 2), each
+ * pushed once written to the rank at that place of r's node (into receive
+ * slot i x node_ranks + p, flag FGRT_FLAG_SENT + i), then node n + i's
+ * block at place p, whose owner is at r's place (stream 1); once its node
+ * peers' partials of it landed it sums them (REDUCE: the node's sum) and,
+ * for i > 0, sends that sum to the owner by NCCL (NCCL_ACROSS step i, on
+ * stream 3, beside the next node's GEMMs) while receiving node n - i's sum
+ * of its own block.  REDUCE_ACROSS then adds the other nodes' sums to its
+ * node's, into out: only the own node's sum and the last step are left at
+ * the end (a reduce-scatter of every node sum at once, issued last, would
+ * run under nothing).
+ * Writes rank `rank`'s ops like fgrt_overlap_ops; 0 for invalid
  * arguments (node_ranks under 2, world not a multiple of it, fewer than 2
  * nodes, world over FGRT_MAX_WORLD, rank not below world).  Checked in the
  * simulator of tests/unit/test_overlap_order.c; the executor runs it with
@@ -274,12 +287,15 @@ typedef int (*fgrt_reduce_fn)(void *user, void *stream, const void *own, const v
  * node i; this rank is member `node`).  AG: an all-gather of row blocks
  * that are not contiguous: blocks[node] (elems elements, filled) goes to
  * every member, and member i's arrives in blocks[i] (grouped sends and
- * receives).  RS: a reduce-scatter: blocks[0..nodes) are contiguous, block
- * i the partial sum of member i's row block, and member `node`'s total of
- * its own block goes into out.  The same rules as fgrt_gemm_fn (no
- * synchronizing).  0 on success. */
+ * receives; step 0).  RS: step `step` (1 .. nodes - 1) of an exchange of
+ * node sums: blocks[i] (contiguous) is this node's sum of member i's row
+ * block; blocks[(node + step) % nodes] goes to that member, and member
+ * (node - step) % nodes's sum of this rank's block arrives in out (a grouped
+ * send and receive: every member takes step s at once).  The same rules as
+ * fgrt_gemm_fn (no synchronizing).  0 on success. */
 typedef int (*fgrt_across_fn)(void *user, void *stream, fgrt_collective c, unsigned nodes,
-                              unsigned node, void *const *blocks, void *out, long long elems);
+                              unsigned node, unsigned step, void *const *blocks, void *out,
+                              long long elems);
 
 typedef struct fgrt_overlap_args {
     fgrt_collective collective;
@@ -314,9 +330,12 @@ typedef struct fgrt_overlap_args {
                                   hierarchical plan calls it once a block of the rank's
                                   column, with world = node_ranks, rank = its place, recv
                                   the node's slots of that block and out the executor's
-                                  node sum (the generated kernel: the one of node_ranks
-                                  ranks, overlap_reduce_*_w<node_ranks>, which `generate`
-                                  emits for every node size of a spec's world) */
+                                  node sum, and once more at the end with world = the
+                                  nodes, rank = its node, own its node's sum of its block
+                                  and recv the other nodes' sums of it (the generated
+                                  kernels: overlap_reduce_*_w<node_ranks> and _w<nodes>,
+                                  which `generate` emits for every divisor of a spec's
+                                  world) */
     void *user;                /* passed to gemm and reduce */
     double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s); chunk_fused's kernel
                                   waits at most min(timeout_s, 20 s) for a piece */

@@ -348,31 +348,39 @@ static void hier_all_gather(order *o, const nodes *n, unsigned rank)
         }
 }
 
-/* The hierarchical RS: rank r (node n, place p) sums its node's partials of
- * the blocks at place p of every node (its column), then NCCL across the
- * nodes reduces the column's node sums into each rank's own block.  Peer
- * (n, p') pushes its partial of block ((n + i) % nodes, p) into r's receive
- * slot i g + p', flagged FGRT_FLAG_SENT + i: a block's slots are g in a row,
- * the own place's unused, as the shard reduction's world slots are. */
+/* The hierarchical RS, node by node with its own last (fgrt_overlap.h):
+ * node n + i's blocks at the other places pushed to the rank at that place
+ * (its slot i g + p, flag sent(i)), then the one at place p summed with the
+ * node's partials of it and, for i > 0, sent to its owner by NCCL beside
+ * the next node's GEMMs while node n - i's sum of the own block arrives.
+ * A peer pushes its partial of block (n + i, p) in its own step i, so the
+ * steps of a node's ranks stay abreast. */
 static void hier_reduce_scatter(order *o, const nodes *n)
 {
     push(o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
-    for (unsigned i = 0; i < n->count; i++)   /* the node's other columns, each pushed once done */
-        for (unsigned j = 1; j < n->g; j++) {
+    int across = -1;
+    for (unsigned s = 1; s <= n->count; s++) {
+        const unsigned i = s % n->count;   /* 1, 2, ..., then the own node */
+        for (unsigned j = 1; j < n->g; j++) {   /* the node's other places, each pushed once done */
             const int b = at(n, i, (n->place + j) % n->g);
             const int mm = push(o, FGRT_OP_GEMM, 2, -1, b, 0, -1);
             piece(o, push(o, FGRT_OP_COPY, 0, local(n, j), b, 0, mm), -1,
                   (int)(i * n->g + n->place));
             push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(i), -1);
         }
-    for (unsigned i = 0; i < n->count; i++) {   /* this column: the node's sum of each block */
-        const int b = at(n, i, n->place);
+        const int b = at(n, i, n->place);   /* this place's: the node's sum of it */
         push(o, FGRT_OP_GEMM, 1, -1, b, 0, -1);
         for (unsigned j = 1; j < n->g; j++)
             push(o, FGRT_OP_WAIT, 1, local(n, n->g - j), -1, sent(i), -1);
-        push(o, FGRT_OP_REDUCE, 1, -1, b, 0, -1);
+        const int sum = push(o, FGRT_OP_REDUCE, 1, -1, b, 0, -1);
+        if (i == 0)
+            break;
+        /* to b's owner; node n - i's sum of the own block into that node's slot */
+        const unsigned from = (n->node + n->count - i) % n->count;
+        across = push(o, FGRT_OP_NCCL_ACROSS, 3, (int)(from * n->g + n->place), b, 0, sum);
+        piece(o, across, -1, (int)from);
     }
-    push(o, FGRT_OP_NCCL_ACROSS, 1, -1, -1, 0, -1);   /* behind the sums on their stream */
+    push(o, FGRT_OP_REDUCE_ACROSS, 1, -1, at(n, 0, n->place), 0, across);
 }
 
 static bool hier_valid(fgrt_collective c, unsigned world, unsigned node_ranks)

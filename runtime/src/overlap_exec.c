@@ -35,7 +35,8 @@ struct fgrt_overlap {
     unsigned lanes;          /* copy lanes (args.lanes, 0 read as 1) */
     unsigned node_ranks;     /* the hierarchical plan's ranks a node, or 0 (one node) */
     unsigned nodes, node, place;   /* ... its nodes; this rank's node and place in it */
-    unsigned nstreams;       /* 2 + lanes: the copy lanes' and the GEMMs' */
+    unsigned nstreams;       /* 2 + lanes: the copy lanes' and the GEMMs' (the
+                                hierarchical RS: one more, its steps between nodes) */
     size_t block_a, block_c; /* bytes of a row block of A and of C */
     fgrt_op *ops;
     size_t nops;
@@ -53,8 +54,11 @@ struct fgrt_overlap {
     void *recv;              /* RS: [world][rows, n] */
     void *sums;              /* the hierarchical RS: its node's sums [nodes][rows, n], the
                                 block of node i's member at i */
+    void *across;            /* ... the other nodes' sums of its own block [nodes][rows, n],
+                                node i's at i (its own node's unused) */
     fg_binding *reduction[MAX_WORLD];   /* RS without a reduce callback: the generated
                                 kernel (the hierarchical plan's: one a node's block) */
+    fg_binding *reduction_across;   /* ... the hierarchical plan's last, over the nodes' sums */
     fg_binding *fused;       /* chunk_fused: the generated GEMM over the whole gathered A */
     bool fused_portable;     /* ... its portable form (plain pointers), not the wgmma one */
     int *feed;               /* chunk_fused, device: its tile order [m / 128], its status
@@ -255,6 +259,8 @@ static fg_status plan(fgrt_overlap *x)
             for (unsigned p = 0; p < a->world; p++)
                 if (in_scope(x, p))
                     x->waits[x->nwaits++] = (awaited){p, op->flag};
+        if (op->stream >= x->nstreams)   /* the hierarchical RS's steps between nodes */
+            x->nstreams = op->stream + 1;
     }
     return FG_OK;
 }
@@ -285,7 +291,8 @@ static const char *own_block(const fgrt_overlap *x)
 /* The hierarchical RS's sum of row block b (of its column): its own
  * partial plus its node peers' in the node_ranks receive slots of b's node
  * (offset from this rank's, as its peers push them), into the sums' block of
- * b's node.  Flat: this rank's block, every slot, the caller's out. */
+ * b's node.  Flat: this rank's block, every slot, the caller's out.  The
+ * hierarchical RS's last sum: across_sum. */
 typedef struct block_sum {
     const char *own, *recv;
     void *out;
@@ -305,15 +312,22 @@ static block_sum sum_of(const fgrt_overlap *x, int b)
                        node};
 }
 
-/* The generated overlap_reduce kernel of the context's registry over the
- * sum of row block b (sum_of), bound as reduction[its node]. */
-static fg_status bind_reduction(fgrt_overlap *x, int b)
+/* The hierarchical RS's last sum: its node's sum of its own block plus the
+ * other nodes' (received by the steps between nodes), into the caller's out. */
+static block_sum across_sum(const fgrt_overlap *x)
 {
-    const block_sum t = sum_of(x, b);
+    return (block_sum){(const char *)x->sums + (size_t)x->node * x->block_c, x->across,
+                       x->args.out, x->nodes, x->node, x->node};
+}
+
+/* The generated overlap_reduce kernel of the context's registry over t,
+ * bound into *out. */
+static fg_status bind_reduction(fgrt_overlap *x, block_sum t, fg_binding **out)
+{
     const fg_overlap_reduce_args r = {
         .dtype = x->args.dtype, .world = t.world, .rank = t.rank,
         .vecs = (long long)(x->block_c / 16), .own = t.own, .recv = t.recv, .out = t.out};
-    const fg_status st = fg_overlap_reduce_bind(x->ctx, &r, &x->reduction[t.node]);
+    const fg_status st = fg_overlap_reduce_bind(x->ctx, &r, out);
     if (st != FG_OK) {
         char why[512];
         snprintf(why, sizeof why, "%s", fg_last_error());
@@ -475,12 +489,18 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
         st = OPS(x)->alloc(x->drv, (size_t)args->world * x->block_c, &x->recv);
     if (st == FG_OK && args->collective == FGRT_GEMM_RS && x->node_ranks)
         st = OPS(x)->alloc(x->drv, (size_t)x->nodes * x->block_c, &x->sums);
+    if (st == FG_OK && args->collective == FGRT_GEMM_RS && x->node_ranks)
+        st = OPS(x)->alloc(x->drv, (size_t)x->nodes * x->block_c, &x->across);
     /* the generated reduction: one binding, or the hierarchical plan's one a node
-     * (node i's block of this rank's column: rank i x node_ranks + place) */
-    for (unsigned i = 0; st == FG_OK && uses_reduction(args) && !args->reduce &&
-                         i < (x->node_ranks ? x->nodes : 1);
-         i++)
-        st = bind_reduction(x, (int)(i * x->node_ranks + x->place));
+     * (node i's block of this rank's column: rank i x node_ranks + place) and the
+     * last one across the nodes */
+    const bool generated = uses_reduction(args) && !args->reduce;
+    for (unsigned i = 0; st == FG_OK && generated && i < (x->node_ranks ? x->nodes : 1); i++) {
+        const block_sum t = sum_of(x, (int)(i * x->node_ranks + x->place));
+        st = bind_reduction(x, t, &x->reduction[t.node]);
+    }
+    if (st == FG_OK && generated && x->node_ranks)
+        st = bind_reduction(x, across_sum(x), &x->reduction_across);
     if (st == FG_OK && args->schedule == FGRT_CHUNK_FUSED)
         st = bind_fused(x);
     if (st != FG_OK) {
@@ -496,8 +516,10 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
 /* 4: flags numbered by piece alone (a version 3 peer writes them at other offsets);
  * 5: two words more after the epoch word, the failure mark and its source (a
  * version 4 peer's flags end before them, so a mark would land past its end);
- * 6: node_ranks (the hierarchical plan) */
-enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 6 };
+ * 6: node_ranks (the hierarchical plan);
+ * 7: the hierarchical RS exchanges node sums step by step (a version 6
+ * peer meets the first step with its reduce-scatter of all of them) */
+enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 7 };
 
 typedef struct wire {
     uint32_t magic, version;
@@ -747,14 +769,25 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
     }
     case FGRT_OP_NCCL_ACROSS: {   /* the members' blocks: AG's rows of A, RS's node sums */
         void *blocks[MAX_WORLD];
-        for (unsigned i = 0; i < x->nodes; i++)
-            blocks[i] = a->collective == FGRT_AG_GEMM
-                            ? A + ((size_t)i * x->node_ranks + x->place) * x->block_a
-                            : (char *)x->sums + (size_t)i * x->block_c;
         const bool ag = a->collective == FGRT_AG_GEMM;
-        const int r = a->across(a->user, s, a->collective, x->nodes, x->node, blocks,
-                                ag ? NULL : a->out, x->rows * (ag ? a->k : a->n));
+        for (unsigned i = 0; i < x->nodes; i++)
+            blocks[i] = ag ? A + ((size_t)i * x->node_ranks + x->place) * x->block_a
+                           : (char *)x->sums + (size_t)i * x->block_c;
+        /* RS: the step sends the sum of the block of node + step, receives node - step's */
+        const unsigned step =
+            ag ? 0 : ((unsigned)op->block / x->node_ranks + x->nodes - x->node) % x->nodes;
+        void *in = ag ? NULL : (char *)x->across + (size_t)op->slot * x->block_c;
+        const int r = a->across(a->user, s, a->collective, x->nodes, x->node, step, blocks, in,
+                                x->rows * (ag ? a->k : a->n));
         return r == 0 ? FG_OK : callback_failed("across", op);
+    }
+    case FGRT_OP_REDUCE_ACROSS: {
+        if (x->reduction_across)
+            return fg_launch(x->reduction_across, s);
+        const block_sum t = across_sum(x);
+        const int r = a->reduce(a->user, s, t.own, t.recv, t.out, t.world, t.rank,
+                                x->rows * a->n);
+        return r == 0 ? FG_OK : callback_failed("reduce", op);
     }
     case FGRT_OP_FUSED_GEMM: {   /* AG: its status cleared for this call, behind the last
                                     one's (RS: no flags, so the kernel never sets it) */
@@ -1044,6 +1077,7 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
             o->event_destroy(x->drv, x->done[i]);
     for (unsigned i = 0; i < MAX_WORLD; i++)
         fg_binding_free(x->reduction[i]);
+    fg_binding_free(x->reduction_across);
     fg_binding_free(x->fused);
     if (x->feed)
         o->free(x->drv, x->feed);
@@ -1053,6 +1087,8 @@ void fgrt_overlap_destroy(fgrt_overlap *x)
         o->free(x->drv, x->recv);
     if (x->sums)
         o->free(x->drv, x->sums);
+    if (x->across)
+        o->free(x->drv, x->across);
     free(x->ops), free(x->done), free(x->waits);
     free(x);
 }

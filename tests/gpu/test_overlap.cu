@@ -272,6 +272,7 @@ bool enqueue_op(Setup *s, int q, const fgrt_op *ops, int k)
         break;   // handled by run_call
     case FGRT_OP_NODE_BARRIER:
     case FGRT_OP_NCCL_ACROSS:
+    case FGRT_OP_REDUCE_ACROSS:
         return false;   // the hierarchical plan's: not replayed here (yet)
     }
     return ok && fgh_ok(cudaEventRecord(r.done[k], st));

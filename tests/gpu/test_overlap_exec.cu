@@ -296,11 +296,12 @@ struct Case {
 // the executor's stream by flag kernels.  Each member says it is ready for
 // this call's data (its stream got here after its node barrier, so its
 // previous call is over), waits for every other member's ready, pushes its
-// data (AG: its own row block into the same rows of every member's A; RS:
-// its node sum of member j's block into member j's staging slot), says it
-// has sent, waits for every other member's sent, and (RS) sums its own node
-// sum and the staged ones into out.  A wait past 20 s gives up and sets
-// `late` (then the call's outputs fail their check: never a hang).
+// data (AG: its own row block into the same rows of every member's A; RS
+// step s: its node sum of member node + s's block into that member's
+// staging slot of this node), says it has sent, waits for every other
+// member's sent, and (RS) copies what member node - s staged into out.  A
+// wait past 20 s gives up and sets `late` (then the call's outputs fail
+// their check: never a hang).
 struct Members {
     unsigned *p[kMaxWorld];   // each member's flags (ready or sent row), NULL for this rank
 };
@@ -432,7 +433,7 @@ int reduce_cb(void *user, void *stream, const void *own, const void *recv, void 
 }
 
 int across_cb(void *user, void *stream, fgrt_collective c, unsigned nodes, unsigned node,
-              void *const *blocks, void *out, long long elems)
+              unsigned step, void *const *blocks, void *out, long long elems)
 {
     Across &x = ((User *)user)->across;
     cudaStream_t s = (cudaStream_t)stream;
@@ -440,22 +441,21 @@ int across_cb(void *user, void *stream, fgrt_collective c, unsigned nodes, unsig
     const size_t b = bytes(elems);
     across_signal<<<1, 32, 0, s>>>(x.ready_to, (int)nodes, node, e);
     across_wait<<<1, 1, 0, s>>>(x.flags, (int)nodes, (int)node, e, x.late);
-    bool ok = true;
+    const bool ag = c == FGRT_AG_GEMM;
+    const unsigned to = (node + step) % nodes, from = (node + nodes - step) % nodes;
+    bool ok = ag ? step == 0 : step >= 1 && step < nodes;
     for (unsigned j = 0; ok && j < nodes; j++)
-        if (j != node)
-            ok = c == FGRT_AG_GEMM
-                     ? cudaMemcpyAsync(x.peer_a[j] + ((const char *)blocks[node] - x.a),
-                                       blocks[node], b, cudaMemcpyDeviceToDevice, s) == cudaSuccess
-                     : cudaMemcpyAsync(x.peer_stage[j] + node * b, blocks[j], b,
-                                       cudaMemcpyDeviceToDevice, s) == cudaSuccess;
+        if (j != node && (ag || j == to))
+            ok = ag ? cudaMemcpyAsync(x.peer_a[j] + ((const char *)blocks[node] - x.a),
+                                      blocks[node], b, cudaMemcpyDeviceToDevice, s) == cudaSuccess
+                    : cudaMemcpyAsync(x.peer_stage[j] + node * b, blocks[j], b,
+                                      cudaMemcpyDeviceToDevice, s) == cudaSuccess;
     across_signal<<<1, 32, 0, s>>>(x.sent_to, (int)nodes, node, e);
     across_wait<<<1, 1, 0, s>>>(x.flags + kMaxWorld, (int)nodes, (int)node, e, x.late);
-    if (c == FGRT_GEMM_RS && elems % 8 == 0)   // its own node sum and the staged ones
-        reduce_block<<<x.sms * 16, 256, 0, s>>>((const uint4 *)blocks[node], (const uint4 *)x.stage,
-                                                (uint4 *)out, (int)nodes, (int)node, elems / 8);
-    return ok && (c == FGRT_AG_GEMM || elems % 8 == 0) && cudaPeekAtLastError() == cudaSuccess
-               ? 0
-               : 1;
+    if (ok && !ag)   // member `from`'s sum of this rank's block
+        ok = cudaMemcpyAsync(out, x.stage + (size_t)from * elems, b, cudaMemcpyDeviceToDevice,
+                             s) == cudaSuccess;
+    return ok && cudaPeekAtLastError() == cudaSuccess ? 0 : 1;
 }
 
 

@@ -2291,8 +2291,9 @@ Test(cli, gemm_specs_get_the_owners_reduction)
     cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w8\n"), "%s", out);
     cr_assert(strstr(out, "overlap_reduce_gfx942_bf16_w2\n"), "%s", out);
     cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w4\n"), "%s", out);
-    cr_assert(strstr(out, "the node sums of llama-2-70b-tp8's reduce-scatter shapes under the "
-                          "hierarchical plan (nodes of 4)"), "%s", out);
+    cr_assert(strstr(out, "the sums of llama-2-70b-tp8's reduce-scatter shapes under the "
+                          "hierarchical plan (a node's partials with nodes of 4, the nodes' "
+                          "sums with 4 nodes)"), "%s", out);
     cr_assert(strstr(out, "out = own partial + 7 received, fp32 sums in rank order"), "%s", out);
     cr_assert(strstr(out, "used for: the reduce-scatter shapes of llama-2-70b-tp2"), "%s", out);
     cr_assert(strstr(out, "grid=(2112,1,1) block=(256,1,1)"), "%s", out);

@@ -296,13 +296,14 @@ Test(overlap, the_hierarchical_plan_by_node_size)
     x.nccl_ag_latency_us = 5, x.nccl_ag_gbps = 1000, x.nccl_rs_latency_us = 50, x.nccl_rs_gbps = 100;
     fg_target t = target_;
     t.interconnect = &x;
-    /* RS: the other column's 2 GEMMs end at 550 and 1100 us, their pushes (10 + 5 us) at
-     * 565 and 1115; the own column's GEMMs end at 1650 and 2215 (after the first sum),
-     * each sum 3 x 5e5 B at 1e5 B/us = 15 us: 1665, 2230; then NCCL's 55 us */
+    /* RS node by node, the other node first: the other place's GEMM to 550 us, pushed
+     * (10 + 5 us) to 565; the own place's to 1100, the node's sum (3 x 5e5 B at 1e5 B/us)
+     * to 1115, sent to its owner by NCCL (the fit over 2 ranks: 55 us) to 1170 beside the
+     * own node's GEMMs (1665, 2215); its sum to 2230, the last sum (3 blocks) to 2245 */
     fg_overlap_prediction p = predict(FG_COLL_REDUCE_SCATTER, 4, &t);
     cr_assert_eq(p.hier_count, 1);
     cr_assert_eq(p.hier_nodes[0], 2);
-    NEAR(p.hier_us[0], 2285.0);
+    NEAR(p.hier_us[0], 2245.0);
     /* AG on fast links is the four GEMMs back to back */
     p = predict(FG_COLL_ALL_GATHER, 4, &t);
     NEAR(p.hier_us[0], 4 * 550.0);
@@ -312,6 +313,12 @@ Test(overlap, the_hierarchical_plan_by_node_size)
     x.peer_copy_bidir_gbps = 0.5;
     p = predict(FG_COLL_ALL_GATHER, 4, &t);
     NEAR(p.hier_us[0], 4570.0);
+    /* RS on them: the first push lands at 2560, so the GPU runs the own node's other
+     * place (1100 to 1650, pushed by 4570) while the sum waits; the sum 2560 to 2575
+     * (NCCL's step to 2630), the own place's GEMM to 3125, its sum once the second push
+     * landed, 4570 to 4585, the last sum to 4600 */
+    p = predict(FG_COLL_REDUCE_SCATTER, 4, &t);
+    NEAR(p.hier_us[0], 4600.0);
     /* the executor's fixed cost per call is paid once */
     x.call_overhead_us = 7;
     p = predict(FG_COLL_ALL_GATHER, 4, &t);

@@ -23,7 +23,7 @@
 
 /* ---- the fake driver ---- */
 
-enum { MAXDEV = 4 };
+enum { MAXDEV = 6 };   /* the ranks of the largest world below (MAXW) */
 
 typedef enum { Q_COPY, Q_WRITE, Q_WAIT_FLAG, Q_RECORD, Q_WAIT_EVENT, Q_HOST, Q_GATE } qkind;
 
@@ -789,7 +789,7 @@ TestSuite(overlap_exec, .fini = fake_teardown, .timeout = 60);
 
 /* a row block of ROWS x N f16 is 192 bytes: whole 16-byte vectors, as the
  * generated reduction needs; ROWS splits into 2, 3 and 4 chunk_overlap pieces */
-enum { MAXW = 4, ROWS = 12, N = 8, K = 7, CALLS = 3 };
+enum { MAXW = 6, ROWS = 12, N = 8, K = 7, CALLS = 3 };
 /* No GEMM or sum here reaches it, nor wraps uint16: a product term is below
  * 17 x 13, a row of A x B below K of them (1344), an RS sum below MAXW x 1344. */
 #define POISON 0xBEEF
@@ -999,12 +999,17 @@ static int cb_reduce(void *user, void *stream, const void *own, const void *recv
 {
     rank_t *r = user;
     const unsigned g = r->args.node_ranks;
-    const long long block = ((const uint16_t *)own - r->c) / (ROWS * N);
-    const bool own_ok = g ? rows_of(r->c, r->args.m, N, own, ROWS) && block % g == rank
-                          : own == r->c + (size_t)rank * ROWS * N;
-    if (!stream || world != (g ? g : r->args.world) ||
-        rank != (g ? r->args.rank % g : r->args.rank) || elems != ROWS * N || !own_ok ||
-        (g ? !executors(r, out, (size_t)elems * 2) : out != r->out) ||
+    /* the hierarchical plan's last: its node's sum plus the other nodes', into out */
+    const bool across = g && out == r->out;
+    const bool own_ok =
+        across ? executors(r, own, (size_t)elems * 2)
+        : g    ? rows_of(r->c, r->args.m, N, own, ROWS) &&
+                  ((const uint16_t *)own - r->c) / (ROWS * N) % g == rank
+               : own == r->c + (size_t)rank * ROWS * N;
+    const unsigned want_world = across ? r->args.world / g : g ? g : r->args.world;
+    const unsigned want_rank = across ? r->args.rank / g : g ? r->args.rank % g : r->args.rank;
+    if (!stream || world != want_world || rank != want_rank || elems != ROWS * N || !own_ok ||
+        (g && !across ? !executors(r, out, (size_t)elems * 2) : out != r->out) ||
         !executors(r, recv, (size_t)world * elems * 2)) {
         r->bad_cb++;
         return 1;
@@ -1021,16 +1026,16 @@ static int cb_reduce(void *user, void *stream, const void *own, const void *recv
 
 /* The hierarchical plan's step between nodes, as NCCL's: each member posts
  * its sources, waits until every member of its place has, takes what is
- * its own (AG: the others' blocks into its A; RS: its block's total of
- * every member's node sums), and waits until every member has, so no
- * source is overwritten before it was read (a collective ends on every
- * member together).  One rendezvous per place and call. */
+ * its own (AG: the others' blocks into its A; RS step s: the sum of its
+ * block that member node - s sends), and waits until every member has, so
+ * no source is overwritten before it was read (a collective ends on every
+ * member together).  One rendezvous per place, call and step. */
 typedef struct across_meet {
-    const void *src[MAXW];           /* AG: member i's own block; RS: its node sums */
+    const void *src[MAXW];           /* AG: member i's own block; RS: the sum it sends */
     int arrived, left;
     volatile int all_arrived, all_left;
 } across_meet;
-static across_meet meets[MAXW][CALLS];
+static across_meet meets[MAXW][CALLS][MAXW];
 static bool across_aborted;   /* the engine aborted its NCCL: every meet open, nothing moved */
 
 /* What an engine does when a rank of another node failed: NCCL's abort.
@@ -1040,13 +1045,14 @@ static void abort_meets(void)
     across_aborted = true;
     for (unsigned p = 0; p < MAXW; p++)
         for (unsigned c = 0; c < CALLS; c++)
-            meets[p][c].all_arrived = meets[p][c].all_left = 1;
+            for (unsigned s = 0; s < MAXW; s++)
+                meets[p][c][s].all_arrived = meets[p][c][s].all_left = 1;
 }
 
 typedef struct across_job {
     across_meet *meet;
     fgrt_collective c;
-    unsigned nodes, node;
+    unsigned nodes, node, step;
     void *blocks[MAXW];
     void *out;
     long long elems;
@@ -1055,7 +1061,8 @@ typedef struct across_job {
 static void across_post(void *p)
 {
     const across_job *j = p;
-    j->meet->src[j->node] = j->c == FGRT_AG_GEMM ? j->blocks[j->node] : j->blocks[0];
+    j->meet->src[j->node] = j->blocks[j->c == FGRT_AG_GEMM ? j->node
+                                                          : (j->node + j->step) % j->nodes];
     if (++j->meet->arrived == (int)j->nodes)
         j->meet->all_arrived = 1;
 }
@@ -1070,38 +1077,40 @@ static void across_take(void *p)
                     ((uint16_t *)j->blocks[i])[e] = ((const uint16_t *)j->meet->src[i])[e];
             continue;
         }
-        uint32_t acc = 0;
-        for (unsigned i = 0; i < j->nodes; i++)
-            acc += ((const uint16_t *)j->meet->src[i])[(size_t)j->node * j->elems + e];
-        ((uint16_t *)j->out)[e] = (uint16_t)acc;
+        const unsigned from = (j->node + j->nodes - j->step) % j->nodes;
+        ((uint16_t *)j->out)[e] = ((const uint16_t *)j->meet->src[from])[e];
     }
     if (++j->meet->left == (int)j->nodes)
         j->meet->all_left = 1;
 }
 
 /* Checks what the executor passes: AG the rows of A at this rank's place in
- * every node (its own block among them), RS its node sums (contiguous, its
- * own memory) and the caller's out. */
+ * every node (its own block among them), step 0; RS its node sums
+ * (contiguous, its own memory), a step 1 .. nodes - 1 and a block of its
+ * own memory to receive into. */
 static int cb_across(void *user, void *stream, fgrt_collective c, unsigned nodes, unsigned node,
-                     void *const *blocks, void *out, long long elems)
+                     unsigned step, void *const *blocks, void *out, long long elems)
 {
     rank_t *r = user;
     const unsigned g = r->args.node_ranks, place = r->args.rank % g;
+    const bool ag = c == FGRT_AG_GEMM;
     bool ok = stream && g && c == r->args.collective && nodes == r->args.world / g &&
-              node == r->args.rank / g && elems == ROWS * (c == FGRT_AG_GEMM ? K : N);
+              node == r->args.rank / g && elems == ROWS * (ag ? K : N) &&
+              (ag ? step == 0 && !out
+                  : step >= 1 && step < nodes && executors(r, out, (size_t)elems * 2));
     for (unsigned i = 0; ok && i < nodes; i++)
-        ok = c == FGRT_AG_GEMM ? blocks[i] == r->a + ((size_t)i * g + place) * ROWS * K && !out
-                               : blocks[i] == (uint16_t *)blocks[0] + (size_t)i * elems &&
-                                     executors(r, blocks[i], (size_t)elems * 2) && out == r->out;
+        ok = ag ? blocks[i] == r->a + ((size_t)i * g + place) * ROWS * K
+                : blocks[i] == (uint16_t *)blocks[0] + (size_t)i * elems &&
+                      executors(r, blocks[i], (size_t)elems * 2);
     if (!ok) {
         r->bad_cb++;
         return 1;
     }
-    across_meet *meet = &meets[place][r->call];
+    across_meet *meet = &meets[place][r->call][step];
     across_job *post = malloc(sizeof *post), *take = malloc(sizeof *take);
     cr_assert(post && take);
-    *post = (across_job){.meet = meet, .c = c, .nodes = nodes, .node = node, .out = out,
-                         .elems = elems};
+    *post = (across_job){.meet = meet, .c = c, .nodes = nodes, .node = node, .step = step,
+                         .out = out, .elems = elems};
     memcpy(post->blocks, blocks, nodes * sizeof *blocks);
     *take = *post;
     r->acrosses++;
@@ -1149,7 +1158,8 @@ static const size_t generated_image_size = sizeof generated_image;
      .arch = FG_REG_ARCH_SM90A, .dtype = FG_REG_F16, .ndims = 1, .dims = {w},                      \
      .grid_rule = FG_REG_GRID_FIXED, .grid = {64, 1, 1}, .block = {256, 1, 1},                     \
      .cluster = {1, 1, 1}, .image = generated_image, .image_size = &generated_image_size}
-static const fg_kernel_entry generated[] = {GENERATED(2), GENERATED(3), GENERATED(4)};
+static const fg_kernel_entry generated[] = {GENERATED(2), GENERATED(3), GENERATED(4),
+                                             GENERATED(5), GENERATED(6)};
 
 /* n ranks of collective c under schedule s, `chunks` passed to create as
  * it is (chunk_overlap: 2..4, which ROWS splits into; else 0 or 1). */
@@ -1371,10 +1381,13 @@ static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned
                          : c == FGRT_AG_GEMM ? 1 + (int)((n - 1) * chunks)
                                              : (int)(n * chunks);
     const int accs = chunked && c == FGRT_GEMM_RS ? (int)((n - 1) * chunks) : 0;
-    /* the hierarchical plan sums each block of its column, one a node */
-    const int sums = reduced ? CALLS * (use_nodes ? (int)(n / use_nodes) : 1) : 0;
+    /* the hierarchical plan sums each block of its column, one a node, then
+     * the nodes' sums of its own; RS steps between nodes to every other */
+    const int nodes = use_nodes ? (int)(n / use_nodes) : 0;
+    const int sums = reduced ? CALLS * (use_nodes ? nodes + 1 : 1) : 0;
+    const int acrosses = CALLS * (!use_nodes ? 0 : c == FGRT_GEMM_RS ? nodes - 1 : 1);
     for (unsigned i = 0; i < n; i++) {
-        cr_assert_eq(w.r[i].acrosses, use_nodes ? CALLS : 0, "%s rank %u", what, i);
+        cr_assert_eq(w.r[i].acrosses, acrosses, "%s rank %u", what, i);
         cr_assert_eq(w.r[i].gemms, CALLS * per_call, "%s rank %u: %d GEMMs", what, i,
                      w.r[i].gemms);
         cr_assert_eq(w.r[i].accs, CALLS * accs, "%s rank %u: %d GEMMs added a sum", what, i,
@@ -1382,7 +1395,9 @@ static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned
         cr_assert_eq(w.r[i].reduces + w.r[i].dev->launches, sums, "%s rank %u", what, i);
         cr_assert_eq(w.r[i].dev->launches, use_generated ? sums : 0,
                      "%s rank %u: the generated reduction's launches", what, i);
-        cr_assert_eq(w.r[i].dev->loads, use_generated && reduced ? 1 : 0,
+        /* the hierarchical plan's two sizes of sum: nodes of g, and over the nodes */
+        const int kernels = use_nodes && nodes != (int)use_nodes ? 2 : 1;
+        cr_assert_eq(w.r[i].dev->loads, use_generated && reduced ? kernels : 0,
                      "%s rank %u: the generated reduction's loads", what, i);
     }
     world_close(&w);
@@ -1445,7 +1460,8 @@ Test(overlap_exec, gemm_rs_chunk_overlap_matches_the_reference_call_after_call)
 
 /* The 2D order: every rank pushes to each peer on a copy lane of its own
  * (world - 1 lanes), and chunk_overlap's AG pieces on as many lanes as a
- * rank has copies (with one peer, its pieces at once); every result exact,
+ * rank has copies, up to the 8 allowed (with one peer, its pieces at
+ * once); every result exact,
  * call after call, in every mode of the fake driver.  The executor makes
  * one stream per lane more. */
 Test(overlap_exec, pushes_on_several_copy_lanes_match_the_reference)
@@ -1457,7 +1473,7 @@ Test(overlap_exec, pushes_on_several_copy_lanes_match_the_reference)
                 three_calls((fgrt_collective)c, FGRT_SERIAL_CE, n, 0, &modes[i]);
                 three_calls((fgrt_collective)c, FGRT_SHARD_OVERLAP, n, 1, &modes[i]);
             }
-            use_lanes = 2 * (n - 1);
+            use_lanes = 2 * (n - 1) <= FGRT_MAX_LANES ? 2 * (n - 1) : FGRT_MAX_LANES;
             three_calls(FGRT_AG_GEMM, FGRT_CHUNK_OVERLAP, n, 2, &modes[i]);
         }
     use_lanes = 3;
@@ -2368,7 +2384,7 @@ Test(overlap_exec, connect_refuses_handles_that_disagree)
         {swapped, "handles in the wrong order", "handle 0 is rank 1 of 2"},
         {junk, "a handle no executor exported", "handle 1 is not an exported executor"},
         {old, "a handle of another version",
-         "handle 1 is from an executor of version 4; this one is version 6"},
+         "handle 1 is from an executor of version 4; this one is version 7"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         cr_assert_eq(fgrt_overlap_connect(x0, cases[i].all), FG_ERR_INVALID_ARGUMENT, "%s",
@@ -2435,7 +2451,8 @@ Test(overlap_exec, connect_refuses_ranks_that_disagree_on_chunks)
 /* The hierarchical plan, 4 ranks as 2 nodes of 2 (the copy engine inside a
  * node, the across callback between them, as NCCL's): exact call after
  * call, pipelined on the callers' streams, with the caller's reduction and
- * the generated one, in every scheduling mode. */
+ * the generated one, in every scheduling mode; 6 ranks in nodes of 2 and 3
+ * call after call. */
 Test(overlap_exec, the_hierarchical_plan_matches_the_reference)
 {
     use_nodes = 2;
@@ -2448,6 +2465,15 @@ Test(overlap_exec, the_hierarchical_plan_matches_the_reference)
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i += 3)
         three_calls(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 4, 1, &modes[i]);
     use_generated = false;
+    /* 6 ranks: 3 nodes of 2 (RS: two steps between nodes) and 2 of 3 */
+    for (use_nodes = 2; use_nodes <= 3; use_nodes++)
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i += 2)
+            for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
+                use_generated = c == FGRT_GEMM_RS && i % 4 == 2;
+                three_calls((fgrt_collective)c, FGRT_SHARD_OVERLAP, 6, 1, &modes[i]);
+            }
+    use_generated = false;
+    use_nodes = 2;
     /* only the node's peer is mapped: rank 0 reaches rank 1, not ranks 2 and 3 */
     world w;
     world_open(&w, 4, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 5.0, true);

@@ -50,6 +50,7 @@ typedef struct rank_state {
     held a[MAXW][MAXP];      /* AG: gathered A, per (row block, piece) */
     held part[MAXW][MAXP];   /* RS: partials C (chunk_overlap: the running sums) */
     held slot[MAXW][MAXP];   /* RS: receive slots */
+    held across[MAXW][MAXP]; /* the hierarchical RS: node i's sum of this rank's block */
     held out[MAXP];          /* RS: this rank's row block of the sum */
     int gemms[CALLS][MAXW][MAXP], outs[CALLS][MAXP];   /* writes per call */
     bool taken[CALLS][MAXW][MAXP];   /* the fused GEMM's pieces, multiplied */
@@ -165,12 +166,11 @@ static bool all_armed(const sim *m, const fgrt_op *op, unsigned q, size_t no)
 }
 
 /* An NCCL collective, number `no` of q's collectives: serial NCCL's among
- * every rank, the hierarchical plan's among the ranks of q's place in every
+ * every rank, the hierarchical AG's among the ranks of q's place in every
  * node.  Once every rank of the group has armed it, its data moves for all
  * of them at once (the first of them to complete moves it).  AG: the own
  * block of each into every other's gathered A.  RS: into each one's out,
- * the group's partials (the hierarchical plan's: node sums) of its block,
- * each rank's once. */
+ * the group's partials of its block, each rank's once. */
 static void nccl(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
 {
     if (m->r[q].moved[m->r[q].colls[no]])
@@ -212,9 +212,73 @@ static void nccl(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
     }
 }
 
+/* The bits of the ranks of node i (nodes of g). */
+static unsigned node_mask(unsigned g, unsigned i)
+{
+    return ((1u << g) - 1u) << (i * g);
+}
+
+/* The hierarchical RS's step between nodes, number `no` of q's collectives
+ * (step s: q's block sent is s nodes after q's): once every member of q's
+ * place has armed it, each member d receives, into its slot of node
+ * d / g - s, the node sum of block d that member of that node holds (its
+ * REDUCE wrote it into its partial of d); each member's op must say so. */
+static void across_step(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
+{
+    if (m->r[q].moved[m->r[q].colls[no]])
+        return;
+    const unsigned g = m->node, nodes = m->w / g;
+    const unsigned s = ((unsigned)op->block / g + nodes - q / g) % nodes;
+    for (unsigned d = q % g; d < m->w; d += g) {
+        rank_state *r = &m->r[d];
+        const fgrt_op *mine = &r->ops[r->colls[no]];
+        const unsigned from = (d / g + nodes - s) % nodes, src = from * g + d % g;
+        check(mine->block == (int)(((d / g + s) % nodes) * g + d % g) &&
+                  mine->slot == (int)from && mine->peer == (int)src,
+              "rank %u takes its step between nodes as another's (block %d, node %d, rank %d "
+              "at rank %u's step %u)", d, mine->block, mine->slot, mine->peer, q, s);
+        r->moved[r->colls[no]] = true;
+        held *in = &m->r[src].part[d][0], *to = &r->across[from][0];
+        check(in->call == e && in->sum == node_mask(g, from), "rank %u sends node %u's sum of "
+              "block %u of call %d holding ranks %#x in call %d", src, from, d, in->call,
+              in->sum, e);
+        check(used(to), "rank %u: node %u's sum of call %d overwritten before it was used", d,
+              from, to->call);
+        in->read = e;
+        *to = (held){.call = e, .read = -1, .block = (int)d, .sum = in->sum};
+    }
+}
+
+/* The hierarchical RS's last sum on rank q: its node's sum of its block
+ * plus the other nodes' (received by the steps between nodes), into out. */
+static void reduce_across(sim *m, unsigned q, const fgrt_op *op, int e)
+{
+    rank_state *r = &m->r[q];
+    const unsigned g = m->node, nodes = m->w / g;
+    check(op->block == (int)q, "rank %u adds the nodes' sums of block %d", q, op->block);
+    held *own = &r->part[q][0];
+    check(own->call == e && own->sum == node_mask(g, q / g), "rank %u adds the nodes' sums "
+          "before its node's (call %d, ranks %#x)", q, own->call, own->sum);
+    own->read = e;
+    unsigned sum = own->sum;
+    for (unsigned i = 0; i < nodes; i++) {
+        if (i == q / g)
+            continue;
+        held *in = &r->across[i][0];
+        check(in->call == e && in->block == (int)q, "rank %u adds node %u's sum before it "
+              "arrived", q, i);
+        check(!(in->sum & sum), "rank %u adds a node's sum twice", q);
+        in->read = e;
+        sum |= in->sum;
+    }
+    r->out[0] = (held){.call = e, .sum = sum};
+    r->outs[e][0]++;
+}
+
 /* The hierarchical RS's REDUCE of block b on rank q: its partial plus its
  * node's others' in their slots (the block's node after q's x node + their
- * place), into its partial of b (what NCCL across the nodes then reads). */
+ * place), into its partial of b (what the step between nodes sends, or for
+ * the own block the last sum adds to). */
 static void reduce_node(sim *m, unsigned q, const fgrt_op *op, int e)
 {
     rank_state *r = &m->r[q];
@@ -350,7 +414,9 @@ static bool step(sim *m, unsigned q, size_t k)
         }
         if (!all_armed(m, op, q, r->coll_no[k]))
             return false;
-        if (op->kind == FGRT_OP_NCCL || op->kind == FGRT_OP_NCCL_ACROSS)
+        if (op->kind == FGRT_OP_NCCL_ACROSS && m->c == FGRT_GEMM_RS)
+            across_step(m, q, op, r->coll_no[k], e);
+        else if (op->kind == FGRT_OP_NCCL || op->kind == FGRT_OP_NCCL_ACROSS)
             nccl(m, q, op, r->coll_no[k], e);
         break;
     case FGRT_OP_SIGNAL:   /* in this rank's row of the memory of the rank it is for */
@@ -375,6 +441,9 @@ static bool step(sim *m, unsigned q, size_t k)
             reduce_node(m, q, op, e);
         else
             reduce(m, q, op, e);
+        break;
+    case FGRT_OP_REDUCE_ACROSS:
+        reduce_across(m, q, op, e);
         break;
     case FGRT_OP_FUSED_GEMM: {   /* one kernel: AG each piece once its flag is set, in any
                                     order; RS one piece a step in its tile order (the peers'
@@ -484,7 +553,7 @@ static const char *simulate_plan(fgrt_collective c, fgrt_schedule s, unsigned w,
         for (unsigned b = 0; b < MAXW; b++)
             for (unsigned j = 0; j < MAXP; j++) {
                 const held none = {.call = -1, .read = -1, .block = -1};
-                r->a[b][j] = r->part[b][j] = r->slot[b][j] = r->out[j] = none;
+                r->a[b][j] = r->part[b][j] = r->slot[b][j] = r->across[b][j] = r->out[j] = none;
             }
         total += r->n;
         for (size_t k = 0; k < r->per_call; k++) {
