@@ -2282,7 +2282,7 @@ Test(cli, gemm_portable_form_where_there_are_no_clusters)
 
 /* A GEMM spec with reduce-scatter shapes gets the owner's reduction kernel,
  * one per dtype and world size on every target, and one for each node size
- * of the hierarchical plan (TP = 8: nodes of 2 and 4). */
+ * of the hierarchical plan (TP = 8: nodes of 2 and 4, and so 4 and 2 nodes). */
 Test(cli, gemm_specs_get_the_owners_reduction)
 {
     char *out;
@@ -2291,12 +2291,18 @@ Test(cli, gemm_specs_get_the_owners_reduction)
     cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w8\n"), "%s", out);
     cr_assert(strstr(out, "overlap_reduce_gfx942_bf16_w2\n"), "%s", out);
     cr_assert(strstr(out, "overlap_reduce_sm90a_bf16_w4\n"), "%s", out);
-    cr_assert(strstr(out, "the sums of llama-2-70b-tp8's reduce-scatter shapes under the "
-                          "hierarchical plan (a node's partials with nodes of 4, the nodes' "
-                          "sums with 4 nodes)"), "%s", out);
     cr_assert(strstr(out, "out = own partial + 7 received, fp32 sums in rank order"), "%s", out);
     cr_assert(strstr(out, "used for: the reduce-scatter shapes of llama-2-70b-tp2"), "%s", out);
     cr_assert(strstr(out, "grid=(2112,1,1) block=(256,1,1)"), "%s", out);
+    free(out);
+    /* alone, TP = 8 has the node sizes' kernels for the hierarchical plan only
+     * (with every spec, the TP = 2 and 4 specs' own reductions are the same kernels) */
+    cr_assert_eq(run(&out, "explain --filter 'overlap_reduce_sm90a_*_w4' "
+                           "specs/gemm/llama-2-70b-tp8.yaml specs/targets/h200.yaml"),
+                 0);
+    cr_assert(strstr(out, "the sums of llama-2-70b-tp8's reduce-scatter shapes under the "
+                          "hierarchical plan (a node's partials with nodes of 4, the nodes' "
+                          "sums with 4 nodes)"), "%s", out);
     free(out);
 }
 
