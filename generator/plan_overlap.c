@@ -58,26 +58,24 @@
  * NCCL or RS chunk_overlap (one lane); never chosen until timed on more than
  * two GPUs (the rates of several lanes at once are not in the profile).
  * The hierarchical plan (fgrt_overlap_hier_ops), nodes of g ranks, N = W / g
- * of them; NCCL between nodes at the profile's NCCL fit over N ranks
- * (latency + (N - 1) blocks through its rate: one host's GPUs split into
- * nodes, the issue's emulation; another network needs its own fit).  The
- * GPU runs one GEMM at a time, taking the earliest issued of those whose
- * inputs are there; NCCL and the copy engine beside it.
+ * of them; NCCL between nodes in N - 1 steps of one block each way, each at
+ * the profile's NCCL fit over 2 ranks (latency + one block through its
+ * rate: one host's GPUs split into nodes, the issue's emulation; another
+ * network needs its own fit), one after the other.  The GPU runs one
+ * kernel at a time, taking the earliest issued of those whose inputs are
+ * there; NCCL and the copy engine beside it.
  *   AG   the own block's GEMM first; the g - 1 pushes of it on the copy
- *        engine; NCCL brings the N - 1 blocks of the other nodes at
- *        nccl(N); the engine then forwards each to the g - 1 node peers, so
- *        a node peer's block of node i lands at push (i - 1)(g - 1) + j
- *        after max((g - 1) copy, nccl(N)) (i > 0), or push j (i = 0)
+ *        engine; NCCL brings the other nodes' blocks a step each, the
+ *        engine forwards each to the g - 1 node peers once it is there and
+ *        its pushes before are out, and a node peer's block lands with the
+ *        matching push or forward
  *   RS   node by node, the own last: a node's g - 1 blocks at the other
  *        places (stream 2), each partial pushed once written, then its
  *        block at the own place (stream 1) and, once the node peers'
  *        partials of it landed, their sum ((g + 1) partials through the
- *        copy ceiling), which NCCL sends to its owner beside the next
- *        node's GEMMs (one block each way: the fit over 2 ranks, the steps
- *        one after the other); the last sum ((N + 1) blocks) once the own
- *        node's sum and the last step are in.  The GPU runs the earliest
- *        issued of the two streams' next kernels that can start when it
- *        frees, else the first that can */
+ *        copy ceiling), which NCCL's step sends to its owner beside the
+ *        next node's GEMMs; the last sum ((N + 1) blocks) once the own
+ *        node's sum and the last step are in */
 #include "plan_overlap.h"
 
 #include <math.h>
@@ -338,19 +336,21 @@ static double hier_all_gather_us(const fg_interconnect *ic, unsigned w, unsigned
 {
     const unsigned nodes = w / g, node_blocks = nodes * (g - 1);
     const double copy = copy_us(ic, block_bytes);
-    const double across = nccl_end_us(ic, true, nodes, block_bytes, 0);
-    const double forwards = fmax((g - 1) * copy, across);   /* the engine starts forwarding */
-    double now = block_gemm;                                /* the own block */
-    unsigned nccl_done = 0, node_done = 0;
-    while (nccl_done + 1 < nodes || node_done < node_blocks) {
-        /* the next node peer's block in the order waited for: push j of node i */
-        const unsigned i = node_done / (g - 1), j = node_done % (g - 1) + 1;
-        const double node_ready = node_done == node_blocks ? INFINITY
-                                  : i == 0                 ? j * copy
-                                               : forwards + ((i - 1) * (g - 1) + j) * copy;
-        /* NCCL's blocks' GEMMs were issued before the node's: first when ready */
-        if (nccl_done + 1 < nodes && across <= fmax(now, node_ready))
-            now = fmax(now, across) + block_gemm, nccl_done++;
+    const double exchange = nccl_end_us(ic, true, 2, block_bytes, 0);   /* a block each way */
+    /* the node peers' blocks in the order waited for: their own, then each step's */
+    double landed[MAX_WORLD], engine = 0;
+    for (unsigned q = 0; q < node_blocks; q++) {
+        if (q % (g - 1) == 0)   /* step q / (g - 1)'s block is there to forward */
+            engine = fmax(engine, q / (g - 1) * exchange);
+        landed[q] = engine += copy;
+    }
+    double now = block_gemm;   /* the own block */
+    unsigned step = 1, node_done = 0;
+    while (step < nodes || node_done < node_blocks) {
+        const double node_ready = node_done < node_blocks ? landed[node_done] : INFINITY;
+        /* the steps' blocks' GEMMs were issued before the node's: first when ready */
+        if (step < nodes && step * exchange <= fmax(now, node_ready))
+            now = fmax(now, step * exchange) + block_gemm, step++;
         else
             now = fmax(now, node_ready) + block_gemm, node_done++;
     }

@@ -108,14 +108,16 @@ typedef enum {
     FGRT_OP_NODE_BARRIER, /* the hierarchical plan's: a barrier among the ranks of this
                              rank's node only (flags cannot cross nodes) */
     FGRT_OP_NCCL_ACROSS,  /* the hierarchical plan's: on `stream` alone (after `after`),
-                             NCCL among the ranks of this rank's place in every node
-                             (r % node_ranks, one a node): AG gathers each one's own row
-                             block (block -1); RS sends this node's sum of row block `block`
-                             (REDUCE of it: the own partial plus the node's others' in their
-                             slots) to its owner, and receives the sum of this rank's block
-                             from the node `slot` (its member `peer`) into that node's
-                             receive slot: one step of an exchange every member takes at
-                             once */
+                             one step of an exchange by NCCL among the ranks of this
+                             rank's place in every node (r % node_ranks, one a node), every
+                             member taking it at once: this rank sends to the member as
+                             many nodes on as `peer`, its member it receives from, is
+                             back.  AG: this rank's own row block goes, `peer`'s own
+                             (block `block`) arrives in its rows of the gathered A.  RS:
+                             this node's sum of row block `block` (REDUCE of it: the own
+                             partial plus the node's others' in their slots) goes to its
+                             owner, `peer`'s node's sum of this rank's block arrives in
+                             the receive slot of that node (`slot`) */
     FGRT_OP_REDUCE_ACROSS /* the hierarchical RS: this rank's out = its node's sum of its
                              block plus the other nodes' sums of it (NCCL_ACROSS's slots) */
 } fgrt_op_kind;
@@ -125,7 +127,7 @@ typedef struct fgrt_op {
     unsigned stream;  /* below 2 + the lanes (FGRT_MAX_STREAMS; the hierarchical RS's
                          steps between nodes on stream 3); a barrier joins them all */
     int peer;         /* COPY, SIGNAL: the rank written to; WAIT: the rank whose flag;
-                         RS NCCL_ACROSS: the rank whose node sum arrives; else -1 */
+                         NCCL_ACROSS: the rank received from; else -1 */
     int block;        /* COPY, GEMM, REDUCE, WAIT_DONE: a row block (rank-sized share of M);
                          -1: all */
     int chunk;        /* COPY, GEMM, WAIT_DONE: a piece of the block (chunk_overlap,
@@ -187,12 +189,15 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
 /* The hierarchical plan for `world` ranks in nodes of `node_ranks` (rank r
  * in node r / node_ranks, at place r % node_ranks): the copy engine inside
  * a node, NCCL between nodes; each rank opens with a barrier of its node.
- * AG: rank r multiplies its own block, pushes it to its node's other ranks,
- * gathers the own blocks of the ranks at its place in the other nodes
- * through NCCL (on stream 2, beside the GEMMs and the copies), and forwards
- * each of those to its node's other ranks; every block is multiplied once
- * it is there; a sender's flag FGRT_FLAG_SENT + i is the block of the i-th
- * node after the sender's (0: its own).  RS: rank r (node n, place p)
+ * AG: rank r (node n, place p) multiplies its own block, pushes it to its
+ * node's other ranks, and gathers the own blocks of the ranks at its place
+ * in the other nodes by NCCL, a step each (NCCL_ACROSS on stream 3, beside
+ * the GEMMs and the copies: step s sends its own block to node n + s and
+ * brings node n - s's), each forwarded to its node's other ranks and
+ * multiplied (stream 2) once it is there; the node peers' blocks are
+ * multiplied as they land, their own first, then in the order of the
+ * steps; a sender's flag FGRT_FLAG_SENT + i is the block of the i-th node
+ * after the sender's (0: its own).  RS: rank r (node n, place p)
  * goes node by node, its own last: for i = 1 .. nodes - 1, then 0, it
  * computes node n + i's blocks at the other places (on stream 2), each
  * pushed once written to the rank at that place of r's node (into receive
@@ -284,15 +289,15 @@ typedef int (*fgrt_reduce_fn)(void *user, void *stream, const void *own, const v
 /* The hierarchical plan's step between nodes (fgrt_overlap_args.node_ranks),
  * the engine's NCCL or any transport, enqueued on `stream`, among the
  * `nodes` ranks at this rank's place in every node (member i: the one in
- * node i; this rank is member `node`).  AG: an all-gather of row blocks
- * that are not contiguous: blocks[node] (elems elements, filled) goes to
- * every member, and member i's arrives in blocks[i] (grouped sends and
- * receives; step 0).  RS: step `step` (1 .. nodes - 1) of an exchange of
- * node sums: blocks[i] (contiguous) is this node's sum of member i's row
- * block; blocks[(node + step) % nodes] goes to that member, and member
- * (node - step) % nodes's sum of this rank's block arrives in out (a grouped
- * send and receive: every member takes step s at once).  The same rules as
- * fgrt_gemm_fn (no synchronizing).  0 on success. */
+ * node i; this rank is member `node`), step `step` (1 .. nodes - 1) of an
+ * exchange every member takes at once: a grouped send to member (node +
+ * step) % nodes and receive from member (node - step) % nodes, elems
+ * elements each.  AG: blocks[i] are the rows of member i's own row block in
+ * this rank's gathered A (not contiguous); blocks[node] (filled) goes, and
+ * the other member's arrives in its blocks[].  RS: blocks[i] (contiguous)
+ * is this node's sum of member i's row block; blocks[(node + step) % nodes]
+ * goes, and the other member's node sum of this rank's block arrives in
+ * out.  The same rules as fgrt_gemm_fn (no synchronizing).  0 on success. */
 typedef int (*fgrt_across_fn)(void *user, void *stream, fgrt_collective c, unsigned nodes,
                               unsigned node, unsigned step, void *const *blocks, void *out,
                               long long elems);

@@ -317,10 +317,11 @@ static int local(const nodes *n, unsigned j)
     return at(n, 0, (n->place + j) % n->g);
 }
 
-/* The hierarchical AG: rank r multiplies its own block, pushes it to its
- * node's others, gathers the own blocks of its place's ranks in the other
- * nodes through NCCL (stream 2), forwards each of those to its node's
- * others, and multiplies every block once it is there. */
+/* The hierarchical AG (fgrt_overlap.h): rank r multiplies its own block
+ * and pushes it to its node's others; NCCL step s (stream 3) sends it to
+ * the rank at its place s nodes on and brings the one s nodes back, which
+ * is forwarded to the node's others and multiplied (stream 2) once there;
+ * the node peers' blocks are multiplied as they land, in the order sent. */
 static void hier_all_gather(order *o, const nodes *n, unsigned rank)
 {
     push(o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
@@ -329,23 +330,25 @@ static void hier_all_gather(order *o, const nodes *n, unsigned rank)
         push(o, FGRT_OP_COPY, 0, local(n, j), (int)rank, 0, -1);
         push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(0), -1);
     }
-    /* the own blocks of this place's ranks in the other nodes, beside the rest */
-    const int across = push(o, FGRT_OP_NCCL_ACROSS, 2, -1, -1, 0, -1);
-    for (unsigned i = 1; i < n->count; i++) {   /* each forwarded to the node's others */
-        for (unsigned j = 1; j < n->g; j++) {
-            push(o, FGRT_OP_COPY, 0, local(n, j), at(n, i, n->place), 0,
-                 j == 1 && i == 1 ? across : -1);
+    for (unsigned s = 1; s < n->count; s++) {   /* node n - s's block: node offset i */
+        const unsigned i = n->count - s;
+        const int b = at(n, i, n->place);
+        const int step = push(o, FGRT_OP_NCCL_ACROSS, 3, b, b, 0, -1);
+        for (unsigned j = 1; j < n->g; j++) {   /* forwarded to the node's others */
+            push(o, FGRT_OP_COPY, 0, local(n, j), b, 0, j == 1 ? step : -1);
             push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(i), -1);
         }
-        push(o, FGRT_OP_GEMM, 2, -1, at(n, i, n->place), 0, -1);   /* (after the NCCL) */
+        push(o, FGRT_OP_GEMM, 2, -1, b, 0, step);
     }
     /* the node's others' blocks, then what they forward, in the order sent */
-    for (unsigned i = 0; i < n->count; i++)
+    for (unsigned s = 0; s < n->count; s++) {
+        const unsigned i = (n->count - s) % n->count;
         for (unsigned j = 1; j < n->g; j++) {
             const unsigned p = (n->place + n->g - j) % n->g;
             push(o, FGRT_OP_WAIT, 1, local(n, n->g - j), -1, sent(i), -1);
             push(o, FGRT_OP_GEMM, 1, -1, at(n, i, p), 0, -1);
         }
+    }
 }
 
 /* The hierarchical RS, node by node with its own last (fgrt_overlap.h):

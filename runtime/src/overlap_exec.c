@@ -773,9 +773,8 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         for (unsigned i = 0; i < x->nodes; i++)
             blocks[i] = ag ? A + ((size_t)i * x->node_ranks + x->place) * x->block_a
                            : (char *)x->sums + (size_t)i * x->block_c;
-        /* RS: the step sends the sum of the block of node + step, receives node - step's */
-        const unsigned step =
-            ag ? 0 : ((unsigned)op->block / x->node_ranks + x->nodes - x->node) % x->nodes;
+        /* the member received from is `step` nodes back */
+        const unsigned step = (x->node + x->nodes - (unsigned)op->peer / x->node_ranks) % x->nodes;
         void *in = ag ? NULL : (char *)x->across + (size_t)op->slot * x->block_c;
         const int r = a->across(a->user, s, a->collective, x->nodes, x->node, step, blocks, in,
                                 x->rows * (ag ? a->k : a->n));

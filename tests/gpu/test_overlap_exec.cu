@@ -296,10 +296,10 @@ struct Case {
 // the executor's stream by flag kernels.  Each member says it is ready for
 // this call's data (its stream got here after its node barrier, so its
 // previous call is over), waits for every other member's ready, pushes its
-// data (AG: its own row block into the same rows of every member's A; RS
-// step s: its node sum of member node + s's block into that member's
-// staging slot of this node), says it has sent, waits for every other
-// member's sent, and (RS) copies what member node - s staged into out.  A
+// data to member node + s at step s (AG: its own row block into the same
+// rows of that member's A; RS: its node sum of that member's block into the
+// member's staging slot of this node), says it has sent, waits for every
+// other member's sent, and (RS) copies what member node - s staged into out.  A
 // wait past 20 s gives up and sets `late` (then the call's outputs fail
 // their check: never a hang).
 struct Members {
@@ -443,13 +443,12 @@ int across_cb(void *user, void *stream, fgrt_collective c, unsigned nodes, unsig
     across_wait<<<1, 1, 0, s>>>(x.flags, (int)nodes, (int)node, e, x.late);
     const bool ag = c == FGRT_AG_GEMM;
     const unsigned to = (node + step) % nodes, from = (node + nodes - step) % nodes;
-    bool ok = ag ? step == 0 : step >= 1 && step < nodes;
-    for (unsigned j = 0; ok && j < nodes; j++)
-        if (j != node && (ag || j == to))
-            ok = ag ? cudaMemcpyAsync(x.peer_a[j] + ((const char *)blocks[node] - x.a),
-                                      blocks[node], b, cudaMemcpyDeviceToDevice, s) == cudaSuccess
-                    : cudaMemcpyAsync(x.peer_stage[j] + node * b, blocks[j], b,
-                                      cudaMemcpyDeviceToDevice, s) == cudaSuccess;
+    bool ok = step >= 1 && step < nodes;
+    if (ok)
+        ok = ag ? cudaMemcpyAsync(x.peer_a[to] + ((const char *)blocks[node] - x.a), blocks[node],
+                                  b, cudaMemcpyDeviceToDevice, s) == cudaSuccess
+                : cudaMemcpyAsync(x.peer_stage[to] + node * b, blocks[to], b,
+                                  cudaMemcpyDeviceToDevice, s) == cudaSuccess;
     across_signal<<<1, 32, 0, s>>>(x.sent_to, (int)nodes, node, e);
     across_wait<<<1, 1, 0, s>>>(x.flags + kMaxWorld, (int)nodes, (int)node, e, x.late);
     if (ok && !ag)   // member `from`'s sum of this rank's block

@@ -323,6 +323,21 @@ Test(overlap, the_hierarchical_plan_by_node_size)
     x.call_overhead_us = 7;
     p = predict(FG_COLL_ALL_GATHER, 4, &t);
     NEAR(p.hier_us[0], 4577.0);
+    /* 6 ranks in 3 nodes of 2 (blocks of 1000 / 6 rows: a GEMM 366.67 us under copies,
+     * 333333 B, a push 13.33 us), fast links, NCCL's steps slow (5 + 333333 / 500 = 671.67
+     * us each): the node peer's own block lands at 13.33, step 1's block at 671.67 and the
+     * peer's forward of its own step 1's at 685, step 2's at 1343.33 and its forward at
+     * 1356.67; the GPU never waits: own, the peer's, step 1's, the peer's step 1 forward
+     * (step 2's is not there yet), step 2's, the last forward: 6 x 366.67 = 2200.  One
+     * gather of both blocks (at 1338.33, forwards from there) left it idle from 733.33:
+     * 2805 */
+    x.peer_copy_bidir_gbps = ic_.peer_copy_bidir_gbps, x.call_overhead_us = 0;
+    x.nccl_ag_gbps = 0.5;
+    p = predict(FG_COLL_ALL_GATHER, 6, &t);
+    cr_assert_eq(p.hier_count, 2);
+    cr_assert_eq(p.hier_nodes[0], 2);
+    NEAR(p.hier_us[0], 2200.0);
+    x.nccl_ag_gbps = 1000, x.call_overhead_us = 7;
     /* 8 ranks: nodes of 2 and of 4; 12 ranks: 2, 3, 4 and 6 */
     p = predict(FG_COLL_ALL_GATHER, 8, &t);
     cr_assert_eq(p.hier_count, 2);

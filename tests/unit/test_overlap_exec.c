@@ -1025,13 +1025,13 @@ static int cb_reduce(void *user, void *stream, const void *own, const void *recv
 }
 
 /* The hierarchical plan's step between nodes, as NCCL's: each member posts
- * its sources, waits until every member of its place has, takes what is
- * its own (AG: the others' blocks into its A; RS step s: the sum of its
- * block that member node - s sends), and waits until every member has, so
- * no source is overwritten before it was read (a collective ends on every
- * member together).  One rendezvous per place, call and step. */
+ * what it sends, waits until every member of its place has, takes what
+ * member node - s sent it (AG: that member's block, into its rows of A;
+ * RS: that node's sum of its block), and waits until every member has, so
+ * no source is overwritten before it was read (a step ends on every member
+ * together).  One rendezvous per place, call and step. */
 typedef struct across_meet {
-    const void *src[MAXW];           /* AG: member i's own block; RS: the sum it sends */
+    const void *src[MAXW];           /* what member i sends: AG its own block, RS a sum */
     int arrived, left;
     volatile int all_arrived, all_left;
 } across_meet;
@@ -1070,24 +1070,18 @@ static void across_post(void *p)
 static void across_take(void *p)
 {
     const across_job *j = p;
-    for (long long e = 0; !across_aborted && e < j->elems; e++) {
-        if (j->c == FGRT_AG_GEMM) {
-            for (unsigned i = 0; i < j->nodes; i++)
-                if (i != j->node)
-                    ((uint16_t *)j->blocks[i])[e] = ((const uint16_t *)j->meet->src[i])[e];
-            continue;
-        }
-        const unsigned from = (j->node + j->nodes - j->step) % j->nodes;
-        ((uint16_t *)j->out)[e] = ((const uint16_t *)j->meet->src[from])[e];
-    }
+    const unsigned from = (j->node + j->nodes - j->step) % j->nodes;
+    uint16_t *to = j->c == FGRT_AG_GEMM ? j->blocks[from] : j->out;
+    for (long long e = 0; !across_aborted && e < j->elems; e++)
+        to[e] = ((const uint16_t *)j->meet->src[from])[e];
     if (++j->meet->left == (int)j->nodes)
         j->meet->all_left = 1;
 }
 
-/* Checks what the executor passes: AG the rows of A at this rank's place in
- * every node (its own block among them), step 0; RS its node sums
- * (contiguous, its own memory), a step 1 .. nodes - 1 and a block of its
- * own memory to receive into. */
+/* Checks what the executor passes: a step 1 .. nodes - 1; AG the rows of A
+ * at this rank's place in every node (its own block among them); RS its
+ * node sums (contiguous, its own memory) and a block of its own memory to
+ * receive into. */
 static int cb_across(void *user, void *stream, fgrt_collective c, unsigned nodes, unsigned node,
                      unsigned step, void *const *blocks, void *out, long long elems)
 {
@@ -1095,9 +1089,8 @@ static int cb_across(void *user, void *stream, fgrt_collective c, unsigned nodes
     const unsigned g = r->args.node_ranks, place = r->args.rank % g;
     const bool ag = c == FGRT_AG_GEMM;
     bool ok = stream && g && c == r->args.collective && nodes == r->args.world / g &&
-              node == r->args.rank / g && elems == ROWS * (ag ? K : N) &&
-              (ag ? step == 0 && !out
-                  : step >= 1 && step < nodes && executors(r, out, (size_t)elems * 2));
+              node == r->args.rank / g && elems == ROWS * (ag ? K : N) && step >= 1 &&
+              step < nodes && (ag ? !out : executors(r, out, (size_t)elems * 2));
     for (unsigned i = 0; ok && i < nodes; i++)
         ok = ag ? blocks[i] == r->a + ((size_t)i * g + place) * ROWS * K
                 : blocks[i] == (uint16_t *)blocks[0] + (size_t)i * elems &&
@@ -1385,7 +1378,7 @@ static void three_calls(fgrt_collective c, fgrt_schedule s, unsigned n, unsigned
      * the nodes' sums of its own; RS steps between nodes to every other */
     const int nodes = use_nodes ? (int)(n / use_nodes) : 0;
     const int sums = reduced ? CALLS * (use_nodes ? nodes + 1 : 1) : 0;
-    const int acrosses = CALLS * (!use_nodes ? 0 : c == FGRT_GEMM_RS ? nodes - 1 : 1);
+    const int acrosses = CALLS * (use_nodes ? nodes - 1 : 0);
     for (unsigned i = 0; i < n; i++) {
         cr_assert_eq(w.r[i].acrosses, acrosses, "%s rank %u", what, i);
         cr_assert_eq(w.r[i].gemms, CALLS * per_call, "%s rank %u: %d GEMMs", what, i,

@@ -165,12 +165,11 @@ static bool all_armed(const sim *m, const fgrt_op *op, unsigned q, size_t no)
     return true;
 }
 
-/* An NCCL collective, number `no` of q's collectives: serial NCCL's among
- * every rank, the hierarchical AG's among the ranks of q's place in every
- * node.  Once every rank of the group has armed it, its data moves for all
- * of them at once (the first of them to complete moves it).  AG: the own
- * block of each into every other's gathered A.  RS: into each one's out,
- * the group's partials of its block, each rank's once. */
+/* Serial NCCL's collective, number `no` of q's collectives, among every
+ * rank.  Once every rank has armed it, its data moves for all of them at
+ * once (the first of them to complete moves it).  AG: the own block of
+ * each into every other's gathered A.  RS: into each one's out, the
+ * partials of its block, each rank's once. */
 static void nccl(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
 {
     if (m->r[q].moved[m->r[q].colls[no]])
@@ -218,26 +217,38 @@ static unsigned node_mask(unsigned g, unsigned i)
     return ((1u << g) - 1u) << (i * g);
 }
 
-/* The hierarchical RS's step between nodes, number `no` of q's collectives
- * (step s: q's block sent is s nodes after q's): once every member of q's
- * place has armed it, each member d receives, into its slot of node
- * d / g - s, the node sum of block d that member of that node holds (its
- * REDUCE wrote it into its partial of d); each member's op must say so. */
+/* The hierarchical plan's step between nodes, number `no` of q's
+ * collectives (step s: q receives from the member s nodes back).  Once
+ * every member of q's place has armed it, each member d receives from the
+ * member `src` s nodes back: AG src's own block, into d's rows of it; RS
+ * into its slot of src's node the node sum of block d that src holds (its
+ * REDUCE wrote it into its partial of d).  Each member's op must say so. */
 static void across_step(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
 {
     if (m->r[q].moved[m->r[q].colls[no]])
         return;
     const unsigned g = m->node, nodes = m->w / g;
-    const unsigned s = ((unsigned)op->block / g + nodes - q / g) % nodes;
+    const unsigned s = (q / g + nodes - (unsigned)op->peer / g) % nodes;
+    check(s > 0, "rank %u steps to its own node", q);
     for (unsigned d = q % g; d < m->w; d += g) {
         rank_state *r = &m->r[d];
         const fgrt_op *mine = &r->ops[r->colls[no]];
         const unsigned from = (d / g + nodes - s) % nodes, src = from * g + d % g;
-        check(mine->block == (int)(((d / g + s) % nodes) * g + d % g) &&
-                  mine->slot == (int)from && mine->peer == (int)src,
+        const int sent = (int)(((d / g + s) % nodes) * g + d % g);   /* RS: the sum sent */
+        check(mine->peer == (int)src && (m->c == FGRT_AG_GEMM
+                                             ? mine->block == (int)src && mine->slot == -1
+                                             : mine->block == sent && mine->slot == (int)from),
               "rank %u takes its step between nodes as another's (block %d, node %d, rank %d "
               "at rank %u's step %u)", d, mine->block, mine->slot, mine->peer, q, s);
         r->moved[r->colls[no]] = true;
+        if (m->c == FGRT_AG_GEMM) {
+            check(m->r[src].a[src][0].call == e, "rank %u sends its block of call %d in call %d",
+                  src, m->r[src].a[src][0].call, e);
+            check(used(&r->a[src][0]), "rank %u: the step overwrites block %u before call %d's "
+                  "GEMM read it", d, src, r->a[src][0].call);
+            r->a[src][0].call = e;
+            continue;
+        }
         held *in = &m->r[src].part[d][0], *to = &r->across[from][0];
         check(in->call == e && in->sum == node_mask(g, from), "rank %u sends node %u's sum of "
               "block %u of call %d holding ranks %#x in call %d", src, from, d, in->call,
@@ -414,9 +425,9 @@ static bool step(sim *m, unsigned q, size_t k)
         }
         if (!all_armed(m, op, q, r->coll_no[k]))
             return false;
-        if (op->kind == FGRT_OP_NCCL_ACROSS && m->c == FGRT_GEMM_RS)
+        if (op->kind == FGRT_OP_NCCL_ACROSS)
             across_step(m, q, op, r->coll_no[k], e);
-        else if (op->kind == FGRT_OP_NCCL || op->kind == FGRT_OP_NCCL_ACROSS)
+        else if (op->kind == FGRT_OP_NCCL)
             nccl(m, q, op, r->coll_no[k], e);
         break;
     case FGRT_OP_SIGNAL:   /* in this rank's row of the memory of the rank it is for */
