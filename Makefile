@@ -46,8 +46,9 @@ help:
 	@echo "make profile     fusegen profile on 2 GPUs: peer copies, the overlap specs' GEMMs and the"
 	@echo "                 executor's cost per call into PROFILE_TARGET (default specs/targets/h200.yaml)"
 	@echo "make fusegen-static  fusegen without shared libraries (for a GPU machine lacking them)"
-	@echo "make test        unit and golden suites, kernels-ci, the AMD objects' MFMA check, and the"
-	@echo "                 AMD kernels on the host emulation (tests/emu)"
+	@echo "make test        unit and golden suites, kernels-ci, the AMD objects' MFMA check, the GPU"
+	@echo "                 test programs built (not run), and the AMD kernels on the host emulation"
+	@echo "                 (tests/emu)"
 	@echo "make check-asan  unit suites under AddressSanitizer + UBSan"
 	@echo "make check-valgrind  the generator under valgrind on every spec, config and bad input"
 	@echo "make fuzz        libFuzzer on the spec loader and the importer (FUZZ_SECONDS=600 each);"
@@ -160,6 +161,7 @@ TEST_BINS := $(TEST_SRCS:tests/unit/%.c=$(BUILD)/tests/%)
 test: $(TEST_BINS) $(FUSEGEN)
 	@$(MAKE) --no-print-directory kernels-ci
 	@tests/integration/matrix-units.sh $(BUILD)/ci/kernels
+	@BUILD=$(BUILD) tests/integration/gpu-programs.sh
 	@FUSEGEN=$(FUSEGEN) BUILD=$(BUILD) CUDA_HOME=$(CUDA_HOME) tests/emu/run.sh
 	@$(MAKE) --no-print-directory example
 	@tests/integration/downstream.sh
