@@ -110,9 +110,9 @@ typedef enum {
     FGRT_OP_NCCL_ACROSS,  /* the hierarchical plan's: on `stream` alone (after `after`),
                              one step of an exchange by NCCL among the ranks of this
                              rank's place in every node (r % node_ranks, one a node), every
-                             member taking it at once: this rank sends to the member as
-                             many nodes on as `peer`, its member it receives from, is
-                             back.  AG: this rank's own row block goes, `peer`'s own
+                             member taking it at once: step s sends to the member s nodes
+                             after this rank's and receives from `peer`, the member s
+                             nodes before.  AG: this rank's own row block goes, `peer`'s own
                              (block `block`) arrives in its rows of the gathered A.  RS:
                              this node's sum of row block `block` (REDUCE of it: the own
                              partial plus the node's others' in their slots) goes to its
@@ -124,7 +124,7 @@ typedef enum {
 
 typedef struct fgrt_op {
     fgrt_op_kind kind;
-    unsigned stream;  /* below 2 + the lanes (FGRT_MAX_STREAMS; the hierarchical RS's
+    unsigned stream;  /* below 2 + the lanes (FGRT_MAX_STREAMS; the hierarchical plan's
                          steps between nodes on stream 3); a barrier joins them all */
     int peer;         /* COPY, SIGNAL: the rank written to; WAIT: the rank whose flag;
                          NCCL_ACROSS: the rank received from; else -1 */

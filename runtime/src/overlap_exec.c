@@ -36,7 +36,7 @@ struct fgrt_overlap {
     unsigned node_ranks;     /* the hierarchical plan's ranks a node, or 0 (one node) */
     unsigned nodes, node, place;   /* ... its nodes; this rank's node and place in it */
     unsigned nstreams;       /* 2 + lanes: the copy lanes' and the GEMMs' (the
-                                hierarchical RS: one more, its steps between nodes) */
+                                hierarchical plan: one more, its steps between nodes) */
     size_t block_a, block_c; /* bytes of a row block of A and of C */
     fgrt_op *ops;
     size_t nops;
@@ -259,7 +259,7 @@ static fg_status plan(fgrt_overlap *x)
             for (unsigned p = 0; p < a->world; p++)
                 if (in_scope(x, p))
                     x->waits[x->nwaits++] = (awaited){p, op->flag};
-        if (op->stream >= x->nstreams)   /* the hierarchical RS's steps between nodes */
+        if (op->stream >= x->nstreams)   /* the hierarchical plan's steps between nodes */
             x->nstreams = op->stream + 1;
     }
     return FG_OK;
@@ -517,8 +517,9 @@ fg_status fgrt_overlap_create(fg_context *ctx, const fgrt_overlap_args *args, fg
  * 5: two words more after the epoch word, the failure mark and its source (a
  * version 4 peer's flags end before them, so a mark would land past its end);
  * 6: node_ranks (the hierarchical plan);
- * 7: the hierarchical RS exchanges node sums step by step (a version 6
- * peer meets the first step with its reduce-scatter of all of them) */
+ * 7: the hierarchical plan's step between nodes is one exchange a step, of
+ * own blocks (AG) or node sums (RS) (a version 6 peer meets the first step
+ * with its all-gather or reduce-scatter of all of them) */
 enum { WIRE_MAGIC = 0x66676f76 /* "fgov" */, WIRE_VERSION = 7 };
 
 typedef struct wire {

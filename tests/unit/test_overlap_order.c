@@ -170,20 +170,16 @@ static bool all_armed(const sim *m, const fgrt_op *op, unsigned q, size_t no)
  * once (the first of them to complete moves it).  AG: the own block of
  * each into every other's gathered A.  RS: into each one's out, the
  * partials of its block, each rank's once. */
-static void nccl(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
+static void nccl(sim *m, unsigned q, size_t no, int e)
 {
     if (m->r[q].moved[m->r[q].colls[no]])
         return;
     for (unsigned d = 0; d < m->w; d++) {
-        if (!in_group(m, op, q, d))
-            continue;
         rank_state *r = &m->r[d];
         r->moved[r->colls[no]] = true;
         for (unsigned j = 0; j < m->pieces; j++) {
             unsigned sum = 0;
             for (unsigned p = 0; p < m->w; p++) {
-                if (!in_group(m, op, q, p))
-                    continue;
                 if (m->c == FGRT_GEMM_RS) {
                     held *in = &m->r[p].part[d][j];
                     check(in->call == e, "NCCL reads rank %u's partial of block %u of call %d in "
@@ -203,8 +199,7 @@ static void nccl(sim *m, unsigned q, const fgrt_op *op, size_t no, int e)
             if (m->c == FGRT_AG_GEMM)
                 continue;
             for (unsigned p = 0; p < m->w; p++)   /* NCCL has read every partial it summed */
-                if (in_group(m, op, q, p))
-                    m->r[p].part[d][j].read = e;
+                m->r[p].part[d][j].read = e;
             r->out[j] = (held){.call = e, .sum = sum};
             r->outs[e][j]++;
         }
@@ -428,7 +423,7 @@ static bool step(sim *m, unsigned q, size_t k)
         if (op->kind == FGRT_OP_NCCL_ACROSS)
             across_step(m, q, op, r->coll_no[k], e);
         else if (op->kind == FGRT_OP_NCCL)
-            nccl(m, q, op, r->coll_no[k], e);
+            nccl(m, q, r->coll_no[k], e);
         break;
     case FGRT_OP_SIGNAL:   /* in this rank's row of the memory of the rank it is for */
         m->r[op->peer].flag[e][q][op->flag] = true;
