@@ -431,8 +431,11 @@ static void explain_overlap(const fg_gemm *g, const fg_target *t)
         if (p.hier_count) {
             printf("      hierarchical (the copy engine inside nodes, NCCL between them at the "
                    "profile's NCCL fit; predicted, not chosen until timed between GPUs):");
-            for (unsigned h = 0; h < p.hier_count; h++)
+            for (unsigned h = 0; h < p.hier_count; h++) {
                 printf("%s nodes of %u %.1f us", h ? "," : "", p.hier_nodes[h], p.hier_us[h]);
+                if (!isnan(p.hier_lanes_us[h]))
+                    printf(" (a copy lane a node peer %.1f)", p.hier_lanes_us[h]);
+            }
             printf("\n");
         }
         if (isnan(p.lanes_us[FG_SCHED_SERIAL_CE]))

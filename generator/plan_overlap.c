@@ -69,6 +69,8 @@
  *        engine forwards each to the g - 1 node peers once it is there and
  *        its pushes before are out, and a node peer's block lands with the
  *        matching push or forward
+ *   Inside a node on one lane, or on a lane a node peer (g - 1 lanes: the
+ *   2D order's timelines above, the node's peers for the world's)
  *   RS   node by node, the own last: a node's g - 1 blocks at the other
  *        places (stream 2), each partial pushed once written, then its
  *        block at the own place (stream 1) and, once the node peers'
@@ -330,20 +332,19 @@ unsigned fg_overlap_node_sizes(unsigned world, unsigned out[FG_OVERLAP_MAX_NODE_
     return count;
 }
 
-/* The hierarchical AG with nodes of g (see the top of this file). */
-static double hier_all_gather_us(const fg_interconnect *ic, unsigned w, unsigned g,
+/* The hierarchical AG with nodes of g, the node's pushes on lanes l (see
+ * the top of this file). */
+static double hier_all_gather_us(const fg_interconnect *ic, lanes l, unsigned w, unsigned g,
                                  double block_gemm, double block_bytes)
 {
     const unsigned nodes = w / g, node_blocks = nodes * (g - 1);
-    const double copy = copy_us(ic, block_bytes);
     const double exchange = nccl_end_us(ic, true, 2, block_bytes, 0);   /* a block each way */
-    /* the node peers' blocks in the order waited for: their own, then each step's */
-    double landed[MAX_WORLD], engine = 0;
-    for (unsigned q = 0; q < node_blocks; q++) {
-        if (q % (g - 1) == 0)   /* step q / (g - 1)'s block is there to forward */
-            engine = fmax(engine, q / (g - 1) * exchange);
-        landed[q] = engine += copy;
-    }
+    /* the node peers' blocks in the order waited for: their own, then each step's
+     * (push j of a block to the node peer j + 1 places on, from when the block is there) */
+    double landed[MAX_WORLD], engine[MAX_LANES] = {0};
+    for (unsigned q = 0; q < node_blocks; q++)
+        landed[q] = pushed_us(l, q % (g - 1) % l.count, q / (g - 1) * exchange, engine,
+                              block_bytes);
     double now = block_gemm;   /* the own block */
     unsigned step = 1, node_done = 0;
     while (step < nodes || node_done < node_blocks) {
@@ -357,22 +358,22 @@ static double hier_all_gather_us(const fg_interconnect *ic, unsigned w, unsigned
     return now;
 }
 
-/* The hierarchical RS with nodes of g (see the top of this file).  Stream
- * 2 runs the other places' GEMMs, step by step; stream 1 each step's own
- * place's GEMM and node sum, then the last sum.  The GPU takes the earliest
- * issued of the two streams' next kernels that can start when it frees
- * (stream 1's sum waits for its node peers' pushes, the last for NCCL),
- * else the first that can. */
-static double hier_reduce_scatter_us(const fg_target *t, unsigned w, unsigned g,
+/* The hierarchical RS with nodes of g, the node's pushes on lanes l (see
+ * the top of this file).  Stream 2 runs the other places' GEMMs, step by
+ * step; stream 1 each step's own place's GEMM and node sum, then the last
+ * sum.  The GPU takes the earliest issued of the two streams' next kernels
+ * that can start when it frees (stream 1's sum waits for its node peers'
+ * pushes, the last for NCCL), else the first that can. */
+static double hier_reduce_scatter_us(const fg_target *t, lanes l, unsigned w, unsigned g,
                                      double block_gemm, double block_bytes)
 {
     const fg_interconnect *ic = t->interconnect;
     const unsigned nodes = w / g, others = nodes * (g - 1);
-    const double copy = copy_us(ic, block_bytes), rate = t->ceilings->copy_gbps * 1e3;
+    const double rate = t->ceilings->copy_gbps * 1e3;
     const double node_sum = (g + 1) * block_bytes / rate, last_sum = (nodes + 1) * block_bytes / rate;
     const double exchange = nccl_end_us(ic, false, 2, block_bytes, 0);   /* a block each way */
     double landed[MAX_WORLD];   /* per step: its node peers' partials of the own place's block */
-    double gpu = 0, engine = 0, nccl = 0, end1 = 0;
+    double gpu = 0, engine[MAX_LANES] = {0}, pushed = 0, nccl = 0, end1 = 0;
     unsigned o = 0, h = 0;   /* stream 2's next other GEMM; stream 1's next: 2 step (+ 1 its
                                 sum), 2 nodes the last sum */
     while (h <= 2 * nodes) {
@@ -396,10 +397,10 @@ static double hier_reduce_scatter_us(const fg_target *t, unsigned w, unsigned g,
                 nccl = fmax(nccl, gpu) + exchange;
             h++;
         } else {
-            gpu += block_gemm;
-            engine = fmax(engine, gpu) + copy;
+            gpu += block_gemm;   /* (a peer pushes its partial as this rank does: the last) */
+            pushed = fmax(pushed, pushed_us(l, o % (g - 1) % l.count, gpu, engine, block_bytes));
             if (++o % (g - 1) == 0)
-                landed[o / (g - 1) - 1] = engine;
+                landed[o / (g - 1) - 1] = pushed, pushed = 0;
         }
     }
     return gpu;
@@ -421,9 +422,16 @@ static void predict_hier(const fg_gemm *g, const fg_gemm_shape *s, const fg_targ
     out->hier_count = fg_overlap_node_sizes(w, out->hier_nodes);
     for (unsigned h = 0; h < out->hier_count; h++) {
         const unsigned n = out->hier_nodes[h];
-        out->hier_us[h] = (ag ? hier_all_gather_us(ic, w, n, under, bytes)
-                              : hier_reduce_scatter_us(t, w, n, under, bytes)) +
+        const lanes one = one_lane(ic), peers = lane_a_peer(ic, n, g->topology);
+        out->hier_us[h] = (ag ? hier_all_gather_us(ic, one, w, n, under, bytes)
+                              : hier_reduce_scatter_us(t, one, w, n, under, bytes)) +
                           ic->call_overhead_us;
+        out->hier_lanes_us[h] =
+            n < 3 || n - 1 > MAX_LANES || g->topology == FG_TOPO_RING
+                ? NAN
+                : (ag ? hier_all_gather_us(ic, peers, w, n, under, bytes)
+                      : hier_reduce_scatter_us(t, peers, w, n, under, bytes)) +
+                      ic->call_overhead_us;
     }
 }
 

@@ -63,6 +63,9 @@ typedef struct fg_overlap_prediction {
     unsigned hier_count;
     unsigned hier_nodes[FG_OVERLAP_MAX_NODE_SIZES];
     double hier_us[FG_OVERLAP_MAX_NODE_SIZES];
+    double hier_lanes_us[FG_OVERLAP_MAX_NODE_SIZES];   /* ... its node's pushes on a copy
+                                        lane a node peer (as lanes_us); NaN for nodes of 2
+                                        (one peer), more than 9, or a ring */
     fg_schedule chosen;        /* the fastest but chunk_fused; serial on a tie (never slower
                                   than serial) */
     bool gemms_measured;       /* every GEMM time from the profile, none from the ceiling */

@@ -125,7 +125,8 @@ typedef enum {
 typedef struct fgrt_op {
     fgrt_op_kind kind;
     unsigned stream;  /* below 2 + the lanes (FGRT_MAX_STREAMS; the hierarchical plan's
-                         steps between nodes on stream 3); a barrier joins them all */
+                         steps between nodes on stream 2 + the lanes); a barrier joins
+                         them all */
     int peer;         /* COPY, SIGNAL: the rank written to; WAIT: the rank whose flag;
                          NCCL_ACROSS: the rank received from; else -1 */
     int block;        /* COPY, GEMM, REDUCE, WAIT_DONE: a row block (rank-sized share of M);
@@ -151,7 +152,8 @@ enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 #define FGRT_MAX_WORLD 64   /* ranks an order or an executor may have */
 #define FGRT_MAX_CHUNKS 8   /* pieces a row block may be split into */
 #define FGRT_MAX_LANES 8    /* copy streams a rank may push on at once */
-#define FGRT_MAX_STREAMS (2 + FGRT_MAX_LANES)   /* an op's stream is below it */
+#define FGRT_MAX_STREAMS (3 + FGRT_MAX_LANES)   /* an op's stream is below it (the GEMMs' 2,
+                                                  the lanes, the hierarchical plan's steps) */
 
 /* Flags in one sender's row for collective c under schedule s:
  * FGRT_FLAG_SENT plus the pieces a sender may flag to one rank (chunks; RS
@@ -209,15 +211,25 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
  * of its own block.  REDUCE_ACROSS then adds the other nodes' sums to its
  * node's, into out: only the own node's sum and the last step are left at
  * the end (a reduce-scatter of every node sum at once, issued last, would
- * run under nothing).
+ * run under nothing).  The pushes inside a node go on `lanes` copy streams,
+ * the one to the node's rank j places on over lane (j - 1) % lanes (with
+ * node_ranks - 1 lanes each node peer has its own: the 2D order inside the
+ * node), a flag on its copy's lane; the steps between nodes on stream
+ * 2 + lanes.
  * Writes rank `rank`'s ops like fgrt_overlap_ops; 0 for invalid
- * arguments (node_ranks under 2, world not a multiple of it, fewer than 2
- * nodes, world over FGRT_MAX_WORLD, rank not below world).  Checked in the
- * simulator of tests/unit/test_overlap_order.c; the executor runs it with
- * fgrt_overlap_args.node_ranks (the engine's NCCL as its across callback). */
+ * arguments (fgrt_overlap_hier_lanes_valid, rank not below world).
+ * Checked in the simulator of tests/unit/test_overlap_order.c; the
+ * executor runs it with fgrt_overlap_args.node_ranks (the engine's NCCL as
+ * its across callback). */
 FGRT_OVERLAP_API size_t fgrt_overlap_hier_ops(fgrt_collective c, unsigned world,
-                                              unsigned node_ranks, unsigned rank, fgrt_op *out,
-                                              size_t max);
+                                              unsigned node_ranks, unsigned lanes,
+                                              unsigned rank, fgrt_op *out, size_t max);
+
+/* Whether the hierarchical plan takes these: node_ranks 2 or more, world a
+ * multiple of it with 2 nodes or more and at most FGRT_MAX_WORLD, 1 to
+ * node_ranks - 1 copy lanes (at most FGRT_MAX_LANES). */
+FGRT_OVERLAP_API int fgrt_overlap_hier_lanes_valid(fgrt_collective c, unsigned world,
+                                                   unsigned node_ranks, unsigned lanes);
 
 /* Flags in one sender's row under the hierarchical plan: FGRT_FLAG_SENT +
  * the nodes (0 for the arguments fgrt_overlap_hier_ops refuses). */
@@ -310,8 +322,10 @@ typedef struct fgrt_overlap_args {
     unsigned chunks;           /* chunk_overlap, chunk_fused: pieces per row block
                                   (1..FGRT_MAX_CHUNKS); else 0 or 1 */
     unsigned lanes;            /* copy streams this rank pushes on (0 or 1: one, the 1D
-                                  order; world - 1: every peer at once, the 2D one); see
-                                  fgrt_overlap_lanes_valid.  The ranks need not agree. */
+                                  order; world - 1: every peer at once, the 2D one; under
+                                  the hierarchical plan up to node_ranks - 1, every node
+                                  peer at once); see fgrt_overlap_lanes_valid and
+                                  fgrt_overlap_hier_lanes_valid.  The ranks need not agree. */
     long long m, n, k;         /* the GEMM of this rank: m rows in all, a multiple of world
                                   (of world x chunks for chunk_overlap and chunk_fused;
                                   chunk_fused: of 128 too, RS's of world x chunks x 128) */
@@ -345,7 +359,7 @@ typedef struct fgrt_overlap_args {
     double timeout_s;          /* fgrt_overlap_wait's limit (0: 10 s); chunk_fused's kernel
                                   waits at most min(timeout_s, 20 s) for a piece */
     unsigned node_ranks;       /* 0: one node (every peer mapped).  2 or more, with
-                                  shard_overlap, one lane and m a multiple of world: the
+                                  shard_overlap and m a multiple of world: the
                                   hierarchical plan (fgrt_overlap_hier_ops) over nodes of
                                   node_ranks ranks (rank r in node r / node_ranks), the copy
                                   engine inside a node and `across` between nodes; only the

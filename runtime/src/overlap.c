@@ -317,6 +317,19 @@ static int local(const nodes *n, unsigned j)
     return at(n, 0, (n->place + j) % n->g);
 }
 
+/* The stream of a push to the node's rank j places after this one: with
+ * g - 1 lanes, each node peer has its own. */
+static unsigned node_lane(const order *o, unsigned j)
+{
+    return fgrt_overlap_copy_stream(j - 1, o->lanes);
+}
+
+/* The stream of the steps between nodes: the one after the copy lanes. */
+static unsigned across_stream(const order *o)
+{
+    return 2 + o->lanes;
+}
+
 /* The hierarchical AG (fgrt_overlap.h): rank r multiplies its own block
  * and pushes it to its node's others; NCCL step s (stream 3) sends it to
  * the rank at its place s nodes on and brings the one s nodes back, which
@@ -327,16 +340,17 @@ static void hier_all_gather(order *o, const nodes *n, unsigned rank)
     push(o, FGRT_OP_NODE_BARRIER, 0, -1, -1, FGRT_FLAG_START, -1);
     push(o, FGRT_OP_GEMM, 1, -1, (int)rank, 0, -1);
     for (unsigned j = 1; j < n->g; j++) {   /* the own block to the node's others */
-        push(o, FGRT_OP_COPY, 0, local(n, j), (int)rank, 0, -1);
-        push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(0), -1);
+        push(o, FGRT_OP_COPY, node_lane(o, j), local(n, j), (int)rank, 0, -1);
+        push(o, FGRT_OP_SIGNAL, node_lane(o, j), local(n, j), -1, sent(0), -1);
     }
     for (unsigned s = 1; s < n->count; s++) {   /* node n - s's block: node offset i */
         const unsigned i = n->count - s;
         const int b = at(n, i, n->place);
-        const int step = push(o, FGRT_OP_NCCL_ACROSS, 3, b, b, 0, -1);
+        const int step = push(o, FGRT_OP_NCCL_ACROSS, across_stream(o), b, b, 0, -1);
         for (unsigned j = 1; j < n->g; j++) {   /* forwarded to the node's others */
-            push(o, FGRT_OP_COPY, 0, local(n, j), b, 0, j == 1 ? step : -1);
-            push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(i), -1);
+            const unsigned st = node_lane(o, j);
+            push(o, FGRT_OP_COPY, st, local(n, j), b, 0, j == 1 || st ? step : -1);
+            push(o, FGRT_OP_SIGNAL, st, local(n, j), -1, sent(i), -1);
         }
         push(o, FGRT_OP_GEMM, 2, -1, b, 0, step);
     }
@@ -367,9 +381,9 @@ static void hier_reduce_scatter(order *o, const nodes *n)
         for (unsigned j = 1; j < n->g; j++) {   /* the node's other places, each pushed once done */
             const int b = at(n, i, (n->place + j) % n->g);
             const int mm = push(o, FGRT_OP_GEMM, 2, -1, b, 0, -1);
-            piece(o, push(o, FGRT_OP_COPY, 0, local(n, j), b, 0, mm), -1,
+            piece(o, push(o, FGRT_OP_COPY, node_lane(o, j), local(n, j), b, 0, mm), -1,
                   (int)(i * n->g + n->place));
-            push(o, FGRT_OP_SIGNAL, 0, local(n, j), -1, sent(i), -1);
+            push(o, FGRT_OP_SIGNAL, node_lane(o, j), local(n, j), -1, sent(i), -1);
         }
         const int b = at(n, i, n->place);   /* this place's: the node's sum of it */
         push(o, FGRT_OP_GEMM, 1, -1, b, 0, -1);
@@ -380,7 +394,8 @@ static void hier_reduce_scatter(order *o, const nodes *n)
             break;
         /* to b's owner; node n - i's sum of the own block into that node's slot */
         const unsigned from = (n->node + n->count - i) % n->count;
-        across = push(o, FGRT_OP_NCCL_ACROSS, 3, (int)(from * n->g + n->place), b, 0, sum);
+        across = push(o, FGRT_OP_NCCL_ACROSS, across_stream(o), (int)(from * n->g + n->place), b,
+                      0, sum);
         piece(o, across, -1, (int)from);
     }
     push(o, FGRT_OP_REDUCE_ACROSS, 1, -1, at(n, 0, n->place), 0, across);
@@ -397,12 +412,20 @@ unsigned fgrt_overlap_hier_flags(fgrt_collective c, unsigned world, unsigned nod
     return hier_valid(c, world, node_ranks) ? FGRT_FLAG_SENT + world / node_ranks : 0;
 }
 
-size_t fgrt_overlap_hier_ops(fgrt_collective c, unsigned world, unsigned node_ranks,
-                             unsigned rank, fgrt_op *out, size_t max)
+int fgrt_overlap_hier_lanes_valid(fgrt_collective c, unsigned world, unsigned node_ranks,
+                                  unsigned lanes)
 {
-    if (!hier_valid(c, world, node_ranks) || rank >= world || (!out && max))
+    return hier_valid(c, world, node_ranks) && lanes >= 1 && lanes <= FGRT_MAX_LANES &&
+           lanes <= node_ranks - 1;
+}
+
+size_t fgrt_overlap_hier_ops(fgrt_collective c, unsigned world, unsigned node_ranks,
+                             unsigned lanes, unsigned rank, fgrt_op *out, size_t max)
+{
+    if (!fgrt_overlap_hier_lanes_valid(c, world, node_ranks, lanes) || rank >= world ||
+        (!out && max))
         return 0;
-    order o = {.out = out, .max = max, .world = world, .lanes = 1};
+    order o = {.out = out, .max = max, .world = world, .lanes = lanes};
     const nodes n = {node_ranks, world / node_ranks, rank / node_ranks, rank % node_ranks};
     if (c == FGRT_AG_GEMM)
         hier_all_gather(&o, &n, rank);

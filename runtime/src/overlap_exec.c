@@ -140,11 +140,16 @@ static fg_status check_hier(const fgrt_overlap_args *a)
                        "fgrt_overlap_create: node_ranks %u for world %u (0, or 2 or more "
                        "dividing the world into 2 nodes or more)",
                        g, a->world);
-    if (a->schedule != FGRT_SHARD_OVERLAP || lanes_of(a) != 1)
+    if (a->schedule != FGRT_SHARD_OVERLAP)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: the hierarchical plan (node_ranks %u) is "
-                       "shard_overlap's on one lane, not %s on %u",
-                       g, fgrt_schedule_name(a->schedule), lanes_of(a));
+                       "shard_overlap's, not %s",
+                       g, fgrt_schedule_name(a->schedule));
+    if (!fgrt_overlap_hier_lanes_valid(a->collective, a->world, g, lanes_of(a)))
+        return fg_fail(FG_ERR_INVALID_ARGUMENT,
+                       "fgrt_overlap_create: %u copy lanes for the hierarchical plan in nodes "
+                       "of %u (1 to %u: a lane a node peer at most)",
+                       lanes_of(a), g, g - 1 < FGRT_MAX_LANES ? g - 1 : FGRT_MAX_LANES);
     if (!a->across)
         return fg_fail(FG_ERR_INVALID_ARGUMENT,
                        "fgrt_overlap_create: node_ranks %u and no across callback", g);
@@ -226,7 +231,7 @@ static fg_status plan(fgrt_overlap *x)
 {
     const fgrt_overlap_args *a = &x->args;
     x->nops = x->node_ranks ? fgrt_overlap_hier_ops(a->collective, a->world, x->node_ranks,
-                                                    a->rank, NULL, 0)
+                                                    x->lanes, a->rank, NULL, 0)
                             : fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks,
                                                x->lanes, a->rank, NULL, 0);
     x->ops = calloc(x->nops, sizeof *x->ops);
@@ -236,7 +241,8 @@ static fg_status plan(fgrt_overlap *x)
     if (!x->ops || !x->done || !x->waits)
         return fg_fail(FG_ERR_OUT_OF_MEMORY, "fgrt_overlap_create: out of host memory");
     if (x->node_ranks)
-        fgrt_overlap_hier_ops(a->collective, a->world, x->node_ranks, a->rank, x->ops, x->nops);
+        fgrt_overlap_hier_ops(a->collective, a->world, x->node_ranks, x->lanes, a->rank, x->ops,
+                              x->nops);
     else
         fgrt_overlap_ops(a->collective, a->schedule, a->world, x->chunks, x->lanes, a->rank,
                          x->ops, x->nops);

@@ -46,8 +46,9 @@
 // need two devices (peer access, copies between GPUs) are reported skipped.
 // --world N: N ranks (processes) whatever the GPUs, rank r on GPU r % GPUs.
 //   - from 4 ranks, the hierarchical plan (fgrt_overlap_args.node_ranks) for
-//     every node size of 2 or more leaving 2 nodes or more, AG+GEMM and
-//     GEMM+RS checked as above, and GEMM+RS's 1000 calls bitwise equal at
+//     every node size of 2 or more leaving 2 nodes or more (on one copy
+//     lane, and on a lane a node peer where a node has 3 ranks or more),
+//     AG+GEMM and GEMM+RS checked as above, and GEMM+RS's 1000 calls bitwise equal at
 //     nodes of 2; the step between nodes is the test's own transport over
 //     CUDA IPC (across_cb) standing in for an engine's NCCL.
 // --bench [--json FILE]: us per call of each schedule on the executor and
@@ -1149,12 +1150,17 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
             // the hierarchical plan for every node size of 2 ranks or more that
             // leaves 2 nodes or more, the step between nodes the test's own
             // transport (across_cb; its reduction the callback's: the
-            // generated one of --kernels is the world's, not a node's)
-            for (unsigned nodes = 2; nodes <= (unsigned)P.world / 2; nodes++)
-                if (P.world % (int)nodes == 0)
+            // generated one of --kernels is the world's, not a node's); on one
+            // lane, and on a lane a node peer where a node has 3 ranks or more
+            for (unsigned nodes = 2; nodes <= (unsigned)P.world / 2; nodes++) {
+                if (P.world % (int)nodes)
+                    continue;
+                const unsigned lanes[2] = {1, nodes - 1 < FGRT_MAX_LANES ? nodes - 1 : FGRT_MAX_LANES};
+                for (unsigned l = 0; l < (lanes[1] > 1 ? 2u : 1u); l++)
                     for (const Case &cs : cases)
-                        check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, 1, nodes},
+                        check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, lanes[l], nodes},
                                    base + 1000 * ++i, false);
+            }
             if (P.world >= 4 && P.world % 2 == 0)
                 check_deterministic(ctx, P, &g, cases[1], {FGRT_SHARD_OVERLAP, 1, 1, 2}, false,
                                     base + 8900);

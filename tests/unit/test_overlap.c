@@ -337,7 +337,18 @@ Test(overlap, the_hierarchical_plan_by_node_size)
     cr_assert_eq(p.hier_count, 2);
     cr_assert_eq(p.hier_nodes[0], 2);
     NEAR(p.hier_us[0], 2200.0);
-    x.nccl_ag_gbps = 1000, x.call_overhead_us = 7;
+    /* nodes of 3 on slow links (10 + 333333 / 250 = 1343.33 us a push, NCCL's step at 5 +
+     * 333333 / 1e6 = 5.33): one lane pushes the own block to 1343.33 and 2686.67, then the
+     * step's to 4030 and 5373.33, the last GEMM to 5740; on a lane a node peer (a switch:
+     * the bytes one after the other, the latencies side by side) each push after the first
+     * hides its latency: 2676.67, 4010, 5343.33, the last GEMM to 5710.  Nodes of 2 have
+     * one peer: no lanes */
+    x.peer_copy_bidir_gbps = 0.5, x.nccl_ag_gbps = 1000;
+    p = predict(FG_COLL_ALL_GATHER, 6, &t);
+    cr_assert(p.hier_nodes[1] == 3 && isnan(p.hier_lanes_us[0]));
+    NEAR(p.hier_us[1], 5740.0);
+    NEAR(p.hier_lanes_us[1], 5710.0);
+    x.peer_copy_bidir_gbps = ic_.peer_copy_bidir_gbps, x.call_overhead_us = 7;
     /* 8 ranks: nodes of 2 and of 4; 12 ranks: 2, 3, 4 and 6 */
     p = predict(FG_COLL_ALL_GATHER, 8, &t);
     cr_assert_eq(p.hier_count, 2);

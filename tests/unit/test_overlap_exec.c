@@ -2006,10 +2006,10 @@ Test(overlap_exec, create_checks_its_arguments)
     REFUSE((a_.world = 4, a_.node_ranks = 1), FG_ERR_INVALID_ARGUMENT, "node_ranks 1");
     REFUSE((a_.world = 4, a_.node_ranks = 2), FG_ERR_INVALID_ARGUMENT, "no across callback");
     REFUSE((a_.world = 4, a_.node_ranks = 2, a_.across = cb_across, a_.lanes = 2),
-           FG_ERR_INVALID_ARGUMENT, "shard_overlap's on one lane, not shard_overlap on 2");
+           FG_ERR_INVALID_ARGUMENT, "2 copy lanes for the hierarchical plan in nodes of 2 (1 to 1");
     REFUSE((a_.world = 4, a_.node_ranks = 2, a_.across = cb_across,
             a_.schedule = FGRT_SERIAL_CE),
-           FG_ERR_INVALID_ARGUMENT, "not serial_ce on 1");
+           FG_ERR_INVALID_ARGUMENT, "shard_overlap's, not serial_ce");
     REFUSE(a_.world = 65, FG_ERR_INVALID_ARGUMENT, "of world 65");
     REFUSE(a_.rank = 2, FG_ERR_INVALID_ARGUMENT, "rank 2 of world 2");
     REFUSE(a_.m = 13, FG_ERR_BAD_SHAPE, "m 13");
@@ -2445,7 +2445,7 @@ Test(overlap_exec, connect_refuses_ranks_that_disagree_on_chunks)
  * node, the across callback between them, as NCCL's): exact call after
  * call, pipelined on the callers' streams, with the caller's reduction and
  * the generated one, in every scheduling mode; 6 ranks in nodes of 2 and 3
- * call after call. */
+ * (these also on a copy lane a node peer) call after call. */
 Test(overlap_exec, the_hierarchical_plan_matches_the_reference)
 {
     use_nodes = 2;
@@ -2458,23 +2458,28 @@ Test(overlap_exec, the_hierarchical_plan_matches_the_reference)
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i += 3)
         three_calls(FGRT_GEMM_RS, FGRT_SHARD_OVERLAP, 4, 1, &modes[i]);
     use_generated = false;
-    /* 6 ranks: 3 nodes of 2 (RS: two steps between nodes) and 2 of 3 */
+    /* 6 ranks: 3 nodes of 2 (two steps between nodes) and 2 of 3, these on one lane and
+     * on a lane a node peer */
     for (use_nodes = 2; use_nodes <= 3; use_nodes++)
-        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i += 2)
-            for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
-                use_generated = c == FGRT_GEMM_RS && i % 4 == 2;
-                three_calls((fgrt_collective)c, FGRT_SHARD_OVERLAP, 6, 1, &modes[i]);
-            }
+        for (use_lanes = 1; use_lanes < use_nodes; use_lanes++)
+            for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i += 2)
+                for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++) {
+                    use_generated = c == FGRT_GEMM_RS && i % 4 == 2;
+                    three_calls((fgrt_collective)c, FGRT_SHARD_OVERLAP, 6, 1, &modes[i]);
+                }
     use_generated = false;
-    use_nodes = 2;
-    /* only the node's peer is mapped: rank 0 reaches rank 1, not ranks 2 and 3 */
+    /* only the node's peers are mapped (rank 0 reaches ranks 1 and 2, not 3 to 5); its
+     * streams: 2 GEMM streams, 2 lanes, the steps between nodes', the host's */
+    use_nodes = 3, use_lanes = 2;
     world w;
-    world_open(&w, 4, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 5.0, true);
-    for (unsigned i = 0; i < 4; i++)
-        cr_assert_eq(w.r[i].dev->enable_peers, 1, "rank %u", i);
+    world_open(&w, 6, FGRT_AG_GEMM, FGRT_SHARD_OVERLAP, 1, 5.0, true);
+    for (unsigned i = 0; i < 6; i++) {
+        cr_assert_eq(w.r[i].dev->enable_peers, 2, "rank %u", i);
+        cr_assert_eq(w.r[i].dev->stream_creates, 6, "rank %u", i);
+    }
     world_close(&w);
     fake_teardown();
-    use_nodes = 0;
+    use_nodes = 0, use_lanes = 0;
 }
 
 /* A copy of rank 0 fails (its start flag to rank 1 went out, its first push

@@ -497,7 +497,7 @@ static bool step(sim *m, unsigned q, size_t k)
 /* Rank q's ops of one call into ops, broken where brk says; how many. */
 static size_t order_of(const sim *m, unsigned q, const breakage *brk, fgrt_op *ops)
 {
-    size_t n = m->node ? fgrt_overlap_hier_ops(m->c, m->w, m->node, q, ops, MAXCALL)
+    size_t n = m->node ? fgrt_overlap_hier_ops(m->c, m->w, m->node, m->lanes, q, ops, MAXCALL)
                        : fgrt_overlap_ops(m->c, m->s, m->w, m->pieces, m->lanes, q, ops, MAXCALL);
     check(n > 0 && n <= MAXCALL, "rank %u has %zu ops", q, n);
     if (!brk || (brk->rank >= 0 && (unsigned)brk->rank != q))
@@ -1164,19 +1164,20 @@ Test(overlap_order, fused_tile_rows)
                  "out too small");
 }
 
-/* The hierarchical plan of collective c, `w` ranks in nodes of `node`: in
- * any interleaving, two calls, every block multiplied once, after it landed
- * (RS: every rank's out the sum of every partial once), nothing overwritten
- * before it was used; breaking any of rank 0's waits, its events, or the
- * node barrier is caught; the flags stay in the node and in range, each
- * signalled once and waited on once. */
-static void expect_hier_sound(fgrt_collective c, unsigned w, unsigned node)
+/* The hierarchical plan of collective c, `w` ranks in nodes of `node`, its
+ * node pushes on `lanes` copy lanes: in any interleaving, two calls, every
+ * block multiplied once, after it landed (RS: every rank's out the sum of
+ * every partial once), nothing overwritten before it was used; breaking
+ * any of rank 0's waits, its events, or the node barrier is caught, and on
+ * several lanes any of its flags moved onto another lane; the flags stay in
+ * the node and in range, each signalled once and waited on once. */
+static void expect_hier_sound(fgrt_collective c, unsigned w, unsigned node, unsigned lanes)
 {
     static fgrt_op ops[MAXCALL];
     for (unsigned seed = 1; seed <= SEEDS; seed++) {
-        const char *err = simulate_plan(c, FGRT_SERIAL_CE, w, 1, 1, node, seed, NULL);
-        cr_assert(!err, "hierarchical %s, %u ranks in nodes of %u, seed %u: %s", coll_name(c), w,
-                  node, seed, err);
+        const char *err = simulate_plan(c, FGRT_SERIAL_CE, w, 1, lanes, node, seed, NULL);
+        cr_assert(!err, "hierarchical %s, %u ranks in nodes of %u on %u lanes, seed %u: %s",
+                  coll_name(c), w, node, lanes, seed, err);
     }
     const unsigned flags = fgrt_overlap_hier_flags(c, w, node);
     cr_assert_eq(flags, FGRT_FLAG_SENT + w / node);
@@ -1185,7 +1186,7 @@ static void expect_hier_sound(fgrt_collective c, unsigned w, unsigned node)
     memset(balance, 0, sizeof balance);
     memset(signalled, 0, sizeof signalled);
     for (unsigned q = 0; q < w; q++) {
-        const size_t n = fgrt_overlap_hier_ops(c, w, node, q, ops, MAXCALL);
+        const size_t n = fgrt_overlap_hier_ops(c, w, node, lanes, q, ops, MAXCALL);
         cr_assert(n > 0 && n <= MAXCALL);
         for (size_t k = 0; k < n; k++) {
             const fgrt_op *op = &ops[k];
@@ -1200,17 +1201,21 @@ static void expect_hier_sound(fgrt_collective c, unsigned w, unsigned node)
                     balance[op->peer][q][op->flag]--;
                 }
             }
+            const bool moved = lanes > 1 && op->kind == FGRT_OP_SIGNAL;
             if (q != 0 || !(op->kind == FGRT_OP_WAIT || op->kind == FGRT_OP_NODE_BARRIER ||
+                            moved ||
                             (op->after >= 0 && !follows_anyway(ops, (size_t)op->after, k))))
                 continue;
-            breakage brk = {op->kind == FGRT_OP_WAIT ? DROP_OP : NO_AFTER, 0, k};
+            breakage brk = {op->kind == FGRT_OP_WAIT ? DROP_OP : moved ? OTHER_LANE : NO_AFTER, 0,
+                            k};
             if (op->kind == FGRT_OP_NODE_BARRIER)
                 brk = (breakage){DROP_OP, -1, k};
             bool noticed = false;
             for (unsigned seed = 1; seed <= 100 && !noticed; seed++)
-                noticed = simulate_plan(c, FGRT_SERIAL_CE, w, 1, 1, node, seed, &brk) != NULL;
-            cr_expect(noticed, "hierarchical %s, %u ranks in nodes of %u: breaking op %zu "
-                      "(kind %d) goes unnoticed", coll_name(c), w, node, k, (int)op->kind);
+                noticed = simulate_plan(c, FGRT_SERIAL_CE, w, 1, lanes, node, seed, &brk) != NULL;
+            cr_expect(noticed, "hierarchical %s, %u ranks in nodes of %u on %u lanes: breaking "
+                      "op %zu (kind %d) goes unnoticed", coll_name(c), w, node, lanes, k,
+                      (int)op->kind);
         }
     }
     for (unsigned p = 0; p < w; p++)
@@ -1219,18 +1224,24 @@ static void expect_hier_sound(fgrt_collective c, unsigned w, unsigned node)
                 cr_assert_eq(balance[p][q][f], 0, "rank %u's flag %u for rank %u", p, f, q);
 }
 
-/* Nodes of 2, 3 and 4 ranks, 2 to 4 nodes, both collectives. */
+/* Nodes of 2, 3 and 4 ranks, 2 to 4 nodes, both collectives, on one lane
+ * and (nodes of 3 and 4) on one a node peer and on two. */
 Test(overlap_order, hierarchical_plan_in_any_interleaving)
 {
     static const unsigned plans[][2] = {{4, 2}, {6, 2}, {6, 3}, {8, 2}, {8, 4}};   /* world, node */
     for (size_t i = 0; i < sizeof plans / sizeof plans[0]; i++)
         for (int c = FGRT_AG_GEMM; c <= FGRT_GEMM_RS; c++)
-            expect_hier_sound((fgrt_collective)c, plans[i][0], plans[i][1]);
-    /* refused: nodes of 1, one node, a world not whole nodes, a rank past it */
-    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 4, 1, 0, NULL, 0), 0);
-    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_GEMM_RS, 4, 4, 0, NULL, 0), 0);
-    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 6, 4, 0, NULL, 0), 0);
-    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 4, 2, 4, NULL, 0), 0);
-    cr_assert_eq(fgrt_overlap_hier_ops((fgrt_collective)7, 4, 2, 0, NULL, 0), 0);
+            for (unsigned lanes = 1; lanes < plans[i][1]; lanes++)
+                expect_hier_sound((fgrt_collective)c, plans[i][0], plans[i][1], lanes);
+    /* refused: nodes of 1, one node, a world not whole nodes, a rank past it, no lanes or
+     * more than the node peers */
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 4, 1, 1, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_GEMM_RS, 4, 4, 1, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 6, 4, 1, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 4, 2, 1, 4, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops((fgrt_collective)7, 4, 2, 1, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_AG_GEMM, 4, 2, 0, 0, NULL, 0), 0);
+    cr_assert_eq(fgrt_overlap_hier_ops(FGRT_GEMM_RS, 8, 4, 4, 0, NULL, 0), 0);
+    cr_assert(fgrt_overlap_hier_ops(FGRT_GEMM_RS, 8, 4, 3, 0, NULL, 0) > 0);
     cr_assert_eq(fgrt_overlap_hier_flags(FGRT_AG_GEMM, 6, 4), 0);
 }
