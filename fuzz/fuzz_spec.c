@@ -54,9 +54,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (s->kind == FG_SPEC_GEMM)
         for (unsigned i = 0; i < s->gemm->shapes_count; i++) {
             fg_overlap_prediction p;
-            if (!fg_overlap_predict(s->gemm, &s->gemm->shapes[i], target->target, &p) &&
-                !(p.us[p.chosen] >= 0))
+            if (fg_overlap_predict(s->gemm, &s->gemm->shapes[i], target->target, &p))
+                continue;
+            if (!(p.us[p.chosen] >= 0))
                 __builtin_trap();   /* a prediction is a time, never NaN or negative */
+            for (unsigned h = 0; h < p.hier_count; h++)   /* (lanes: NaN where not predicted) */
+                if (!(p.hier_us[h] >= 0) || p.hier_lanes_us[h] < 0)
+                    __builtin_trap();
         }
     fg_spec_free(s);
     return 0;

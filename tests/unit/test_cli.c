@@ -3180,6 +3180,13 @@ Test(cli, profile_writes_the_interconnect_block)
                  "%s", log);
     cr_expect_not_null(strstr(log, "(2D, 7 lanes, the profile's lanes fit on 2 GPUs; "), "%s",
                        log);
+    /* the hierarchical plan beside it, on a lane a node peer where a node has 3 or more */
+    const char *hier = strstr(log, "hierarchical (");
+    cr_assert_not_null(hier, "%s", log);
+    cr_expect_not_null(strstr(hier, "nodes of 2 "), "%s", hier);
+    cr_expect_not_null(strstr(hier, "nodes of 4 "), "%s", hier);
+    cr_expect_not_null(strstr(strstr(hier, "nodes of 4 "), "(a copy lane a node peer "), "%s",
+                       hier);
     free(log);
     /* a harness that fails: an error, the spec left alone */
     struct stat a, b;
