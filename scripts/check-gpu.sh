@@ -85,18 +85,21 @@ else
         "them: generate them there, see tests/gpu/device-run.sh)"
     skipped=$((skipped + 1))
 fi
-# The overlap executor's hierarchical plan needs 4 ranks: with fewer GPUs,
-# 4 processes share them (the plan's checks; the rest ran above).
+# The overlap executor's hierarchical plan needs 4 ranks (2 nodes of 2) and
+# 6 (3 nodes of 2: two steps between nodes; 2 of 3: a copy lane a node
+# peer): with fewer GPUs, that many processes share them (the plan's
+# checks; the rest ran above).
 gpus=$(fg_gpu_count)
-if [ "$gpus" -lt 4 ] && [ -x "$GPU_BUILD/test_overlap_exec" ]; then
-    echo "== test_overlap_exec --world 4 (the hierarchical plan, $gpus GPU(s) shared)"
-    log=$GPU_BUILD/test_overlap_exec-world4.log
-    "$GPU_BUILD/test_overlap_exec" --world 4 --quick --no-faults --kernels "$FG_KERNELS_DIR" \
-        >"$log" 2>&1
+for world in 4 6; do
+    [ "$gpus" -lt "$world" ] && [ -x "$GPU_BUILD/test_overlap_exec" ] || continue
+    echo "== test_overlap_exec --world $world (the hierarchical plan, $gpus GPU(s) shared)"
+    log=$GPU_BUILD/test_overlap_exec-world$world.log
+    "$GPU_BUILD/test_overlap_exec" --world "$world" --quick --no-faults \
+        --kernels "$FG_KERNELS_DIR" >"$log" 2>&1
     rc=$?
     cat "$log"
-    tally test_overlap_exec-world4 "$log" $rc
-fi
+    tally "test_overlap_exec-world$world" "$log" $rc
+done
 # Transfers between nodes through NCCL's socket transport, on one host: the
 # serial_nccl checks with shared memory and peer-to-peer off; NCCL's own log
 # must show the socket transport in use, or the run proves nothing.
