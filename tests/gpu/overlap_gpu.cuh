@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <string>
 #include <vector>
@@ -17,6 +18,47 @@
 #include "harness.h"
 
 namespace overlap_gpu {
+
+// A GEMM of the overlap family: its collective and per-rank m, n, k (an
+// all-gather layer gathers m / world rows from each rank, a reduce-scatter
+// one leaves m / world on each).
+struct Shape {
+    const char *name;
+    fgrt_collective coll;
+    long long m, n, k;
+};
+
+// A --bench-shapes list, "NAME:all_gather:MxNxK,NAME:reduce_scatter:MxNxK,..."
+// (what `fusegen shapes` prints), into out (names kept in `names`); false,
+// and why on stderr, if malformed.
+inline bool parse_bench_shapes(const char *text, std::vector<Shape> *out,
+                               std::vector<std::string> *names)
+{
+    std::vector<std::string> items;
+    for (const char *p = text; *p;) {
+        const char *e = strchr(p, ',');
+        items.emplace_back(p, e ? (size_t)(e - p) : strlen(p));
+        p = e ? e + 1 : p + strlen(p);
+    }
+    names->reserve(items.size());   // out keeps pointers into it
+    for (const std::string &it : items) {
+        char name[96], coll[32];
+        long long m, n, k;
+        char end;
+        if (sscanf(it.c_str(), "%95[^:]:%31[^:]:%lldx%lldx%lld%c", name, coll, &m, &n, &k, &end) !=
+                5 ||
+            (strcmp(coll, "all_gather") && strcmp(coll, "reduce_scatter")) || m <= 0 || n <= 0 ||
+            k <= 0) {
+            fprintf(stderr, "--bench-shapes: '%s' is not NAME:all_gather|reduce_scatter:MxNxK\n",
+                    it.c_str());
+            return false;
+        }
+        names->push_back(name);
+        out->push_back({names->back().c_str(),
+                        strcmp(coll, "all_gather") ? FGRT_GEMM_RS : FGRT_AG_GEMM, m, n, k});
+    }
+    return !out->empty();
+}
 
 // A schedule as the tests run it: chunk_overlap and chunk_fused with their
 // pieces per block; the copy lanes a rank pushes on (fgrt_overlap_args.lanes);

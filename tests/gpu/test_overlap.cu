@@ -627,11 +627,6 @@ double time_once(Setup *s, Part part, Sched sched, int calls)
     return us;
 }
 
-struct Shape {
-    const char *name;
-    fgrt_collective coll;
-    long long m, n, k;
-};
 
 #ifdef FG_HAVE_NCCL
 constexpr bool kHaveNccl = true;
@@ -678,37 +673,6 @@ bool selected(const char *only, const char *name)
 // (../shared/DESIGN.md; its FC1 used N = 14336) where ours differ, for both
 // collectives; its reduce-scatter times (312 us for "QKV M4096", under our
 // K = 8192 GEMM alone) fit K halved, as a row-parallel layer has it.
-// A --bench-shapes list, "NAME:all_gather:MxNxK,NAME:reduce_scatter:MxNxK,...",
-// into out (names kept in `names`); false, and why on stderr, if malformed.
-bool parse_bench_shapes(const char *text, std::vector<Shape> *out,
-                        std::vector<std::string> *names)
-{
-    std::vector<std::string> items;
-    for (const char *p = text; *p;) {
-        const char *e = strchr(p, ',');
-        items.emplace_back(p, e ? (size_t)(e - p) : strlen(p));
-        p = e ? e + 1 : p + strlen(p);
-    }
-    names->reserve(items.size());   // out keeps pointers into it
-    for (const std::string &it : items) {
-        char name[96], coll[32];
-        long long m, n, k;
-        char end;
-        if (sscanf(it.c_str(), "%95[^:]:%31[^:]:%lldx%lldx%lld%c", name, coll, &m, &n, &k, &end) !=
-                5 ||
-            (strcmp(coll, "all_gather") && strcmp(coll, "reduce_scatter")) || m <= 0 || n <= 0 ||
-            k <= 0) {
-            fprintf(stderr, "overlap: --bench-shapes: '%s' is not NAME:all_gather|reduce_scatter:"
-                            "MxNxK\n", it.c_str());
-            return false;
-        }
-        names->push_back(name);
-        out->push_back({names->back().c_str(),
-                        strcmp(coll, "all_gather") ? FGRT_GEMM_RS : FGRT_AG_GEMM, m, n, k});
-    }
-    return !out->empty();
-}
-
 void bench(int world, const char *json_path, const char *only, const std::vector<Shape> &given)
 {
     static const Shape shipped[] = {

@@ -49,18 +49,23 @@
 //     every node size of 2 or more leaving 2 nodes or more (on one copy
 //     lane, and on a lane a node peer where a node has 3 ranks or more),
 //     AG+GEMM and GEMM+RS checked as above, and GEMM+RS's 1000 calls bitwise equal at
-//     nodes of 2; the step between nodes is the test's own transport over
-//     CUDA IPC (across_cb) standing in for an engine's NCCL.
-// --bench [--json FILE]: us per call of each schedule on the executor and
-// the unsplit GEMM alone, at Llama-2-70B TP=2 shapes (5 calls back to back,
-// host-timed on rank 0 between cross-process barriers, 9 repeats with the
-// parts interleaved; medians), then each schedule checked once at the shape
-// on 96 sampled outputs.  Each schedule on one copy lane, then where the
-// collective takes them on several (the 2D order): shard_overlap with a
-// lane a peer (more than 2 ranks), chunk_overlap's 2 and 4 pieces a lane
-// each (AG; up to 8 lanes), keyed "..._l<lanes>".  GEMM+RS uses the generated reduction where
-// --kernels has it, else the test's reduce callback (the results file says
-// which).
+//     nodes of 2; the step between nodes is NCCL's where every rank has a
+//     GPU and the test was built with NCCL (nccl_across_cb: a communicator a
+//     place), else the test's own transport over CUDA IPC (across_cb).
+// --bench [--json FILE] [--bench-shapes LIST]: us per call of each schedule
+// on the executor and the unsplit GEMM alone, a GPU a rank, at the
+// Llama-2-70B TP=2 shapes on 2 ranks, or at LIST's (`fusegen shapes SPEC`:
+// NAME:all_gather|reduce_scatter:MxNxK,...) on --world ranks (5 calls back
+// to back, host-timed on rank 0 between cross-process barriers, 9 repeats
+// with the parts interleaved; medians), then each schedule checked once at
+// the shape on 96 sampled outputs.  Each schedule on one copy lane, then
+// where the collective takes them on several (the 2D order): shard_overlap
+// with a lane a peer (more than 2 ranks), chunk_overlap's 2 and 4 pieces a
+// lane each (AG; up to 8 lanes), keyed "..._l<lanes>"; from 4 ranks the
+// hierarchical plan for every node size, on one lane and on a lane a node
+// peer, keyed "..._n<node ranks>".  GEMM+RS uses the generated reduction
+// where --kernels has it (the hierarchical plan: the callback's), else the
+// test's reduce callback (the results file says which).
 #include <algorithm>
 #include <errno.h>
 #include <math.h>
@@ -84,6 +89,9 @@
 extern "C" {
 #include "internal.h"   // the context's driver table, for injected failures
 }
+#endif
+#ifdef FG_HAVE_NCCL
+#include <nccl.h>
 #endif
 
 namespace {
@@ -285,12 +293,6 @@ struct Gemm {
     int sms = 0;
 };
 
-struct Case {
-    const char *name;
-    fgrt_collective coll;
-    long long m, n, k;
-};
-
 // The hierarchical plan's step between nodes (fgrt_across_fn), the test's
 // own transport standing in for an engine's NCCL: CUDA IPC among the ranks
 // at one place in every node ("members", member i in node i), ordered on
@@ -350,7 +352,7 @@ struct Across {
 
     // Every rank's part (all take part, whether members of this one's place
     // or not): allocate, export, map the members'.
-    bool open(const Procs &P, const Case &cs, unsigned node_ranks, char *my_a, int gpu_sms)
+    bool open(const Procs &P, const Shape &cs, unsigned node_ranks, char *my_a, int gpu_sms)
     {
         struct Wire {
             cudaIpcMemHandle_t h[3];
@@ -395,6 +397,51 @@ struct Across {
     }
 };
 
+// The hierarchical plan's step between nodes by NCCL, as an engine runs it
+// (issue 13: NCCL between the nodes), where every rank has a GPU of its own
+// (NCCL takes no two ranks of a communicator on one GPU): a communicator a
+// place, member i the rank in node i; a step is a grouped send to member
+// node + step and receive from member node - step (fgrt_across_fn).
+struct NcclAcross {
+#ifdef FG_HAVE_NCCL
+    ncclComm_t comm = nullptr;
+#endif
+    // Every rank's part: node 0's ranks make their place's id, every rank
+    // joins its place's communicator, and one exchange loads NCCL's kernels
+    // (a first launch must not happen inside a call: fgrt_gemm_fn's rules).
+    bool open(const Procs &P, unsigned node_ranks, char *scratch)
+    {
+#ifdef FG_HAVE_NCCL
+        ncclUniqueId mine = {}, all[kMaxWorld];
+        bool ok = P.rank >= (int)node_ranks || ncclGetUniqueId(&mine) == ncclSuccess;
+        if (!all_ok(P, ok) || !all_gather(P, &mine, all, sizeof mine))
+            return false;
+        const int place = P.rank % (int)node_ranks, nodes = P.world / (int)node_ranks;
+        ok = ncclCommInitRank(&comm, nodes, all[place], P.rank / (int)node_ranks) == ncclSuccess;
+        if (ok) {
+            const int me = P.rank / (int)node_ranks;
+            ok = ncclGroupStart() == ncclSuccess;
+            ok = ncclSend(scratch, 8, ncclBfloat16, (me + 1) % nodes, comm, nullptr) == ncclSuccess && ok;
+            ok = ncclRecv(scratch + 16, 8, ncclBfloat16, (me + nodes - 1) % nodes, comm, nullptr) ==
+                     ncclSuccess && ok;
+            ok = ncclGroupEnd() == ncclSuccess && ok && fgh_ok(cudaDeviceSynchronize());
+        }
+        return all_ok(P, ok);
+#else
+        (void)P, (void)node_ranks, (void)scratch;
+        return false;
+#endif
+    }
+    void close()
+    {
+#ifdef FG_HAVE_NCCL
+        if (comm)
+            ncclCommDestroy(comm);
+        comm = nullptr;
+#endif
+    }
+};
+
 // The callbacks' state, one per executor: the rank's GEMM, and which of
 // LtGemm's workspaces each of the executor's streams uses (its two GEMM
 // streams run at once; sharing one workspace corrupts results).
@@ -403,8 +450,14 @@ struct User {
     void *streams[3] = {};
     int fail_after = -1;   // >= 0: calls past that many fail (an injected failure)
     int calls = 0;
-    Across across;         // the hierarchical plan's
+    Across across;         // the hierarchical plan's, over CUDA IPC
+    NcclAcross nccl;       // ... or by NCCL (across_by_nccl)
+    void close_across() { across.close(), nccl.close(); }
 };
+
+// Whether the hierarchical plan's step between nodes goes by NCCL (built
+// with it, a GPU a rank) or by the test's own CUDA IPC transport.
+bool across_by_nccl = false;
 
 int gemm_cb(void *user, void *stream, const void *a, const void *acc, void *c, long long rows)
 {
@@ -433,6 +486,25 @@ int reduce_cb(void *user, void *stream, const void *own, const void *recv, void 
     return cudaPeekAtLastError() == cudaSuccess ? 0 : 1;
 }
 
+#ifdef FG_HAVE_NCCL
+int nccl_across_cb(void *user, void *stream, fgrt_collective c, unsigned nodes, unsigned node,
+                   unsigned step, void *const *blocks, void *out, long long elems)
+{
+    ncclComm_t comm = ((User *)user)->nccl.comm;
+    cudaStream_t s = (cudaStream_t)stream;
+    const bool ag = c == FGRT_AG_GEMM;
+    const unsigned to = (node + step) % nodes, from = (node + nodes - step) % nodes;
+    bool ok = step >= 1 && step < nodes && ncclGroupStart() == ncclSuccess;
+    ok = ok && ncclSend(blocks[ag ? node : to], (size_t)elems, ncclBfloat16, (int)to, comm, s) ==
+                   ncclSuccess;
+    ok = ok && ncclRecv(ag ? blocks[from] : out, (size_t)elems, ncclBfloat16, (int)from, comm,
+                        s) == ncclSuccess;
+    return ncclGroupEnd() == ncclSuccess && ok ? 0 : 1;
+}
+#else
+constexpr fgrt_across_fn nccl_across_cb = nullptr;   // (across_by_nccl stays false)
+#endif
+
 int across_cb(void *user, void *stream, fgrt_collective c, unsigned nodes, unsigned node,
               unsigned step, void *const *blocks, void *out, long long elems)
 {
@@ -460,14 +532,14 @@ int across_cb(void *user, void *stream, fgrt_collective c, unsigned nodes, unsig
 
 
 // How the checks and the bench name a case's collective.
-const char *coll_name(const Case &cs) { return cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS"; }
+const char *coll_name(const Shape &cs) { return cs.coll == FGRT_AG_GEMM ? "AG+GEMM" : "GEMM+RS"; }
 
 // A rank's device buffers for one shape: AG: the gathered A [m, k], B, C
 // [m, n]; RS: A [m, k], B, partials C [m, n], out [m / world, n]; chunk_fused
 // also W = B^T [n, k] (the generated GEMM's operand).
 struct Buffers {
     __nv_bfloat16 *a = nullptr, *b = nullptr, *c = nullptr, *out = nullptr, *w = nullptr;
-    bool alloc(const Case &cs, int world, bool fused)
+    bool alloc(const Shape &cs, int world, bool fused)
     {
         return fgh_ok(cudaMalloc(&a, bytes(cs.m * cs.k))) &&
                fgh_ok(cudaMalloc(&b, bytes(cs.k * cs.n))) &&
@@ -485,7 +557,7 @@ uint64_t seed_b(uint64_t base, int call, int p) { return base + 100 * call + 50 
 
 struct Host {
     std::vector<std::vector<uint16_t>> a, b;   // per rank
-    void make(const Case &cs, int world, uint64_t base, int call)
+    void make(const Shape &cs, int world, uint64_t base, int call)
     {
         const long long rows = cs.m / world;
         a.assign(world, {}), b.assign(world, {});
@@ -497,7 +569,7 @@ struct Host {
         }
     }
     // Output element (i, j) of `rank` in double.
-    double ref(const Case &cs, int world, int rank, long long i, long long j) const
+    double ref(const Shape &cs, int world, int rank, long long i, long long j) const
     {
         const long long rows = cs.m / world;
         double t = 0;
@@ -515,7 +587,7 @@ struct Host {
 
 // This rank's inputs of one call written, its outputs poisoned (AG: the
 // peers' blocks of the gathered A too).
-bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &h)
+bool write_inputs(const Shape &cs, const Procs &P, const Buffers &d, const Host &h)
 {
     const long long rows = cs.m / P.world;
     const bool ag = cs.coll == FGRT_AG_GEMM;
@@ -536,7 +608,7 @@ bool write_inputs(const Case &cs, const Procs &P, const Buffers &d, const Host &
     return ok;
 }
 
-bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
+bool make_executor(fg_context *ctx, const Shape &cs, Sched sched, const Procs &P,
                    const Buffers &d, User *u, double timeout_s, fgrt_overlap **x,
                    bool generated_reduce = false)
 {
@@ -551,7 +623,7 @@ bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
     args.w = d.w;   // (chunk_fused's)
     args.timeout_s = timeout_s;
     args.node_ranks = sched.nodes;
-    args.across = sched.nodes ? across_cb : nullptr;
+    args.across = !sched.nodes ? nullptr : across_by_nccl ? nccl_across_cb : across_cb;
     g->b = d.b, g->n = cs.n, g->k = cs.k;
     // Every kernel the callbacks launch, launched once first: with CUDA's
     // lazy module loading, a kernel's first launch loads its module, which
@@ -565,7 +637,9 @@ bool make_executor(fg_context *ctx, const Case &cs, Sched sched, const Procs &P,
                 (sched.s != FGRT_CHUNK_OVERLAP ||
                  gemm_cb(u, nullptr, d.a, rs ? d.out : nullptr, d.c, rows / sched.chunks) == 0) &&
                 fgh_ok(cudaDeviceSynchronize());
-    if (sched.nodes) {   // the step between nodes: its members mapped, its kernels loaded
+    if (sched.nodes && across_by_nccl) {   // the place's communicator, its kernels loaded
+        warm = all_ok(P, warm) && u->nccl.open(P, sched.nodes, (char *)d.c);
+    } else if (sched.nodes) {   // the step between nodes: its members mapped, its kernels loaded
         warm = all_ok(P, warm) &&
                u->across.open(P, cs, sched.nodes, (char *)d.a, g->sms);
         across_signal<<<1, 32>>>(Members{}, 0, 0, 0);
@@ -612,7 +686,7 @@ struct Run {
     cudaStream_t s = nullptr;
     // Every rank's buffers, stream and connected executor; false (and a
     // failed check named `what`) if any rank's failed.
-    bool open(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
+    bool open(fg_context *ctx, const Procs &P, Gemm *g, const Shape &cs, Sched sched,
               double timeout_s, bool generated_reduce, const char *what)
     {
         u.g = g;
@@ -625,14 +699,14 @@ struct Run {
     ~Run()
     {
         fgrt_overlap_destroy(x);
-        u.across.close();
+        u.close_across();
         if (s)
             cudaStreamDestroy(s);
         d.free_all();
     }
 };
 
-void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
+void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Shape &cs, Sched sched,
                 uint64_t base, bool generated_reduce)
 {
     char name[200];
@@ -671,7 +745,7 @@ void check_case(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched 
 // poisoned before each, must give bitwise the first call's output (the
 // reduction sums in rank order; the GEMMs are cuBLASLt's, deterministic
 // by default).
-void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
+void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Shape &cs, Sched sched,
                          bool generated_reduce, uint64_t base)
 {
     const int kCalls = quick ? 2 : 1000;
@@ -710,7 +784,7 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Case &c
 // and leave the executor refusing calls.
 void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
 {
-    const Case cs{"timeout", FGRT_AG_GEMM, 256, 256, 256};
+    const Shape cs{"timeout", FGRT_AG_GEMM, 256, 256, 256};
     const double limit_s = 0.5;
     Run r;
     if (r.open(ctx, P, g, cs, {FGRT_SHARD_OVERLAP, 1}, limit_s, false, "executor timeout: setup")) {
@@ -743,7 +817,7 @@ void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
     }
 }
 
-double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Host &h,
+double sampled_error(const Shape &cs, const Procs &P, const Buffers &d, const Host &h,
                      uint64_t seed);
 
 // chunk_fused with the generated GEMM `fused` (its n and k).  AG+GEMM: it
@@ -757,7 +831,7 @@ void check_fused(fg_context *ctx, const Procs &P, Gemm *g, const fg_kernel_entry
                  fgrt_collective coll, unsigned chunks, unsigned lanes, bool generated_reduce,
                  uint64_t base)
 {
-    const Case cs{"fused", coll, 128LL * P.world * chunks, fused.dims[0], fused.dims[1]};
+    const Shape cs{"fused", coll, 128LL * P.world * chunks, fused.dims[0], fused.dims[1]};
     const Sched sched{FGRT_CHUNK_FUSED, chunks, lanes};
     const bool ag = coll == FGRT_AG_GEMM;
     char name[200];
@@ -840,7 +914,7 @@ bool drains(cudaStream_t s)
 // FG_ERR_TIMEOUT after its limit (a copy: no mark can travel) naming
 // `missing`, or in FG_ERR_PEER_FAILED before it (a GEMM: rank 0 marks it);
 // both executors then refuse calls and every stream drains.  World 2.
-void check_injected(fg_context *ctx, const Procs &P, Gemm *g, const Case &cs, Sched sched,
+void check_injected(fg_context *ctx, const Procs &P, Gemm *g, const Shape &cs, Sched sched,
                     bool gemm, int after, const char *missing, uint64_t base)
 {
     const double limit_s = 0.5;
@@ -899,7 +973,7 @@ void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, const fg_kerne
             fgh_skip("executor: injected failures", "the checks are written for 2 ranks");
         return;
     }
-    const Case ag{"fault", FGRT_AG_GEMM, 256, 256, 256}, rs{"fault", FGRT_GEMM_RS, 256, 256, 256};
+    const Shape ag{"fault", FGRT_AG_GEMM, 256, 256, 256}, rs{"fault", FGRT_GEMM_RS, 256, 256, 256};
     const Sched shard{FGRT_SHARD_OVERLAP, 1}, chunk2{FGRT_CHUNK_OVERLAP, 2};
     // Twice, memory counted around the second pass: the first loads the
     // modules its GEMM shapes need (lazy loading takes device memory once,
@@ -910,7 +984,7 @@ void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, const fg_kerne
         if (pass == 1)
             before = free_bytes(P);
         // rank 0's copies at world 2: its start flag, then per piece its data and flag
-        for (const Case *cs : {&ag, &rs}) {
+        for (const Shape *cs : {&ag, &rs}) {
             check_injected(ctx, P, g, *cs, shard, false, 0, "rank 0's start", base + 100 * ++i);
             check_injected(ctx, P, g, *cs, shard, false, 1, "rank 0's sent(1)", base + 100 * ++i);
             check_injected(ctx, P, g, *cs, shard, true, 0, "rank 0", base + 100 * ++i);
@@ -940,7 +1014,7 @@ void check_injected_all(fg_context *ctx, const Procs &P, Gemm *g, const fg_kerne
 
 
 // Sampled outputs of the last call against the inputs on the host.
-double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Host &h,
+double sampled_error(const Shape &cs, const Procs &P, const Buffers &d, const Host &h,
                      uint64_t seed)
 {
     constexpr int kSamples = 96;
@@ -960,25 +1034,40 @@ double sampled_error(const Case &cs, const Procs &P, const Buffers &d, const Hos
     return e.nonfinite ? INFINITY : e.rel_l2;
 }
 
+// --bench-shapes (at 2 ranks, the TP = 2 defaults below when not given)
+std::vector<Shape> bench_shapes;
+
 void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *json_path,
            bool generated_reduce)
 {
-    static const Case cases[] = {
+    static const Shape tp2[] = {
         {"qkv-m4096", FGRT_AG_GEMM, 4096, 5120, 8192},
         {"o-m4096", FGRT_GEMM_RS, 4096, 8192, 4096},
         {"ag-m4096-k1024", FGRT_AG_GEMM, 4096, 8192, 1024},
         {"fc2-m4096", FGRT_GEMM_RS, 4096, 8192, 14336},
     };
+    const std::vector<Shape> cases =
+        bench_shapes.empty() ? std::vector<Shape>(std::begin(tp2), std::end(tp2)) : bench_shapes;
     // one copy lane, then on several (the 2D order) where the collective takes
-    // them: a lane a peer, and chunk_overlap's pieces a lane each (up to 8)
+    // them: a lane a peer, and chunk_overlap's pieces a lane each (up to 8);
+    // then the hierarchical plan for every node size, on one lane and on a
+    // lane a node peer
     const unsigned peers = (unsigned)P.world - 1;
-    const Sched all_scheds[] = {{FGRT_SERIAL_CE, 1},     {FGRT_SHARD_OVERLAP, 1},
-                                {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
-                                {FGRT_CHUNK_OVERLAP, 8}, {FGRT_SHARD_OVERLAP, 1, peers},
-                                {FGRT_CHUNK_OVERLAP, 2, std::min(2 * peers, 8u)},
-                                {FGRT_CHUNK_OVERLAP, 4, std::min(4 * peers, 8u)}};
-    constexpr int kMaxScheds = sizeof all_scheds / sizeof all_scheds[0], kOneLane = 5;
-    constexpr int kMaxParts = 1 + kMaxScheds;   // part 0: the unsplit GEMM alone
+    std::vector<Sched> all_scheds = {{FGRT_SERIAL_CE, 1},     {FGRT_SHARD_OVERLAP, 1},
+                                     {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
+                                     {FGRT_CHUNK_OVERLAP, 8}, {FGRT_SHARD_OVERLAP, 1, peers},
+                                     {FGRT_CHUNK_OVERLAP, 2, std::min(2 * peers, 8u)},
+                                     {FGRT_CHUNK_OVERLAP, 4, std::min(4 * peers, 8u)}};
+    constexpr int kOneLane = 5;
+    const unsigned world = (unsigned)P.world;
+    for (unsigned nodes = 2; nodes <= world / 2; nodes++) {   // sizes leaving 2 nodes or more
+        if (world % nodes)
+            continue;
+        all_scheds.push_back({FGRT_SHARD_OVERLAP, 1, 1, nodes});
+        if (nodes > 2 && nodes - 1 <= FGRT_MAX_LANES)
+            all_scheds.push_back({FGRT_SHARD_OVERLAP, 1, nodes - 1, nodes});
+    }
+    const int kMaxScheds = (int)all_scheds.size();   // a shape's parts: 0 the unsplit GEMM alone
     constexpr int kCalls = 5, kReps = 9;
     FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
@@ -992,35 +1081,40 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                                    "then each schedule checked on 96 sampled outputs");
         fgh_json_str(&j, "reduction", generated_reduce ? "generated overlap_reduce kernel"
                                                        : "the test's reduce callback");
+        fgh_json_str(&j, "across", across_by_nccl ? "NCCL (a communicator a place)"
+                                                  : "the test's CUDA IPC transport");
         fgh_json_arr_begin(&j, "cases");
     }
-    for (const Case &cs : cases) {
+    for (const Shape &cs : cases) {
         char what[96];
         snprintf(what, sizeof what, "executor bench %s: rank %d", cs.name, P.rank);
-        Sched scheds[kMaxScheds];
-        int kScheds = 0;
+        std::vector<Sched> scheds;
         for (int i = 0; i < kMaxScheds; i++) {   // (a "variant" of one lane repeats one)
             const Sched &sc = all_scheds[i];
-            if ((i < kOneLane || sc.lanes > 1) &&
-                fgrt_overlap_lanes_valid(cs.coll, sc.s, (unsigned)P.world, sc.chunks, sc.lanes))
-                scheds[kScheds++] = sc;
+            if (sc.nodes ? fgrt_overlap_hier_lanes_valid(cs.coll, world, sc.nodes, sc.lanes)
+                         : (i < kOneLane || sc.lanes > 1) &&
+                               fgrt_overlap_lanes_valid(cs.coll, sc.s, world, sc.chunks,
+                                                        sc.lanes))
+                scheds.push_back(sc);
         }
-        const int kParts = 1 + kScheds;
+        const int kScheds = (int)scheds.size(), kParts = 1 + kScheds;
         Buffers d;
-        User u[kMaxScheds + 1];   // the executors', and the unsplit GEMM's
+        std::vector<User> u(kScheds + 1);   // the executors', and the unsplit GEMM's
         for (User &e : u)
             e.g = g;
-        fgrt_overlap *x[kMaxScheds] = {};
+        std::vector<fgrt_overlap *> x(kScheds, nullptr);
         cudaStream_t s = nullptr;
         Host h;
         h.make(cs, P.world, base + 7, 0);
         bool ok = CHECK(what, all_ok(P, d.alloc(cs, P.world, false) && fgh_ok(cudaStreamCreateWithFlags(
                                                                    &s, cudaStreamNonBlocking))));
+        // (the hierarchical plan's sums are a node's and the nodes': the
+        // callback's, the generated kernel of --kernels being the world's)
         for (int i = 0; i < kScheds && ok; i++)
             ok = CHECK(what, make_executor(ctx, cs, scheds[i], P, d, &u[i], 30.0, &x[i],
-                                             generated_reduce));
+                                             generated_reduce && !scheds[i].nodes));
         ok = ok && CHECK(what, all_ok(P, write_inputs(cs, P, d, h)));
-        std::vector<double> t[kMaxParts];
+        std::vector<std::vector<double>> t(kParts);
         const long long a_rows = cs.m;
         // every rank passes the same barriers: each part starts together and
         // ends with every rank's verdict, so a local failure stops all alike
@@ -1039,8 +1133,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                 if (rep >= 0)
                     t[part].push_back(us);
             }
-        double err[kMaxScheds];
-        std::fill(err, err + kMaxScheds, NAN);
+        std::vector<double> err(kScheds, NAN);
         for (int i = 0; i < kScheds && ok; i++) {   // each schedule once more, checked
             ok = all_ok(P, write_inputs(cs, P, d, h));
             ok = all_ok(P, ok && call(x[i], s) == FG_OK);
@@ -1052,10 +1145,10 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         }
         CHECK(what, ok);
         if (ok && P.rank == 0) {
-            std::string names[kMaxParts] = {"gemm"};
+            std::vector<std::string> names(kParts, "gemm");
             for (int p = 1; p < kParts; p++)
                 names[p] = part_key(scheds[p - 1]);
-            double med[kMaxParts], lo[kMaxParts], hi[kMaxParts];
+            std::vector<double> med(kParts), lo(kParts), hi(kParts);
             for (int p = 0; p < kParts; p++) {
                 med[p] = fgh_median(t[p].data(), (int)t[p].size());   // sorts
                 lo[p] = t[p].front(), hi[p] = t[p].back();
@@ -1086,6 +1179,8 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         }
         for (auto *e : x)
             fgrt_overlap_destroy(e);
+        for (User &e : u)
+            e.close_across();
         if (s)
             cudaStreamDestroy(s);
         d.free_all();
@@ -1121,7 +1216,7 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
         if (do_bench) {
             bench(ctx, P, &g, base, json, gen != nullptr);
         } else {
-            static const Case cases[] = {
+            static const Shape cases[] = {
                 {"ag", FGRT_AG_GEMM, 512, 384, 320},
                 {"rs", FGRT_GEMM_RS, 512, 384, 320},
             };
@@ -1129,7 +1224,7 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                                            {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
                                            {FGRT_CHUNK_OVERLAP, 8}};
             int i = 0;
-            for (const Case &cs : cases)
+            for (const Shape &cs : cases)
                 for (const Sched &sched : scheds) {
                     check_case(ctx, P, &g, cs, sched, base + 1000 * ++i, false);
                     // (RS chunk_overlap adds in its GEMMs: no reduction to choose)
@@ -1144,7 +1239,7 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
             check_case(ctx, P, &g, cases[0], {FGRT_CHUNK_OVERLAP, 4, piece_lanes},
                        base + 1000 * ++i, false);
             if (peers > 1 && peers <= FGRT_MAX_LANES)
-                for (const Case &cs : cases)
+                for (const Shape &cs : cases)
                     check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, peers}, base + 1000 * ++i,
                                cs.coll == FGRT_GEMM_RS && gen);
             // the hierarchical plan for every node size of 2 ranks or more that
@@ -1157,7 +1252,7 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                     continue;
                 const unsigned lanes[2] = {1, nodes - 1 < FGRT_MAX_LANES ? nodes - 1 : FGRT_MAX_LANES};
                 for (unsigned l = 0; l < (lanes[1] > 1 ? 2u : 1u); l++)
-                    for (const Case &cs : cases)
+                    for (const Shape &cs : cases)
                         check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, lanes[l], nodes},
                                    base + 1000 * ++i, false);
             }
@@ -1222,7 +1317,7 @@ int main(int argc, char **argv)
 {
     bool do_bench = false;
     int world = 0;   // --world: ranks (processes) over the GPUs; 0: one a GPU (2 on one)
-    const char *json = nullptr, *kernels = nullptr, *manifest = nullptr;
+    const char *json = nullptr, *kernels = nullptr, *manifest = nullptr, *shapes = nullptr;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--verbose"))
             fgh_set_verbose(true);
@@ -1241,14 +1336,20 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--world") && i + 1 < argc && atoi(argv[i + 1]) >= 2 &&
                  atoi(argv[i + 1]) <= kMaxWorld)
             world = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--bench-shapes") && i + 1 < argc)
+            shapes = argv[++i];
         else {
             fprintf(stderr,
                     "usage: %s [--verbose] [--quick] [--no-faults] [--world N (2..%d)] "
-                    "[--kernels DIR [--manifest FILE]] [--bench [--json FILE]]\n",
+                    "[--kernels DIR [--manifest FILE]] [--bench [--json FILE] "
+                    "[--bench-shapes NAME:all_gather|reduce_scatter:MxNxK,...]]\n",
                     argv[0], kMaxWorld);
             return 2;
         }
     }
+    static std::vector<std::string> shape_names;   // bench_shapes points into it
+    if (shapes && !parse_bench_shapes(shapes, &bench_shapes, &shape_names))
+        return 2;
 #ifndef FG_HAVE_FGRT
     fgh_skip("overlap executor", "built without libfgrt");
     return fgh_summary() ? 1 : 0;
@@ -1263,11 +1364,24 @@ int main(int argc, char **argv)
     setvbuf(stdout, nullptr, _IOLBF, 0);
     Procs P;
     P.world = world ? world : gpus < 2 ? 2 : gpus < kMaxWorld ? gpus : kMaxWorld;
-    if (P.world > 2 && do_bench)
-        P.world = 2;   // the bench's shapes are TP=2's
+    if (do_bench && (P.world > gpus || (P.world > 2 && bench_shapes.empty()))) {
+        // a GPU a rank; past 2 ranks the shapes of that world, from --bench-shapes
+        printf("overlap executor bench: %s: at 2 ranks, the TP = 2 shapes\n",
+               P.world > gpus ? "fewer GPUs than ranks"
+                              : "no --bench-shapes for that world (fusegen shapes SPEC)");
+        P.world = 2;
+        bench_shapes.clear();
+    }
     if (P.world > gpus)
         printf("overlap executor: %d GPU(s): %d ranks, rank r on GPU r %% %d\n", gpus, P.world,
                gpus);
+#ifdef FG_HAVE_NCCL
+    across_by_nccl = P.world <= gpus;   // (NCCL takes no two ranks of a communicator on a GPU)
+#endif
+    if (P.world >= 4)
+        printf("overlap executor: the hierarchical plan's step between nodes by %s\n",
+               across_by_nccl ? "NCCL" : "the test's own CUDA IPC transport (ranks share GPUs, "
+                                         "or built without NCCL)");
     const uint64_t base = fgh_base_seed();
     static Generated gen, fused;
     char why[1200], why_fused[1200];
