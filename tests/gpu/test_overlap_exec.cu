@@ -1067,7 +1067,7 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
         if (nodes > 2 && nodes - 1 <= FGRT_MAX_LANES)
             all_scheds.push_back({FGRT_SHARD_OVERLAP, 1, nodes - 1, nodes});
     }
-    const int kMaxScheds = (int)all_scheds.size();   // a shape's parts: 0 the unsplit GEMM alone
+    const int kMaxScheds = (int)all_scheds.size();
     constexpr int kCalls = 5, kReps = 9;
     FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
     fgh_json j;
@@ -1097,7 +1097,8 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                                                         sc.lanes))
                 scheds.push_back(sc);
         }
-        const int kScheds = (int)scheds.size(), kParts = 1 + kScheds;
+        const int kScheds = (int)scheds.size();
+        const int kParts = 1 + kScheds;   // part 0: the unsplit GEMM alone
         Buffers d;
         std::vector<User> u(kScheds + 1);   // the executors', and the unsplit GEMM's
         for (User &e : u)
