@@ -193,7 +193,7 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
  * a node, NCCL between nodes; each rank opens with a barrier of its node.
  * AG: rank r (node n, place p) multiplies its own block, pushes it to its
  * node's other ranks, and gathers the own blocks of the ranks at its place
- * in the other nodes by NCCL, a step each (NCCL_ACROSS on stream 3, beside
+ * in the other nodes by NCCL, a step each (NCCL_ACROSS on its own stream, beside
  * the GEMMs and the copies: step s sends its own block to node n + s and
  * brings node n - s's), each forwarded to its node's other ranks and
  * multiplied (stream 2) once it is there; the node peers' blocks are
@@ -207,7 +207,7 @@ FGRT_OVERLAP_API const char *fgrt_schedule_name(fgrt_schedule s);   /* "shard_ov
  * block at place p, whose owner is at r's place (stream 1); once its node
  * peers' partials of it landed it sums them (REDUCE: the node's sum) and,
  * for i > 0, sends that sum to the owner by NCCL (NCCL_ACROSS step i, on
- * stream 3, beside the next node's GEMMs) while receiving node n - i's sum
+ * its own stream, beside the next node's GEMMs) while receiving node n - i's sum
  * of its own block.  REDUCE_ACROSS then adds the other nodes' sums to its
  * node's, into out: only the own node's sum and the last step are left at
  * the end (a reduce-scatter of every node sum at once, issued last, would

@@ -331,7 +331,7 @@ static unsigned across_stream(const order *o)
 }
 
 /* The hierarchical AG (fgrt_overlap.h): rank r multiplies its own block
- * and pushes it to its node's others; NCCL step s (stream 3) sends it to
+ * and pushes it to its node's others; NCCL step s (its own stream) sends it to
  * the rank at its place s nodes on and brings the one s nodes back, which
  * is forwarded to the node's others and multiplied (stream 2) once there;
  * the node peers' blocks are multiplied as they land, in the order sent. */
@@ -349,6 +349,8 @@ static void hier_all_gather(order *o, const nodes *n, unsigned rank)
         const int step = push(o, FGRT_OP_NCCL_ACROSS, across_stream(o), b, b, 0, -1);
         for (unsigned j = 1; j < n->g; j++) {   /* forwarded to the node's others */
             const unsigned st = node_lane(o, j);
+            /* after the step: lane 0's first copy, and each other lane's (lane 0's
+             * later ones follow its first on the stream) */
             push(o, FGRT_OP_COPY, st, local(n, j), b, 0, j == 1 || st ? step : -1);
             push(o, FGRT_OP_SIGNAL, st, local(n, j), -1, sent(i), -1);
         }

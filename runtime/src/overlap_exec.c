@@ -728,6 +728,18 @@ static fg_status callback_failed(const char *what, const fgrt_op *op)
                    op->block);
 }
 
+/* Enqueues sum t on stream s: its generated kernel where one is bound, else
+ * the caller's reduce callback. */
+static fg_status enqueue_sum(fgrt_overlap *x, block_sum t, fg_binding *bound, void *s,
+                             const fgrt_op *op)
+{
+    if (bound)
+        return fg_launch(bound, s);
+    const int r = x->args.reduce(x->args.user, s, t.own, t.recv, t.out, t.world, t.rank,
+                                 x->rows * x->args.n);
+    return r == 0 ? FG_OK : callback_failed("reduce", op);
+}
+
 static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
 {
     const fgrt_overlap_args *a = &x->args;
@@ -768,11 +780,7 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
         return o->wait_flag(x->drv, s, flag_at(x, x->flags, (unsigned)op->peer, op->flag), epoch);
     case FGRT_OP_REDUCE: {
         const block_sum t = sum_of(x, op->block);
-        if (x->reduction[t.node])
-            return fg_launch(x->reduction[t.node], s);
-        const int r = a->reduce(a->user, s, t.own, t.recv, t.out, t.world, t.rank,
-                                x->rows * a->n);
-        return r == 0 ? FG_OK : callback_failed("reduce", op);
+        return enqueue_sum(x, t, x->reduction[t.node], s, op);
     }
     case FGRT_OP_NCCL_ACROSS: {   /* the members' blocks: AG's rows of A, RS's node sums */
         void *blocks[MAX_WORLD];
@@ -787,14 +795,8 @@ static fg_status enqueue_op(fgrt_overlap *x, const fgrt_op *op, unsigned epoch)
                                 x->rows * (ag ? a->k : a->n));
         return r == 0 ? FG_OK : callback_failed("across", op);
     }
-    case FGRT_OP_REDUCE_ACROSS: {
-        if (x->reduction_across)
-            return fg_launch(x->reduction_across, s);
-        const block_sum t = across_sum(x);
-        const int r = a->reduce(a->user, s, t.own, t.recv, t.out, t.world, t.rank,
-                                x->rows * a->n);
-        return r == 0 ? FG_OK : callback_failed("reduce", op);
-    }
+    case FGRT_OP_REDUCE_ACROSS:
+        return enqueue_sum(x, across_sum(x), x->reduction_across, s, op);
     case FGRT_OP_FUSED_GEMM: {   /* AG: its status cleared for this call, behind the last
                                     one's (RS: no flags, so the kernel never sets it) */
         const fg_status st = a->collective == FGRT_AG_GEMM
