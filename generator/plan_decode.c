@@ -64,8 +64,9 @@ static bool gqa_mma_shape(const fg_attention *a)
 }
 
 /* Whether the ring shares a KV group's tiles (decode_attn_ring.in's
- * SHARE_KV): its GS*CPH CTAs split the group's (GS + 2) x head_dim
- * projection rows and its tokens, each CTA attending for all GS query heads
+ * SHARE_KV): its GROUP_CTAS CTAs (ring_cfg.gct, at least GS*CPH) split the
+ * group's (GS + 2) x head_dim projection rows and its tokens, each CTA
+ * attending for all GS query heads
  * on tensor cores, so each K/V byte streams into one SM, not GS.  Larger
  * groups: each query head's CTAs stream it. */
 static bool ring_shares(const fg_model *m)
@@ -239,10 +240,11 @@ static const char *ring_plan(const fg_model *m, const fg_target *t, unsigned c, 
                              unsigned bmax, ring_cfg *r)
 {
     const char *first = NULL;
+    const bool share = ring_shares(m);
     for (size_t k = 0; k < NRING_THREADS; k++)
         for (size_t i = 0; i < sizeof RING_STAGE_SIZES / sizeof RING_STAGE_SIZES[0]; i++) {
             if ((bmax > 1 && RING_STAGE_SIZES[i] > 16384u) ||
-                (RING_THREADS[k] == RING_SHARE_THREADS && !ring_shares(m)))
+                (RING_THREADS[k] == RING_SHARE_THREADS && !share))
                 continue;
             const char *why = ring_plan_stage(m, t, c, p, bmax, RING_THREADS[k],
                                               RING_STAGE_SIZES[i], r);

@@ -91,6 +91,15 @@ template <int FROM, int N> FG_DEVICE void fg_fold_lanes(float4 (&v)[N])
             v[j].z += fg_shfl_xor(v[j].z, off), v[j].w += fg_shfl_xor(v[j].w, off);
         }
 }
+
+// The weight of a softmax state (or merge entry) whose max (or log-sum-exp)
+// is m, in base 2, in a merge whose max is mx: 2^(m - mx), and 0 for an
+// empty one (m -inf; mx may be -inf too); a NaN stays a NaN.
+FG_DEVICE float fg_state_weight(float m, float mx)
+{
+    return m == -INFINITY ? 0.f : exp2f(m - mx);
+}
+
 // The block's ticket: every thread's earlier global writes released, then
 // thread 0 takes fg_ticket(p) and the whole block gets its old value through
 // *slot (a shared variable).  Of n blocks, the one that gets n - 1 is the
