@@ -208,7 +208,7 @@ static const char *ring_plan_stage(const fg_model *m, const fg_target *t, unsign
                      4 * (wpr * bmax * rq + bmax * qkv + warps + 3 * wst + wst * hd +
                           bmax * gsq * (hd + 2) + (share ? 1 : c) * bmax * (hd + 2) +
                           (warps / rows3) * bmax * ((m->hidden + grid - 1) / grid) +
-                          bmax + 1);
+                          2 * bmax + (m->attention->qkv_bias ? rq : 1));
     const unsigned budget = t->shared_mem_per_block - r->static_smem - 1024;
     r->stages = budget / r->stage_bytes;
     if (r->stages > 16)
