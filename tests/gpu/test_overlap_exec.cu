@@ -778,13 +778,22 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Shape &
     }
 }
 
+// M for a check near `want`: the executor takes M in blocks of world x
+// chunks rows, so every rank's rows here are a multiple of 64 (up to 8
+// chunks of 8 rows), at any world size (512 at 2, 4 and 8 ranks; 768 at 6).
+long long check_rows(const Procs &P, long long want)
+{
+    const long long unit = 64LL * P.world;
+    return (want + unit - 1) / unit * unit;
+}
+
 // Rank 0 runs a call that rank 1 never runs, on the legacy stream (which
 // the driver's synchronous copies would wait behind): rank 0's wait must end
 // in FG_ERR_TIMEOUT once its limit has passed, name rank 1's missing flag,
 // and leave the executor refusing calls.
 void check_timeout(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base)
 {
-    const Shape cs{"timeout", FGRT_AG_GEMM, 256, 256, 256};
+    const Shape cs{"timeout", FGRT_AG_GEMM, check_rows(P, 256), 256, 256};
     const double limit_s = 0.5;
     Run r;
     if (r.open(ctx, P, g, cs, {FGRT_SHARD_OVERLAP, 1}, limit_s, false, "executor timeout: setup")) {
@@ -1217,9 +1226,10 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
         if (do_bench) {
             bench(ctx, P, &g, base, json, gen != nullptr);
         } else {
-            static const Shape cases[] = {
-                {"ag", FGRT_AG_GEMM, 512, 384, 320},
-                {"rs", FGRT_GEMM_RS, 512, 384, 320},
+            const long long m = check_rows(P, 512);
+            const Shape cases[] = {
+                {"ag", FGRT_AG_GEMM, m, 384, 320},
+                {"rs", FGRT_GEMM_RS, m, 384, 320},
             };
             static const Sched scheds[] = {{FGRT_SERIAL_CE, 1},     {FGRT_SHARD_OVERLAP, 1},
                                            {FGRT_CHUNK_OVERLAP, 2}, {FGRT_CHUNK_OVERLAP, 4},
