@@ -282,7 +282,11 @@ FG_API fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce
  * n / 128 once its rows are whole in c, whatever the form's tile width; a
  * stream that waits for that multiple (cuStreamWaitValue32) may then copy
  * those rows; the kernel only adds to them (fgrt_overlap's chunk_fused
- * zeroes each once its wait for the piece has passed). */
+ * zeroes each once its wait for the piece has passed).
+ * The binding owns a workspace of a tile's fp32 sums for each block of the
+ * grid (17 MB on an H200; fg_binding_get_info), where the last round's
+ * tiles split over K leave their partial sums, and the counters of their
+ * tickets; both forms split so. */
 #define FG_GEMM_LATE 1u
 #define FG_GEMM_TILE_ROWS 128              /* m, done_rows: whole tile rows */
 #define FG_GEMM_TILE_COLS 256              /* the wgmma form's tile columns (2 done counts) */
@@ -308,10 +312,8 @@ FG_API fg_status fg_overlap_gemm_bind(fg_context *ctx, const fg_overlap_gemm_arg
 /* The same product, feed and drain by the portable form (op
  * overlap_gemm_portable: AMD's gfx942 / gfx90a GEMM, and an sm_90a build
  * for a target without clusters): a, w, c passed as plain pointers, no
- * tensor maps; the same arguments and checks.  The binding owns a
- * workspace of a tile's fp32 sums for each block of the grid (17 MB on an
- * H200, 40 MB on an MI300X; fg_binding_get_info), where the last round's
- * tiles split over K leave their partial sums. */
+ * tensor maps; the same arguments and checks (its workspace 40 MB on an
+ * MI300X). */
 FG_API fg_status fg_overlap_gemm_portable_bind(fg_context *ctx, const fg_overlap_gemm_args *args,
                                                fg_binding **out);
 

@@ -324,7 +324,7 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
 
 /* ---- overlap_gemm: kernel (map_a, map_w, map_c, int m_rows, tile_rows, flags, epoch, int own,
  *      int shard_rows, int piece_rows, int flag_stride, status, u64 limit_ns, done,
- *      int done_rows) ---- */
+ *      int done_rows, workspace, counters) ---- */
 
 /* The sm_90a form's tiles (overlap_gemm.in asserts them): A in boxes of 64
  * columns x 128 rows, W of 64 x 256, C of 64 x 64 (a consumer warpgroup's
@@ -346,16 +346,20 @@ fg_status fg_overlap_reduce_bind(fg_context *ctx, const fg_overlap_reduce_args *
         I32(done_rows, 0)
 #define PTR16(field) {#field, FG_ARG_DEVPTR, offsetof(fg_overlap_gemm_args, field), .align = 16}
 
+/* After the drain, both forms take the workspace and counters of their
+ * last round's split over K. */
+#define GEMM_SPLIT                                                                                 \
+    {"workspace", FG_ARG_WORKSPACE, 0, .align = 0}, {"counters", FG_ARG_COUNTERS, 0, .align = 0}
+
 static const fg_arg_desc overlap_gemm_args[] = {
     MAP(a, m, k, GEMM_BM), MAP(w, n, k, FG_GEMM_TILE_COLS), MAP(c, m, n, 64), GEMM_AFTER_ABC,
+    GEMM_SPLIT,
 };
-/* The portable form's (overlap_gemm_portable.in): a, w, c as pointers;
- * then the workspace and counters of its last round's split over K. */
+/* The portable form's (overlap_gemm_portable.in): a, w, c as pointers. */
 static const fg_arg_desc overlap_gemm_portable_args[] = {
-    PTR16(a), PTR16(w), PTR16(c), GEMM_AFTER_ABC,
-    {"workspace", FG_ARG_WORKSPACE, 0, .align = 0},
-    {"counters", FG_ARG_COUNTERS, 0, .align = 0},
+    PTR16(a), PTR16(w), PTR16(c), GEMM_AFTER_ABC, GEMM_SPLIT,
 };
+#undef GEMM_SPLIT
 #undef GEMM_AFTER_ABC
 #undef PTR16
 #undef MAP

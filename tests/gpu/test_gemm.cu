@@ -9,12 +9,12 @@
 // form takes three TMA tensor maps encoded here (cuTensorMapEncodeTiled,
 // 128-byte swizzle, the boxes its params give: bk x bm for A, bk x bn for
 // W, cbox_cols x cbox_rows for C), the portable form plain pointers, and
-// both the same parameters after them (the portable form then its split's
-// workspace and counters, and the runtime's whole grid at every M).  Checks,
+// both the same parameters after them, then their split's workspace and
+// counters, launched on the runtime's whole grid at every M.  Checks,
 // on fresh random inputs with C (and the split's partial sums) poisoned
 // before each launch, at M = 128 (one tile row), 1152 (a partial group of
-// tile rows) and 4096 (the portable form splits the last round over K at
-// each of them for most shapes): no poisoned output left, 256 sampled
+// tile rows) and 4096 (both forms split the last round over K at each of
+// them for most shapes): no poisoned output left, 256 sampled
 // outputs against a double reference on the host (rel L2 <= 1e-2, NaN never
 // passes), the whole output against cuBLASLt's (rel L2 <= 1e-2; not with
 // --no-baseline, which racecheck takes: cuBLAS's own TMA kernels report
@@ -168,7 +168,7 @@ bool gemm_open(Gemm *g, const char *dir, const char *manifest)
         return false;
     }
     g->grid = (unsigned)grid, g->block = (unsigned)block, g->smem = (unsigned)smem;
-    if (g->portable) {
+    {   // both forms: the workspace and counters of the last round's split
         const long long ws = fgh_manifest_value(manifest, nm, "workspace_bytes");
         const long long counters = fgh_manifest_value(manifest, nm, "counters");
         if (ws <= 0 || counters <= 0) {
@@ -245,16 +245,14 @@ bool launch_fused(const Gemm &g, Problem &p, cudaStream_t s, Feed f = Feed())
     int rows = (int)p.m;
     void *maps[] = {&p.map_a, &p.map_w, &p.map_c}, *ptrs[] = {&p.a, &p.w, &p.c};
     void **abc = g.portable ? ptrs : maps;
-    void *ws = g.ws, *counters = g.counters;   // (the portable form's last two)
+    void *ws = g.ws, *counters = g.counters;
     void *args[] = {abc[0],         abc[1],          abc[2],       &rows,     &f.tile_rows,
                     &f.flags,       &f.epoch,        &f.own,       &f.shard_rows, &f.piece_rows,
                     &f.flag_stride, &f.status,       &f.limit_ns, &f.done,  &f.done_rows,
                     &ws,            &counters};
-    // the portable form: the runtime's grid, whatever m (its last round's
-    // split counts the grid's blocks); the wgmma form: no more blocks than tiles
-    const long long tiles = p.m / g.bm * (p.n / g.bn);
-    const unsigned grid = g.portable || tiles >= g.grid ? g.grid : (unsigned)tiles;
-    return cu_ok(drv.launch(g.fn, grid, 1, 1, g.block, 1, 1, g.smem, (CUstream)s, args, nullptr),
+    // the runtime's grid, whatever m (the last round's split counts the
+    // grid's blocks)
+    return cu_ok(drv.launch(g.fn, g.grid, 1, 1, g.block, 1, 1, g.smem, (CUstream)s, args, nullptr),
                  "cuLaunchKernel");
 }
 
