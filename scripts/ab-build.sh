@@ -29,7 +29,7 @@ for side in a b; do
     make -s -C "$src" build/fusegen
     specs=$(cd "$src" && echo specs/models/*.yaml specs/targets/h200.yaml specs/tuning/h200.yaml \
         tests/gpu/specs/*.yaml ${EXTRA_SPECS:-})
-    (cd "$src" && make -s -f mk/kernels.mk FUSEGEN=build/fusegen SPECS="$specs" \
+    (cd "$src" && make -s -j"$(nproc 2>/dev/null || echo 2)" -f mk/kernels.mk FUSEGEN=build/fusegen SPECS="$specs" \
         GEN_OUT="$out/gen-$side" KBUILD="$out/$side" LIST_OPTS="--filter '$filter'" all)
     rm -rf "$out/gen-$side"
     git -C "$root" worktree remove --force "$src"
