@@ -23,15 +23,16 @@ for side in a b; do
     if [ "$side" = a ]; then rev=$rev_a; else rev=$rev_b; fi
     src=$out/src-$side
     git -C "$root" worktree remove --force "$src" 2>/dev/null || rm -rf "$src"
-    rm -rf "$out/$side" "$out/gen-$side"
+    rm -rf "${out:?}/$side" "${out:?}/gen-$side"
     git -C "$root" worktree add --detach -f "$src" "$rev" >/dev/null
     echo "ab-build: $side = $rev ($(git -C "$src" log --format='%h %s' -1 | cut -c1-70))"
     make -s -C "$src" build/fusegen
+    # shellcheck disable=SC2086 # EXTRA_SPECS: paths as words
     specs=$(cd "$src" && echo specs/models/*.yaml specs/targets/h200.yaml specs/tuning/h200.yaml \
         tests/gpu/specs/*.yaml ${EXTRA_SPECS:-})
     (cd "$src" && make -s -j"$(nproc 2>/dev/null || echo 2)" -f mk/kernels.mk FUSEGEN=build/fusegen SPECS="$specs" \
         GEN_OUT="$out/gen-$side" KBUILD="$out/$side" LIST_OPTS="--filter '$filter'" all)
-    rm -rf "$out/gen-$side"
+    rm -rf "${out:?}/gen-$side"
     git -C "$root" worktree remove --force "$src"
     echo "ab-build: $side: $(ls "$out/$side"/*.cubin | wc -l) kernels in $out/$side"
 done
