@@ -346,7 +346,8 @@ static int plan_one(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
     fg_instance_add_param(in, "PIECE_KBLOCKS", GEMM_PIECE_KBLOCKS);
     in->workspace_bytes = t->compute_units * GEMM_BM * GEMM_BN * 4u;
     in->counter_count = t->compute_units / 2;   /* a split round has at most half the grid's tiles */
-    /* persistent: one CTA per SM (fewer where a call has fewer tiles) */
+    /* persistent: one CTA per SM, the whole grid at every m (the last round's
+     * split counts it) */
     in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {t->compute_units, 1, 1},
                              .block = {GEMM_THREADS, 1, 1}, .cluster = {1, 1, 1},
                              .dynamic_smem = smem};
