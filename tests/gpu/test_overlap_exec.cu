@@ -778,6 +778,23 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Shape &
     }
 }
 
+// The hierarchical plan's schedules at `world` ranks, as the checks and the
+// bench run them: every node size of 2 ranks or more that leaves 2 nodes or
+// more, on one copy lane, then on a lane a node peer where a node has 3 to
+// FGRT_MAX_LANES + 1 ranks.
+std::vector<Sched> hier_scheds(unsigned world)
+{
+    std::vector<Sched> out;
+    for (unsigned node_ranks = 2; node_ranks <= world / 2; node_ranks++) {
+        if (world % node_ranks)
+            continue;
+        out.push_back({FGRT_SHARD_OVERLAP, 1, 1, node_ranks});
+        if (node_ranks > 2 && node_ranks - 1 <= FGRT_MAX_LANES)
+            out.push_back({FGRT_SHARD_OVERLAP, 1, node_ranks - 1, node_ranks});
+    }
+    return out;
+}
+
 // M for a check near `want`: the executor takes M in blocks of world x
 // chunks rows, so every rank's rows here are a multiple of 64 (up to 8
 // chunks of 8 rows), at any world size (512 at 2, 4 and 8 ranks; 768 at 6).
@@ -1069,13 +1086,8 @@ void bench(fg_context *ctx, const Procs &P, Gemm *g, uint64_t base, const char *
                                      {FGRT_CHUNK_OVERLAP, 4, std::min(4 * peers, 8u)}};
     constexpr int kOneLane = 5;
     const unsigned world = (unsigned)P.world;
-    for (unsigned nodes = 2; nodes <= world / 2; nodes++) {   // sizes leaving 2 nodes or more
-        if (world % nodes)
-            continue;
-        all_scheds.push_back({FGRT_SHARD_OVERLAP, 1, 1, nodes});
-        if (nodes > 2 && nodes - 1 <= FGRT_MAX_LANES)
-            all_scheds.push_back({FGRT_SHARD_OVERLAP, 1, nodes - 1, nodes});
-    }
+    for (const Sched &sc : hier_scheds(world))
+        all_scheds.push_back(sc);
     const int kMaxScheds = (int)all_scheds.size();
     constexpr int kCalls = 5, kReps = 9;
     FILE *jf = P.rank == 0 && json_path ? fopen(json_path, "w") : nullptr;
@@ -1253,20 +1265,13 @@ void rank_main(const Procs &P, uint64_t base, bool do_bench, const char *json,
                 for (const Shape &cs : cases)
                     check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, peers}, base + 1000 * ++i,
                                cs.coll == FGRT_GEMM_RS && gen);
-            // the hierarchical plan for every node size of 2 ranks or more that
-            // leaves 2 nodes or more, the step between nodes the test's own
-            // transport (across_cb; its reduction the callback's: the
-            // generated one of --kernels is the world's, not a node's); on one
-            // lane, and on a lane a node peer where a node has 3 ranks or more
-            for (unsigned nodes = 2; nodes <= (unsigned)P.world / 2; nodes++) {
-                if (P.world % (int)nodes)
-                    continue;
-                const unsigned lanes[2] = {1, nodes - 1 < FGRT_MAX_LANES ? nodes - 1 : FGRT_MAX_LANES};
-                for (unsigned l = 0; l < (lanes[1] > 1 ? 2u : 1u); l++)
-                    for (const Shape &cs : cases)
-                        check_case(ctx, P, &g, cs, {FGRT_SHARD_OVERLAP, 1, lanes[l], nodes},
-                                   base + 1000 * ++i, false);
-            }
+            // the hierarchical plan (hier_scheds), the step between nodes by
+            // NCCL or the test's own transport (across_by_nccl), its reduction
+            // the callback's (the generated one of --kernels is the world's,
+            // not a node's)
+            for (const Sched &sc : hier_scheds((unsigned)P.world))
+                for (const Shape &cs : cases)
+                    check_case(ctx, P, &g, cs, sc, base + 1000 * ++i, false);
             if (P.world >= 4 && P.world % 2 == 0)
                 check_deterministic(ctx, P, &g, cases[1], {FGRT_SHARD_OVERLAP, 1, 1, 2}, false,
                                     base + 8900);
