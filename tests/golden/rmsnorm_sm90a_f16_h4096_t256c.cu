@@ -100,18 +100,24 @@ FG_DEVICE float fg_state_weight(float m, float mx)
     return m == -INFINITY ? 0.f : exp2f(m - mx);
 }
 
-// The block's ticket: every thread's earlier global writes released, then
-// thread 0 takes fg_ticket(p) and the whole block gets its old value through
-// *slot (a shared variable).  Of n blocks, the one that gets n - 1 is the
-// last, and its reads after this see every other block's writes.
-FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
+// A ticket for the threads that `sync` joins: every such thread's earlier
+// global writes released, then the `leader` among them takes fg_ticket(p)
+// and all of them get its old value through *slot (a shared variable).  Of
+// n takers, the one that gets n - 1 is the last, and its reads after this
+// see every other one's writes.
+template <class Sync> FG_DEVICE unsigned fg_ticket_among(unsigned *p, unsigned *slot, bool leader, Sync sync)
 {
     fg_release_writes();
-    __syncthreads();
-    if (threadIdx.x == 0)
+    sync();
+    if (leader)
         *slot = fg_ticket(p);
-    __syncthreads();
+    sync();
     return *slot;
+}
+// The whole block's ticket (thread 0 the leader).
+FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
+{
+    return fg_ticket_among(p, slot, threadIdx.x == 0, [] { __syncthreads(); });
 }
 #line 74 "templates/prelude.cu.in"
 // The workspace between blocks (global scratch one block writes and
