@@ -44,6 +44,34 @@
 #define GEMM_SPLIT_MAX 4u
 #define GEMM_PIECE_KBLOCKS 2u
 
+/* The split's parameters on a grid of `grid` blocks of tiles of tile_elems
+ * outputs: the template's GRID, SPLIT_MAX and PIECE_KBLOCKS, the workspace
+ * and the tickets' counters. */
+static void split_params(fg_instance *in, unsigned grid, unsigned tile_elems)
+{
+    fg_instance_add_param(in, "GRID", grid);
+    fg_instance_add_param(in, "SPLIT_MAX", GEMM_SPLIT_MAX);
+    fg_instance_add_param(in, "PIECE_KBLOCKS", GEMM_PIECE_KBLOCKS);
+    in->workspace_bytes = grid * tile_elems * 4u;
+    in->counter_count = grid / 2;   /* a split round has at most half the grid's tiles */
+}
+
+/* explain's line for the split: `unit` a block of the form's, `sums` whose
+ * fp32 sums go through the workspace, `tail` what the line ends with. */
+static void split_reason(fg_instance *in, unsigned grid, const char *unit, const char *sums,
+                         const char *tail)
+{
+    fg_sb_printf(&in->reasons,
+                 "the last round split over K where its tiles would leave half the grid or more "
+                 "idle (m's tiles mod %u: 1 to %u): each of those tiles in min(%u / their "
+                 "number, %u, K blocks / %u) pieces, one a %s, %s fp32 sums through the "
+                 "workspace (%u B: a tile's sums for each %s) and summed in piece order by "
+                 "the last to arrive (a ticket on one of %u counters, reset by it): bitwise "
+                 "the same every launch%s\n",
+                 grid, grid / 2, grid, GEMM_SPLIT_MAX, GEMM_PIECE_KBLOCKS, unit, sums,
+                 in->workspace_bytes, unit, in->counter_count, tail);
+}
+
 /* The portable form's shape on a target. */
 typedef struct port_gemm {
     unsigned bn;       /* the tile's columns: 64 a wave, waves / 2 across */
@@ -205,11 +233,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
      * CU's 4 SIMDs */
     fg_instance_add_param(in, "MIN_BLOCKS", p.per_cu);
     fg_instance_add_param(in, "XCDS", p.xcds);
-    fg_instance_add_param(in, "GRID", grid);
-    fg_instance_add_param(in, "SPLIT_MAX", GEMM_SPLIT_MAX);
-    fg_instance_add_param(in, "PIECE_KBLOCKS", GEMM_PIECE_KBLOCKS);
-    in->workspace_bytes = grid * PORT_BM * p.bn * 4u;
-    in->counter_count = grid / 2;   /* a split round has at most half the grid's tiles */
+    split_params(in, grid, PORT_BM * p.bn);
     in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {grid, 1, 1},
                              .block = {PORT_THREADS, 1, 1}, .cluster = {1, 1, 1},
                              .dynamic_smem = amd ? 0 : p.lds};
@@ -300,15 +324,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts,
                  "for each 256 columns of the tile (a tile row counts n / 128 on every form); "
                  "neither: no barrier\n",
                  PORT_BM, amd ? "; s_memrealtime taken as 100 MHz for the time limit" : "");
-    fg_sb_printf(&in->reasons,
-                 "the last round split over K where its tiles would leave half the grid or more "
-                 "idle (m's tiles mod %u: 1 to %u): each of those tiles in min(%u / their "
-                 "number, %u, K blocks / %u) pieces, one a block, their fp32 sums through the "
-                 "workspace (%u B: a tile's sums for each block) and summed in piece order by "
-                 "the last to arrive (a ticket on one of %u counters, reset by it): bitwise "
-                 "the same every launch; the full rounds before it keep the grouped order\n",
-                 grid, grid / 2, grid, GEMM_SPLIT_MAX, GEMM_PIECE_KBLOCKS, in->workspace_bytes,
-                 in->counter_count);
+    split_reason(in, grid, "block", "their", "; the full rounds before it keep the grouped order");
     return fg_plan_add(set, in, s, ts, d);
 }
 
@@ -341,11 +357,7 @@ static int plan_one(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
     fg_instance_add_param(in, "CBOX_COLS", 64);
     fg_instance_add_param(in, "C_ROUNDS", c->c_rounds);
     fg_instance_add_param(in, "THREADS", GEMM_THREADS);
-    fg_instance_add_param(in, "GRID", t->compute_units);
-    fg_instance_add_param(in, "SPLIT_MAX", GEMM_SPLIT_MAX);
-    fg_instance_add_param(in, "PIECE_KBLOCKS", GEMM_PIECE_KBLOCKS);
-    in->workspace_bytes = t->compute_units * GEMM_BM * GEMM_BN * 4u;
-    in->counter_count = t->compute_units / 2;   /* a split round has at most half the grid's tiles */
+    split_params(in, t->compute_units, GEMM_BM * GEMM_BN);
     /* persistent: one CTA per SM, the whole grid at every m (the last round's
      * split counts it) */
     in->launch = (fg_launch){.grid = FG_GRID_FIXED, .grid_dims = {t->compute_units, 1, 1},
@@ -375,16 +387,9 @@ static int plan_one(fg_dtype dtype, const fg_gemm_shape *sh, const fg_target *t,
                  "cuBLASLt at K <= 4096, measured)\n",
                  t->compute_units, GEMM_THREADS, GEMM_BM, GEMM_BN, c->group_m, c->stages,
                  GEMM_STAGE_BYTES, cbuf, c->c_rounds);
-    fg_sb_printf(&in->reasons,
-                 "the last round split over K where its tiles would leave half the grid or more "
-                 "idle (m's tiles mod %u: 1 to %u): each of those tiles in min(%u / their "
-                 "number, %u, K blocks / %u) pieces, one a CTA, the consumers' fp32 sums through "
-                 "the workspace (%u B: a tile's sums for each CTA) and summed in piece order by "
-                 "the last to arrive (a ticket on one of %u counters, reset by it): bitwise the "
-                 "same every launch (n 2560 at m 4096: 320 tiles, a third round of 56, ran at "
-                 "0.85 of cuBLASLt's rate unsplit)\n",
-                 t->compute_units, t->compute_units / 2, t->compute_units, GEMM_SPLIT_MAX,
-                 GEMM_PIECE_KBLOCKS, in->workspace_bytes, in->counter_count);
+    split_reason(in, t->compute_units, "CTA", "the consumers'",
+                 " (n 2560 at m 4096: 320 tiles, a third round of 56, ran at 0.85 of cuBLASLt's "
+                 "rate unsplit)");
     return 0;
 }
 
