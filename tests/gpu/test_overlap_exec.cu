@@ -779,17 +779,21 @@ void check_deterministic(fg_context *ctx, const Procs &P, Gemm *g, const Shape &
 }
 
 // The hierarchical plan's schedules at `world` ranks, as the checks and the
-// bench run them: every node size of 2 ranks or more that leaves 2 nodes or
-// more, on one copy lane, then on a lane a node peer where a node has 3 to
-// FGRT_MAX_LANES + 1 ranks.
+// bench run them: every node size the runtime takes (2 ranks or more,
+// leaving 2 nodes or more; fgrt_overlap_hier_lanes_valid, the same for both
+// collectives) on one copy lane, then on a lane a node peer where a node
+// has 3 ranks or more and the runtime takes that many lanes.
 std::vector<Sched> hier_scheds(unsigned world)
 {
+    const auto takes = [world](unsigned node_ranks, unsigned lanes) {
+        return fgrt_overlap_hier_lanes_valid(FGRT_AG_GEMM, world, node_ranks, lanes) != 0;
+    };
     std::vector<Sched> out;
-    for (unsigned node_ranks = 2; node_ranks <= world / 2; node_ranks++) {
-        if (world % node_ranks)
+    for (unsigned node_ranks = 2; node_ranks <= world; node_ranks++) {
+        if (!takes(node_ranks, 1))
             continue;
         out.push_back({FGRT_SHARD_OVERLAP, 1, 1, node_ranks});
-        if (node_ranks > 2 && node_ranks - 1 <= FGRT_MAX_LANES)
+        if (node_ranks > 2 && takes(node_ranks, node_ranks - 1))
             out.push_back({FGRT_SHARD_OVERLAP, 1, node_ranks - 1, node_ranks});
     }
     return out;
