@@ -108,7 +108,9 @@ else
          "(log $small/generate.log; $BUILD/fusegen needed)"
 fi
 # One tool over one test program: ok, SKIPPED when the program checked
-# nothing (its closing line says 0 passed), or FAILED.
+# nothing (its closing line says 0 passed), or FAILED (a part of an --only
+# list above that matches no instance fails too: the lists name what must
+# be covered, and a stale part would leave a path out silently).
 #   sanitize TOOL TEST "SANITIZER OPTIONS" "TEST ARGUMENTS"
 # with the kernels from $san_kernels (default FG_KERNELS_DIR), its log and
 # result line named with $san_tag.
@@ -120,7 +122,10 @@ sanitize() {
         "$GPU_BUILD/test_$2" --kernels "${san_kernels:-$FG_KERNELS_DIR}" $4 >"$log" 2>&1
     rc=$?
     summary=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY|passed, ' "$log" | tr '\n' ' ')
-    if [ $rc = 0 ] && grep -qE '^0 passed' "$log"; then
+    if [ $rc = 0 ] && grep -q '^--only: .* match no instance' "$log"; then
+        echo "check-gpu-sanitize: $1 $2$san_tag: FAILED ($(grep '^--only: ' "$log")); log $log"
+        failed=$((failed + 1))
+    elif [ $rc = 0 ] && grep -qE '^0 passed' "$log"; then
         echo "check-gpu-sanitize: $1 $2$san_tag: SKIPPED (it checked nothing: $summary)"
         skipped=$((skipped + 1))
     elif [ $rc = 0 ]; then

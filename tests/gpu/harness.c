@@ -707,8 +707,13 @@ bool fgh_in_shard(const char *name)
 
 void fgh_select(const char *only, const char *const *names, size_t count, bool *chosen)
 {
-    if (only)
+    if (only) {
         fgh_names_chosen(only, names, count, chosen);
+        char parts[512];
+        const size_t n = fgh_names_unmatched(only, names, count, parts, sizeof parts);
+        if (n)   /* said, not refused: a list may name instances of several kernel sets */
+            printf("--only: %zu part(s) match no instance here: %s\n", n, parts);
+    }
     for (size_t k = 0; k < count; k++)
         chosen[k] = (!only || chosen[k]) && fgh_in_shard(names[k]);
 }

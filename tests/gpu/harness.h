@@ -308,6 +308,12 @@ bool fgh_name_listed(const char *list, const char *name);
  * form).  Each part is classified once. */
 void fgh_names_chosen(const char *list, const char *const *names, size_t count, bool *chosen);
 
+/* The parts of --only's list that choose none of `names` (a stale name, a
+ * part that no longer matches a tuned instance's): their count, and the
+ * parts comma-separated into out[size] (cut at size). */
+size_t fgh_names_unmatched(const char *list, const char *const *names, size_t count, char *out,
+                           size_t size);
+
 /* An RMSNorm kernel file, rmsnorm_<arch>_<dtype>_h<hidden>_t<threads>[c].cubin
  * (c: x loaded through the caches, a tuning candidate or a tuned choice). */
 typedef struct fgh_rmsnorm_file {

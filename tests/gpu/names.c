@@ -29,20 +29,56 @@ static bool contains(const char *name, const char *part, size_t n)
     return false;
 }
 
+/* Whether the part (n characters) is some instance's whole name, and then
+ * whether it chooses `name` (whole: that name alone; else: every name that
+ * contains it). */
+static bool part_is_whole(const char *part, size_t n, const char *const *names, size_t count)
+{
+    for (size_t k = 0; n && k < count; k++)
+        if (strlen(names[k]) == n && strncmp(part, names[k], n) == 0)
+            return true;
+    return false;
+}
+static bool part_chooses(const char *part, size_t n, bool whole, const char *name)
+{
+    return n && (whole ? strlen(name) == n && strncmp(part, name, n) == 0 : contains(name, part, n));
+}
+
 void fgh_names_chosen(const char *list, const char *const *names, size_t count, bool *chosen)
 {
     for (size_t k = 0; k < count; k++)
         chosen[k] = false;
     for (const char *part = list; *part;) {   /* each part once, against every name */
         const size_t n = strcspn(part, ",");
-        bool whole = false;   /* the part is some instance's whole name */
-        for (size_t k = 0; n && k < count && !whole; k++)
-            whole = strlen(names[k]) == n && strncmp(part, names[k], n) == 0;
-        for (size_t k = 0; n && k < count; k++)
-            chosen[k] = chosen[k] || (whole ? strlen(names[k]) == n && strncmp(part, names[k], n) == 0
-                                            : contains(names[k], part, n));
+        const bool whole = part_is_whole(part, n, names, count);
+        for (size_t k = 0; k < count; k++)
+            chosen[k] = chosen[k] || part_chooses(part, n, whole, names[k]);
         part += n + (part[n] == ',');
     }
+}
+
+size_t fgh_names_unmatched(const char *list, const char *const *names, size_t count, char *out,
+                           size_t size)
+{
+    size_t unmatched = 0, used = 0;
+    if (size)
+        out[0] = '\0';
+    for (const char *part = list; *part;) {
+        const size_t n = strcspn(part, ",");
+        const bool whole = part_is_whole(part, n, names, count);
+        bool any = false;
+        for (size_t k = 0; n && k < count && !any; k++)
+            any = part_chooses(part, n, whole, names[k]);
+        if (n && !any) {
+            unmatched++;
+            if (used < size) {
+                const int w = snprintf(out + used, size - used, "%s%.*s", used ? "," : "", (int)n, part);
+                used += w > 0 ? (size_t)w : 0;
+            }
+        }
+        part += n + (part[n] == ',');
+    }
+    return unmatched;
 }
 
 bool fgh_rmsnorm_parse(const char *file, fgh_rmsnorm_file *out)

@@ -50,6 +50,21 @@ Test(harness_names, only_chooses_whole_names_else_parts)
     cr_expect_not(c[0]);
 }
 
+/* --only's parts that choose nothing are named (a part ending where a tuned
+ * name's configuration begins still chooses it). */
+Test(harness_names, only_names_parts_that_match_nothing)
+{
+    const char *names[] = {"grid_t512_k128q4o4u8_norm_det", "grid_t512_k128q4o4u8_norm", "ring_norm"};
+    const size_t n = sizeof names / sizeof names[0];
+    char out[64];
+    cr_expect_eq(fgh_names_unmatched("grid_t512_,ring_norm", names, n, out, sizeof out), 0u);
+    cr_expect_str_eq(out, "");
+    cr_expect_eq(fgh_names_unmatched("grid_t512_norm_det,ring_norm,,x", names, n, out, sizeof out), 2u);
+    cr_expect_str_eq(out, "grid_t512_norm_det,x");
+    cr_expect_eq(fgh_names_unmatched("aaaa,bbbb", names, n, out, 6), 2u, "counted past the cut");
+    cr_expect_str_eq(out, "aaaa,");
+}
+
 Test(harness_names, rmsnorm_files)
 {
     fgh_rmsnorm_file f;
