@@ -1,14 +1,17 @@
 // The decode family's grid form as lowered to HIP, run on the CPU against the
 // C reference of the GPU tests (tests/gpu/ref_decode.c): the kernel through
-// decode_grid_kernel.cpp's emulation (each of the workgroup's 512 threads a
+// decode_grid_kernel.cpp's emulation (a cooperative grid: every workgroup
+// at once, each on a host thread of its own, each of its 512 threads a
 // fiber, waves of 64 exchanging values at wave barriers).  What this checks
 // with no AMD GPU: the AMD path's index algebra (MFMA fragments as the ISA
 // lays them out, waves of 64, the rows staged in LDS, the merge of runs), its
-// roundings, the appended rows, inactive slots, that a second launch (on
-// the counters the first left) gives the same bits, and that the launches
+// roundings, the appended rows (poisoned before each launch, as y, the
+// workspace and LDS are), inactive slots, that a second launch (on the
+// counters the first left) gives the same bits, and that the launches
 // stay within the workspace, counters and LDS the planner sized (the
-// manifest's figures; its path the one argument).  Not its memory ordering
-// or its speed.  Prints `N passed, N failed`; exit status 1 on any failure.
+// manifest's figures; its path the one argument); on a grid of several
+// workgroups also the phases' shares over the grid and its grid barriers.
+// Not its memory ordering beyond what the host's shows, or its speed.  Prints `N passed, N failed`; exit status 1 on any failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +28,8 @@ static EmuChecks checks = {D.name};
 int main(int argc, char **argv)
 {
     const EmuPlanned planned = emu_planned(argc, argv, D.name);
+    if (!emu_cooperative_grid(planned, checks))
+        return checks.summary();
     const uint64_t seed = emu_seed();
     const fgh_dtype dt = emu_dtype(D.f16);
     const double tol = emu_tolerance(D.f16);
@@ -65,17 +70,23 @@ int main(int argc, char **argv)
                       y_ref.data());
 
     // the workspace, counters (zeroed at bind) and LDS as the planner sized them
-    EmuGuarded ws(planned.workspace_bytes), counters(planned.counters * sizeof(unsigned)),
-        smem(planned.dynamic_smem);
+    EmuGuarded ws(planned.workspace_bytes), counters(planned.counters * sizeof(unsigned));
+    EmuLds smem(planned.dynamic_smem, planned.grid[0]);
     std::vector<st> first;
     size_t outside = 0;
     for (int run = 0; run < 2; run++) {
         std::memset(y.data(), 0xff, y.size() * sizeof(st));   // NaN: unwritten shows
+        for (int b = 0; b < B; b++)   // the appended rows too: one read before it is written shows
+            for (int h = 0; pos[b] >= 0 && h < NKV; h++) {
+                const size_t base = emu_cache_row(table.data(), b, h, pos[b]);
+                std::memset(k.data() + base, 0xff, HD * sizeof(st));
+                std::memset(v.data() + base, 0xff, HD * sizeof(st));
+            }
         ws.fill(0xff);
         smem.fill(0xff);
         emu_decode_launch(x.data(), norm_w.data(), w_qkv.data(), b_qkv.data(), w_o.data(),
                           k.data(), v.data(), table.data(), pos.data(), y.data(), ws.as<float>(),
-                          counters.as<unsigned>(), smem.as<unsigned char>(), B, 1e-5f);
+                          counters.as<unsigned>(), smem.pointers(), smem.workgroups(), B, 1e-5f);
         outside += ws.touched() + counters.touched() + smem.touched();
         if (run == 0) {   // (the second appends the same rows again)
             first = y;

@@ -42,11 +42,11 @@ static void thread_body()
 extern "C" void emu_decode_launch(const void *x, const void *norm_w, const void *w_qkv,
                                   const void *b_qkv, const void *w_o, void *k, void *v,
                                   const int *table, const int *pos, void *y, float *ws,
-                                  unsigned *counters, void *smem, int batch, float eps)
+                                  unsigned *counters, unsigned char *const *smem,
+                                  unsigned workgroups, int batch, float eps)
 {
     launch_args = {(const fg_t *)x, (const fg_t *)norm_w, (const fg_t *)w_qkv, (const fg_t *)b_qkv,
                    (const fg_t *)w_o, (fg_t *)k, (fg_t *)v, table, pos, (fg_t *)y, ws, counters,
                    batch, eps};
-    emu_dyn_smem = (unsigned char *)smem;
-    emu_run_grid({1, 1, 1}, THREADS, thread_body);   // (the target has one CU)
+    emu_run_cooperative(workgroups, THREADS, smem, thread_body);
 }

@@ -120,8 +120,9 @@ inline EmuPlanned emu_planned(int argc, char **argv, const char *name)
                     in ? "workspace_bytes, counters, launch.dynamic_smem, launch.grid" : why);
         std::exit(1);
     }
-    std::printf("planned: workspace %zu B, %u counters, %zu B of dynamic LDS (manifest)\n",
-                p.workspace_bytes, p.counters, p.dynamic_smem);
+    std::printf("planned: workspace %zu B, %u counters, %zu B of dynamic LDS, a grid of %u x %u x %u "
+                "(manifest)\n",
+                p.workspace_bytes, p.counters, p.dynamic_smem, p.grid[0], p.grid[1], p.grid[2]);
     return p;
 }
 
@@ -151,6 +152,44 @@ class EmuGuarded {
     static constexpr unsigned char kCanary = 0xa5;
     size_t bytes_;
     std::vector<unsigned char> buf_;
+};
+
+// A cooperative launch's grid is one row of workgroups (gridDim.x), as
+// emu_run_cooperative runs it: checked; false (the test ends) where not.
+inline bool emu_cooperative_grid(const EmuPlanned &p, EmuChecks &checks)
+{
+    const bool row = p.grid[0] >= 1 && p.grid[1] == 1 && p.grid[2] == 1;
+    checks.check(row, "the planned grid is one row of workgroups (gridDim.x)", (double)p.grid[0]);
+    return row;
+}
+
+// The dynamic LDS of a cooperative launch: `bytes` (the planner's figure) for
+// each of its workgroups, each behind a guard of its own.
+class EmuLds {
+  public:
+    EmuLds(size_t bytes, unsigned workgroups) : parts_(workgroups, EmuGuarded(bytes))
+    {
+        for (EmuGuarded &g : parts_)
+            pointers_.push_back(g.as<unsigned char>());
+    }
+    unsigned workgroups() const { return (unsigned)parts_.size(); }
+    unsigned char *const *pointers() const { return pointers_.data(); }
+    void fill(unsigned char byte)
+    {
+        for (EmuGuarded &g : parts_)
+            g.fill(byte);
+    }
+    size_t touched() const
+    {
+        size_t n = 0;
+        for (const EmuGuarded &g : parts_)
+            n += g.touched();
+        return n;
+    }
+
+  private:
+    std::vector<EmuGuarded> parts_;
+    std::vector<unsigned char *> pointers_;
 };
 
 #endif

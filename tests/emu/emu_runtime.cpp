@@ -1,19 +1,26 @@
 // The HIP host emulation's runtime (include/hip/hip_runtime.h declares it):
 // a workgroup's threads as fibers run round robin, the workgroup barrier,
-// the wave exchange behind __shfl and MFMA 16x16x16, and a grid run one
-// workgroup after another.  Shared by the tests/emu kernels.
+// the wave exchange behind __shfl and MFMA 16x16x16, and a grid run either
+// one workgroup after another or, for a cooperative launch, every workgroup
+// at once, each on its own host thread.  A workgroup's state (its fibers,
+// threadIdx, blockIdx, its LDS) is thread_local, so that one host thread
+// runs one workgroup.  Shared by the tests/emu kernels.
 #include <hip/hip_runtime.h>
 
+#include <sched.h>
+#include <unistd.h>
 #include <ucontext.h>
 
 #include <cstdlib>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "emu_runtime.h"
 
-emu_dim3 threadIdx, blockIdx, gridDim, blockDim;
-unsigned char *emu_dyn_smem;
+thread_local emu_dim3 threadIdx, blockIdx;
+emu_dim3 gridDim, blockDim;
+thread_local unsigned char *emu_dyn_smem;
 
 // ---- fibers: one a thread of the workgroup, run round robin ----
 namespace emu {
@@ -22,17 +29,29 @@ struct Fiber {
     ucontext_t ctx;
     bool done = false;
 };
-std::vector<Fiber> fibers;
+thread_local std::vector<Fiber> fibers;
 // The fibers' stacks, kStack bytes each, made once for the largest workgroup
 // and reused by every workgroup after it (its fibers have all returned by
 // then; a stack needs no zeroing)
 constexpr size_t kStack = 256 * 1024;
-std::unique_ptr<char[]> stacks;
-int stacks_made;
-ucontext_t scheduler;
-int current, nthreads;
-void (*body)();
-long long clock_ticks;
+thread_local std::unique_ptr<char[]> stacks;
+thread_local int stacks_made;
+thread_local ucontext_t scheduler;
+thread_local int current, nthreads;
+thread_local void (*body)();
+thread_local long long clock_ticks;
+// Other workgroups run on host threads beside this one (a cooperative
+// launch): a round of the fibers ends by giving the host's cores up, so a
+// workgroup spinning at a grid barrier lets the ones it waits for run.
+thread_local bool shares_host;
+// One workgroup of each cooperative launch (the next one each launch) lags:
+// it sleeps after each of its atomic adds (a grid barrier's arrival, a
+// ticket), so that the others run on ahead of it through whatever is not
+// fenced off by a barrier or a wait on it, and their reads of what it has not
+// written yet (poisoned, or stale) show in the outputs.
+thread_local bool lags;
+constexpr useconds_t kLagMicros = 5000;
+unsigned cooperative_launches;
 
 struct Barrier {
     int arrived = 0, gen = 0;
@@ -48,13 +67,13 @@ struct Barrier {
         }
     }
 };
-Barrier block_barrier;
+thread_local Barrier block_barrier;
 struct Wave {
     Barrier barrier;
     unsigned char slots[kWave * kSlot];
 };
-std::vector<Wave> waves;
-std::vector<unsigned char> lane_copies;   // [thread][kWave * kSlot] (written before read)
+thread_local std::vector<Wave> waves;
+thread_local std::vector<unsigned char> lane_copies;   // [thread][kWave * kSlot] (written before read)
 
 void fiber_main()
 {
@@ -94,6 +113,8 @@ void run_workgroup(int n, void (*fn)())
             threadIdx = {(unsigned)i, 0, 0};
             swapcontext(&scheduler, &fibers[i].ctx);
         }
+        if (shares_host)
+            sched_yield();
     }
     fibers.clear();
 }
@@ -101,7 +122,17 @@ void run_workgroup(int n, void (*fn)())
 
 void emu_yield() { swapcontext(&emu::fibers[emu::current].ctx, &emu::scheduler); }
 void __syncthreads() { emu::block_barrier.wait(emu::nthreads); }
-unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+void emu_after_atomic()
+{
+    if (emu::lags)
+        usleep(emu::kLagMicros);
+}
+unsigned atomicAdd(unsigned *p, unsigned v)
+{
+    const unsigned old = __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
+    emu_after_atomic();
+    return old;
+}
 unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 long long clock64() { return ++emu::clock_ticks; }
 unsigned long long emu_realtime() { return (unsigned long long)++emu::clock_ticks; }
@@ -172,4 +203,21 @@ void emu_run_grid(emu_dim3 grid, int threads, void (*fn)())
                 blockIdx = {x, y, z};
                 emu::run_workgroup(threads, fn);
             }
+}
+
+void emu_run_cooperative(unsigned workgroups, int threads, unsigned char *const *smem, void (*fn)())
+{
+    gridDim = {workgroups, 1, 1}, blockDim = {(unsigned)threads, 1, 1};
+    std::vector<std::thread> hosts;
+    const unsigned lagging = emu::cooperative_launches++ % workgroups;
+    for (unsigned w = 0; w < workgroups; w++)
+        hosts.emplace_back([=] {
+            emu::shares_host = true;
+            emu::lags = workgroups > 1 && w == lagging;
+            blockIdx = {w, 0, 0};
+            emu_dyn_smem = smem[w];
+            emu::run_workgroup(threads, fn);
+        });
+    for (std::thread &h : hosts)
+        h.join();
 }

@@ -1,10 +1,19 @@
-/* The HIP host emulation's launch (emu_runtime.cpp): every workgroup of
- * `grid`, one after another, each as `threads` fibers running fn. */
+/* The HIP host emulation's launches (emu_runtime.cpp), each workgroup as
+ * `threads` fibers running fn. */
 #ifndef FG_EMU_RUNTIME_H
 #define FG_EMU_RUNTIME_H
 
 #include <hip/hip_runtime.h>
 
+/* Every workgroup of `grid`, one after another, on the caller's thread (its
+ * emu_dyn_smem the dynamic LDS of each): for kernels whose workgroups never
+ * wait on each other. */
 void emu_run_grid(emu_dim3 grid, int threads, void (*fn)());
+
+/* A cooperative launch: a grid of `workgroups` in x, every workgroup at once
+ * (grid barriers and waits on other workgroups' counters meet), each on a
+ * host thread of its own with the dynamic LDS smem[w] and its own copy of the
+ * kernel's `__shared__` variables. */
+void emu_run_cooperative(unsigned workgroups, int threads, unsigned char *const *smem, void (*fn)());
 
 #endif

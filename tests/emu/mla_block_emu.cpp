@@ -2,15 +2,17 @@
 // against the C reference of the GPU tests (tests/gpu/ref_mla_block.c: K and
 // V per head from the latent rows, so W_uk's absorption into q and W_uv's
 // after the attention are checked): the kernel through mla_block_kernel.cpp's
-// emulation (one cooperative workgroup of fibers, waves of 64, its grid
-// barriers with itself), on inputs laid out as test_mla_block.cu makes them
+// emulation (a cooperative grid: every workgroup at once, each on a host
+// thread of its own as fibers, waves of 64), on inputs laid out as test_mla_block.cu makes them
 // (Hugging Face's weight layouts, norm weights around 1, a shuffled block
 // table where paged).  What this checks with no AMD GPU: the AMD path's index
 // algebra (the projections' MFMA fragments and their squares' shuffles over
 // lanes 16 and 32, the absorption, the MLA core's portable loop in its MFMA
-// form), its roundings, the appended latent rows and inactive slots.  Not its
-// memory ordering, its speed, or the splits' merge (one workgroup: a
-// request's keys are one split, and the attention writes o_lat itself).
+// form), its roundings, the appended latent rows and inactive slots, and on
+// a grid of several workgroups the phases' shares of the work over the grid,
+// its grid barriers and the splits' merge (on one, a request's keys are one
+// split and the attention writes o_lat itself).  Not its memory ordering
+// beyond what the host's (x86: stores in order) shows, or its speed.
 // Checks, per case: y per request against the reference (rel L2 2e-3 f16 /
 // 1e-2 bf16, nothing non-finite), the appended row at pos against the
 // reference's (rounded once; the same limits), an inactive slot's y exactly
@@ -18,7 +20,7 @@
 // outputs and no other's; a second launch (y, workspace and the
 // appended rows poisoned again) bitwise equal; all launches within the
 // workspace, counters and LDS the planner sized (the manifest's figures; its
-// path the one argument), on the grid it planned (1).  Prints
+// path the one argument), on the grid it planned.  Prints
 // `N passed, N failed`; exit status 1 on any failure.
 #include <algorithm>
 #include <chrono>
@@ -98,7 +100,8 @@ Problem make_problem(int B, uint64_t seed, fgh_dtype t)
 }
 
 struct Buffers {
-    EmuGuarded ws, counters, smem;
+    EmuGuarded ws, counters;
+    EmuLds smem;
 };
 
 // The kernel's arguments: p's inputs at positions pos (the input norm or
@@ -113,7 +116,8 @@ emu_mla_block_args args_of(Problem &p, const std::vector<int> &pos, bool input_n
     a.w_kv_a = p.w_kv_a.data(), a.kv_a_norm = p.kv_a_norm.data(), a.w_kv_b = p.w_kv_b.data();
     a.w_o = p.w_o.data(), a.cache = p.cache.data(), a.block_table = p.table.data();
     a.positions = pos.data(), a.y = y.data(), a.ws = buf.ws.as<float>();
-    a.counters = buf.counters.as<unsigned>(), a.smem = buf.smem.as<unsigned char>();
+    a.counters = buf.counters.as<unsigned>(), a.smem = buf.smem.pointers();
+    a.workgroups = buf.smem.workgroups();
     a.batch = p.B, a.eps = 1e-6f, a.scale = 1.f / std::sqrt((float)(D.nope + D.rope));
     return a;
 }
@@ -255,14 +259,11 @@ int main(int argc, char **argv)
     const EmuPlanned planned = emu_planned(argc, argv, D.name);
     const uint64_t seed = emu_seed();
     const fgh_dtype dt = emu_dtype(D.f16);
-    const bool one = planned.grid[0] == 1 && planned.grid[1] == 1 && planned.grid[2] == 1;
-    checks.check(one, "the planned grid is 1 workgroup (the emulation runs one at a time; the grid barriers "
-                 "need every workgroup at once)", (double)planned.grid[0] * planned.grid[1] * planned.grid[2]);
-    if (!one)
+    if (!emu_cooperative_grid(planned, checks))
         return checks.summary();
     // the workspace, counters (zeroed at bind) and LDS as the planner sized them
     Buffers buf = {EmuGuarded(planned.workspace_bytes), EmuGuarded(planned.counters * sizeof(unsigned)),
-                   EmuGuarded(planned.dynamic_smem)};
+                   EmuLds(planned.dynamic_smem, planned.grid[0])};
     size_t outside = 0;
     const int B = D.bmax, last = D.max_context - 1, P = D.page ? D.page : 32;
     Problem p = make_problem(B, seed, dt);

@@ -31,13 +31,15 @@ typedef struct emu_mla_block_args {
     void *y;
     float *ws;
     unsigned *counters;
-    void *smem;   /* the dynamic LDS */
+    unsigned char *const *smem;   /* the dynamic LDS of each workgroup */
+    unsigned workgroups;          /* the planned grid (x) */
     int batch;
     float eps, scale;
 } emu_mla_block_args;
 
-/* One cooperative launch on the target's one CU: a workgroup of
- * emu_mla_block.threads fibers (its grid barriers meet at once). */
+/* One cooperative launch: every workgroup at once, each
+ * emu_mla_block.threads fibers on a host thread of its own (its grid barriers
+ * meet). */
 void emu_mla_block_launch(const emu_mla_block_args *a);
 
 #ifdef __cplusplus

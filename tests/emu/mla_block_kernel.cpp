@@ -29,6 +29,5 @@ static void thread_body()
 extern "C" void emu_mla_block_launch(const emu_mla_block_args *a)
 {
     launch_args = *a;
-    emu_dyn_smem = static_cast<unsigned char *>(a->smem);
-    emu_run_grid({1, 1, 1}, kThreads, thread_body);   // (the target has one CU: the grid is 1)
+    emu_run_cooperative(a->workgroups, kThreads, a->smem, thread_body);
 }

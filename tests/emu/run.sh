@@ -12,14 +12,16 @@ out=${BUILD:-build}/emu
 cxx=${CLANG_CXX:-clang++-19}
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
-# the decode grid form on one CU (its grid barriers need every workgroup at
-# once, and the emulation runs one), the MLA core on four and on 32 (splits
-# merged by ticket in one level, and in two: workgroups that run one after
-# another can take either), the MLA block on one CU (a cooperative launch, as
-# the decode grid form), the GEMM on eight
-# (its persistent grid numbered XCD-major; no grid barrier); the decode grid
-# form again on one CU with 16 KB of LDS, where the lds16k specs' rows do not
-# fit and the projections read x and o from the workspace
+# the decode grid form and the MLA block (cooperative launches: every
+# workgroup at once, each on a host thread) on one CU and on four (one
+# workgroup does every phase's whole work; four share it, meet at grid
+# barriers, and the block's attention splits a request's keys and merges
+# them), the MLA core on four and on 32 (splits merged by ticket in one
+# level, and in two: workgroups that run one after another can take either),
+# the GEMM on eight (its persistent grid numbered XCD-major; no grid
+# barrier); the decode grid form again on one CU with 16 KB of LDS, where the
+# lds16k specs' rows do not fit and the projections read x and o from the
+# workspace
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
@@ -28,6 +30,8 @@ gemm_specs=$(ls tests/emu/specs/emu-gemm-*.yaml)
 # shellcheck disable=SC2086 # the lists are file names without spaces
 if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decode_specs \
         tests/emu/specs/emu-gfx942-1cu.yaml >"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/decode-4cu" --filter 'decode_attn_*' $decode_specs \
+        tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/decode-lds16k" --filter 'decode_attn_*' $lds16k_specs \
         tests/emu/specs/emu-gfx942-1cu-lds16k.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla" --filter 'mla_decode_*' $mla_specs \
@@ -35,6 +39,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block" --filter 'mla_block_*' $block_specs \
         tests/emu/specs/emu-gfx942-1cu.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block-4cu" --filter 'mla_block_*' $block_specs \
+        tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
@@ -57,6 +63,7 @@ src_dir=$(cd "$out/src" && pwd)   # (KERNEL_SRC is included by absolute path)
 passed=0 failed=0
 for hip in "$out"/gen/*/*.hip; do
     name=$(basename "$hip" .hip)
+    tag=$(basename "${hip%/*}")-$name   # (an instance has the same name on each target)
     # (the GEMM's reference is in its test; its LDS is a static array)
     case $name in
     decode_attn_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 ;;
@@ -68,25 +75,26 @@ for hip in "$out"/gen/*/*.hip; do
     # the dynamic LDS is the emulation's buffer
     sed -e 's/^ *extern __shared__ .* smem\[\];$/    unsigned char *smem = emu_dyn_smem;/' \
         -e 's/^ *extern __shared__ fg_vec16 smem_raw\[\];.*$/    fg_vec16 *smem_raw = (fg_vec16 *)emu_dyn_smem;/' \
-        "$hip" >"$out/src/$name.hip"
-    if [ $dyn = 1 ] && ! grep -q 'emu_dyn_smem' "$out/src/$name.hip"; then
-        echo "FAIL $name: no dynamic shared memory line to replace"; failed=$((failed + 1)); continue
+        "$hip" >"$out/src/$tag.hip"
+    if [ $dyn = 1 ] && ! grep -q 'emu_dyn_smem' "$out/src/$tag.hip"; then
+        echo "FAIL $tag: no dynamic shared memory line to replace"; failed=$((failed + 1)); continue
     fi
     # shellcheck disable=SC2086 # $objs: one file name (no spaces) or none
     if ! "$cxx" -std=c++17 -O1 -g -x c++ -Itests/emu/include -Itests/emu \
-            -DKERNEL_SRC="\"$src_dir/$name.hip\"" -DKERNEL="$name" \
-            -c "tests/emu/${t}_kernel.cpp" -o "$out/$name.kernel.o" >"$out/$name.build.log" 2>&1 ||
-       ! "$cxx" -o "$out/$name" "$out/$name.kernel.o" "$out/emu_runtime.o" "$out/${t}_test.o" \
+            -DKERNEL_SRC="\"$src_dir/$tag.hip\"" -DKERNEL="$name" \
+            -c "tests/emu/${t}_kernel.cpp" -o "$out/$tag.kernel.o" >"$out/$tag.build.log" 2>&1 ||
+       ! "$cxx" -o "$out/$tag" "$out/$tag.kernel.o" "$out/emu_runtime.o" "$out/${t}_test.o" \
             $objs "$out/numerics.o" -rtlib=compiler-rt -ljson-c -lpthread -lm \
-            >>"$out/$name.build.log" 2>&1; then
-        cat "$out/$name.build.log"; echo "FAIL $name: did not build"; failed=$((failed + 1)); continue
+            >>"$out/$tag.build.log" 2>&1; then
+        cat "$out/$tag.build.log"; echo "FAIL $tag: did not build"; failed=$((failed + 1)); continue
     fi
-    timeout 300 "$out/$name" "${hip%/*}/manifest.json" >"$out/$name.log" 2>&1   # (a deadlocked emulation ends)
-    cat "$out/$name.log"
-    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/$name.log" | tail -n 1)
+    timeout 300 "$out/$tag" "${hip%/*}/manifest.json" >"$out/$tag.log" 2>&1   # (a deadlocked emulation ends)
+    echo "== $tag"
+    cat "$out/$tag.log"
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/$tag.log" | tail -n 1)
     p=$(echo "$line" | sed -n 's/^\([0-9]*\) passed.*/\1/p')
     f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
-    [ -n "$p" ] || { echo "FAIL $name: no closing line"; failed=$((failed + 1)); continue; }
+    [ -n "$p" ] || { echo "FAIL $tag: no closing line"; failed=$((failed + 1)); continue; }
     passed=$((passed + p)) failed=$((failed + f))
 done
 echo "AMD kernels on the host emulation: $passed passed, $failed failed"

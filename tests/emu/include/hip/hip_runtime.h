@@ -2,10 +2,12 @@
 // a generated .hip source compiles with the host's clang and runs on the
 // CPU (tests/emu/decode_grid_emu.cpp): each thread of a workgroup is a fiber
 // (ucontext), waves of 64 lanes exchange values (__shfl, MFMA) at wave
-// barriers, __syncthreads is a barrier of the workgroup's fibers.  One
-// workgroup at a time (gridDim = 1), so `__shared__` variables are statics;
-// the dynamic LDS is emu_dyn_smem (the test's build replaces the kernel's
-// `extern __shared__` line with it).
+// barriers, __syncthreads is a barrier of the workgroup's fibers.  A host
+// thread runs one workgroup at a time (a cooperative launch runs every
+// workgroup at once, each on its own host thread: emu_runtime.h), so
+// `__shared__` variables are thread_local statics and threadIdx, blockIdx
+// and the dynamic LDS emu_dyn_smem are thread_local (the test's build
+// replaces the kernel's `extern __shared__` line with emu_dyn_smem).
 //
 // MFMA 16x16x16 follows the CDNA3 ISA's layout: lane l holds A[l % 16][k]
 // and B[k][l % 16] for k = 4 (l / 16) .. + 3, and D[4 (l / 16) + i][l % 16].
@@ -26,13 +28,14 @@
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
 #define __constant__ static
-#define __shared__ static
+#define __shared__ static thread_local
 
 struct emu_dim3 {
     unsigned x, y, z;
 };
-extern emu_dim3 threadIdx, blockIdx, gridDim, blockDim;
-extern unsigned char *emu_dyn_smem;
+extern thread_local emu_dim3 threadIdx, blockIdx;
+extern emu_dim3 gridDim, blockDim;
+extern thread_local unsigned char *emu_dyn_smem;
 
 struct float2 {
     float x, y;
@@ -81,7 +84,16 @@ template <class T> T __ldg(const T *p) { return *p; }
 // Called (when set) before each system-scope atomic load, with its address:
 // a test's hook, which may land data and its flag mid-wait and count polls.
 extern void (*emu_system_load_hook)(const void *p);
-#define __hip_atomic_fetch_add(p, v, order, scope) __atomic_fetch_add((p), (v), (order))
+// After an atomic add: where this workgroup is a cooperative launch's
+// lagging one, a pause (emu_runtime.cpp).
+void emu_after_atomic();
+template <class T, class V> T emu_atomic_fetch_add(T *p, V v, int order)
+{
+    const T old = __atomic_fetch_add(p, (T)v, order);
+    emu_after_atomic();
+    return old;
+}
+#define __hip_atomic_fetch_add(p, v, order, scope) emu_atomic_fetch_add((p), (v), (order))
 #define __hip_atomic_load(p, order, scope) emu_atomic_load((p), (order), (scope))
 template <class T> T emu_atomic_load(const T *p, int order, int scope)
 {
