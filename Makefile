@@ -291,7 +291,7 @@ install: $(FUSEGEN) $(BUILD)/libfgrt.a $(BUILD)/libfgrt.so
 	install -m 644 $(BUILD)/libfgrt.a $(DESTDIR)$(PREFIX)/lib/libfgrt.a
 	install -m 755 $(BUILD)/libfgrt.so $(DESTDIR)$(PREFIX)/lib/libfgrt.so
 	install -m 644 runtime/include/fgrt.h runtime/include/fg_registry.h \
-	    runtime/include/fgrt_overlap.h $(DESTDIR)$(PREFIX)/include/
+	    runtime/include/fgrt_overlap.h runtime/include/fgrt_limits.h $(DESTDIR)$(PREFIX)/include/
 	install -m 644 templates/* $(SHARE)/templates/
 	install -m 644 specs/targets/*.yaml $(SHARE)/targets/
 	install -d $(SHARE)/tuning

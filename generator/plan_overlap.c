@@ -82,6 +82,7 @@
 
 #include <math.h>
 
+#include "fgrt_limits.h"
 #include "plan.h"
 
 const char *fg_schedule_name(fg_schedule s)
@@ -164,9 +165,10 @@ static double pushed_us(lanes l, unsigned lane, double ready, double *engine, do
 }
 
 const unsigned fg_overlap_chunks[FG_OVERLAP_NCHUNKS] = {2, 4, 8};
-enum { MAX_CHUNKS = 8 };   /* the largest of fg_overlap_chunks (the runtime allows 8) */
-enum { MAX_LANES = 8 };   /* the runtime's FGRT_MAX_LANES: a lane a peer up to 9 ranks */
-enum { MAX_WORLD = 64 };  /* the spec's largest world size (gemm.world_size) */
+/* The planner plans within the executor's limits (fgrt_limits.h: pieces a
+ * block, copy lanes, ranks), a plan it could not run being no plan. */
+_Static_assert(FG_OVERLAP_NCHUNKS == 3 && FGRT_MAX_CHUNKS >= 8,
+               "fg_overlap_chunks' largest (8) within the executor's pieces");
 
 /* Two GEMM pieces issued back to back (on the executor's two alternating
  * streams): when the second is ready before the first ends they run at once
@@ -187,15 +189,15 @@ static void run_pair(double *now, const double cost[2], const double ready[2], i
     *now = end[n - 1];
 }
 
-/* chunk_overlap's time with c pieces per block (at most MAX_CHUNKS) on
+/* chunk_overlap's time with c pieces per block (at most FGRT_MAX_CHUNKS) on
  * lanes l; NaN where c does not divide the block. */
 static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsigned w,
                                unsigned c, lanes l, bool *measured)
 {
     const fg_interconnect *ic = t->interconnect;
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
-    /* (landed[] holds MAX_CHUNKS pieces; RS's ring pushes on one lane) */
-    if (c > MAX_CHUNKS || s->m % (w * c) || (!ag && l.count > 1))
+    /* (landed[] holds FGRT_MAX_CHUNKS pieces; RS's ring pushes on one lane) */
+    if (c > FGRT_MAX_CHUNKS || s->m % (w * c) || (!ag && l.count > 1))
         return NAN;
     const double e = 2.0, rows = (double)s->m / w, slow = 1 + ic->gemm_slowdown;
     const double piece = rows / c * (ag ? s->k : s->n) * e, copy = copy_us(ic, piece);
@@ -205,7 +207,7 @@ static double chunk_overlap_us(const fg_gemm_shape *s, const fg_target *t, unsig
     const unsigned count = ag ? 1 + (w - 1) * c : w * c;
     const double add = rows / c * s->n * e / (t->ceilings->copy_gbps * 1e3);
     double now = 0, engine = 0;   /* this rank's GPU and copy engine busy until */
-    double landed[MAX_CHUNKS];    /* RS: piece j of the previous step, here */
+    double landed[FGRT_MAX_CHUNKS];    /* RS: piece j of the previous step, here */
     for (unsigned i = 0; i < count; i += 2) {
         const int n = i + 1 < count ? 2 : 1;
         double cost[2], ready[2], end[2];
@@ -250,7 +252,7 @@ static double chunk_fused_us(const fg_gemm_shape *s, const fg_target *t, unsigne
     const double piece = rows / c * (ag ? s->k : s->n) * 2.0;
     if (!ag) {   /* the pieces pushed as written (peer by peer), the own block last, then
                     the reduction */
-        double engine[MAX_LANES] = {0}, last = 0;
+        double engine[FGRT_MAX_LANES] = {0}, last = 0;
         for (unsigned at = 1; at <= (w - 1) * c; at++)
             last = fmax(last, pushed_us(l, (at - 1) / c, at * rows / c * per_row, engine, piece));
         return fmax(last, s->m * per_row) + reduce;
@@ -270,7 +272,7 @@ static void predict_lanes(const fg_gemm *g, const fg_gemm_shape *s, const fg_tar
     const unsigned w = g->world_size;
     for (int k = 0; k < FG_SCHED_COUNT; k++)
         out->lanes_us[k] = NAN;
-    if (w < 3 || w - 1 > MAX_LANES || g->topology == FG_TOPO_RING)
+    if (w < 3 || w - 1 > FGRT_MAX_LANES || g->topology == FG_TOPO_RING)
         return;
     const lanes l = lane_a_peer(ic, w, g->topology);
     const bool ag = s->collective == FG_COLL_ALL_GATHER;
@@ -283,11 +285,11 @@ static void predict_lanes(const fg_gemm *g, const fg_gemm_shape *s, const fg_tar
             now = fmax(now, landed_us(l, i, piece)) + under;
         out->lanes_us[FG_SCHED_SHARD_OVERLAP] = now + fixed;
     } else {
-        double engine[MAX_LANES] = {0}, last = 0;
+        double engine[FGRT_MAX_LANES] = {0}, last = 0;
         for (unsigned i = 1; i < w; i++)   /* every partial once the whole GEMM is done */
             last = fmax(last, pushed_us(l, i - 1, out->gemm_us, engine, piece));
         out->lanes_us[FG_SCHED_SERIAL_CE] = last + reduce + fixed;
-        double shard[MAX_LANES] = {0}, sent = 0;
+        double shard[FGRT_MAX_LANES] = {0}, sent = 0;
         for (unsigned i = 1; i < w; i++)   /* the peers' blocks first, each pushed once done */
             sent = fmax(sent, pushed_us(l, i - 1, gemm_part + (i - 1) * under, shard, piece));
         out->lanes_us[FG_SCHED_SHARD_OVERLAP] =
@@ -341,7 +343,7 @@ static double hier_all_gather_us(const fg_interconnect *ic, lanes l, unsigned w,
     const double exchange = nccl_end_us(ic, true, 2, block_bytes, 0);   /* a block each way */
     /* the node peers' blocks in the order waited for: their own, then each step's
      * (push j of a block to the node peer j + 1 places on, from when the block is there) */
-    double landed[MAX_WORLD], engine[MAX_LANES] = {0};
+    double landed[FGRT_MAX_WORLD], engine[FGRT_MAX_LANES] = {0};
     for (unsigned q = 0; q < node_blocks; q++)
         landed[q] = pushed_us(l, q % (g - 1) % l.count, q / (g - 1) * exchange, engine,
                               block_bytes);
@@ -372,8 +374,8 @@ static double hier_reduce_scatter_us(const fg_target *t, lanes l, unsigned w, un
     const double rate = t->ceilings->copy_gbps * 1e3;
     const double node_sum = (g + 1) * block_bytes / rate, last_sum = (nodes + 1) * block_bytes / rate;
     const double exchange = nccl_end_us(ic, false, 2, block_bytes, 0);   /* a block each way */
-    double landed[MAX_WORLD];   /* per step: its node peers' partials of the own place's block */
-    double gpu = 0, engine[MAX_LANES] = {0}, pushed = 0, nccl = 0, end1 = 0;
+    double landed[FGRT_MAX_WORLD];   /* per step: its node peers' partials of the own place's block */
+    double gpu = 0, engine[FGRT_MAX_LANES] = {0}, pushed = 0, nccl = 0, end1 = 0;
     unsigned o = 0, h = 0;   /* stream 2's next other GEMM; stream 1's next: 2 step (+ 1 its
                                 sum), 2 nodes the last sum */
     while (h <= 2 * nodes) {
@@ -416,7 +418,7 @@ static void predict_hier(const fg_gemm *g, const fg_gemm_shape *s, const fg_targ
     const unsigned w = g->world_size;
     const double bytes = (double)s->m / w * (ag ? s->k : s->n) * 2.0;
     out->hier_count = 0;
-    if (isnan(nccl_end_us(ic, ag, 2, bytes, 0)) || w > MAX_WORLD)   /* no NCCL fit */
+    if (isnan(nccl_end_us(ic, ag, 2, bytes, 0)) || w > FGRT_MAX_WORLD)   /* no NCCL fit */
         return;
     const double under = block_gemm * (1 + ic->gemm_slowdown);
     out->hier_count = fg_overlap_node_sizes(w, out->hier_nodes);
@@ -427,7 +429,7 @@ static void predict_hier(const fg_gemm *g, const fg_gemm_shape *s, const fg_targ
                               : hier_reduce_scatter_us(t, one, w, n, under, bytes)) +
                           ic->call_overhead_us;
         out->hier_lanes_us[h] =
-            n < 3 || n - 1 > MAX_LANES || g->topology == FG_TOPO_RING
+            n < 3 || n - 1 > FGRT_MAX_LANES || g->topology == FG_TOPO_RING
                 ? NAN
                 : (ag ? hier_all_gather_us(ic, peers, w, n, under, bytes)
                       : hier_reduce_scatter_us(t, peers, w, n, under, bytes)) +

@@ -17,6 +17,7 @@
 #include <yaml.h>
 
 #include "decimal.h"
+#include "fgrt_limits.h"
 #include "fsutil.h"
 #include "spec_schema.h"
 #include "strbuf.h"
@@ -494,7 +495,7 @@ static void check_model(checker *c, fg_model *m)
 static void check_gemm(checker *c, const fg_gemm *g)
 {
     check_name(c, "gemm.name", g->name);
-    in_range(c, "gemm.world_size", g->world_size, 2, 64);
+    in_range(c, "gemm.world_size", g->world_size, 2, FGRT_MAX_WORLD);   /* the executor's ranks */
     for (unsigned i = 0; i < g->shapes_count; i++) {
         const fg_gemm_shape *s = &g->shapes[i];
         char p[PATH_MAX_LEN], q[PATH_MAX_LEN + 8];

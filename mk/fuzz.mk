@@ -16,7 +16,7 @@ FUZZ_CC      ?= clang-19
 FUZZ_BUILD   := build-fuzz
 FUZZ_SECONDS ?= 600
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
-FUZZ_CFLAGS  := -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Igenerator -O1 -g $(FUZZ_SAN)
+FUZZ_CFLAGS  := -std=c17 -D_GNU_SOURCE -Wall -Wextra -Werror -Igenerator -Iruntime/include -O1 -g $(FUZZ_SAN)
 FUZZ_TARGETS := fuzz_spec fuzz_importhf
 
 FUZZ_LIB_OBJS := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/obj/%.o)

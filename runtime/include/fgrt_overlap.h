@@ -40,6 +40,7 @@
 
 #include "fg_registry.h"
 #include "fgrt.h"
+#include "fgrt_limits.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -149,9 +150,7 @@ typedef struct fgrt_op {
  * ring step s, piece j: i = s * chunks + j). */
 enum { FGRT_FLAG_START = 0, FGRT_FLAG_SENT = 1 };
 
-#define FGRT_MAX_WORLD 64   /* ranks an order or an executor may have */
-#define FGRT_MAX_CHUNKS 8   /* pieces a row block may be split into */
-#define FGRT_MAX_LANES 8    /* copy streams a rank may push on at once */
+/* FGRT_MAX_WORLD, FGRT_MAX_CHUNKS, FGRT_MAX_LANES: fgrt_limits.h */
 #define FGRT_MAX_STREAMS (3 + FGRT_MAX_LANES)   /* an op's stream is below it (the GEMMs' 2,
                                                   the lanes, the hierarchical plan's steps) */
 
