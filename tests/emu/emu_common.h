@@ -82,6 +82,7 @@ struct EmuPlanned {
     size_t workspace_bytes, dynamic_smem;
     unsigned counters;
     unsigned grid[3];   // launch.grid
+    unsigned block;     // launch.block[0]
 };
 
 // The planner's figures for instance `name` from the manifest named on the
@@ -101,28 +102,31 @@ inline EmuPlanned emu_planned(int argc, char **argv, const char *name)
                 std::strcmp(json_object_get_string(n), name) == 0)
                 in = o;
         }
-    json_object *ws, *counters, *launch, *smem, *grid;
+    json_object *ws, *counters, *launch, *smem, *grid, *block;
     const bool ok = in && json_object_object_get_ex(in, "workspace_bytes", &ws) &&
                     json_object_object_get_ex(in, "counters", &counters) &&
                     json_object_object_get_ex(in, "launch", &launch) &&
                     json_object_object_get_ex(launch, "dynamic_smem", &smem) &&
                     json_object_object_get_ex(launch, "grid", &grid) &&
-                    json_object_array_length(grid) == 3;
+                    json_object_array_length(grid) == 3 &&
+                    json_object_object_get_ex(launch, "block", &block) &&
+                    json_object_array_length(block) == 3;
     if (ok)
         p = {(size_t)json_object_get_int64(ws), (size_t)json_object_get_int64(smem),
              (unsigned)json_object_get_int64(counters),
              {(unsigned)json_object_get_int64(json_object_array_get_idx(grid, 0)),
               (unsigned)json_object_get_int64(json_object_array_get_idx(grid, 1)),
-              (unsigned)json_object_get_int64(json_object_array_get_idx(grid, 2))}};
+              (unsigned)json_object_get_int64(json_object_array_get_idx(grid, 2))},
+             (unsigned)json_object_get_int64(json_object_array_get_idx(block, 0))};
     json_object_put(root);
     if (!ok) {
         std::printf("FAIL %s: the planner's figures (%s)\n0 passed, 1 failed\n", name,
-                    in ? "workspace_bytes, counters, launch.dynamic_smem, launch.grid" : why);
+                    in ? "workspace_bytes, counters, launch.dynamic_smem, launch.grid, launch.block" : why);
         std::exit(1);
     }
-    std::printf("planned: workspace %zu B, %u counters, %zu B of dynamic LDS, a grid of %u x %u x %u "
-                "(manifest)\n",
-                p.workspace_bytes, p.counters, p.dynamic_smem, p.grid[0], p.grid[1], p.grid[2]);
+    std::printf("planned: workspace %zu B, %u counters, %zu B of dynamic LDS, a grid of %u x %u x %u, "
+                "blocks of %u (manifest)\n",
+                p.workspace_bytes, p.counters, p.dynamic_smem, p.grid[0], p.grid[1], p.grid[2], p.block);
     return p;
 }
 

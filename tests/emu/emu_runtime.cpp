@@ -1,6 +1,7 @@
-// The HIP host emulation's runtime (include/hip/hip_runtime.h declares it):
-// a workgroup's threads as fibers run round robin, the workgroup barrier,
-// the wave exchange behind __shfl and MFMA 16x16x16, and a grid run either
+// The host emulation's runtime (include/emu_core.h and the shims declare
+// it): a workgroup's threads as fibers run round robin, the workgroup
+// barrier, the wave exchange behind the shuffles, MFMA 16x16x16 and the
+// sm_90a shim's warp-wide operations, and a grid run either
 // one workgroup after another or, for a cooperative launch, every workgroup
 // at once, each on its own host thread.  A workgroup's state (its fibers,
 // threadIdx, blockIdx, its LDS) is thread_local, so that one host thread
@@ -21,10 +22,11 @@
 thread_local emu_dim3 threadIdx, blockIdx;
 emu_dim3 gridDim, blockDim;
 thread_local unsigned char *emu_dyn_smem;
+int emu_wave_size = 64;
 
 // ---- fibers: one a thread of the workgroup, run round robin ----
 namespace emu {
-constexpr int kWave = 64, kSlot = 64;   // lanes a wave; bytes a lane exchanges at most
+constexpr int kWave = 64, kSlot = 64;   // lanes a wave at most (MFMA's); bytes a lane exchanges at most
 struct Fiber {
     ucontext_t ctx;
     bool done = false;
@@ -91,7 +93,7 @@ void run_workgroup(int n, void (*fn)())
         stacks_made = n;
     }
     fibers.assign(n, Fiber{});
-    waves.assign(n / kWave, Wave{});
+    waves.assign((n + emu_wave_size - 1) / emu_wave_size, Wave{});
     if (lane_copies.size() < (size_t)n * kWave * kSlot)
         lane_copies.resize((size_t)n * kWave * kSlot);
     block_barrier = Barrier{};
@@ -140,17 +142,18 @@ void (*emu_system_load_hook)(const void *p);
 
 const unsigned char *emu_wave_exchange(const void *mine, size_t bytes)
 {
-    const int t = emu::current, lane = t % emu::kWave;
-    emu::Wave &w = emu::waves[t / emu::kWave];
+    const int t = emu::current, lane = t % emu_wave_size;
+    emu::Wave &w = emu::waves[t / emu_wave_size];
     if (bytes > (size_t)emu::kSlot)
         abort();
     std::memcpy(w.slots + (size_t)lane * bytes, mine, bytes);
-    w.barrier.wait(emu::kWave);   // every lane's value in
+    w.barrier.wait(emu_wave_size);   // every lane's value in
     unsigned char *copy = &emu::lane_copies[(size_t)t * emu::kWave * emu::kSlot];
-    std::memcpy(copy, w.slots, (size_t)emu::kWave * bytes);
-    w.barrier.wait(emu::kWave);   // every lane's copy made: the slots are free
+    std::memcpy(copy, w.slots, (size_t)emu_wave_size * bytes);
+    w.barrier.wait(emu_wave_size);   // every lane's copy made: the slots are free
     return copy;
 }
+void emu_wave_barrier() { emu::waves[emu::current / emu_wave_size].barrier.wait(emu_wave_size); }
 
 // D = A B + C over the wave, A 16 x 16 and B 16 x 16 as the ISA lays them out.
 static emu_f32x4 mfma(const float a[4], const float b[4], emu_f32x4 c)

@@ -3,7 +3,7 @@
 #ifndef FG_EMU_RUNTIME_H
 #define FG_EMU_RUNTIME_H
 
-#include <hip/hip_runtime.h>
+#include "emu_core.h"
 
 /* Every workgroup of `grid`, one after another, on the caller's thread (its
  * emu_dyn_smem the dynamic LDS of each): for kernels whose workgroups never

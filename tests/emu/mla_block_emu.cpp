@@ -102,6 +102,7 @@ Problem make_problem(int B, uint64_t seed, fgh_dtype t)
 struct Buffers {
     EmuGuarded ws, counters;
     EmuLds smem;
+    int threads;   // the planned block
 };
 
 // The kernel's arguments: p's inputs at positions pos (the input norm or
@@ -117,7 +118,7 @@ emu_mla_block_args args_of(Problem &p, const std::vector<int> &pos, bool input_n
     a.w_o = p.w_o.data(), a.cache = p.cache.data(), a.block_table = p.table.data();
     a.positions = pos.data(), a.y = y.data(), a.ws = buf.ws.as<float>();
     a.counters = buf.counters.as<unsigned>(), a.smem = buf.smem.pointers();
-    a.workgroups = buf.smem.workgroups();
+    a.workgroups = buf.smem.workgroups(), a.threads = buf.threads;
     a.batch = p.B, a.eps = 1e-6f, a.scale = 1.f / std::sqrt((float)(D.nope + D.rope));
     return a;
 }
@@ -263,7 +264,7 @@ int main(int argc, char **argv)
         return checks.summary();
     // the workspace, counters (zeroed at bind) and LDS as the planner sized them
     Buffers buf = {EmuGuarded(planned.workspace_bytes), EmuGuarded(planned.counters * sizeof(unsigned)),
-                   EmuLds(planned.dynamic_smem, planned.grid[0])};
+                   EmuLds(planned.dynamic_smem, planned.grid[0]), (int)planned.block};
     size_t outside = 0;
     const int B = D.bmax, last = D.max_context - 1, P = D.page ? D.page : 32;
     Problem p = make_problem(B, seed, dt);

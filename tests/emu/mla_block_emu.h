@@ -33,13 +33,13 @@ typedef struct emu_mla_block_args {
     unsigned *counters;
     unsigned char *const *smem;   /* the dynamic LDS of each workgroup */
     unsigned workgroups;          /* the planned grid (x) */
+    int threads;                  /* the planned block (the sm_90a form's has a producer warp) */
     int batch;
     float eps, scale;
 } emu_mla_block_args;
 
-/* One cooperative launch: every workgroup at once, each
- * emu_mla_block.threads fibers on a host thread of its own (its grid barriers
- * meet). */
+/* One cooperative launch: every workgroup at once, each `threads` fibers on
+ * a host thread of its own (its grid barriers meet). */
 void emu_mla_block_launch(const emu_mla_block_args *a);
 
 #ifdef __cplusplus

@@ -1,8 +1,12 @@
-// The emulated side of tests/emu's MLA block test: the block's portable form
+// The emulated side of tests/emu's MLA block test: the block's source
 // (KERNEL_SRC, its `extern __shared__` line replaced by emu_dyn_smem; kernel
-// KERNEL) compiled for the host with the HIP shim, and the plain-C interface
-// of mla_block_emu.h.  The test is mla_block_emu.cpp.
+// KERNEL) compiled for the host, the portable form with the HIP shim, the
+// sm_90a form (EMU_CUDA; run.sh put cuda_emu.h in its preludes' place) with
+// the CUDA one, and the plain-C interface of mla_block_emu.h.  The test is
+// mla_block_emu.cpp.
+#if !defined(EMU_CUDA)
 #include <hip/hip_runtime.h>
+#endif
 
 #include KERNEL_SRC
 
@@ -29,5 +33,10 @@ static void thread_body()
 extern "C" void emu_mla_block_launch(const emu_mla_block_args *a)
 {
     launch_args = *a;
-    emu_run_cooperative(a->workgroups, kThreads, a->smem, thread_body);
+#if defined(EMU_CUDA)
+    emu_wave_size = 32;
+#else
+    emu_wave_size = 64;
+#endif
+    emu_run_cooperative(a->workgroups, a->threads, a->smem, thread_body);
 }

@@ -1,9 +1,11 @@
 #!/bin/sh
-# Generates the AMD kernels of the host emulation's specs (tests/emu/specs:
-# the decode family's grid form, the MLA core's portable form, the whole MLA
-# block's portable form, the overlap family's GEMM) and runs each instance on
-# the CPU against the C reference of the GPU tests, or the GEMM's double
-# reference (tests/emu/*_emu.cpp).  Ends with `N passed, N failed`.
+# Generates the kernels of the host emulation's specs (tests/emu/specs: for
+# AMD the decode family's grid form, the MLA core's portable form, the whole
+# MLA block's portable form, the overlap family's GEMM; for sm_90a the whole
+# MLA block) and runs each instance on the CPU against the C reference of the
+# GPU tests, or the GEMM's double reference (tests/emu/*_emu.cpp): the HIP
+# sources through include/hip/hip_runtime.h, the CUDA ones through
+# include/cuda_emu.h.  Ends with `N passed, N failed`.
 #   FUSEGEN=build/fusegen BUILD=build tests/emu/run.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -41,6 +43,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         tests/emu/specs/emu-gfx942-1cu.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-4cu" --filter 'mla_block_*' $block_specs \
         tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block-sm90a" --filter 'mla_block_sm90a*' $block_specs \
+        tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
@@ -61,34 +65,47 @@ done
 [ $ok = 1 ] || { echo "0 passed, 1 failed"; exit 1; }
 src_dir=$(cd "$out/src" && pwd)   # (KERNEL_SRC is included by absolute path)
 passed=0 failed=0
-for hip in "$out"/gen/*/*.hip; do
-    name=$(basename "$hip" .hip)
-    tag=$(basename "${hip%/*}")-$name   # (an instance has the same name on each target)
+for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
+    [ -e "$src" ] || continue
+    file=$(basename "$src") && name=${file%.*}
+    tag=$(basename "${src%/*}")-$name   # (an instance has the same name on each target)
     # (the GEMM's reference is in its test; its LDS is a static array)
+    lang=
     case $name in
     decode_attn_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 ;;
     mla_decode_*) t=mla_portable objs="$out/ref_mla.o" dyn=1 ;;
+    mla_block_sm90a_*) t=mla_block objs="$out/ref_mla_block.o" dyn=1 lang=-DEMU_CUDA ;;
     mla_block_*) t=mla_block objs="$out/ref_mla_block.o" dyn=1 ;;
     overlap_gemm_*) t=gemm objs= dyn=0 ;;
     *) continue ;;
     esac
-    # the dynamic LDS is the emulation's buffer
+    # an sm_90a source's prelude.cu.in and sm90.cu.in sections (their `#line`
+    # marks name them) give way to the CUDA shim, after the instance's
+    # FG_DTYPE_ define; the dynamic shared memory is the emulation's buffer
+    awk '/^#line [0-9]+ "templates\// { f = $3; gsub(/"|.*\//, "", f); cut = f == "prelude.cu.in" || f == "sm90.cu.in" }
+         cut && /^#define FG_DTYPE_/ { print; print "#include \"cuda_emu.h\""; next }
+         !cut' "$src" |
     sed -e 's/^ *extern __shared__ .* smem\[\];$/    unsigned char *smem = emu_dyn_smem;/' \
         -e 's/^ *extern __shared__ fg_vec16 smem_raw\[\];.*$/    fg_vec16 *smem_raw = (fg_vec16 *)emu_dyn_smem;/' \
-        "$hip" >"$out/src/$tag.hip"
-    if [ $dyn = 1 ] && ! grep -q 'emu_dyn_smem' "$out/src/$tag.hip"; then
+        -e 's/^ *extern __shared__ __align__(128) unsigned char smem_raw\[\];$/    unsigned char *smem_raw = emu_dyn_smem;/' \
+        >"$out/src/$tag.${file##*.}"
+    file=$tag.${file##*.}
+    if [ $dyn = 1 ] && ! grep -q 'emu_dyn_smem' "$out/src/$file"; then
         echo "FAIL $tag: no dynamic shared memory line to replace"; failed=$((failed + 1)); continue
     fi
-    # shellcheck disable=SC2086 # $objs: one file name (no spaces) or none
-    if ! "$cxx" -std=c++17 -O1 -g -x c++ -Itests/emu/include -Itests/emu \
-            -DKERNEL_SRC="\"$src_dir/$tag.hip\"" -DKERNEL="$name" \
+    if [ -n "$lang" ] && [ "$(grep -c '^#include "cuda_emu.h"' "$out/src/$file")" != 1 ]; then
+        echo "FAIL $tag: its preludes not found once to replace"; failed=$((failed + 1)); continue
+    fi
+    # shellcheck disable=SC2086 # $objs, $lang: one word or none
+    if ! "$cxx" -std=c++17 -O1 -g -x c++ -Itests/emu/include -Itests/emu $lang \
+            -DKERNEL_SRC="\"$src_dir/$file\"" -DKERNEL="$name" \
             -c "tests/emu/${t}_kernel.cpp" -o "$out/$tag.kernel.o" >"$out/$tag.build.log" 2>&1 ||
        ! "$cxx" -o "$out/$tag" "$out/$tag.kernel.o" "$out/emu_runtime.o" "$out/${t}_test.o" \
             $objs "$out/numerics.o" -rtlib=compiler-rt -ljson-c -lpthread -lm \
             >>"$out/$tag.build.log" 2>&1; then
         cat "$out/$tag.build.log"; echo "FAIL $tag: did not build"; failed=$((failed + 1)); continue
     fi
-    timeout 300 "$out/$tag" "${hip%/*}/manifest.json" >"$out/$tag.log" 2>&1   # (a deadlocked emulation ends)
+    timeout 300 "$out/$tag" "${src%/*}/manifest.json" >"$out/$tag.log" 2>&1   # (a deadlocked emulation ends)
     echo "== $tag"
     cat "$out/$tag.log"
     line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$out/$tag.log" | tail -n 1)
@@ -97,5 +114,5 @@ for hip in "$out"/gen/*/*.hip; do
     [ -n "$p" ] || { echo "FAIL $tag: no closing line"; failed=$((failed + 1)); continue; }
     passed=$((passed + p)) failed=$((failed + f))
 done
-echo "AMD kernels on the host emulation: $passed passed, $failed failed"
+echo "kernels on the host emulation (AMD; the MLA block on sm_90a): $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,425 @@
+// A host emulation of what the generated sm_90a kernels take from CUDA and
+// from their preludes, on the emulation's core (emu_core.h: fibers for
+// threads, warps of 32 lanes exchanging values, cooperative launches with
+// every block at once).  tests/emu/run.sh cuts a generated .cu source's
+// prelude.cu.in and sm90.cu.in sections out (their `#line` marks) and puts
+// `#include "cuda_emu.h"` in their place, after the instance's FG_DTYPE_
+// define; the template's own code (prelude_common.in, the kernel) is
+// compiled as it is.  What stands in for the hardware:
+//  - the 16-bit storage types as their bits, rounded to nearest even;
+//  - shared addresses (smem_addr) as offsets into the block's dynamic shared
+//    memory, the only shared memory these kernels address that way;
+//  - mbarriers in their own 8 bytes: pending arrivals, the count a phase
+//    expects, the transaction bytes to come, the phase's parity;
+//  - bulk copies queued: the destination poisoned (0xff: NaN) when one is
+//    issued, the bytes landing (and completing their mbarrier's transaction
+//    bytes) only when a thread tries that mbarrier's phase and finds it not
+//    complete, so a read of a slot that did not wait for its phase shows;
+//  - named barriers counting threads; ldmatrix and mma.sync m16n8k16 as the
+//    PTX ISA lays out their fragments, over the warp's lanes (fp32 sums);
+//  - acquire loads and acq_rel adds as the host's atomics (the add followed
+//    by the lagging block's pause).
+// Not emulated (a call traps): clusters (mapa, remote arrivals), TMA
+// tensor maps, wgmma.
+#ifndef FG_EMU_CUDA_H
+#define FG_EMU_CUDA_H
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#include "emu_core.h"
+
+// ---- CUDA ----
+struct __attribute__((aligned(16))) uint4 {
+    unsigned x, y, z, w;
+};
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+
+struct __half {
+    uint16_t x;
+};
+struct __nv_bfloat16 {
+    uint16_t x;
+};
+struct __half2 {
+    __half x, y;
+};
+struct __nv_bfloat162 {
+    __nv_bfloat16 x, y;
+};
+inline float __half2float(__half h)
+{
+    _Float16 f;
+    std::memcpy(&f, &h.x, 2);
+    return (float)f;
+}
+inline __half __float2half_rn(float v)
+{
+    const _Float16 f = (_Float16)v;   // (the host's conversion rounds to nearest even)
+    __half h;
+    std::memcpy(&h.x, &f, 2);
+    return h;
+}
+inline float __bfloat162float(__nv_bfloat16 b)
+{
+    const uint32_t u = (uint32_t)b.x << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
+inline __nv_bfloat16 __float2bfloat16_rn(float v)
+{
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    if ((u & 0x7fffffffu) > 0x7f800000u)   // NaN stays NaN
+        return {(uint16_t)((u >> 16) | 0x40u)};
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return {(uint16_t)(u >> 16)};
+}
+inline __half2 __hmul2(__half2 a, __half2 b)
+{
+    return {__float2half_rn(__half2float(a.x) * __half2float(b.x)),
+            __float2half_rn(__half2float(a.y) * __half2float(b.y))};
+}
+inline __nv_bfloat162 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b)
+{
+    return {__float2bfloat16_rn(__bfloat162float(a.x) * __bfloat162float(b.x)),
+            __float2bfloat16_rn(__bfloat162float(a.y) * __bfloat162float(b.y))};
+}
+
+template <class T> T __ldcg(const T *p) { return *p; }
+template <class T> T __ldcs(const T *p) { return *p; }
+template <class T> void __stcg(T *p, T v) { *p = v; }
+inline int emu_lane() { return (int)(threadIdx.x % 32); }
+template <class T> T __shfl_sync(unsigned, T v, int src)
+{
+    const unsigned char *all = emu_wave_exchange(&v, sizeof v);
+    T out;
+    std::memcpy(&out, all + (size_t)(src & 31) * sizeof v, sizeof v);
+    return out;
+}
+template <class T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask)
+{
+    return __shfl_sync(mask, v, emu_lane() ^ lane_mask);
+}
+inline void __syncwarp(unsigned = 0xffffffffu) { emu_wave_barrier(); }
+inline int __all_sync(unsigned, int pred)
+{
+    const int mine = pred != 0;
+    const unsigned char *all = emu_wave_exchange(&mine, sizeof mine);
+    for (int l = 0; l < 32; l++) {
+        int v;
+        std::memcpy(&v, all + (size_t)l * sizeof v, sizeof v);
+        if (!v)
+            return 0;
+    }
+    return 1;
+}
+inline void __nanosleep(unsigned) { emu_yield(); }
+[[noreturn]] inline void __trap()
+{
+    std::fprintf(stderr, "__trap (block %u, thread %u)\n", blockIdx.x, threadIdx.x);
+    std::abort();
+}
+[[noreturn]] inline void emu_unsupported(const char *what)
+{
+    std::fprintf(stderr, "not emulated: %s\n", what);
+    std::abort();
+}
+
+// ---- prelude.cu.in ----
+#define FG_DEVICE inline
+#define FG_WARP_SIZE 32
+
+#if defined(FG_DTYPE_F16)
+typedef __half fg_t;
+FG_DEVICE float fg_to_float(fg_t v) { return __half2float(v); }
+FG_DEVICE fg_t fg_from_float(float v) { return __float2half_rn(v); }
+#else
+typedef __nv_bfloat16 fg_t;
+FG_DEVICE float fg_to_float(fg_t v) { return __bfloat162float(v); }
+FG_DEVICE fg_t fg_from_float(float v) { return __float2bfloat16_rn(v); }
+#endif
+
+typedef uint4 fg_vec16;
+#define FG_VEC_ELEMS 8
+
+FG_DEVICE fg_vec16 fg_load_stream(const fg_vec16 *p) { return *p; }
+FG_DEVICE fg_vec16 fg_load(const fg_vec16 *p) { return *p; }
+FG_DEVICE void fg_store(fg_vec16 *p, fg_vec16 v) { *p = v; }
+FG_DEVICE float fg_vec_get(const fg_vec16 &v, int i) { return fg_to_float(reinterpret_cast<const fg_t *>(&v)[i]); }
+FG_DEVICE void fg_vec_set(fg_vec16 &v, int i, float f) { reinterpret_cast<fg_t *>(&v)[i] = fg_from_float(f); }
+FG_DEVICE float fg_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
+FG_DEVICE float fg_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+FG_DEVICE int fg_shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+FG_DEVICE void fg_wave_sync() { __syncwarp(); }
+FG_DEVICE float fg_warp_sum(float v)
+{
+    for (int o = FG_WARP_SIZE / 2; o > 0; o >>= 1)
+        v += fg_shfl_xor(v, o);
+    return v;
+}
+FG_DEVICE void fg_release_writes() {}
+FG_DEVICE unsigned fg_add_acq_rel(unsigned *p, unsigned v) { return emu_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+FG_DEVICE unsigned fg_ticket(unsigned *p) { return fg_add_acq_rel(p, 1u); }
+template <class T> FG_DEVICE T fg_ws_load(const T *p) { return *p; }
+template <class T> FG_DEVICE void fg_ws_store(T *p, T v) { *p = v; }
+
+// ---- sm90.cu.in ----
+FG_DEVICE uint32_t smem_addr(const void *p)
+{
+    const ptrdiff_t d = static_cast<const unsigned char *>(p) - emu_dyn_smem;
+    if (d < 0 || d >= (ptrdiff_t)1 << 24)
+        emu_unsupported("a shared address outside the dynamic shared memory");
+    return (uint32_t)d;
+}
+FG_DEVICE unsigned char *emu_smem_at(uint32_t addr) { return emu_dyn_smem + addr; }
+
+// An mbarrier's state, in its own 8 bytes of shared memory.
+struct EmuMbar {
+    uint32_t pending : 16, expected : 16;
+    int32_t tx : 31;
+    uint32_t phase : 1;
+};
+static_assert(sizeof(EmuMbar) == 8, "an mbarrier's 8 bytes");
+FG_DEVICE EmuMbar &emu_mbar(uint64_t *bar) { return *reinterpret_cast<EmuMbar *>(bar); }
+FG_DEVICE void emu_mbar_settle(EmuMbar &m)
+{
+    if (m.pending == 0 && m.tx == 0)   // the phase completes
+        m.phase ^= 1u, m.pending = m.expected;
+}
+FG_DEVICE void mbar_init(uint64_t *bar, unsigned count)
+{
+    emu_mbar(bar) = EmuMbar{(uint32_t)count, (uint32_t)count, 0, 0};
+}
+FG_DEVICE void emu_mbar_arrive(uint64_t *bar)
+{
+    EmuMbar &m = emu_mbar(bar);
+    if (m.pending == 0)
+        emu_unsupported("an arrival on an mbarrier with none pending");
+    m.pending = m.pending - 1;
+    emu_mbar_settle(m);
+}
+FG_DEVICE void mbar_expect(uint64_t *bar, unsigned bytes)
+{
+    emu_mbar(bar).tx = emu_mbar(bar).tx + (int32_t)bytes;
+    emu_mbar_arrive(bar);
+}
+FG_DEVICE void mbar_arrive(uint64_t *bar) { emu_mbar_arrive(bar); }
+FG_DEVICE void mbar_arrive_remote(uint64_t *, unsigned) { emu_unsupported("mbar_arrive_remote (clusters)"); }
+FG_DEVICE void mbar_init_fence() {}
+FG_DEVICE void emu_land_copies(uint64_t *bar);
+template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned parity)
+{
+    // (the phase of that parity has completed)
+    const auto done = [&] { return emu_mbar(bar).phase != (parity & 1u); };
+    if (done())
+        return true;
+    emu_land_copies(bar);
+    if (done())
+        return true;
+    emu_yield();
+    return false;
+}
+template <bool CLUSTER_SCOPE = false, int LIMIT_LOG2 = 32> FG_DEVICE void mbar_wait(uint64_t *bar, unsigned parity)
+{
+    const long long start = clock64();
+    while (!mbar_try<CLUSTER_SCOPE>(bar, parity))
+        if (clock64() - start > (1ll << LIMIT_LOG2))
+            __trap();
+}
+
+// The block's bulk copies in flight.  They land as late as they may: when a
+// thread tries their mbarrier's phase and finds it not complete, so that a
+// read of a slot that did not wait for its phase finds it poisoned.
+struct EmuCopy {
+    void *dst;
+    const void *src;
+    unsigned bytes;
+    uint64_t *bar;
+};
+inline thread_local std::vector<EmuCopy> emu_copies;
+FG_DEVICE void emu_land_copies(uint64_t *bar)
+{
+    size_t kept = 0;
+    for (const EmuCopy &c : emu_copies) {
+        if (c.bar != bar) {
+            emu_copies[kept++] = c;
+            continue;
+        }
+        std::memcpy(c.dst, c.src, c.bytes);
+        EmuMbar &m = emu_mbar(c.bar);
+        m.tx = m.tx - (int32_t)c.bytes;
+        emu_mbar_settle(m);
+    }
+    emu_copies.resize(kept);
+}
+FG_DEVICE void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    if (bytes % 16)
+        emu_unsupported("a bulk copy of bytes not a multiple of 16");
+    smem_addr(dst), smem_addr(bar);   // (both in the block's shared memory)
+    std::memset(dst, 0xff, bytes);    // NaN until it lands
+    emu_copies.push_back({dst, src, bytes, bar});
+}
+FG_DEVICE void bulk_copy_once(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    bulk_copy(dst, src, bytes, bar);
+}
+template <bool kOnce> FG_DEVICE void bulk_copy_once_if(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+{
+    bulk_copy(dst, src, bytes, bar);
+}
+FG_DEVICE void bulk_prefetch_l2(const void *, unsigned) {}
+
+// Named barriers 1..15 (0 is __syncthreads'), counting threads.
+struct EmuNamed {
+    int arrived = 0, gen = 0;
+};
+inline thread_local EmuNamed emu_named[16];
+FG_DEVICE void named_arrive(int id, int threads)
+{
+    EmuNamed &b = emu_named[id];
+    if (++b.arrived == threads)
+        b.arrived = 0, b.gen++;
+}
+FG_DEVICE void named_sync(int id, int threads)
+{
+    EmuNamed &b = emu_named[id];
+    const int gen = b.gen;
+    named_arrive(id, threads);
+    while (b.gen == gen)
+        emu_yield();
+}
+FG_DEVICE void st_shared_u32(unsigned addr, unsigned v) { std::memcpy(emu_smem_at(addr), &v, 4); }
+FG_DEVICE void fence_proxy_async() {}
+FG_DEVICE void cluster_arrive() { emu_unsupported("cluster_arrive"); }
+FG_DEVICE void cluster_wait() { emu_unsupported("cluster_wait"); }
+
+// fg_grid_barrier and fg_wait_count as sm90.cu.in has them, with the
+// emulation's acquire loads (each lets the other fibers run).
+template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
+{
+    sync();
+    if (threadIdx.x == 0) {
+        constexpr unsigned kTop = 0x80000000u;
+        const unsigned add = first ? kTop - (n - 1) : 1u;
+        const unsigned old = fg_add_acq_rel(count, add);
+        if (!(((old + add) ^ old) & kTop)) {
+            const long long start = clock64();
+            for (unsigned now = old; !((now ^ old) & kTop);) {
+                now = emu_atomic_load(count, __ATOMIC_ACQUIRE, 0);
+                if (clock64() - start > (1ll << 32))
+                    __trap();
+            }
+        }
+    }
+    sync();
+}
+FG_DEVICE void fg_wait_count(const unsigned *count, unsigned n)
+{
+    const long long start = clock64();
+    while (emu_atomic_load(count, __ATOMIC_ACQUIRE, 0) < n)
+        if (clock64() - start > (1ll << 32))
+            __trap();
+}
+
+FG_DEVICE void cp_async_commit() {}
+template <int N> FG_DEVICE void cp_async_wait_group() {}
+FG_DEVICE void cp_async_wait_all() {}
+template <int DST, int SRC> FG_DEVICE void cp_async16_at(unsigned dst, const void *src)
+{
+    std::memcpy(emu_smem_at(dst + DST), static_cast<const unsigned char *>(src) + SRC, 16);
+}
+FG_DEVICE void cp_async16(void *dst, const void *src) { cp_async16_at<0, 0>(smem_addr(dst), src); }
+
+// ldmatrix .x4: lanes 8 i .. 8 i + 7 give matrix i's rows (16 bytes each);
+// lane l gets row l / 4's elements 2 (l % 4) and + 1 of each matrix, or
+// with .trans those of column l / 4 at rows 2 (l % 4) and + 1.
+FG_DEVICE void emu_ldmatrix_x4(unsigned r[4], const unsigned char *row, bool trans)
+{
+    const unsigned char *all = emu_wave_exchange(&row, sizeof row);
+    const unsigned char *rows[32];
+    std::memcpy(rows, all, sizeof rows);
+    const int lane = emu_lane(), g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; i++) {
+        uint16_t lo, hi;
+        if (trans) {
+            std::memcpy(&lo, rows[8 * i + 2 * t] + 2 * g, 2);
+            std::memcpy(&hi, rows[8 * i + 2 * t + 1] + 2 * g, 2);
+        } else {
+            std::memcpy(&lo, rows[8 * i + g] + 4 * t, 2);
+            std::memcpy(&hi, rows[8 * i + g] + 4 * t + 2, 2);
+        }
+        r[i] = (unsigned)lo | (unsigned)hi << 16;
+    }
+}
+FG_DEVICE void ldmatrix_x4_at(unsigned r[4], unsigned addr) { emu_ldmatrix_x4(r, emu_smem_at(addr), false); }
+FG_DEVICE void ldmatrix_x4(unsigned r[4], const void *p) { ldmatrix_x4_at(r, smem_addr(p)); }
+FG_DEVICE void ldmatrix_x4_trans(unsigned r[4], const void *p)
+{
+    emu_ldmatrix_x4(r, emu_smem_at(smem_addr(p)), true);
+}
+
+// d += a . b, m16n8k16 (A row-major 16 x 16, B column-major 16 x 8): with g
+// = lane / 4, t = lane % 4, a[0..3] hold A's (g, 2t..), (g + 8, 2t..),
+// (g, 2t + 8..), (g + 8, 2t + 8..); b[0..1] B's (2t.., g), (2t + 8.., g);
+// d[0..3] D's (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
+FG_DEVICE float emu_half_of(unsigned w, int hi)
+{
+    fg_t h;
+    const uint16_t bits = (uint16_t)(hi ? w >> 16 : w);
+    std::memcpy(&h, &bits, 2);
+    return fg_to_float(h);
+}
+FG_DEVICE void mma16816(float d[4], const unsigned a[4], const unsigned b[2])
+{
+    struct Frag {
+        unsigned a[4], b[2];
+    } mine = {{a[0], a[1], a[2], a[3]}, {b[0], b[1]}};
+    const unsigned char *all = emu_wave_exchange(&mine, sizeof mine);
+    Frag f[32];
+    std::memcpy(f, all, sizeof f);
+    const auto A = [&](int r, int k) {
+        return emu_half_of(f[r % 8 * 4 + k % 8 / 2].a[r / 8 + 2 * (k / 8)], k % 2);
+    };
+    const auto B = [&](int k, int n) { return emu_half_of(f[n * 4 + k % 8 / 2].b[k / 8], k % 2); };
+    const int lane = emu_lane(), g = lane / 4, t = lane % 4;
+    for (int i = 0; i < 4; i++) {
+        const int r = g + 8 * (i / 2), c = 2 * t + i % 2;
+        float acc = d[i];
+        for (int k = 0; k < 16; k++)
+            acc = std::fma(A(r, k), B(k, c), acc);
+        d[i] = acc;
+    }
+}
+FG_DEVICE unsigned pack2(float lo, float hi)
+{
+    unsigned u;
+    fg_t *h = reinterpret_cast<fg_t *>(&u);
+    h[0] = fg_from_float(lo), h[1] = fg_from_float(hi);
+    return u;
+}
+FG_DEVICE float ex2(float x) { return std::exp2(x); }
+
+// wgmma and TMA: not emulated (the forms that use them trap here).
+FG_DEVICE uint64_t wg_desc(unsigned, unsigned, unsigned) { emu_unsupported("wgmma"); }
+FG_DEVICE uint64_t wg_desc_plus(uint64_t, unsigned) { emu_unsupported("wgmma"); }
+FG_DEVICE void wg_fence() { emu_unsupported("wgmma"); }
+FG_DEVICE void wg_commit() { emu_unsupported("wgmma"); }
+template <int N> FG_DEVICE void wg_wait() { emu_unsupported("wgmma"); }
+template <int N> FG_DEVICE void reg_fence(float (&)[N]) {}
+struct alignas(64) fg_tensor_map {
+    unsigned char opaque[128];
+};
+FG_DEVICE void tma_load_2d(void *, const fg_tensor_map *, int, int, uint64_t *) { emu_unsupported("TMA"); }
+FG_DEVICE void tma_store_2d(const fg_tensor_map *, int, int, const void *) { emu_unsupported("TMA"); }
+FG_DEVICE void bulk_commit() {}
+template <int N> FG_DEVICE void bulk_wait_read() {}
+template <int N> FG_DEVICE void bulk_wait() {}
+FG_DEVICE void tma_prefetch_map(const fg_tensor_map *) {}
+template <int N> FG_DEVICE void regs_dec() {}
+template <int N> FG_DEVICE void regs_inc() {}
+
+#endif
