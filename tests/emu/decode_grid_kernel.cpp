@@ -1,8 +1,12 @@
-// The emulated side of tests/emu's decode test: the generated .hip source
-// (KERNEL_SRC, its `extern __shared__` line replaced by emu_dyn_smem; kernel
-// KERNEL) compiled for the host with the HIP shim, and the plain-C interface
-// of decode_grid_emu.h.  The test is decode_grid_emu.cpp.
+// The emulated side of tests/emu's decode test: the grid form's generated
+// source (KERNEL_SRC, its `extern __shared__` line replaced by emu_dyn_smem;
+// kernel KERNEL) compiled for the host, the AMD one with the HIP shim, the
+// sm_90a one (EMU_CUDA; run.sh put cuda_emu.h in its preludes' place) with
+// the CUDA one, and the plain-C interface of decode_grid_emu.h.  The test is
+// decode_grid_emu.cpp.
+#if !defined(EMU_CUDA)
 #include <hip/hip_runtime.h>
+#endif
 
 #include KERNEL_SRC
 
@@ -48,5 +52,10 @@ extern "C" void emu_decode_launch(const void *x, const void *norm_w, const void 
     launch_args = {(const fg_t *)x, (const fg_t *)norm_w, (const fg_t *)w_qkv, (const fg_t *)b_qkv,
                    (const fg_t *)w_o, (fg_t *)k, (fg_t *)v, table, pos, (fg_t *)y, ws, counters,
                    batch, eps};
+#if defined(EMU_CUDA)
+    emu_wave_size = 32;
+#else
+    emu_wave_size = 64;
+#endif
     emu_run_cooperative(workgroups, THREADS, smem, thread_body);
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <ucontext.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <memory>
 #include <thread>
@@ -47,13 +48,18 @@ thread_local long long clock_ticks;
 // workgroup spinning at a grid barrier lets the ones it waits for run.
 thread_local bool shares_host;
 // One workgroup of each cooperative launch (the next one each launch) lags:
-// it sleeps after each of its atomic adds (a grid barrier's arrival, a
-// ticket), so that the others run on ahead of it through whatever is not
-// fenced off by a barrier or a wait on it, and their reads of what it has not
-// written yet (poisoned, or stale) show in the outputs.
+// at its start and after each of its releasing atomic adds (a grid barrier's arrival, a
+// ticket, a counter its consumers wait on) it pauses until every other
+// workgroup has run kLagRounds rounds of its fibers (or ended), so that they
+// run on ahead of it through whatever is not fenced off by a barrier or a
+// wait on it, and their reads of what it has not written yet (poisoned, or
+// stale) show in the outputs.  (Counted in rounds, not time: a loaded host
+// slows both sides alike.)
 thread_local bool lags;
-constexpr useconds_t kLagMicros = 5000;
+constexpr long kLagRounds = 300;
 unsigned cooperative_launches;
+std::atomic<long> others_rounds;   // the other workgroups' rounds, summed
+std::atomic<int> others_running;
 
 struct Barrier {
     int arrived = 0, gen = 0;
@@ -115,6 +121,8 @@ void run_workgroup(int n, void (*fn)())
             threadIdx = {(unsigned)i, 0, 0};
             swapcontext(&scheduler, &fibers[i].ctx);
         }
+        if (shares_host && !lags)
+            others_rounds++;
         if (shares_host)
             sched_yield();
     }
@@ -124,17 +132,22 @@ void run_workgroup(int n, void (*fn)())
 
 void emu_yield() { swapcontext(&emu::fibers[emu::current].ctx, &emu::scheduler); }
 void __syncthreads() { emu::block_barrier.wait(emu::nthreads); }
-void emu_after_atomic()
+namespace emu {
+// The lagging workgroup's pause: until the others have run kLagRounds rounds
+// each, or ended.
+void lag()
 {
-    if (emu::lags)
-        usleep(emu::kLagMicros);
+    const long until = others_rounds + kLagRounds * (long)(gridDim.x - 1);
+    while (others_running > 0 && others_rounds < until)
+        usleep(20);
 }
-unsigned atomicAdd(unsigned *p, unsigned v)
+} // namespace emu
+void emu_after_atomic(int order)
 {
-    const unsigned old = __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
-    emu_after_atomic();
-    return old;
+    if (emu::lags && order != __ATOMIC_RELAXED && order != __ATOMIC_ACQUIRE)
+        emu::lag();
 }
+unsigned atomicAdd(unsigned *p, unsigned v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
 unsigned atomicOr(unsigned *p, unsigned v) { return __atomic_fetch_or(p, v, __ATOMIC_RELAXED); }
 long long clock64() { return ++emu::clock_ticks; }
 unsigned long long emu_realtime() { return (unsigned long long)++emu::clock_ticks; }
@@ -213,13 +226,18 @@ void emu_run_cooperative(unsigned workgroups, int threads, unsigned char *const 
     gridDim = {workgroups, 1, 1}, blockDim = {(unsigned)threads, 1, 1};
     std::vector<std::thread> hosts;
     const unsigned lagging = emu::cooperative_launches++ % workgroups;
+    emu::others_rounds = 0, emu::others_running = (int)workgroups - 1;
     for (unsigned w = 0; w < workgroups; w++)
         hosts.emplace_back([=] {
             emu::shares_host = true;
             emu::lags = workgroups > 1 && w == lagging;
             blockIdx = {w, 0, 0};
             emu_dyn_smem = smem[w];
+            if (emu::lags)   // (it starts late, too)
+                emu::lag();
             emu::run_workgroup(threads, fn);
+            if (!emu::lags)
+                emu::others_running--;
         });
     for (std::thread &h : hosts)
         h.join();

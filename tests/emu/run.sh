@@ -1,8 +1,8 @@
 #!/bin/sh
 # Generates the kernels of the host emulation's specs (tests/emu/specs: for
 # AMD the decode family's grid form, the MLA core's portable form, the whole
-# MLA block's portable form, the overlap family's GEMM; for sm_90a the whole
-# MLA block) and runs each instance on the CPU against the C reference of the
+# MLA block's portable form, the overlap family's GEMM; for sm_90a the decode
+# family's grid form and the whole MLA block) and runs each instance on the CPU against the C reference of the
 # GPU tests, or the GEMM's double reference (tests/emu/*_emu.cpp): the HIP
 # sources through include/hip/hip_runtime.h, the CUDA ones through
 # include/cuda_emu.h.  Ends with `N passed, N failed`.
@@ -23,7 +23,8 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # the GEMM on eight (its persistent grid numbered XCD-major; no grid
 # barrier); the decode grid form again on one CU with 16 KB of LDS, where the
 # lds16k specs' rows do not fit and the projections read x and o from the
-# workspace
+# workspace; for sm_90a, the decode grid form (of the specs that take it)
+# and the MLA block on four SMs
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
@@ -43,6 +44,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         tests/emu/specs/emu-gfx942-1cu.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-4cu" --filter 'mla_block_*' $block_specs \
         tests/emu/specs/emu-gfx942-4cu.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/decode-sm90a" --filter 'decode_attn_sm90a*_grid_*' $decode_specs \
+        $lds16k_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a" --filter 'mla_block_sm90a*' $block_specs \
         tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
@@ -72,6 +75,7 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     # (the GEMM's reference is in its test; its LDS is a static array)
     lang=
     case $name in
+    decode_attn_sm90a_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 lang=-DEMU_CUDA ;;
     decode_attn_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 ;;
     mla_decode_*) t=mla_portable objs="$out/ref_mla.o" dyn=1 ;;
     mla_block_sm90a_*) t=mla_block objs="$out/ref_mla_block.o" dyn=1 lang=-DEMU_CUDA ;;
@@ -114,5 +118,5 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     [ -n "$p" ] || { echo "FAIL $tag: no closing line"; failed=$((failed + 1)); continue; }
     passed=$((passed + p)) failed=$((failed + f))
 done
-echo "kernels on the host emulation (AMD; the MLA block on sm_90a): $passed passed, $failed failed"
+echo "kernels on the host emulation (AMD; sm_90a: the decode grid form, the MLA block): $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

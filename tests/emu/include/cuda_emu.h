@@ -116,6 +116,15 @@ inline int __all_sync(unsigned, int pred)
     }
     return 1;
 }
+// Byte n of the result: byte (s >> 4n) & 7 of y:x (x's bytes 0-3, y's 4-7).
+inline unsigned __byte_perm(unsigned x, unsigned y, unsigned s)
+{
+    const uint64_t in = (uint64_t)y << 32 | x;
+    unsigned r = 0;
+    for (int n = 0; n < 4; n++)
+        r |= (unsigned)(in >> 8 * ((s >> 4 * n) & 7u) & 0xffu) << 8 * n;
+    return r;
+}
 inline void __nanosleep(unsigned) { emu_yield(); }
 [[noreturn]] inline void __trap()
 {

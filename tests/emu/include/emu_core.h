@@ -65,13 +65,13 @@ long long clock64();
 unsigned long long emu_realtime();
 template <class T> T __ldg(const T *p) { return *p; }
 
-// After an atomic add: where this workgroup is a cooperative launch's
-// lagging one, a pause (emu_runtime.cpp).
-void emu_after_atomic();
+// After an atomic add of memory order `order`: where it releases and this
+// workgroup is a cooperative launch's lagging one, a pause (emu_runtime.cpp).
+void emu_after_atomic(int order);
 template <class T, class V> T emu_atomic_fetch_add(T *p, V v, int order)
 {
     const T old = __atomic_fetch_add(p, (T)v, order);
-    emu_after_atomic();
+    emu_after_atomic(order);
     return old;
 }
 // Called (when set) before each system-scope atomic load, with its address:
