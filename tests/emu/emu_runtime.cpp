@@ -1,11 +1,11 @@
 // The host emulation's runtime (include/emu_core.h and the shims declare
 // it): a workgroup's threads as fibers run round robin, the workgroup
 // barrier, the wave exchange behind the shuffles, MFMA 16x16x16 and the
-// sm_90a shim's warp-wide operations, and a grid run either
-// one workgroup after another or, for a cooperative launch, every workgroup
-// at once, each on its own host thread.  A workgroup's state (its fibers,
-// threadIdx, blockIdx, its LDS) is thread_local, so that one host thread
-// runs one workgroup.  Shared by the tests/emu kernels.
+// sm_90a shim's warp-wide operations, and a grid run either one workgroup
+// after another or, for a cooperative launch, every workgroup at once, each
+// on its own host thread.  A workgroup's state (its fibers, threadIdx,
+// blockIdx, its LDS) is thread_local, so that one host thread runs one
+// workgroup.  Shared by the tests/emu kernels.
 #include <hip/hip_runtime.h>
 
 #include <sched.h>

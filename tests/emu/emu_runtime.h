@@ -1,4 +1,4 @@
-/* The HIP host emulation's launches (emu_runtime.cpp), each workgroup as
+/* The host emulation's launches (emu_runtime.cpp), each workgroup as
  * `threads` fibers running fn. */
 #ifndef FG_EMU_RUNTIME_H
 #define FG_EMU_RUNTIME_H

@@ -2,10 +2,11 @@
 # Generates the kernels of the host emulation's specs (tests/emu/specs: for
 # AMD the decode family's grid form, the MLA core's portable form, the whole
 # MLA block's portable form, the overlap family's GEMM; for sm_90a the decode
-# family's grid form and the whole MLA block) and runs each instance on the CPU against the C reference of the
-# GPU tests, or the GEMM's double reference (tests/emu/*_emu.cpp): the HIP
-# sources through include/hip/hip_runtime.h, the CUDA ones through
-# include/cuda_emu.h.  Ends with `N passed, N failed`.
+# family's grid form and the whole MLA block) and runs each instance on the
+# CPU against the C reference of the GPU tests, or the GEMM's double
+# reference (tests/emu/*_emu.cpp): the HIP sources through
+# include/hip/hip_runtime.h, the CUDA ones through include/cuda_emu.h.
+# Ends with `N passed, N failed`.
 #   FUSEGEN=build/fusegen BUILD=build tests/emu/run.sh
 set -u
 cd "$(dirname "$0")/../.." || exit 1
@@ -52,7 +53,7 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
 fi
-# Built once: the emulation's runtime (the HIP shim, no CUDA headers), and the
+# Built once: the emulation's runtime (its core, no CUDA headers), and the
 # tests with the C references (these include the harness's CUDA runtime
 # header, so they stay apart from the emulated kernels).
 ok=1
