@@ -25,7 +25,8 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # barrier); the decode grid form again on one CU with 16 KB of LDS, where the
 # lds16k specs' rows do not fit and the projections read x and o from the
 # workspace; for sm_90a, the decode grid form (of the specs that take it)
-# and the MLA block on four SMs
+# and the MLA block on four SMs, and without clusters (the H200-portable
+# forms: the decode grid form of every spec, the MLA block's portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
@@ -49,6 +50,10 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         $lds16k_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a" --filter 'mla_block_sm90a*' $block_specs \
         tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/decode-sm90a-portable" --filter 'decode_attn_sm90a*' \
+        $decode_specs tests/emu/specs/emu-sm90a-4sm-portable.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-portable" --filter 'mla_block_sm90a*' \
+        $block_specs tests/emu/specs/emu-sm90a-4sm-portable.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
