@@ -1,17 +1,19 @@
-// The decode family's grid form as lowered to HIP, run on the CPU against the
-// C reference of the GPU tests (tests/gpu/ref_decode.c): the kernel through
-// decode_grid_kernel.cpp's emulation (a cooperative grid: every workgroup
-// at once, each on a host thread of its own, each of its 512 threads a
-// fiber, waves of 64 exchanging values at wave barriers).  What this checks
-// with no AMD GPU: the AMD path's index algebra (MFMA fragments as the ISA
-// lays them out, waves of 64, the rows staged in LDS, the merge of runs), its
+// The decode family's grid form as lowered to HIP or to CUDA (sm_90a), run
+// on the CPU against the C reference of the GPU tests (tests/gpu/ref_decode.c):
+// the kernel through decode_grid_kernel.cpp's emulation (a cooperative grid:
+// every workgroup at once, each on a host thread of its own, each of its
+// threads a fiber, waves of 64 or warps of 32 exchanging values at wave
+// barriers).  What this checks with no GPU: the index algebra (MFMA or mma
+// fragments as the ISAs lay them out, the rows staged in shared memory, the
+// merge of runs), its
 // roundings, the appended rows (poisoned before each launch, as y, the
 // workspace and LDS are), inactive slots, that a second launch (on the
 // counters the first left) gives the same bits, and that the launches
 // stay within the workspace, counters and LDS the planner sized (the
 // manifest's figures; its path the one argument); on a grid of several
 // workgroups also the phases' shares over the grid and its grid barriers.
-// Not its memory ordering beyond what the host's shows, or its speed.  Prints `N passed, N failed`; exit status 1 on any failure.
+// Not its memory ordering beyond what the host's shows, or its speed.
+// Prints `N passed, N failed`; exit status 1 on any failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -86,7 +88,8 @@ int main(int argc, char **argv)
         smem.fill(0xff);
         emu_decode_launch(x.data(), norm_w.data(), w_qkv.data(), b_qkv.data(), w_o.data(),
                           k.data(), v.data(), table.data(), pos.data(), y.data(), ws.as<float>(),
-                          counters.as<unsigned>(), smem.pointers(), smem.workgroups(), B, 1e-5f);
+                          counters.as<unsigned>(), smem.pointers(), smem.workgroups(), (int)planned.block,
+                          B, 1e-5f);
         outside += ws.touched() + counters.touched() + smem.touched();
         if (run == 0) {   // (the second appends the same rows again)
             first = y;

@@ -26,13 +26,13 @@ extern const emu_decode_dims emu_dims;
  * own cache_row. */
 size_t emu_cache_row(const int *block_table, int b, int h, int t);
 
-/* One cooperative launch of `workgroups` (the planned grid), every workgroup
- * at once, each emu_dims.threads fibers on a host thread of its own with the
- * dynamic LDS smem[w]. */
+/* One cooperative launch of `workgroups` blocks of `threads` (the planned
+ * grid and block), every workgroup at once, each on a host thread of its own
+ * with the dynamic LDS smem[w]. */
 void emu_decode_launch(const void *x, const void *norm_w, const void *w_qkv, const void *b_qkv,
                        const void *w_o, void *k, void *v, const int *table, const int *pos,
                        void *y, float *ws, unsigned *counters, unsigned char *const *smem,
-                       unsigned workgroups, int batch, float eps);
+                       unsigned workgroups, int threads, int batch, float eps);
 
 #ifdef __cplusplus
 }

@@ -47,15 +47,10 @@ extern "C" void emu_decode_launch(const void *x, const void *norm_w, const void 
                                   const void *b_qkv, const void *w_o, void *k, void *v,
                                   const int *table, const int *pos, void *y, float *ws,
                                   unsigned *counters, unsigned char *const *smem,
-                                  unsigned workgroups, int batch, float eps)
+                                  unsigned workgroups, int threads, int batch, float eps)
 {
     launch_args = {(const fg_t *)x, (const fg_t *)norm_w, (const fg_t *)w_qkv, (const fg_t *)b_qkv,
                    (const fg_t *)w_o, (fg_t *)k, (fg_t *)v, table, pos, (fg_t *)y, ws, counters,
                    batch, eps};
-#if defined(EMU_CUDA)
-    emu_wave_size = 32;
-#else
-    emu_wave_size = 64;
-#endif
-    emu_run_cooperative(workgroups, THREADS, smem, thread_body);
+    emu_run_cooperative(workgroups, threads, kEmuWave, smem, thread_body);
 }

@@ -23,11 +23,11 @@
 thread_local emu_dim3 threadIdx, blockIdx;
 emu_dim3 gridDim, blockDim;
 thread_local unsigned char *emu_dyn_smem;
-int emu_wave_size = 64;
 
 // ---- fibers: one a thread of the workgroup, run round robin ----
 namespace emu {
 constexpr int kWave = 64, kSlot = 64;   // lanes a wave at most (MFMA's); bytes a lane exchanges at most
+int wave = kWave;                        // this launch's lanes a wave
 struct Fiber {
     ucontext_t ctx;
     bool done = false;
@@ -99,7 +99,7 @@ void run_workgroup(int n, void (*fn)())
         stacks_made = n;
     }
     fibers.assign(n, Fiber{});
-    waves.assign((n + emu_wave_size - 1) / emu_wave_size, Wave{});
+    waves.assign((n + emu::wave - 1) / emu::wave, Wave{});
     if (lane_copies.size() < (size_t)n * kWave * kSlot)
         lane_copies.resize((size_t)n * kWave * kSlot);
     block_barrier = Barrier{};
@@ -155,18 +155,18 @@ void (*emu_system_load_hook)(const void *p);
 
 const unsigned char *emu_wave_exchange(const void *mine, size_t bytes)
 {
-    const int t = emu::current, lane = t % emu_wave_size;
-    emu::Wave &w = emu::waves[t / emu_wave_size];
+    const int t = emu::current, lane = t % emu::wave;
+    emu::Wave &w = emu::waves[t / emu::wave];
     if (bytes > (size_t)emu::kSlot)
         abort();
     std::memcpy(w.slots + (size_t)lane * bytes, mine, bytes);
-    w.barrier.wait(emu_wave_size);   // every lane's value in
+    w.barrier.wait(emu::wave);   // every lane's value in
     unsigned char *copy = &emu::lane_copies[(size_t)t * emu::kWave * emu::kSlot];
-    std::memcpy(copy, w.slots, (size_t)emu_wave_size * bytes);
-    w.barrier.wait(emu_wave_size);   // every lane's copy made: the slots are free
+    std::memcpy(copy, w.slots, (size_t)emu::wave * bytes);
+    w.barrier.wait(emu::wave);   // every lane's copy made: the slots are free
     return copy;
 }
-void emu_wave_barrier() { emu::waves[emu::current / emu_wave_size].barrier.wait(emu_wave_size); }
+void emu_wave_barrier() { emu::waves[emu::current / emu::wave].barrier.wait(emu::wave); }
 
 // D = A B + C over the wave, A 16 x 16 and B 16 x 16 as the ISA lays them out.
 static emu_f32x4 mfma(const float a[4], const float b[4], emu_f32x4 c)
@@ -210,8 +210,9 @@ emu_f32x4 emu_mfma_bf16(emu_i16x4 a, emu_i16x4 b, emu_f32x4 c, int, int, int)
     return mfma(fa, fb, c);
 }
 
-void emu_run_grid(emu_dim3 grid, int threads, void (*fn)())
+void emu_run_grid(emu_dim3 grid, int threads, int wave, void (*fn)())
 {
+    emu::wave = wave;
     gridDim = grid, blockDim = {(unsigned)threads, 1, 1};
     for (unsigned z = 0; z < grid.z; z++)
         for (unsigned y = 0; y < grid.y; y++)
@@ -221,8 +222,10 @@ void emu_run_grid(emu_dim3 grid, int threads, void (*fn)())
             }
 }
 
-void emu_run_cooperative(unsigned workgroups, int threads, unsigned char *const *smem, void (*fn)())
+void emu_run_cooperative(unsigned workgroups, int threads, int wave, unsigned char *const *smem,
+                         void (*fn)())
 {
+    emu::wave = wave;
     gridDim = {workgroups, 1, 1}, blockDim = {(unsigned)threads, 1, 1};
     std::vector<std::thread> hosts;
     const unsigned lagging = emu::cooperative_launches++ % workgroups;

@@ -6,14 +6,15 @@
 #include "emu_core.h"
 
 /* Every workgroup of `grid`, one after another, on the caller's thread (its
- * emu_dyn_smem the dynamic LDS of each): for kernels whose workgroups never
- * wait on each other. */
-void emu_run_grid(emu_dim3 grid, int threads, void (*fn)());
+ * emu_dyn_smem the dynamic LDS of each), in waves of `wave` lanes (the
+ * shim's kEmuWave): for kernels whose workgroups never wait on each other. */
+void emu_run_grid(emu_dim3 grid, int threads, int wave, void (*fn)());
 
 /* A cooperative launch: a grid of `workgroups` in x, every workgroup at once
  * (grid barriers and waits on other workgroups' counters meet), each on a
  * host thread of its own with the dynamic LDS smem[w] and its own copy of the
- * kernel's `__shared__` variables. */
-void emu_run_cooperative(unsigned workgroups, int threads, unsigned char *const *smem, void (*fn)());
+ * kernel's `__shared__` variables; waves of `wave` lanes. */
+void emu_run_cooperative(unsigned workgroups, int threads, int wave, unsigned char *const *smem,
+                         void (*fn)());
 
 #endif

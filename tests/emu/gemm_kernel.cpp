@@ -58,7 +58,7 @@ extern "C" void emu_gemm_launch(const void *a, const void *w, void *c, int m_row
                    feed ? *feed : emu_gemm_feed{}, late, 0};
     const float nan = std::nanf("");
     std::fill(split_ws.begin(), split_ws.end(), make_float4(nan, nan, nan, nan));
-    emu_run_grid({(unsigned)grid, 1, 1}, THREADS, thread_body);
+    emu_run_grid({(unsigned)grid, 1, 1}, THREADS, kEmuWave, thread_body);
     if (late && launch_args.feed.status)
         *launch_args.feed.status |= launch_args.reported;
 }

@@ -1,14 +1,15 @@
-// The whole MLA block's portable form as lowered to HIP, run on the CPU
-// against the C reference of the GPU tests (tests/gpu/ref_mla_block.c: K and
-// V per head from the latent rows, so W_uk's absorption into q and W_uv's
-// after the attention are checked): the kernel through mla_block_kernel.cpp's
-// emulation (a cooperative grid: every workgroup at once, each on a host
-// thread of its own as fibers, waves of 64), on inputs laid out as test_mla_block.cu makes them
+// The whole MLA block, its portable form as lowered to HIP or to CUDA, or
+// its sm_90a form, run on the CPU against the C reference of the GPU tests
+// (tests/gpu/ref_mla_block.c: K and V per head from the latent rows, so
+// W_uk's absorption into q and W_uv's after the attention are checked): the
+// kernel through mla_block_kernel.cpp's emulation (a cooperative grid: every
+// workgroup at once, each on a host thread of its own as fibers, waves of 64
+// or warps of 32), on inputs laid out as test_mla_block.cu makes them
 // (Hugging Face's weight layouts, norm weights around 1, a shuffled block
-// table where paged).  What this checks with no AMD GPU: the AMD path's index
-// algebra (the projections' MFMA fragments and their squares' shuffles over
-// lanes 16 and 32, the absorption, the MLA core's portable loop in its MFMA
-// form), its roundings, the appended latent rows and inactive slots, and on
+// table where paged).  What this checks with no GPU: the index algebra (the
+// projections' MFMA or mma fragments and their squares' shuffles, the
+// absorption, the attention loop; the sm_90a form's ring of bulk copies and
+// mbarriers as cuda_emu.h stands them in), its roundings, the appended latent rows and inactive slots, and on
 // a grid of several workgroups the phases' shares of the work over the grid,
 // its grid barriers and the splits' merge (on one, a request's keys are one
 // split and the attention writes o_lat itself).  Not its memory ordering

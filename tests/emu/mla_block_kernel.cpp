@@ -33,10 +33,5 @@ static void thread_body()
 extern "C" void emu_mla_block_launch(const emu_mla_block_args *a)
 {
     launch_args = *a;
-#if defined(EMU_CUDA)
-    emu_wave_size = 32;
-#else
-    emu_wave_size = 64;
-#endif
-    emu_run_cooperative(a->workgroups, a->threads, a->smem, thread_body);
+    emu_run_cooperative(a->workgroups, a->threads, kEmuWave, a->smem, thread_body);
 }

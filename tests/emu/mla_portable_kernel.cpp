@@ -38,5 +38,5 @@ extern "C" void emu_mla_launch(const void *q, const void *cache, const int *tabl
     launch_args = {(const fg_t *)q, (const fg_t *)cache, table, lengths, (fg_t *)out, lse, ws,
                    counters, batch, scale};
     emu_dyn_smem = (unsigned char *)smem;
-    emu_run_grid({(unsigned)kSplits, (unsigned)kGroups, (unsigned)kBmax}, kThreads, thread_body);
+    emu_run_grid({(unsigned)kSplits, (unsigned)kGroups, (unsigned)kBmax}, kThreads, kEmuWave, thread_body);
 }

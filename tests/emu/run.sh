@@ -91,13 +91,12 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     esac
     # an sm_90a source's prelude.cu.in and sm90.cu.in sections (their `#line`
     # marks name them) give way to the CUDA shim, after the instance's
-    # FG_DTYPE_ define; the dynamic shared memory is the emulation's buffer
+    # FG_DTYPE_ define; the dynamic shared memory (`extern __shared__
+    # [__align__(N)] TYPE NAME[];`) is the emulation's buffer
     awk '/^#line [0-9]+ "templates\// { f = $3; gsub(/"|.*\//, "", f); cut = f == "prelude.cu.in" || f == "sm90.cu.in" }
          cut && /^#define FG_DTYPE_/ { print; print "#include \"cuda_emu.h\""; next }
          !cut' "$src" |
-    sed -e 's/^ *extern __shared__ .* smem\[\];$/    unsigned char *smem = emu_dyn_smem;/' \
-        -e 's/^ *extern __shared__ fg_vec16 smem_raw\[\];.*$/    fg_vec16 *smem_raw = (fg_vec16 *)emu_dyn_smem;/' \
-        -e 's/^ *extern __shared__ __align__(128) unsigned char smem_raw\[\];$/    unsigned char *smem_raw = emu_dyn_smem;/' \
+    sed 's/^\( *\)extern __shared__ \(__align__([0-9]*) \)\{0,1\}\([A-Za-z_][A-Za-z_0-9 ]*\) \([A-Za-z_][A-Za-z_0-9]*\)\[\];.*$/\1\3 *\4 = reinterpret_cast<\3 *>(emu_dyn_smem);/' \
         >"$out/src/$tag.${file##*.}"
     file=$tag.${file##*.}
     if [ $dyn = 1 ] && ! grep -q 'emu_dyn_smem' "$out/src/$file"; then

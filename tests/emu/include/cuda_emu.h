@@ -31,6 +31,7 @@
 #include "emu_core.h"
 
 // ---- CUDA ----
+constexpr int kEmuWave = 32;   // lanes a warp (the launches take it: emu_runtime.h)
 struct __attribute__((aligned(16))) uint4 {
     unsigned x, y, z, w;
 };
@@ -136,6 +137,12 @@ inline void __nanosleep(unsigned) { emu_yield(); }
     std::fprintf(stderr, "not emulated: %s\n", what);
     std::abort();
 }
+// What the hardware would not take either (the kernel's bug).
+[[noreturn]] inline void emu_fault(const char *what)
+{
+    std::fprintf(stderr, "kernel fault (block %u, thread %u): %s\n", blockIdx.x, threadIdx.x, what);
+    std::abort();
+}
 
 // ---- prelude.cu.in ----
 #define FG_DEVICE inline
@@ -157,7 +164,10 @@ typedef uint4 fg_vec16;
 FG_DEVICE fg_vec16 fg_load_stream(const fg_vec16 *p) { return *p; }
 FG_DEVICE fg_vec16 fg_load(const fg_vec16 *p) { return *p; }
 FG_DEVICE void fg_store(fg_vec16 *p, fg_vec16 v) { *p = v; }
-FG_DEVICE float fg_vec_get(const fg_vec16 &v, int i) { return fg_to_float(reinterpret_cast<const fg_t *>(&v)[i]); }
+FG_DEVICE float fg_vec_get(const fg_vec16 &v, int i)
+{
+    return fg_to_float(reinterpret_cast<const fg_t *>(&v)[i]);
+}
 FG_DEVICE void fg_vec_set(fg_vec16 &v, int i, float f) { reinterpret_cast<fg_t *>(&v)[i] = fg_from_float(f); }
 FG_DEVICE float fg_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xffffffffu, v, lane_mask); }
 FG_DEVICE float fg_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
@@ -170,7 +180,10 @@ FG_DEVICE float fg_warp_sum(float v)
     return v;
 }
 FG_DEVICE void fg_release_writes() {}
-FG_DEVICE unsigned fg_add_acq_rel(unsigned *p, unsigned v) { return emu_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL); }
+FG_DEVICE unsigned fg_add_acq_rel(unsigned *p, unsigned v)
+{
+    return emu_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
+}
 FG_DEVICE unsigned fg_ticket(unsigned *p) { return fg_add_acq_rel(p, 1u); }
 template <class T> FG_DEVICE T fg_ws_load(const T *p) { return *p; }
 template <class T> FG_DEVICE void fg_ws_store(T *p, T v) { *p = v; }
@@ -198,47 +211,6 @@ FG_DEVICE void emu_mbar_settle(EmuMbar &m)
     if (m.pending == 0 && m.tx == 0)   // the phase completes
         m.phase ^= 1u, m.pending = m.expected;
 }
-FG_DEVICE void mbar_init(uint64_t *bar, unsigned count)
-{
-    emu_mbar(bar) = EmuMbar{(uint32_t)count, (uint32_t)count, 0, 0};
-}
-FG_DEVICE void emu_mbar_arrive(uint64_t *bar)
-{
-    EmuMbar &m = emu_mbar(bar);
-    if (m.pending == 0)
-        emu_unsupported("an arrival on an mbarrier with none pending");
-    m.pending = m.pending - 1;
-    emu_mbar_settle(m);
-}
-FG_DEVICE void mbar_expect(uint64_t *bar, unsigned bytes)
-{
-    emu_mbar(bar).tx = emu_mbar(bar).tx + (int32_t)bytes;
-    emu_mbar_arrive(bar);
-}
-FG_DEVICE void mbar_arrive(uint64_t *bar) { emu_mbar_arrive(bar); }
-FG_DEVICE void mbar_arrive_remote(uint64_t *, unsigned) { emu_unsupported("mbar_arrive_remote (clusters)"); }
-FG_DEVICE void mbar_init_fence() {}
-FG_DEVICE void emu_land_copies(uint64_t *bar);
-template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned parity)
-{
-    // (the phase of that parity has completed)
-    const auto done = [&] { return emu_mbar(bar).phase != (parity & 1u); };
-    if (done())
-        return true;
-    emu_land_copies(bar);
-    if (done())
-        return true;
-    emu_yield();
-    return false;
-}
-template <bool CLUSTER_SCOPE = false, int LIMIT_LOG2 = 32> FG_DEVICE void mbar_wait(uint64_t *bar, unsigned parity)
-{
-    const long long start = clock64();
-    while (!mbar_try<CLUSTER_SCOPE>(bar, parity))
-        if (clock64() - start > (1ll << LIMIT_LOG2))
-            __trap();
-}
-
 // The block's bulk copies in flight.  They land as late as they may: when a
 // thread tries their mbarrier's phase and finds it not complete, so that a
 // read of a slot that did not wait for its phase finds it poisoned.
@@ -264,10 +236,51 @@ FG_DEVICE void emu_land_copies(uint64_t *bar)
     }
     emu_copies.resize(kept);
 }
+FG_DEVICE void mbar_init(uint64_t *bar, unsigned count)
+{
+    emu_mbar(bar) = EmuMbar{(uint32_t)count, (uint32_t)count, 0, 0};
+}
+FG_DEVICE void emu_mbar_arrive(uint64_t *bar)
+{
+    EmuMbar &m = emu_mbar(bar);
+    if (m.pending == 0)
+        emu_fault("an arrival on an mbarrier with none pending");
+    m.pending = m.pending - 1;
+    emu_mbar_settle(m);
+}
+FG_DEVICE void mbar_expect(uint64_t *bar, unsigned bytes)
+{
+    emu_mbar(bar).tx = emu_mbar(bar).tx + (int32_t)bytes;
+    emu_mbar_arrive(bar);
+}
+FG_DEVICE void mbar_arrive(uint64_t *bar) { emu_mbar_arrive(bar); }
+FG_DEVICE void mbar_arrive_remote(uint64_t *, unsigned) { emu_unsupported("mbar_arrive_remote (clusters)"); }
+FG_DEVICE void mbar_init_fence() {}
+template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned parity)
+{
+    // (the phase of that parity has completed)
+    const auto done = [&] { return emu_mbar(bar).phase != (parity & 1u); };
+    if (done())
+        return true;
+    emu_land_copies(bar);
+    if (done())
+        return true;
+    emu_yield();
+    return false;
+}
+template <bool CLUSTER_SCOPE = false, int LIMIT_LOG2 = 32>
+FG_DEVICE void mbar_wait(uint64_t *bar, unsigned parity)
+{
+    const long long start = clock64();
+    while (!mbar_try<CLUSTER_SCOPE>(bar, parity))
+        if (clock64() - start > (1ll << LIMIT_LOG2))
+            __trap();
+}
+
 FG_DEVICE void bulk_copy(void *dst, const void *src, unsigned bytes, uint64_t *bar)
 {
     if (bytes % 16)
-        emu_unsupported("a bulk copy of bytes not a multiple of 16");
+        emu_fault("a bulk copy of bytes not a multiple of 16");
     smem_addr(dst), smem_addr(bar);   // (both in the block's shared memory)
     std::memset(dst, 0xff, bytes);    // NaN until it lands
     emu_copies.push_back({dst, src, bytes, bar});
@@ -276,7 +289,8 @@ FG_DEVICE void bulk_copy_once(void *dst, const void *src, unsigned bytes, uint64
 {
     bulk_copy(dst, src, bytes, bar);
 }
-template <bool kOnce> FG_DEVICE void bulk_copy_once_if(void *dst, const void *src, unsigned bytes, uint64_t *bar)
+template <bool kOnce>
+FG_DEVICE void bulk_copy_once_if(void *dst, const void *src, unsigned bytes, uint64_t *bar)
 {
     bulk_copy(dst, src, bytes, bar);
 }

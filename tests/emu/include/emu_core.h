@@ -2,7 +2,7 @@
 // (hip/hip_runtime.h for the AMD kernels, cuda_emu.h for the sm_90a ones),
 // so that a generated kernel source compiles with the host's clang and runs
 // on the CPU: each thread of a workgroup (block) is a fiber (ucontext), the
-// lanes of a wave (warp: emu_wave_size of them) exchange values at wave
+// lanes of a wave (warp: the shim's kEmuWave of them) exchange values at wave
 // barriers, __syncthreads is a barrier of the workgroup's fibers.  A host
 // thread runs one workgroup at a time (a cooperative launch runs every
 // workgroup at once, each on its own host thread: emu_runtime.h), so
@@ -49,8 +49,6 @@ inline float rsqrtf(float v) { return 1.0f / std::sqrt(v); }
 // The fibers' scheduling points.
 void emu_yield();
 void __syncthreads();
-// The lanes a wave: 64 (AMD) or 32 (a CUDA warp), set before a launch.
-extern int emu_wave_size;
 // `bytes` from every lane of the caller's wave, in lane order (all its lanes
 // take part); the result is valid until the next exchange.
 const unsigned char *emu_wave_exchange(const void *mine, size_t bytes);

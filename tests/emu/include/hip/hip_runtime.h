@@ -12,6 +12,8 @@
 
 #include "emu_core.h"
 
+constexpr int kEmuWave = 64;   // lanes a wave (the launches take it: emu_runtime.h)
+
 template <class T> T __shfl(T v, int src, int width = 64)
 {
     const unsigned char *all = emu_wave_exchange(&v, sizeof v);
