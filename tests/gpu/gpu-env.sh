@@ -112,8 +112,10 @@ fg_gpu_build() {
     commit_def=""
     [ -n "${FG_COMMIT:-}" ] && commit_def="-DFG_COMMIT=\"$FG_COMMIT\""
     mkdir -p "$GPU_BUILD/obj" || return 1
+    # arguments: build only these test programs (an A/B needs one), else all
+    fg_programs=${*:-$FG_GPU_TESTS}
     built=1
-    for t in $FG_GPU_TESTS; do [ -x "$GPU_BUILD/$t" ] || built=0; done
+    for t in $fg_programs; do [ -x "$GPU_BUILD/$t" ] || built=0; done
     # FG_SKIP_BUILD=1: reuse the programs an earlier step of the same run built
     if [ -z "${FG_SKIP_BUILD:-}" ] || [ $built = 0 ]; then
         fg_build_programs || return 1
@@ -160,7 +162,7 @@ fg_build_programs() {
     else
         echo "check-gpu: NCCL not found by nvcc; test_overlap is built without its NCCL baseline"
     fi
-    for t in $FG_GPU_TESTS; do
+    for t in ${fg_programs:-$FG_GPU_TESTS}; do
         def="$fgrt_def $nccl_def" objs=$fgrt_objs
         "$NVCC" -O2 -g -std=c++17 $arch -Itests/gpu -Iruntime/include -Iruntime/src $commit_def $def \
             -c "tests/gpu/$t.cu" -o "$GPU_BUILD/obj/$t.o" || return 1
