@@ -10,11 +10,12 @@
 # TEST: test_decode_attn, test_mla_decode or test_mla_block.  An instance
 # whose name differs between the sets (a plan that changed) is listed apart.
 # CHECK: the sides checked before timing (CHECK=b when A is main, checked
-# already, and the device minutes are short).
+# already, and the device minutes are short; CHECK='' when the caller has
+# checked both).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 : "${OUT:?set OUT}" "${A:?set A}" "${B:?set B}" "${ONLY:?set ONLY}"
-TEST=${TEST:-test_decode_attn} ROUNDS=${ROUNDS:-2} BENCH_OPTS=${BENCH_OPTS:-} CHECK=${CHECK:-a b}
+TEST=${TEST:-test_decode_attn} ROUNDS=${ROUNDS:-2} BENCH_OPTS=${BENCH_OPTS:-} CHECK=${CHECK-a b}
 mkdir -p "$OUT" || exit 1
 export FG_KERNELS_DIR=$A BUILD="${BUILD:-build}"
 . tests/gpu/gpu-env.sh
