@@ -179,14 +179,14 @@ static void rope_texts(fg_instance *in, const fg_model *m)
     fg_sb_printf(fg_instance_add_text(in, "CS_SCALE"), "%.9ef", fg_rope_cos_sin_scale(m->rope));
 }
 
-/* Both forms' fp32 workspace for a grid of `grid` blocks at B_max, and the
- * grid barrier's counter: the projections' outputs, q absorbed, the
+/* Both forms' fp32 workspace for a grid of `grid` blocks at B_max, and
+ * `counters` counters (the grid barrier's first): the projections' outputs, q absorbed, the
  * attention's outputs, and per attention item (the kernel cuts each
  * request's keys into grid / (batch x head groups) splits, at least one) a
  * group's rows and statistics.  Worked out in 64 bits and refused past the
  * registry's 32-bit field (in freed), as plan_mla.c's set_workspace. */
 static int block_workspace(fg_instance *in, const fg_model *m, unsigned grid, unsigned bmax,
-                           fg_diag *d)
+                           unsigned counters, fg_diag *d)
 {
     const fg_mla *a = m->mla;
     const unsigned heads = block_heads(a), kv = a->kv_lora_rank, ql = a->q_lora_rank;
@@ -205,7 +205,7 @@ static int block_workspace(fg_instance *in, const fg_model *m, unsigned grid, un
         return -1;
     }
     in->workspace_bytes = (unsigned)(floats * 4);
-    in->counter_count = 1;   /* the grid barrier's count */
+    in->counter_count = counters;
     return 0;
 }
 
@@ -353,7 +353,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                             .cluster = {1, 1, 1},
                             .cooperative = true,
                             .dynamic_smem = smem};
-    if (block_workspace(&in, m, grid, bmax, d) != 0)
+    /* the grid barrier's count, then one a head: E's items of it done (F waits on them) */
+    if (block_workspace(&in, m, grid, bmax, 1 + heads, d) != 0)
         return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
@@ -372,8 +373,9 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_sb_printf(&in.reasons,
                  "one launch: a cooperative grid of %u blocks (one per SM) x %u threads, %u grid "
                  "barriers between its phases (projections%s, the new latent row and W_uk "
-                 "absorbed into q, attention, the splits' merge, W_uv, W_o)\n",
-                 grid, BLOCK_THREADS, ql ? 6 : 5, ql ? ", q_lora's second projection" : "");
+                 "absorbed into q, attention, the splits' merge, W_uv, W_o), but W_uv waits on "
+                 "its own heads' merges alone (a counter a head)\n",
+                 grid, BLOCK_THREADS, ql ? 5 : 4, ql ? ", q_lora's second projection" : "");
     weights_reason(&in, m, t);
     fg_sb_printf(&in.reasons,
                  "attention on tensor cores (mma.sync m16n8k16, a group's %u heads the rows), "
@@ -553,7 +555,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
                             .cluster = {1, 1, 1},
                             .cooperative = true,
                             .dynamic_smem = smem};
-    if (block_workspace(&in, m, grid, bmax, d) != 0)
+    if (block_workspace(&in, m, grid, bmax, 1, d) != 0)   /* the grid barrier's count */
         return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/portable/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
