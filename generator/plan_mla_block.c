@@ -353,10 +353,11 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                             .cluster = {1, 1, 1},
                             .cooperative = true,
                             .dynamic_smem = smem};
-    /* the CUDA-core form's F waits on its heads' merges: the grid barrier's
-     * count, then one a head (E's items of it done) */
+    /* the CUDA-core form's C and F wait on their heads' producers: the grid
+     * barrier's count, then one a head for E's items, one a head for
+     * q_nope's producers, one for the kv rows' */
     fg_instance_add_param(&in, "HEAD_WAITS", !c->mma);
-    if (block_workspace(&in, m, grid, bmax, c->mma ? 1 : 1 + heads, d) != 0)
+    if (block_workspace(&in, m, grid, bmax, c->mma ? 1 : 2 + 2 * heads, d) != 0)
         return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");
@@ -376,9 +377,10 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                  "one launch: a cooperative grid of %u blocks (one per SM) x %u threads, %u grid "
                  "barriers between its phases (projections%s, the new latent row and W_uk "
                  "absorbed into q, attention, the splits' merge, W_uv, W_o)%s\n",
-                 grid, BLOCK_THREADS, (ql ? 6 : 5) - !c->mma, ql ? ", q_lora's second projection" : "",
-                 c->mma ? "" : "; W_uv waits on its own heads' merges (a counter a head), not on a "
-                               "barrier");
+                 grid, BLOCK_THREADS, (ql ? 6 : 5) - 2 * !c->mma, ql ? ", q_lora's second projection" : "",
+                 c->mma ? "" : "; the absorption and the new latent row wait on their own "
+                               "producers' rows, W_uv on its own heads' merges (counters), not on "
+                               "barriers");
     weights_reason(&in, m, t);
     fg_sb_printf(&in.reasons,
                  "attention on tensor cores (mma.sync m16n8k16, a group's %u heads the rows), "
