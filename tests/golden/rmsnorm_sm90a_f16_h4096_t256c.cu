@@ -300,6 +300,24 @@ template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first
     }
     sync();
 }
+// Waits until *count reaches n (thread 0 of the waiting threads; they sync
+// after it): the writers each add 1 with fg_add_acq_rel after their own
+// barrier, so what they wrote is theirs after this acquire and the sync.
+// A wait for producers that never come traps after about 2 s, as
+// fg_grid_barrier's.
+FG_DEVICE void fg_wait_count(const unsigned *count, unsigned n)
+{
+    const long long start = clock64();
+    for (;;) {
+        unsigned now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(count) : "memory");
+        if (now >= n)
+            return;
+        if (clock64() - start > (1ll << 32))
+            __trap();
+        __nanosleep(32);
+    }
+}
 // cp.async: 16-byte copies from global to shared memory through L2 (.cg),
 // in groups a thread commits and waits for.
 FG_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
