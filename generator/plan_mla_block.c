@@ -357,6 +357,9 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
      * barrier's count, then one a head for E's items, one a head for
      * q_nope's producers, one for the kv rows' */
     fg_instance_add_param(&in, "HEAD_WAITS", !c->mma);
+    /* the blocks that absorb W_uk (a head each) kept out of the projections
+     * before C, where the grid has four blocks a head or more */
+    fg_instance_add_param(&in, "ABSORB_APART", heads * 4 <= grid ? heads : 0);
     if (block_workspace(&in, m, grid, bmax, c->mma ? 1 : 2 + 2 * heads, d) != 0)
         return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
