@@ -25,8 +25,10 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # barrier); the decode grid form again on one CU with 16 KB of LDS, where the
 # lds16k specs' rows do not fit and the projections read x and o from the
 # workspace; for sm_90a, the decode grid form (of the specs that take it)
-# and the MLA block on four SMs, and without clusters (the H200-portable
-# forms: the decode grid form of every spec, the MLA block's portable form)
+# and the MLA block on four SMs (its CUDA-core form also with the blocks
+# that absorb W_uk kept out of the projections before C), and without
+# clusters (the H200-portable forms: the decode grid form of every spec, the
+# MLA block's portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
@@ -54,10 +56,20 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         $decode_specs tests/emu/specs/emu-sm90a-4sm-portable.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-portable" --filter 'mla_block_sm90a*' \
         $block_specs tests/emu/specs/emu-sm90a-4sm-portable.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-apart" --filter 'mla_block_sm90a*_b[12]' \
+        $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
 fi
+# The MLA block's CUDA-core form again with the blocks that absorb W_uk kept
+# out of the projections before C (ABSORB_APART: the planner sets it for
+# grids of four blocks a head or more, so a 4-SM target needs it set here;
+# the template takes half the grid at most, the first 2 of 4 blocks)
+for f in "$out"/gen/mla-block-sm90a-apart/*.cu; do
+    sed 's/^constexpr int kApart = 0;$/constexpr int kApart = 16;/' "$f" >"$f.apart" && mv "$f.apart" "$f"
+    grep -q '^constexpr int kApart = 16;$' "$f" || { echo "FAIL $f: no kApart line to set"; echo "0 passed, 1 failed"; exit 1; }
+done
 # Built once: the emulation's runtime (its core, no CUDA headers), and the
 # tests with the C references (these include the harness's CUDA runtime
 # header, so they stay apart from the emulated kernels).
