@@ -180,10 +180,10 @@ static void rope_texts(fg_instance *in, const fg_model *m)
 }
 
 /* Both forms' fp32 workspace for a grid of `grid` blocks at B_max, and
- * `counters` counters (the grid barrier's first): the projections' outputs, q absorbed, the
- * attention's outputs, and per attention item (the kernel cuts each
- * request's keys into grid / (batch x head groups) splits, at least one) a
- * group's rows and statistics.  Worked out in 64 bits and refused past the
+ * `counters` counters (the grid barrier's first): the projections'
+ * outputs, q absorbed, the attention's outputs, and per attention item
+ * (the kernel cuts each request's keys into grid / (batch x head groups)
+ * splits, at least one) a group's rows and statistics.  Worked out in 64 bits and refused past the
  * registry's 32-bit field (in freed), as plan_mla.c's set_workspace. */
 static int block_workspace(fg_instance *in, const fg_model *m, unsigned grid, unsigned bmax,
                            unsigned counters, fg_diag *d)

@@ -1772,7 +1772,9 @@ Test(cli, mla_block_portable_plans)
 
 /* The sm_90a targets with clusters keep the sm_90a form (mla_block.in: a
  * producer warp besides the 256 threads, the ring's slots), and h200 and
- * h200-portable planned together name their blocks apart. */
+ * h200-portable planned together name their blocks apart.  V2-Lite's
+ * absorbing blocks take no rows of the projections (ABSORB_APART: a head's
+ * W_uk outweighs half a block's share of them); V3's at TP = 8 do. */
 Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
 {
     char *out;
@@ -1797,6 +1799,12 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
                    "%s", out);
     cr_expect_not_null(strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1.cu"), "%s",
                        out);
+    free(out);
+    cr_assert_eq(run(&out, "explain --filter 'mla_block*b1' specs/models/deepseek-v3-tp8.yaml "
+                           "specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "HEAD_WAITS=1 ABSORB_APART=0\n"), "%s", out);
+    cr_expect_null(strstr(out, "take no rows of the projections"), "%s", out);
     free(out);
 }
 
