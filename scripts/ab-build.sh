@@ -6,7 +6,7 @@
 # that revision) restricted to FILTER, every instance compiled through that
 # revision's resource gate (mk/kernels.mk: a spill fails the build); then
 # only what tests/gpu/ab.sh takes is kept (cubins, their logs, the gated
-# manifest.json), in OUT/a and OUT/b.
+# manifest.json, REVISION: the revision's short hash), in OUT/a and OUT/b.
 #   scripts/ab-build.sh REV_A REV_B FILTER [OUT]        OUT: build/ab
 # e.g. scripts/ab-build.sh main ring-wo-resident 'decode_attn_*_ring_*'
 set -eu
@@ -33,6 +33,8 @@ for side in a b; do
     (cd "$src" && make -s -j"$(nproc 2>/dev/null || echo 2)" -f mk/kernels.mk FUSEGEN=build/fusegen SPECS="$specs" \
         GEN_OUT="$out/gen-$side" KBUILD="$out/$side" LIST_OPTS="--filter '$filter'" all)
     rm -rf "${out:?}/gen-$side"
+    # the revision, for the benchmarks' `commit` (tests/gpu/ab.sh passes it)
+    git -C "$src" rev-parse --short HEAD >"$out/$side/REVISION"
     git -C "$root" worktree remove --force "$src"
     echo "ab-build: $side: $(ls "$out/$side"/*.cubin | wc -l) kernels in $out/$side"
 done

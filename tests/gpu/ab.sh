@@ -43,6 +43,7 @@ while [ "$r" -le "$ROUNDS" ]; do
         if [ "$side" = a ]; then dir=$A only=$only_a; else dir=$B only=$only_b; fi
         # shellcheck disable=SC2086
         timeout 600 "$bin" --kernels "$dir" --only "$only" --bench --no-baseline $BENCH_OPTS \
+            --commit "$(cat "$dir/REVISION" 2>/dev/null || echo unknown)" \
             --json "$OUT/bench-$side-r$r.json" >"$OUT/bench-$side-r$r.log" 2>&1 ||
             echo "ab: bench $side round $r: exit $? (see $OUT/bench-$side-r$r.log)"
     done
