@@ -249,10 +249,11 @@ static void rope_reason(fg_instance *in, const fg_model *m, unsigned page, const
 
 /* A configuration of the sm_90a form: the ring's slots, the weight rows a
  * piece holds at most (the CUDA-core projections'), the W_uk rows a chunk
- * of the absorption, and the projections on tensor cores or not. */
+ * of the absorption, the projections on tensor cores or not, and the
+ * blocks that absorb W_uk kept out of the projections before it or not. */
 typedef struct block_cfg {
     unsigned slots, piece_rows, chunk_rows;
-    bool mma;
+    bool mma, apart;
 } block_cfg;
 
 /* What the candidates range over (each combination that plans); the
@@ -271,18 +272,38 @@ static unsigned most_slots(unsigned bmax, unsigned width, unsigned slot, const f
     return slots;
 }
 
+/* Whether the blocks that absorb W_uk into q (the first, a head each) take
+ * no rows of the projections before C by the planner's rule, so that their
+ * W_uk chunks stream from the launch rather than behind a share of those:
+ * where a head's W_uk is at least half of what a block reads of the
+ * projections on average (V2-Lite: 128 of 113 KB, 2.0% faster at B = 1 and
+ * 1.2% at B = 16 on an H100; V3 at TP = 8, 128 of 300 KB: 2.0% slower at
+ * B = 1).  Only where the grid has four blocks a head or more (apart_fits). */
+static bool apart_fits(const fg_model *m, unsigned grid) { return block_heads(m->mla) * 4 <= grid; }
+static bool absorb_apart(const fg_model *m, unsigned grid)
+{
+    const fg_mla *a = m->mla;
+    const unsigned heads = block_heads(a), ql = a->q_lora_rank;
+    const double qrows = (double)heads * (a->qk_nope_head_dim + a->qk_rope_head_dim);
+    const double before_c = (ql ? (double)ql * m->hidden + qrows * ql : qrows * m->hidden) +
+                            (double)(a->kv_lora_rank + a->qk_rope_head_dim) * m->hidden;
+    const double w_uk = (double)a->qk_nope_head_dim * a->kv_lora_rank;
+    return apart_fits(m, grid) && 2.0 * w_uk * grid >= before_c;
+}
+
 /* The model's: as many slots as fit, pieces of BLOCK_PIECE_ROWS, chunks of
- * BLOCK_CHUNK, tensor cores from BLOCK_MMA_BATCH requests on. */
-static block_cfg model_cfg(unsigned bmax, unsigned most)
+ * BLOCK_CHUNK, tensor cores from BLOCK_MMA_BATCH requests on, the absorbing
+ * blocks apart by absorb_apart's rule. */
+static block_cfg model_cfg(const fg_model *m, unsigned grid, unsigned bmax, unsigned most)
 {
     return (block_cfg){.slots = most, .piece_rows = BLOCK_PIECE_ROWS, .chunk_rows = BLOCK_CHUNK,
-                       .mma = bmax >= BLOCK_MMA_BATCH};
+                       .mma = bmax >= BLOCK_MMA_BATCH, .apart = absorb_apart(m, grid)};
 }
 
 /* Why configuration c does not plan for this model at B_max (the
  * template's static_asserts on it), or NULL. */
-static const char *cfg_misfit(const fg_model *m, unsigned most, unsigned slot, const block_cfg *c,
-                              char *why, size_t n)
+static const char *cfg_misfit(const fg_model *m, unsigned grid, unsigned most, unsigned slot,
+                              const block_cfg *c, char *why, size_t n)
 {
     const fg_mla *a = m->mla;
     const unsigned elem = fg_dtype_bytes(m->dtype), kv = a->kv_lora_rank;
@@ -301,35 +322,21 @@ static const char *cfg_misfit(const fg_model *m, unsigned most, unsigned slot, c
     else if (c->mma && (c->chunk_rows % 16 || c->chunk_rows * (kv + 8) * elem > slot))
         snprintf(why, n, "%u W_uk rows a chunk on tensor cores: whole k-steps of 16 at a padded "
                          "stride within %u bytes", c->chunk_rows, slot);
+    else if (c->apart && !apart_fits(m, grid))
+        snprintf(why, n, "the absorbing blocks apart: %u heads need four blocks a head, the grid "
+                         "has %u", block_heads(m->mla), grid);
     else
         return NULL;
     return why;
 }
 
-/* A configuration in words (explain): into buf[128]. */
-static void describe(const block_cfg *c, char buf[128])
+/* A configuration in words (explain): into buf[160]. */
+static void describe(const block_cfg *c, char buf[160])
 {
-    snprintf(buf, 128,
-             "%u slots, pieces of up to %u rows, W_uk chunks of %u rows, projections on %s",
-             c->slots, c->piece_rows, c->chunk_rows, c->mma ? "tensor cores" : "CUDA cores");
-}
-
-/* How many blocks (the first, those that absorb W_uk into q, a head each)
- * take no rows of the projections before C, so that their W_uk chunks
- * stream from the launch rather than behind a share of those: the heads
- * where the grid has four blocks a head or more and a head's W_uk is at
- * least half of what a block reads of the projections on average (V2-Lite:
- * 128 of 113 KB, 2.0% faster at B = 1 and 1.2% at B = 16 on an H100; V3 at
- * TP = 8, 128 of 300 KB: 2.0% slower at B = 1), else 0. */
-static unsigned absorb_apart(const fg_model *m, unsigned grid)
-{
-    const fg_mla *a = m->mla;
-    const unsigned heads = block_heads(a), ql = a->q_lora_rank;
-    const double qrows = (double)heads * (a->qk_nope_head_dim + a->qk_rope_head_dim);
-    const double before_c = (ql ? (double)ql * m->hidden + qrows * ql : qrows * m->hidden) +
-                            (double)(a->kv_lora_rank + a->qk_rope_head_dim) * m->hidden;
-    const double w_uk = (double)a->qk_nope_head_dim * a->kv_lora_rank;
-    return heads * 4 <= grid && 2.0 * w_uk * grid >= before_c ? heads : 0;
+    snprintf(buf, 160,
+             "%u slots, pieces of up to %u rows, W_uk chunks of %u rows, projections on %s%s",
+             c->slots, c->piece_rows, c->chunk_rows, c->mma ? "tensor cores" : "CUDA cores",
+             c->apart ? ", absorbing blocks apart" : "");
 }
 
 /* The sm_90a form's instance of configuration c at B_max, from `from` (a
@@ -351,8 +358,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const unsigned smem = smem_bytes(bmax, width, slots, slot);
     char variant[32] = "";
     if (from != FG_FROM_MODEL)
-        snprintf(variant, sizeof variant, "s%up%uc%u%s", slots, c->piece_rows, c->chunk_rows,
-                 c->mma ? "t" : "");
+        snprintf(variant, sizeof variant, "s%up%uc%u%s%s", slots, c->piece_rows, c->chunk_rows,
+                 c->mma ? "t" : "", c->apart ? "a" : "");
     fg_instance in = {0};
     if (block_instance_init(&in, m, t, bmax, variant, "mla_block.in", d) != 0)
         return -1;
@@ -375,7 +382,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
      * barrier's count, then one a head for E's items, one a head for
      * q_nope's producers, one for the kv rows' */
     fg_instance_add_param(&in, "HEAD_WAITS", !c->mma);
-    const unsigned apart = absorb_apart(m, grid);
+    const unsigned apart = c->apart ? heads : 0;
     fg_instance_add_param(&in, "ABSORB_APART", apart);
     if (block_workspace(&in, m, grid, bmax, c->mma ? 1 : 2 + 2 * heads, d) != 0)
         return -1;
@@ -386,7 +393,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
      * runs, what it moves */
     used_for_reason(&in, m, bmax);
     if (from == FG_CANDIDATE) {
-        char what[128];
+        char what[160];
         describe(c, what);
         fg_sb_printf(&in.reasons, "tuning candidate (generate --candidates): %s, not the "
                                   "planner's choice\n",
@@ -466,7 +473,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     const fg_mla *a = m->mla;
     const unsigned width = a->kv_lora_rank + a->qk_rope_head_dim;
     const unsigned slot = slot_bytes(m, fg_dtype_bytes(m->dtype));
-    const unsigned most = most_slots(bmax, width, slot, t);
+    const unsigned most = most_slots(bmax, width, slot, t), grid = t->compute_units;
     if (most < 2) {
         fg_error(d, "mla_block: two slots of %u bytes need %u bytes of shared memory; %s allows %u",
                  slot, smem_bytes(bmax, width, 2, slot), t->name, t->shared_mem_per_block);
@@ -477,24 +484,26 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     if (block_name(family, m, t, bmax, "", d) != 0)
         return -1;
     const fg_tuning_entry *e = fg_plan_tuning_entry(set, family);
-    block_cfg chosen = model_cfg(bmax, most);
+    block_cfg chosen = model_cfg(m, grid, bmax, most);
     fg_strbuf config = {0};
     if (e) {
         chosen = (block_cfg){.slots = e->slots, .piece_rows = e->piece_rows,
-                             .chunk_rows = e->chunk_rows, .mma = e->mma_proj};
+                             .chunk_rows = e->chunk_rows, .mma = e->mma_proj,
+                             .apart = e->absorb_apart};
         const char *bad = why;
         if (e->threads != BLOCK_THREADS)
             snprintf(why, sizeof why, "%u threads: the form has %u", e->threads, BLOCK_THREADS);
         else
-            bad = cfg_misfit(m, most, slot, &chosen, why, sizeof why);
+            bad = cfg_misfit(m, grid, most, slot, &chosen, why, sizeof why);
         if (bad) {
             fg_error(d, "%s: the entry for %s (%u slots, pieces of %u rows, chunks of %u rows, "
-                        "projections on %s) does not plan: %s; run fusegen tune again",
+                        "projections on %s%s) does not plan: %s; run fusegen tune again",
                      set->tuning->path, family, e->slots, e->piece_rows, e->chunk_rows,
-                     e->mma_proj ? "tensor cores" : "CUDA cores", bad);
+                     e->mma_proj ? "tensor cores" : "CUDA cores",
+                     e->absorb_apart ? ", absorbing blocks apart" : "", bad);
             return -1;
         }
-        char what[128];
+        char what[160];
         describe(&chosen, what);
         fg_plan_config_line(&config, set, e, what, 2);
     } else {
@@ -504,7 +513,9 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                   fg_sb_str(&config), d);
     fg_sb_free(&config);
     /* tuning candidates: every combination that plans (cfg_misfit decides)
-     * but the one chosen */
+     * but the one chosen, its absorbing blocks as the chosen's; then the
+     * chosen with them the other way (one candidate more, not twice the
+     * candidates: the ring's shape and the blocks apart barely interact) */
     for (unsigned slots = 2; set->candidates && rc == 0 && slots <= most; slots++)
         for (int mma = 0; rc == 0 && mma <= 1; mma++)
             for (size_t i = 0; rc == 0 && i < NELEMS(CAND_PIECE_ROWS); i++)
@@ -512,12 +523,17 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
                     const block_cfg c = {.slots = slots,
                                          .piece_rows = CAND_PIECE_ROWS[i],
                                          .chunk_rows = CAND_CHUNK_ROWS[j],
-                                         .mma = mma};
+                                         .mma = mma,
+                                         .apart = chosen.apart};
                     const bool same = c.slots == chosen.slots && c.piece_rows == chosen.piece_rows &&
                                       c.chunk_rows == chosen.chunk_rows && c.mma == chosen.mma;
-                    if (!same && !cfg_misfit(m, most, slot, &c, why, sizeof why))
+                    if (!same && !cfg_misfit(m, grid, most, slot, &c, why, sizeof why))
                         rc = emit(set, s, ts, bmax, &c, FG_CANDIDATE, family, "", d);
                 }
+    block_cfg flipped = chosen;
+    flipped.apart = !chosen.apart;
+    if (set->candidates && rc == 0 && !cfg_misfit(m, grid, most, slot, &flipped, why, sizeof why))
+        rc = emit(set, s, ts, bmax, &flipped, FG_CANDIDATE, family, "", d);
     return rc;
 }
 

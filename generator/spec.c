@@ -644,6 +644,7 @@ static const struct { const char *key; unsigned kinds; bool required; } TUNING_F
     {"piece_rows", KIND(FG_TUNE_MLA_BLOCK), true},
     {"chunk_rows", KIND(FG_TUNE_MLA_BLOCK), true},
     {"mma_proj", KIND(FG_TUNE_MLA_BLOCK), false},
+    {"absorb_apart", KIND(FG_TUNE_MLA_BLOCK), false},
     {"blocks_per_cu", KIND(FG_TUNE_REDUCE), true},
 };
 
@@ -662,7 +663,7 @@ static void check_tuning(checker *c, const fg_tuning *t)
         [FG_TUNE_MLA] = "threads, heads_per_block, stages, cluster and clusters",
         [FG_TUNE_GRID] = "threads, step_cols, slices_qkv, slices_o and key_rounds",
         [FG_TUNE_GEMM] = "threads, stages, c_rounds and group_m",
-        [FG_TUNE_MLA_BLOCK] = "threads, slots, piece_rows, chunk_rows and mma_proj",
+        [FG_TUNE_MLA_BLOCK] = "threads, slots, piece_rows, chunk_rows, mma_proj and absorb_apart",
         [FG_TUNE_REDUCE] = "threads and blocks_per_cu"};
     check_name(c, "tuning.target", t->target);
     for (unsigned i = 0; i < t->entries_count; i++) {

@@ -162,7 +162,7 @@ typedef struct fg_target {
  *   overlap_gemm_... (e.g. overlap_gemm_sm90a_bf16_n8192_k1024):
  *     threads, stages, c_rounds, group_m;
  *   mla_block_... (e.g. mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1):
- *     threads, slots, piece_rows, chunk_rows [, mma_proj];
+ *     threads, slots, piece_rows, chunk_rows [, mma_proj, absorb_apart];
  *   overlap_reduce_... (e.g. overlap_reduce_sm90a_bf16_w2): threads, blocks_per_cu.
  * A field of another kind is an error. */
 typedef struct fg_tuning_entry {
@@ -178,9 +178,10 @@ typedef struct fg_tuning_entry {
     /* overlap_gemm: (stages above) the C buffer's rounds a tile, tile rows a group */
     uint32_t c_rounds, group_m;
     /* mla_block: the ring's slots, weight rows a piece at most, W_uk rows a
-     * chunk, the projections on tensor cores */
+     * chunk, the projections on tensor cores, the blocks that absorb W_uk
+     * kept out of the projections before the absorption */
     uint32_t slots, piece_rows, chunk_rows;
-    bool mma_proj;
+    bool mma_proj, absorb_apart;
     uint32_t blocks_per_cu;    /* overlap_reduce: blocks a compute unit (with threads) */
     double tuned_us, model_us, worst_us;
     uint32_t candidates;

@@ -208,11 +208,12 @@ static const cyaml_schema_field_t tuning_entry_fields[] = {
     CYAML_FIELD_UINT("cluster", OPT, fg_tuning_entry, cluster),
     CYAML_FIELD_UINT("clusters", OPT, fg_tuning_entry, clusters),
     /* the whole MLA block's (mla_block families: required there; mma_proj
-     * absent: false) */
+     * and absorb_apart absent: false) */
     CYAML_FIELD_UINT("slots", OPT, fg_tuning_entry, slots),
     CYAML_FIELD_UINT("piece_rows", OPT, fg_tuning_entry, piece_rows),
     CYAML_FIELD_UINT("chunk_rows", OPT, fg_tuning_entry, chunk_rows),
     CYAML_FIELD_BOOL("mma_proj", OPT, fg_tuning_entry, mma_proj),
+    CYAML_FIELD_BOOL("absorb_apart", OPT, fg_tuning_entry, absorb_apart),
     /* the overlap family's reduction's (overlap_reduce families: required there) */
     CYAML_FIELD_UINT("blocks_per_cu", OPT, fg_tuning_entry, blocks_per_cu),
     CYAML_FIELD_FLOAT("tuned_us", CYAML_FLAG_DEFAULT, fg_tuning_entry, tuned_us),

@@ -194,6 +194,7 @@ static void block_config(json_object *params, fg_tuning_entry *e)
     e->piece_rows = (uint32_t)fg_json_int(params, "piece_rows");
     e->chunk_rows = (uint32_t)fg_json_int(params, "chunk_rows");
     e->mma_proj = fg_json_int(params, "mma_proj") == 1;
+    e->absorb_apart = fg_json_int(params, "absorb_apart") > 0;   /* (the blocks kept apart) */
 }
 
 /* test_mla_block times B = 1 and B_max, once where B_max is 1 */
@@ -205,8 +206,9 @@ static unsigned block_points(json_object *params)
 static void block_render(fg_strbuf *sb, const fg_tuning_entry *e)
 {
     fg_sb_printf(sb, "      slots: %u\n      piece_rows: %u\n      chunk_rows: %u\n"
-                     "      mma_proj: %s\n",
-                 e->slots, e->piece_rows, e->chunk_rows, e->mma_proj ? "true" : "false");
+                     "      mma_proj: %s\n      absorb_apart: %s\n",
+                 e->slots, e->piece_rows, e->chunk_rows, e->mma_proj ? "true" : "false",
+                 e->absorb_apart ? "true" : "false");
 }
 
 /* One row per kind of family (spec.h, fg_tuning_kind): its harness, the

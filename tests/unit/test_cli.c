@@ -1495,10 +1495,12 @@ Test(cli, reduce_candidates_tuning_entry_and_tune)
 
 /* The whole MLA block: candidates over the ring's slots, the rows a piece,
  * the W_uk rows a chunk and the projections' units (every one that plans,
- * >= 20), named by their configuration; a tuning entry replaces the model's
- * and names the instance; one that does not plan is refused with nothing
- * written; fusegen tune times them with test_mla_block (cases at S = 4K)
- * and writes the entry. */
+ * >= 20; V2-Lite's absorbing blocks apart in each, "a"), and the model's
+ * configuration with them in the projections, named by their
+ * configuration; a tuning entry replaces the model's and names the
+ * instance; one that does not plan is refused with nothing written;
+ * fusegen tune times them with test_mla_block (cases at S = 4K) and writes
+ * the entry. */
 #define BLOCK_FAMILY "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1"
 #define BLOCK_INST(variant, cand, sl, pr, cr, mma)                                              \
     "{\"name\": \"" BLOCK_FAMILY variant "\", \"template\": \"mla_block.in\", \"targets\": "    \
@@ -1513,12 +1515,15 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                                                 "specs/targets/h200.yaml", &out);
     cr_expect_geq(n, 21, "the model's and >= 20 candidates: %d\n%s", n, out);
     cr_expect_not_null(strstr(out, BLOCK_FAMILY ".cu"), "the model's, by its dims: %s", out);
-    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s2p4c8.cu"), "%s", out);
-    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s5p16c16t.cu"), "%s", out);
-    cr_expect_null(strstr(out, BLOCK_FAMILY "_s5p16c32.cu"), "the model's configuration: %s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s2p4c8a.cu"), "%s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s5p16c16ta.cu"), "%s", out);
+    cr_expect_null(strstr(out, BLOCK_FAMILY "_s5p16c32a.cu"), "the model's configuration: %s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s5p16c32.cu"), "the model's, blocks not apart: %s",
+                       out);
+    cr_expect_null(strstr(out, BLOCK_FAMILY "_s2p4c8.cu"), "one candidate not apart: %s", out);
     cr_expect_null(strstr(out, BLOCK_FAMILY "_s6"), "6 slots exceed 227 KB: %s", out);
-    cr_expect_null(strstr(out, "c8t.cu"), "tensor-core chunks are whole k-steps of 16: %s", out);
-    cr_expect_null(strstr(out, "p8c16t.cu"), "tensor-core projections take no piece rows: %s",
+    cr_expect_null(strstr(out, "c8ta.cu"), "tensor-core chunks are whole k-steps of 16: %s", out);
+    cr_expect_null(strstr(out, "p8c16ta.cu"), "tensor-core projections take no piece rows: %s",
                    out);
     free(out);
     /* a tuning entry names the instance and explain says so */
@@ -1537,6 +1542,20 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                                    "projections on CUDA cores: 25.00 us against the model's 27.00"),
                        "%s", out);
     cr_expect_not_null(strstr(out, "projections on CUDA cores (the tuning entry's)"), "%s", out);
+    cr_expect_not_null(strstr(out, "ABSORB_APART=0\n"), "the entry's, absent: false: %s", out);
+    free(out);
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: " BLOCK_FAMILY "\n      threads: 256\n      slots: 3\n"
+                       "      piece_rows: 8\n      chunk_rows: 16\n      absorb_apart: true\n"
+                       "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
+                       "      candidates: 55\n      measured: \"by hand\"\n");
+    cr_assert_eq(run(&out, "explain --filter '" BLOCK_FAMILY "*' specs/models/deepseek-v2-lite.yaml "
+                           "specs/targets/h200.yaml %s", tuning),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p8c16a\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "ABSORB_APART=16\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "projections on CUDA cores, absorbing blocks apart: 25.00 us"),
+                       "%s", out);
     free(out);
     /* a field of another kind is refused at its line */
     write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
@@ -1564,6 +1583,16 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                        "      candidates: 55\n      measured: \"by hand\"\n");
     expect_entry_refused("specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml", tuning,
                          "block-gen", "8 rows a piece with the projections on tensor cores");
+    /* 128 heads: the grid has no four blocks a head to keep the absorbing ones apart */
+    write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
+                       "    - family: mla_block_sm90a_bf16_h5120_nh128_q1536_kv512_r64_s16384_p64_b1\n"
+                       "      threads: 256\n      slots: 3\n      piece_rows: 16\n"
+                       "      chunk_rows: 16\n      absorb_apart: true\n"
+                       "      tuned_us: 25\n      model_us: 27\n      worst_us: 40\n"
+                       "      candidates: 55\n      measured: \"by hand\"\n");
+    expect_entry_refused("specs/models/deepseek-v2.yaml specs/targets/h200.yaml", tuning,
+                         "block-gen", "the absorbing blocks apart: 128 heads need four blocks a "
+                                      "head, the grid has 132");
     /* fusegen tune with test_mla_block's stand-in: s3p16c16t fastest */
     char *spec;
     cr_assert_eq(tune_with_stand_in("blockgpu", "test_mla_block",
@@ -1581,7 +1610,8 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
     cr_assert_not_null(spec);
     cr_expect_not_null(strstr(spec, "    - family: " BLOCK_FAMILY "\n      threads: 256\n"
                                     "      slots: 3\n      piece_rows: 16\n      chunk_rows: 16\n"
-                                    "      mma_proj: true\n      tuned_us: 20.00\n"
+                                    "      mma_proj: true\n      absorb_apart: false\n"
+                                    "      tuned_us: 20.00\n"
                                     "      model_us: 30.00\n"),
                        "%s", spec);
     cr_expect_not_null(strstr(spec, "measured: \"Stand-in, B = 1, fusegen tune, confirmed alone by turns (3 runs each)\""), "%s", spec);
