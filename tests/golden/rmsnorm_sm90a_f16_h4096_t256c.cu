@@ -280,6 +280,22 @@ FG_DEVICE void cluster_wait()
 // thread 0's acquire of the flipped count and `sync` again.  The launch is
 // cooperative, so every peer is resident: one that never arrives is a bug,
 // and the wait traps after about 2 s instead of hanging.
+// Polls *count with acquire loads until done(its value); traps after about
+// 2 s (2^32 clocks): in a cooperative launch every peer is resident, so a
+// count that never gets there is a bug, not a wait.
+template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done done)
+{
+    const long long start = clock64();
+    for (;;) {
+        unsigned now;
+        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(count) : "memory");
+        if (done(now))
+            return;
+        if (clock64() - start > (1ll << 32))
+            __trap();
+        __nanosleep(32);
+    }
+}
 template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
 {
     sync();
@@ -287,36 +303,18 @@ template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first
         constexpr unsigned kTop = 0x80000000u;
         const unsigned add = first ? kTop - (n - 1) : 1u;
         const unsigned old = fg_add_acq_rel(count, add);
-        if (!(((old + add) ^ old) & kTop)) {   // (the last block's own add flipped it)
-            const long long start = clock64();
-            for (unsigned now = old; !((now ^ old) & kTop);) {
-                asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(count) : "memory");
-                if (clock64() - start > (1ll << 32))
-                    __trap();
-                if (!((now ^ old) & kTop))
-                    __nanosleep(32);
-            }
-        }
+        if (!(((old + add) ^ old) & kTop))   // (the last block's own add flipped it)
+            fg_poll_acquire(count, [old](unsigned now) { return ((now ^ old) & kTop) != 0; });
     }
     sync();
 }
 // Waits until *count reaches n (thread 0 of the waiting threads; they sync
 // after it): the writers each add 1 with fg_add_acq_rel after their own
 // barrier, so what they wrote is theirs after this acquire and the sync.
-// A wait for producers that never come traps after about 2 s, as
-// fg_grid_barrier's.
+// A wait for producers that never come traps, as fg_grid_barrier's.
 FG_DEVICE void fg_wait_count(const unsigned *count, unsigned n)
 {
-    const long long start = clock64();
-    for (;;) {
-        unsigned now;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(count) : "memory");
-        if (now >= n)
-            return;
-        if (clock64() - start > (1ll << 32))
-            __trap();
-        __nanosleep(32);
-    }
+    fg_poll_acquire(count, [n](unsigned now) { return now >= n; });
 }
 // cp.async: 16-byte copies from global to shared memory through L2 (.cg),
 // in groups a thread commits and waits for.

@@ -320,8 +320,15 @@ FG_DEVICE void fence_proxy_async() {}
 FG_DEVICE void cluster_arrive() { emu_unsupported("cluster_arrive"); }
 FG_DEVICE void cluster_wait() { emu_unsupported("cluster_wait"); }
 
-// fg_grid_barrier and fg_wait_count as sm90.cu.in has them, with the
-// emulation's acquire loads (each lets the other fibers run).
+// fg_poll_acquire, fg_grid_barrier and fg_wait_count as sm90.cu.in has
+// them, with the emulation's acquire loads (each lets the other fibers run).
+template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done done)
+{
+    const long long start = clock64();
+    while (!done(emu_atomic_load(count, __ATOMIC_ACQUIRE, 0)))
+        if (clock64() - start > (1ll << 32))
+            __trap();
+}
 template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
 {
     sync();
@@ -329,23 +336,14 @@ template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first
         constexpr unsigned kTop = 0x80000000u;
         const unsigned add = first ? kTop - (n - 1) : 1u;
         const unsigned old = fg_add_acq_rel(count, add);
-        if (!(((old + add) ^ old) & kTop)) {
-            const long long start = clock64();
-            for (unsigned now = old; !((now ^ old) & kTop);) {
-                now = emu_atomic_load(count, __ATOMIC_ACQUIRE, 0);
-                if (clock64() - start > (1ll << 32))
-                    __trap();
-            }
-        }
+        if (!(((old + add) ^ old) & kTop))
+            fg_poll_acquire(count, [old](unsigned now) { return ((now ^ old) & kTop) != 0; });
     }
     sync();
 }
 FG_DEVICE void fg_wait_count(const unsigned *count, unsigned n)
 {
-    const long long start = clock64();
-    while (emu_atomic_load(count, __ATOMIC_ACQUIRE, 0) < n)
-        if (clock64() - start > (1ll << 32))
-            __trap();
+    fg_poll_acquire(count, [n](unsigned now) { return now >= n; });
 }
 
 FG_DEVICE void cp_async_commit() {}
