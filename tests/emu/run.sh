@@ -63,7 +63,7 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
 fi
 # The MLA block's CUDA-core form again with the blocks that absorb W_uk kept
-# out of the projections before C (ABSORB_APART: the planner sets it for
+# out of the projections before C (ABSORB_APART: the planner allows it on
 # grids of four blocks a head or more, so a 4-SM target needs it set here;
 # the template takes half the grid at most, the first 2 of 4 blocks)
 for f in "$out"/gen/mla-block-sm90a-apart/*.cu; do
