@@ -408,6 +408,22 @@ void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const
     fgh_json_obj_end(j);
 }
 
+void fgh_json_fit(fgh_json *j, const char *name, const char *over, int points, double t0_us,
+                  double bw_gbps, double base_t0_us, double base_bw_gbps)
+{
+    char model[200];
+    snprintf(model, sizeof model, "T = t0_us + bytes / bw_eff, least squares over %s", over);
+    fgh_json_obj_begin(j, NULL);
+    fgh_json_str(j, "name", name);
+    fgh_json_str(j, "model", model);
+    fgh_json_int(j, "points", points);
+    fgh_json_num(j, "t0_us", t0_us);
+    fgh_json_num(j, "bw_eff_gbps", bw_gbps);
+    fgh_json_num(j, "baseline_t0_us", base_t0_us);
+    fgh_json_num(j, "baseline_bw_eff_gbps", base_bw_gbps);
+    fgh_json_obj_end(j);
+}
+
 void fgh_json_ceilings(fgh_json *j, const fgh_ceilings *c)
 {
     fgh_json_obj_begin(j, "ceilings");

@@ -29,8 +29,10 @@
 // at positions 0 (the new token alone), page and tile boundaries, and a
 // longer context, batch 1 and 2 (at most B_max), through a shuffled block
 // table where paged.
-// --bench [--json FILE]: per instance, B = 1 and B_max at S = 4K (<= S_max):
-// CUDA-graph replays over enough weight and cache sets that a set is reused
+// --bench [--json FILE]: per instance, S = 4K and 16K (<= S_max), B = 1 to
+// B_max by powers of two (--quick, as fusegen tune times: S = 4K, B = 1 and
+// B_max), and the fit T = T0 + bytes / BW_eff over those points: CUDA-graph
+// replays over enough weight and cache sets that a set is reused
 // only after 2 x L2 of other traffic; us per launch, bytes (the weights once
 // and every request's latent rows), GB/s and the fraction of the read
 // ceiling measured in the same run, beside the unfused baseline: cuBLAS
@@ -872,22 +874,61 @@ void enqueue_baseline(void *ctx, int i, cudaStream_t s)
     c->failed += !baseline_step(&c->bl[k], &(*c->ps)[k], s);
 }
 
+// T = T0 + bytes / BW_eff over an instance's points (NaN with fewer than two)
+struct Fit {
+    double t0_us = NAN, bw_gbps = NAN;
+    int points = 0;
+};
+Fit fit_line(const std::vector<double> &bytes, const std::vector<double> &us)
+{
+    Fit f;
+    f.points = (int)bytes.size();
+    fgh_fit_line(bytes.data(), us.data(), f.points, 0, &f.t0_us, &f.bw_gbps);
+    return f;
+}
+
+// The points an instance is timed at.  The issue's: S = 4K and 16K, B = 1
+// to B_max by powers of two (and B_max); --quick (fusegen tune's): S = 4K,
+// B = 1 and B_max.
+std::vector<std::pair<int, int>> bench_points(const Inst *in, bool quick)
+{
+    std::vector<int> Ss = {std::min(4096, in->smax)}, Bs = {1};
+    if (!quick && in->smax >= 16384)
+        Ss.push_back(16384);
+    for (int B = 2; B < in->bmax; B *= 2)
+        if (!quick)
+            Bs.push_back(B);
+    if (in->bmax > 1)
+        Bs.push_back(in->bmax);
+    std::vector<std::pair<int, int>> pts;
+    for (int S : Ss)
+        for (int B : Bs)
+            pts.push_back({S, B});
+    return pts;
+}
+
 void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel,
-           bool baseline)
+           bool quick, bool baseline)
 {
     fgh_ceilings ceil;
     fgh_measure_ceilings(s, (size_t)1 << 30, &ceil);
     fgh_json_ceilings(j, &ceil);
+    printf("ceilings: copy %.0f GB/s, read %.0f GB/s\n", ceil.copy_gbps, ceil.read_gbps);
+    struct InstFit {
+        const Inst *in;
+        Fit fused, base;
+    };
+    std::vector<InstFit> fits;
     fgh_json_arr_begin(j, "cases");
     for (int k : sel) {
         const Inst *in = &g_inst[k];
-        const int S = std::min(4096, in->smax);
         const int H = in->hidden, NH = in->heads, D = in->kv_lora + in->rope, QD = in->nope + in->rope;
         const double wbytes = 2.0 * ((in->q_lora ? (double)in->q_lora * H + (double)NH * QD * in->q_lora
                                                  : (double)NH * QD * H) +
                                      (double)D * H + (double)NH * (in->nope + in->vdim) * in->kv_lora +
                                      (double)H * NH * in->vdim);
-        for (int B : {1, in->bmax}) {
+        std::vector<double> fb, fu, bb, bu;
+        for (auto [S, B] : bench_points(in, quick)) {
             const double bytes = wbytes + 2.0 * B * (double)S * D;
             const int nsets = std::min(8, fgh_rotation_sets((size_t)bytes, dev->l2_bytes));
             std::vector<Problem> ps(nsets);
@@ -952,9 +993,25 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                 fg_binding_free(bd);
             for (auto &p : ps)
                 free_problem(&p);
-            if (B == 1 && in->bmax == 1)
-                break;
+            if (ok)
+                fb.push_back(bytes), fu.push_back(t.med_us);
+            if (ok && bl_ok)
+                bb.push_back(bytes), bu.push_back(tb.med_us);
         }
+        fits.push_back({in, fit_line(fb, fu), fit_line(bb, bu)});
+    }
+    fgh_json_arr_end(j);
+    fgh_json_arr_begin(j, "fits");
+    for (const InstFit &f : fits) {
+        if (f.fused.points < 2)
+            continue;
+        printf("%s: fit over %d points: T = %.2f us + bytes / %.0f GB/s (%.1f%% of read)", f.in->name,
+               f.fused.points, f.fused.t0_us, f.fused.bw_gbps, 100 * f.fused.bw_gbps / ceil.read_gbps);
+        if (isfinite(f.base.t0_us))
+            printf(" | baseline %.2f us + bytes / %.0f GB/s", f.base.t0_us, f.base.bw_gbps);
+        printf("\n");
+        fgh_json_fit(j, f.in->name, "the (S, B) points", f.fused.points, f.fused.t0_us, f.fused.bw_gbps,
+                     f.base.t0_us, f.base.bw_gbps);
     }
     fgh_json_arr_end(j);
 }
@@ -1026,7 +1083,7 @@ int main(int argc, char **argv)
         fgh_json j;
         if (fgh_bench_doc_begin(&j, &f, a.json, &dev, a.commit, "test_mla_block --bench") != 0)
             return 2;
-        bench(s, &dev, &j, sel, a.baseline);
+        bench(s, &dev, &j, sel, a.quick, a.baseline);
         fgh_bench_doc_end(&j, f, a.json);
     } else {
         for (int k : sel) {

@@ -1482,15 +1482,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
         if (isfinite(f.base.t0_us))
             printf(" | baseline %.2f us + bytes / %.0f GB/s", f.base.t0_us, f.base.bw_gbps);
         printf("\n");
-        fgh_json_obj_begin(j, NULL);
-        fgh_json_str(j, "name", f.in->name);
-        fgh_json_str(j, "model", "T(S) = t0_us + bytes(S) / bw_eff, least squares over the S points");
-        fgh_json_int(j, "points", f.points);
-        fgh_json_num(j, "t0_us", f.fused.t0_us);
-        fgh_json_num(j, "bw_eff_gbps", f.fused.bw_gbps);
-        fgh_json_num(j, "baseline_t0_us", f.base.t0_us);
-        fgh_json_num(j, "baseline_bw_eff_gbps", f.base.bw_gbps);
-        fgh_json_obj_end(j);
+        fgh_json_fit(j, f.in->name, "the S points", f.points, f.fused.t0_us, f.fused.bw_gbps,
+                     f.base.t0_us, f.base.bw_gbps);
     }
     fgh_json_arr_end(j);
 }
