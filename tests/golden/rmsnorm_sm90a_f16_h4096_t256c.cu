@@ -48,13 +48,6 @@ FG_DEVICE float fg_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, s
 FG_DEVICE int fg_shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 // The warp's lanes' accesses before it are ordered before those after it.
 FG_DEVICE void fg_wave_sync() { __syncwarp(); }
-FG_DEVICE float fg_warp_sum(float v)
-{
-#pragma unroll
-    for (int o = FG_WARP_SIZE / 2; o > 0; o >>= 1)
-        v += fg_shfl_xor(v, o);
-    return v;
-}
 
 // Every thread, before the barrier ahead of a ticket: its global writes
 // released at device scope.  CUDA: nothing (the ticket's release after the
@@ -72,11 +65,81 @@ FG_DEVICE unsigned fg_add_acq_rel(unsigned *p, unsigned v)
     asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
     return old;
 }
+// *p read with device-scope acquire (a poll of a count other blocks add to).
+FG_DEVICE unsigned fg_load_acquire(const unsigned *p)
+{
+    unsigned v;
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+// A pause between two polls, and the end of a launch that waits in vain.
+FG_DEVICE void fg_pause() { __nanosleep(32); }
+FG_DEVICE void fg_trap() { __trap(); }
+#line 1 "templates/prelude_common.in"
+// What prelude.cu.in and prelude.hip.in share, written once: a partial of
+// both, after the primitives each defines its own way (fg_shfl_xor,
+// fg_release_writes, fg_add_acq_rel, fg_load_acquire, fg_pause, fg_trap).
+
+FG_DEVICE float fg_warp_sum(float v)
+{
+#pragma unroll
+    for (int o = FG_WARP_SIZE / 2; o > 0; o >>= 1)
+        v += fg_shfl_xor(v, o);
+    return v;
+}
+
 // A ticket: adds 1 to *p and returns the old value (fg_add_acq_rel's order).
 FG_DEVICE unsigned fg_ticket(unsigned *p) { return fg_add_acq_rel(p, 1u); }
-#line 1 "templates/prelude_common.in"
-// What prelude.cu.in and prelude.hip.in share, written once (a partial of
-// both, after their fg_release_writes and fg_ticket).
+
+// Polls *count with acquire loads until done(its value); traps after about
+// 2 s (2^32 clocks): in a cooperative launch every peer is resident, so a
+// count that never gets there is a bug, not a wait.
+template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done done)
+{
+    const long long start = clock64();
+    for (;;) {
+        if (done(fg_load_acquire(count)))
+            return;
+        if (clock64() - start > (1ll << 32))
+            fg_trap();
+        fg_pause();
+    }
+}
+// n blocks (a group's, or the grid) meet here: a barrier in global memory
+// on one count that is never reset.  The group's first block adds
+// 2^31 - (n - 1), the others 1, so the count's top bit flips exactly when
+// the last of the n arrives and its other bits end as they began; each block
+// waits for the flip from the value its own add saw.  One atomic a block and
+// no second round trip for the last (a count reset, then a generation moved
+// on, cost ~1 us more a barrier while the ring's copies load the memory
+// system).  `sync` is the block's own barrier among the threads that take
+// part (thread 0 among them): what they wrote before it is released
+// (fg_release_writes: each wave's stores written back where the scope needs
+// it, on HIP; then thread 0's fg_add_acq_rel), and the peers' writes are
+// theirs after thread 0's acquire of the flipped count and `sync` again.
+// The launch is cooperative, so every peer is resident: one that never
+// arrives is a bug, and the wait traps (fg_poll_acquire) instead of hanging.
+template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
+{
+    fg_release_writes();
+    sync();
+    if (threadIdx.x == 0) {
+        constexpr unsigned kTop = 0x80000000u;
+        const unsigned add = first ? kTop - (n - 1) : 1u;
+        const unsigned old = fg_add_acq_rel(count, add);
+        if (!(((old + add) ^ old) & kTop))   // (the last block's own add flipped it)
+            fg_poll_acquire(count, [old](unsigned now) { return ((now ^ old) & kTop) != 0; });
+    }
+    sync();
+}
+// Waits until *count reaches n (thread 0 of the waiting threads; they sync
+// after it): the writers each add 1 with fg_add_acq_rel after their own
+// barrier, so what they wrote is theirs after this acquire and the sync.
+// A wait for producers that never come traps, as fg_grid_barrier's.
+FG_DEVICE void fg_wait_count(const unsigned *count, unsigned n)
+{
+    fg_poll_acquire(count, [n](unsigned now) { return now >= n; });
+}
 
 // Each of the N float4s summed over the lanes whose indices differ from this
 // lane's in bits FROM .. FG_WARP_SIZE / 2 only, in a fixed tree (FROM's bit
@@ -119,7 +182,7 @@ FG_DEVICE unsigned fg_block_ticket(unsigned *p, unsigned *slot)
 {
     return fg_ticket_among(p, slot, threadIdx.x == 0, [] { __syncthreads(); });
 }
-#line 74 "templates/prelude.cu.in"
+#line 75 "templates/prelude.cu.in"
 // The workspace between blocks (global scratch one block writes and
 // another reads), ordered by a ticket (fg_ticket, fg_block_ticket) or a grid
 // barrier (fg_grid_barrier): fg_ws_store writes what other blocks read after
@@ -267,55 +330,6 @@ FG_DEVICE void cluster_wait()
     asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
 }
 
-// n blocks (a group's, or the grid) meet here: a barrier in global memory
-// on one count that is never reset.  The group's first block adds
-// 2^31 - (n - 1), the others 1, so the count's top bit flips exactly when
-// the last of the n arrives and its other bits end as they began; each block
-// waits for the flip from the value its own add saw.  One atomic a block and
-// no second round trip for the last (a count reset, then a generation moved
-// on, cost ~1 us more a barrier while the ring's copies load the memory
-// system).  `sync` is the block's own barrier among the threads that take
-// part (thread 0 among them): what they wrote before it is released by
-// thread 0's add (fg_add_acq_rel), and the peers' writes are theirs after
-// thread 0's acquire of the flipped count and `sync` again.  The launch is
-// cooperative, so every peer is resident: one that never arrives is a bug,
-// and the wait traps after about 2 s instead of hanging.
-// Polls *count with acquire loads until done(its value); traps after about
-// 2 s (2^32 clocks): in a cooperative launch every peer is resident, so a
-// count that never gets there is a bug, not a wait.
-template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done done)
-{
-    const long long start = clock64();
-    for (;;) {
-        unsigned now;
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(now) : "l"(count) : "memory");
-        if (done(now))
-            return;
-        if (clock64() - start > (1ll << 32))
-            __trap();
-        __nanosleep(32);
-    }
-}
-template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
-{
-    sync();
-    if (threadIdx.x == 0) {
-        constexpr unsigned kTop = 0x80000000u;
-        const unsigned add = first ? kTop - (n - 1) : 1u;
-        const unsigned old = fg_add_acq_rel(count, add);
-        if (!(((old + add) ^ old) & kTop))   // (the last block's own add flipped it)
-            fg_poll_acquire(count, [old](unsigned now) { return ((now ^ old) & kTop) != 0; });
-    }
-    sync();
-}
-// Waits until *count reaches n (thread 0 of the waiting threads; they sync
-// after it): the writers each add 1 with fg_add_acq_rel after their own
-// barrier, so what they wrote is theirs after this acquire and the sync.
-// A wait for producers that never come traps, as fg_grid_barrier's.
-FG_DEVICE void fg_wait_count(const unsigned *count, unsigned n)
-{
-    fg_poll_acquire(count, [n](unsigned now) { return now >= n; });
-}
 // cp.async: 16-byte copies from global to shared memory through L2 (.cg),
 // in groups a thread commits and waits for.
 FG_DEVICE void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }

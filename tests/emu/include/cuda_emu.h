@@ -173,18 +173,15 @@ FG_DEVICE float fg_shfl_xor(float v, int lane_mask) { return __shfl_xor_sync(0xf
 FG_DEVICE float fg_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 FG_DEVICE int fg_shfl(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 FG_DEVICE void fg_wave_sync() { __syncwarp(); }
-FG_DEVICE float fg_warp_sum(float v)
-{
-    for (int o = FG_WARP_SIZE / 2; o > 0; o >>= 1)
-        v += fg_shfl_xor(v, o);
-    return v;
-}
 FG_DEVICE void fg_release_writes() {}
 FG_DEVICE unsigned fg_add_acq_rel(unsigned *p, unsigned v)
 {
     return emu_atomic_fetch_add(p, v, __ATOMIC_ACQ_REL);
 }
-FG_DEVICE unsigned fg_ticket(unsigned *p) { return fg_add_acq_rel(p, 1u); }
+// (each acquire load lets the other fibers run: a poll's pause is in it)
+FG_DEVICE unsigned fg_load_acquire(const unsigned *p) { return emu_atomic_load(p, __ATOMIC_ACQUIRE, 0); }
+FG_DEVICE void fg_pause() {}
+FG_DEVICE void fg_trap() { __trap(); }
 template <class T> FG_DEVICE T fg_ws_load(const T *p) { return *p; }
 template <class T> FG_DEVICE void fg_ws_store(T *p, T v) { *p = v; }
 
@@ -319,32 +316,6 @@ FG_DEVICE void st_shared_u32(unsigned addr, unsigned v) { std::memcpy(emu_smem_a
 FG_DEVICE void fence_proxy_async() {}
 FG_DEVICE void cluster_arrive() { emu_unsupported("cluster_arrive"); }
 FG_DEVICE void cluster_wait() { emu_unsupported("cluster_wait"); }
-
-// fg_poll_acquire, fg_grid_barrier and fg_wait_count as sm90.cu.in has
-// them, with the emulation's acquire loads (each lets the other fibers run).
-template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done done)
-{
-    const long long start = clock64();
-    while (!done(emu_atomic_load(count, __ATOMIC_ACQUIRE, 0)))
-        if (clock64() - start > (1ll << 32))
-            __trap();
-}
-template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
-{
-    sync();
-    if (threadIdx.x == 0) {
-        constexpr unsigned kTop = 0x80000000u;
-        const unsigned add = first ? kTop - (n - 1) : 1u;
-        const unsigned old = fg_add_acq_rel(count, add);
-        if (!(((old + add) ^ old) & kTop))
-            fg_poll_acquire(count, [old](unsigned now) { return ((now ^ old) & kTop) != 0; });
-    }
-    sync();
-}
-FG_DEVICE void fg_wait_count(const unsigned *count, unsigned n)
-{
-    fg_poll_acquire(count, [n](unsigned now) { return now >= n; });
-}
 
 FG_DEVICE void cp_async_commit() {}
 template <int N> FG_DEVICE void cp_async_wait_group() {}
