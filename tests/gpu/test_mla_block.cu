@@ -31,7 +31,9 @@
 // table where paged.
 // --bench [--json FILE]: per instance, S = 4K and 16K (<= S_max), B = 1 to
 // B_max by powers of two (--quick, as fusegen tune times: S = 4K, B = 1 and
-// B_max), and the fit T = T0 + bytes / BW_eff over those points: CUDA-graph
+// B_max), and the fit T = T0 + bytes / BW_eff over those points (the timed
+// launches' output, poisoned before, checked against the baseline's on the
+// same inputs where it runs: the lengths the reference cannot afford): CUDA-graph
 // replays over enough weight and cache sets that a set is reused
 // only after 2 x L2 of other traffic; us per launch, bytes (the weights once
 // and every request's latent rows), GB/s and the fraction of the read
@@ -852,6 +854,14 @@ void check_baseline(const Inst *in, cudaStream_t s)
 
 // ---- bench ----
 
+// n 16-bit values from the device
+std::vector<uint16_t> download16(const void *d, size_t n)
+{
+    std::vector<uint16_t> h(n);
+    cudaMemcpy(h.data(), d, n * 2, cudaMemcpyDeviceToHost);
+    return h;
+}
+
 // (a launch that fails while a graph is captured leaves a shorter graph: counted, must be 0)
 struct BenchCtx {
     std::vector<fg_binding *> b;
@@ -945,9 +955,12 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             char name[200];
             snprintf(name, sizeof name, "%s: bench B=%d S=%d", in->name, B, S);
             fgh_timing t = {};
+            const size_t ny = (size_t)B * H;   // set 0's y, poisoned before each side's timed runs
             if (CHECKF(name, ok, "inputs or bind: %s", fg_last_error()))
-                ok = fgh_bench(s, enqueue, &ctx, nsets, 20.0, 7, &t) == 0 && ctx.failed == 0;
+                ok = fgh_poison_device(ps[0].y, ny * 2, s) == 0 &&
+                     fgh_bench(s, enqueue, &ctx, nsets, 20.0, 7, &t) == 0 && ctx.failed == 0;
             CHECKF(name, ok, "timing");
+            const std::vector<uint16_t> y_fused = ok ? download16(ps[0].y, ny) : std::vector<uint16_t>();
             // the unfused baseline over the same sets, where a core of the shape is there
             BaselineCtx bc;
             bc.ps = &ps;
@@ -959,9 +972,25 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                         baseline_step(&bc.bl[i], &ps[i], s) && fgh_ok(cudaStreamSynchronize(s));
             fgh_timing tb = {};
             if (bl_ok)
-                bl_ok = fgh_bench(s, enqueue_baseline, &bc, nsets, 20.0, 7, &tb) == 0 && bc.failed == 0;
+                bl_ok = fgh_poison_device(ps[0].y, ny * 2, s) == 0 &&
+                        fgh_bench(s, enqueue_baseline, &bc, nsets, 20.0, 7, &tb) == 0 && bc.failed == 0;
             if (!bl_ok && ok && baseline)
                 printf("%s: baseline skipped: %s\n", name, why[0] ? why : "its run or timing failed");
+            // what the timed launches made, against the baseline's on the same inputs
+            // (lengths and batches the reference cannot afford): each within its
+            // tolerance of the reference (1e-2 / 3e-2 in bf16), so within their sum
+            if (bl_ok) {
+                const std::vector<uint16_t> y_base = download16(ps[0].y, ny);
+                std::vector<double> want(ny);
+                for (size_t i = 0; i < ny; i++)
+                    want[i] = fgh_get(y_base.data(), in->dt, i);
+                const fgh_err e = fgh_compare(y_fused.data(), in->dt, want.data(), ny);
+                const double tol = (in->dt == FGH_F16 ? 2e-3 : 1e-2) + 3e-2;
+                char what[240];
+                snprintf(what, sizeof what, "%s: the timed output against the baseline's", name);
+                CHECKF(what, e.nonfinite == 0 && e.rel_l2 <= tol, "rel L2 %.3e (limit %.0e), %zu non-finite",
+                       e.rel_l2, tol, e.nonfinite);
+            }
             for (auto &b : bc.bl)
                 baseline_free(&b);
             if (ok) {
