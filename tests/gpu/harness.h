@@ -213,6 +213,13 @@ double fgh_median(double *v, int n);   /* sorts v */
  * fewer than two such points or a slope that is not positive. */
 bool fgh_fit_line(const double *bytes, const double *us, int n, double min_bytes, double *t0_us,
                   double *gbps);
+/* fgh_fit_line over all n points, with their count: an instance's fit as
+ * the benchmarks report it (NaN figures with fewer than two points). */
+typedef struct fgh_fit {
+    double t0_us, bw_gbps;
+    int points;
+} fgh_fit;
+fgh_fit fgh_fit_points(const double *bytes, const double *us, int n);
 /* The first error of a CUDA call, printed with the place; 0 / -1. */
 int fgh_cuda_ok_(cudaError_t e, const char *what, const char *file, int line);
 #define fgh_ok(call) (fgh_cuda_ok_((call), #call, __FILE__, __LINE__) == 0)

@@ -225,3 +225,10 @@ bool fgh_fit_line(const double *bytes, const double *us, int n, double min_bytes
     *gbps = 1e-3 / slope;
     return true;
 }
+
+fgh_fit fgh_fit_points(const double *bytes, const double *us, int n)
+{
+    fgh_fit f = {NAN, NAN, n};
+    fgh_fit_line(bytes, us, n, 0, &f.t0_us, &f.bw_gbps);
+    return f;
+}

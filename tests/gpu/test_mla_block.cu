@@ -884,19 +884,6 @@ void enqueue_baseline(void *ctx, int i, cudaStream_t s)
     c->failed += !baseline_step(&c->bl[k], &(*c->ps)[k], s);
 }
 
-// T = T0 + bytes / BW_eff over an instance's points (NaN with fewer than two)
-struct Fit {
-    double t0_us = NAN, bw_gbps = NAN;
-    int points = 0;
-};
-Fit fit_line(const std::vector<double> &bytes, const std::vector<double> &us)
-{
-    Fit f;
-    f.points = (int)bytes.size();
-    fgh_fit_line(bytes.data(), us.data(), f.points, 0, &f.t0_us, &f.bw_gbps);
-    return f;
-}
-
 // The points an instance is timed at.  The issue's: S = 4K and 16K, B = 1
 // to B_max by powers of two (and B_max); --quick (fusegen tune's): S = 4K,
 // B = 1 and B_max.
@@ -926,7 +913,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
     printf("ceilings: copy %.0f GB/s, read %.0f GB/s\n", ceil.copy_gbps, ceil.read_gbps);
     struct InstFit {
         const Inst *in;
-        Fit fused, base;
+        fgh_fit fused, base;   // T = T0 + bytes / BW_eff over the instance's points
     };
     std::vector<InstFit> fits;
     fgh_json_arr_begin(j, "cases");
@@ -1027,7 +1014,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             if (ok && bl_ok)
                 bb.push_back(bytes), bu.push_back(tb.med_us);
         }
-        fits.push_back({in, fit_line(fb, fu), fit_line(bb, bu)});
+        fits.push_back({in, fgh_fit_points(fb.data(), fu.data(), (int)fb.size()),
+                         fgh_fit_points(bb.data(), bu.data(), (int)bb.size())});
     }
     fgh_json_arr_end(j);
     fgh_json_arr_begin(j, "fits");

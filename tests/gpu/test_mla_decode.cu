@@ -1301,18 +1301,6 @@ void enqueue(void *ctx, int i, cudaStream_t s)
         c->failed += fg_launch(x.b, s) != FG_OK;
 }
 
-// T = T0 + bytes / BW over an instance's points (NaN with fewer than two).
-struct Fit {
-    double t0_us = NAN, bw_gbps = NAN;
-};
-
-Fit fit_line(const std::vector<double> &bytes, const std::vector<double> &us)
-{
-    Fit f;
-    fgh_fit_line(bytes.data(), us.data(), (int)bytes.size(), 0, &f.t0_us, &f.bw_gbps);
-    return f;
-}
-
 void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel, bool quick,
            bool baseline)
 {
@@ -1320,10 +1308,9 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
     if (fgh_measure_ceilings(s, (size_t)1 << 30, &ceil) == 0)
         fgh_json_ceilings(j, &ceil);
     printf("ceilings: copy %.0f GB/s, read %.0f GB/s\n", ceil.copy_gbps, ceil.read_gbps);
-    struct InstFit {
+    struct InstFit {   // T = T0 + bytes / BW over an instance's points
         const Inst *in;
-        Fit fused, base;
-        int points;
+        fgh_fit fused, base;
     };
     std::vector<InstFit> fits;
     fgh_json_arr_begin(j, "cases");
@@ -1471,18 +1458,19 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             for (auto &x : sets)
                 bench_set_free(&x);
         }
-        fits.push_back({in, fit_line(fb, fu), fit_line(bb, bu), (int)fb.size()});
+        fits.push_back({in, fgh_fit_points(fb.data(), fu.data(), (int)fb.size()),
+                         fgh_fit_points(bb.data(), bu.data(), (int)bb.size())});
     }
     fgh_json_arr_end(j);
     fgh_json_arr_begin(j, "fits");
     for (const InstFit &f : fits) {
-        if (f.points < 2)
+        if (f.fused.points < 2)
             continue;
         printf("%-64s T(S) = %.2f us + bytes / %.0f GB/s", f.in->name, f.fused.t0_us, f.fused.bw_gbps);
         if (isfinite(f.base.t0_us))
             printf(" | baseline %.2f us + bytes / %.0f GB/s", f.base.t0_us, f.base.bw_gbps);
         printf("\n");
-        fgh_json_fit(j, f.in->name, "the S points", f.points, f.fused.t0_us, f.fused.bw_gbps,
+        fgh_json_fit(j, f.in->name, "the S points", f.fused.points, f.fused.t0_us, f.fused.bw_gbps,
                      f.base.t0_us, f.base.bw_gbps);
     }
     fgh_json_arr_end(j);

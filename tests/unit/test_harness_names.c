@@ -114,6 +114,14 @@ Test(harness_names, fit_line)
     cr_expect(isnan(t0) && isnan(bw));
     const double flat[] = {3, 3, 3};
     cr_expect_not(fgh_fit_line(bytes, flat, 3, 0, &t0, &bw), "no positive slope");
+    /* over every point, with their count (the benchmarks' fits) */
+    us[0] = 7.5 + bytes[0] / (2500.0 * 1e3), us[4] = 7.5 + bytes[4] / (2500.0 * 1e3);
+    const fgh_fit f = fgh_fit_points(bytes, us, 5);
+    cr_expect(f.points == 5);
+    cr_expect_float_eq(f.t0_us, 7.5, 1e-9);
+    cr_expect_float_eq(f.bw_gbps, 2500.0, 1e-6);
+    const fgh_fit one = fgh_fit_points(bytes, us, 1);
+    cr_expect(one.points == 1 && isnan(one.t0_us) && isnan(one.bw_gbps), "one point: no fit");
 }
 
 /* The options every GPU test takes: each consumed with its value, the test's
