@@ -408,19 +408,26 @@ void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const
     fgh_json_obj_end(j);
 }
 
-void fgh_json_fit(fgh_json *j, const char *name, const char *over, int points, double t0_us,
-                  double bw_gbps, double base_t0_us, double base_bw_gbps)
+void fgh_report_fit(fgh_json *j, const char *name, const char *over, const fgh_fit *fused,
+                    const fgh_fit *base, double read_gbps)
 {
+    if (fused->points < 2)
+        return;
+    printf("%s: fit over %d points (%s): T = %.2f us + bytes / %.0f GB/s (%.1f%% of read)", name,
+           fused->points, over, fused->t0_us, fused->bw_gbps, 100 * fused->bw_gbps / read_gbps);
+    if (isfinite(base->t0_us))
+        printf(" | baseline %.2f us + bytes / %.0f GB/s", base->t0_us, base->bw_gbps);
+    printf("\n");
     char model[200];
     snprintf(model, sizeof model, "T = t0_us + bytes / bw_eff, least squares over %s", over);
     fgh_json_obj_begin(j, NULL);
     fgh_json_str(j, "name", name);
     fgh_json_str(j, "model", model);
-    fgh_json_int(j, "points", points);
-    fgh_json_num(j, "t0_us", t0_us);
-    fgh_json_num(j, "bw_eff_gbps", bw_gbps);
-    fgh_json_num(j, "baseline_t0_us", base_t0_us);
-    fgh_json_num(j, "baseline_bw_eff_gbps", base_bw_gbps);
+    fgh_json_int(j, "points", fused->points);
+    fgh_json_num(j, "t0_us", fused->t0_us);
+    fgh_json_num(j, "bw_eff_gbps", fused->bw_gbps);
+    fgh_json_num(j, "baseline_t0_us", base->t0_us);
+    fgh_json_num(j, "baseline_bw_eff_gbps", base->bw_gbps);
     fgh_json_obj_end(j);
 }
 

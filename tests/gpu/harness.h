@@ -359,11 +359,13 @@ void fgh_json_timing(fgh_json *j, const char *key, const fgh_timing *t);
 void fgh_json_header(fgh_json *j, const fgh_device *d, const char *commit, const char *tool);
 void fgh_json_ceilings(fgh_json *j, const fgh_ceilings *c);
 void fgh_json_clocks(fgh_json *j);
-/* One element of a "fits" array: an instance's T = t0 + bytes / bw_eff over
- * `points` timed points (over), the fused kernel's and its baseline's (NaN
- * where there is none: null). */
-void fgh_json_fit(fgh_json *j, const char *name, const char *over, int points, double t0_us,
-                  double bw_gbps, double base_t0_us, double base_bw_gbps);
+/* An instance's fit T = t0 + bytes / bw_eff over its timed points (over:
+ * which), the fused kernel's and its baseline's (none: NaN figures):
+ * printed on a line, with the fraction of the read ceiling, and written as
+ * an element of a "fits" array.  Nothing where the kernel has fewer than
+ * two points. */
+void fgh_report_fit(fgh_json *j, const char *name, const char *over, const fgh_fit *fused,
+                    const fgh_fit *base, double read_gbps);
 /* A bench results file: opened at path (stdout when NULL), the outer object
  * begun and the header written (fgh_json_header), *f its stream; -1 (and
  * why, on stderr) when it cannot be opened.  fgh_bench_doc_end writes the

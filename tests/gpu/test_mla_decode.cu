@@ -1463,16 +1463,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
     }
     fgh_json_arr_end(j);
     fgh_json_arr_begin(j, "fits");
-    for (const InstFit &f : fits) {
-        if (f.fused.points < 2)
-            continue;
-        printf("%-64s T(S) = %.2f us + bytes / %.0f GB/s", f.in->name, f.fused.t0_us, f.fused.bw_gbps);
-        if (isfinite(f.base.t0_us))
-            printf(" | baseline %.2f us + bytes / %.0f GB/s", f.base.t0_us, f.base.bw_gbps);
-        printf("\n");
-        fgh_json_fit(j, f.in->name, "the S points", f.fused.points, f.fused.t0_us, f.fused.bw_gbps,
-                     f.base.t0_us, f.base.bw_gbps);
-    }
+    for (const InstFit &f : fits)
+        fgh_report_fit(j, f.in->name, "the S points", &f.fused, &f.base, ceil.read_gbps);
     fgh_json_arr_end(j);
 }
 
