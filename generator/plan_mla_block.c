@@ -183,8 +183,9 @@ static void rope_texts(fg_instance *in, const fg_model *m)
  * `counters` counters (the grid barrier's first): the projections'
  * outputs, q absorbed, the attention's outputs, and per attention item
  * (the kernel cuts each request's keys into grid / (batch x head groups)
- * splits, at least one) a group's rows and statistics.  Worked out in 64 bits and refused past the
- * registry's 32-bit field (in freed), as plan_mla.c's set_workspace. */
+ * splits, at least one) a group's rows and statistics.  Worked out in 64
+ * bits and refused past the registry's 32-bit field (in freed), as
+ * plan_mla.c's set_workspace. */
 static int block_workspace(fg_instance *in, const fg_model *m, unsigned grid, unsigned bmax,
                            unsigned counters, fg_diag *d)
 {
@@ -495,16 +496,13 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
             snprintf(why, sizeof why, "%u threads: the form has %u", e->threads, BLOCK_THREADS);
         else
             bad = cfg_misfit(m, grid, most, slot, &chosen, why, sizeof why);
-        if (bad) {
-            fg_error(d, "%s: the entry for %s (%u slots, pieces of %u rows, chunks of %u rows, "
-                        "projections on %s%s) does not plan: %s; run fusegen tune again",
-                     set->tuning->path, family, e->slots, e->piece_rows, e->chunk_rows,
-                     e->mma_proj ? "tensor cores" : "CUDA cores",
-                     e->absorb_apart ? ", absorbing blocks apart" : "", bad);
-            return -1;
-        }
         char what[160];
         describe(&chosen, what);
+        if (bad) {
+            fg_error(d, "%s: the entry for %s (%s) does not plan: %s; run fusegen tune again",
+                     set->tuning->path, family, what, bad);
+            return -1;
+        }
         fg_plan_config_line(&config, set, e, what, 2);
     } else {
         fg_plan_config_line(&config, set, NULL, NULL, 2);
