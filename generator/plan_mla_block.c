@@ -106,12 +106,12 @@ static unsigned slot_bytes(const fg_model *m, unsigned elem)
 /* Shared memory of the kernel's Smem with `slots` slots (an upper bound; the
  * template checks): the barriers, the reductions' sums, the scratch of the
  * projections' vectors and the attention's queries, scores and
- * probabilities, the attention's statistics, then the slots. */
+ * probabilities, the attention's rescale of each head, then the slots. */
 static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned slot)
 {
     const unsigned warps = BLOCK_THREADS / 32;
     unsigned b = slots * 16 + bmax * 4 + warps * 4 + warps * bmax * 4 + BLOCK_GROUP * d * 4 +
-                 3 * BLOCK_GROUP * 4 + 16 /* q's alignment */;
+                 BLOCK_GROUP * 4 + 16 /* q's alignment */;
     return (b + 127) / 128 * 128 + slots * slot;
 }
 
