@@ -82,7 +82,8 @@ const char *fg_plan_decode_skipped(const fg_spec *model, const fg_target *target
  * batch size; why it emits nothing for this model and target, or NULL. */
 int fg_plan_mla(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
 /* The whole MLA attention block at decode (plan_mla_block.c), and why a
- * spec and target get none (NULL: they do). */
+ * spec and target get none, or none at some of the spec's batch sizes
+ * (NULL: a block at each). */
 int fg_plan_mla_block(fg_plan_set *set, const fg_spec *model, const fg_spec *target, fg_diag *d);
 const char *fg_plan_mla_block_skipped(const fg_spec *model, const fg_target *t);
 const char *fg_plan_mla_skipped(const fg_spec *model, const fg_target *target);

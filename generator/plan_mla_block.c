@@ -36,6 +36,7 @@
 #define BLOCK_MAX_ROPE 128   /* the frequency table's room */
 #define BLOCK_PIECE_ROWS 16  /* weight rows a ring slot holds at most */
 #define BLOCK_MAX_SLOTS 8
+#define BLOCK_MAX_SPLIT_KEYS 4096   /* the sm_90a form's longest split (long_splits) */
 #define PORTABLE_OWN_SMEM 4096   /* the portable form's shared memory past the MLA core loop's */
 #define PORTABLE_UNIT_ROWS 16    /* weight rows a unit of its projections (the matrix units' M) */
 #define PORTABLE_ABSORB_COLS 128 /* output columns an item of W_uk's absorption */
@@ -658,6 +659,27 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     return fg_plan_add(set, &in, s, ts, d);
 }
 
+/* Keys a split of the sm_90a form's attention holds at B_max and the
+ * longest context: the grid cut over (request, head group) items. */
+static unsigned split_keys(const fg_model *m, const fg_target *t, unsigned bmax)
+{
+    const unsigned items = bmax * (block_heads(m->mla) / BLOCK_GROUP);
+    const unsigned per_req = items < t->compute_units ? t->compute_units / items : 1;
+    return (m->max_context + per_req - 1) / per_req;
+}
+
+/* Whether the sm_90a form is left out at this B_max: where a split would
+ * hold more than BLOCK_MAX_SPLIT_KEYS keys, a block walks that many rows
+ * for one head group at the tile rate of one block, and every group reads
+ * them again (V2's 128 heads at B_max 16: one split of 16K keys a request
+ * and group; on an H100 at B = 16 the block took 917 us at S = 16K and 350
+ * at 4K against 295 and 206 for the MLA core and cuBLAS, stop 61).  Those
+ * batches are the MLA core's (mla_decode), with the engine's projections. */
+static bool long_splits(const fg_model *m, const fg_target *t, unsigned bmax)
+{
+    return !portable_target(t) && split_keys(m, t, bmax) > BLOCK_MAX_SPLIT_KEYS;
+}
+
 int fg_plan_mla_block(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_diag *d)
 {
     const fg_model *m = s->model;
@@ -665,7 +687,7 @@ int fg_plan_mla_block(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_
         return 0;   /* fg_plan_mla_block_skipped() says why in explain */
     const bool portable = portable_target(ts->target);
     for (unsigned i = 0; i < m->batch_sizes_count; i++)
-        if (m->batch_sizes[i] <= BLOCK_MAX_BATCH &&
+        if (m->batch_sizes[i] <= BLOCK_MAX_BATCH && !long_splits(m, ts->target, m->batch_sizes[i]) &&
             (portable ? plan_portable(set, s, ts, m->batch_sizes[i], d)
                       : plan_one(set, s, ts, m->batch_sizes[i], d)) != 0)
             return -1;
@@ -674,5 +696,19 @@ int fg_plan_mla_block(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_
 
 const char *fg_plan_mla_block_skipped(const fg_spec *s, const fg_target *t)
 {
-    return unsupported(s->model, t);
+    const char *why = unsupported(s->model, t);
+    if (why)
+        return why;
+    static char buf[512];
+    const fg_model *m = s->model;
+    int n = 0;
+    for (unsigned i = 0; i < m->batch_sizes_count && n < (int)sizeof buf - 160; i++) {
+        const unsigned b = m->batch_sizes[i];
+        if (b <= BLOCK_MAX_BATCH && long_splits(m, t, b))
+            n += snprintf(buf + n, sizeof buf - n,
+                          "%snot at B_max %u (a split of the attention would hold %u keys of one head "
+                          "group, more than %u: those batches are the MLA core's)",
+                          n ? "; " : "", b, split_keys(m, t, b), BLOCK_MAX_SPLIT_KEYS);
+    }
+    return n ? buf : NULL;
 }

@@ -1713,6 +1713,28 @@ Test(cli, mla_block_refuses_a_partial_last_page)
     free(out);
 }
 
+/* The sm_90a form is left out where a split of its attention would be
+ * long (V2's 128 heads at B_max 16: 8 head groups x 16 requests for 132
+ * SMs, one split of 16K keys each), and explain says so; V3 at TP = 8 (one
+ * group) keeps its B_max 16. */
+Test(cli, mla_block_leaves_long_splits_to_the_core)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'mla_block*' specs/models/deepseek-v2.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "mla_block_sm90a_bf16_h5120_nh128_q1536_kv512_r64_s16384_p64_b1\n"), "%s", out);
+    cr_expect_null(strstr(out, "mla_block_sm90a_bf16_h5120_nh128_q1536_kv512_r64_s16384_p64_b16\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "deepseek-v2 on h200: the fused MLA block: not at B_max 16 (a split of the "
+                                   "attention would hold 16384 keys of one head group, more than 4096"),
+                       "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "explain --filter 'mla_block*' specs/models/deepseek-v3-tp8.yaml "
+                           "specs/targets/h200.yaml"), 0, "%s", out);
+    cr_expect_not_null(strstr(out, "mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16\n"), "%s", out);
+    cr_expect_null(strstr(out, "the fused MLA block:"), "%s", out);
+    free(out);
+}
+
 /* The fused MLA block's portable form (templates/mla_block_portable.in) on
  * the targets without clusters, DeepSeek-V2-Lite's B_max 1 and 16: the 11
  * key params, then the MLA core's 16-head portable shape (threads, tile,
