@@ -1502,11 +1502,11 @@ Test(cli, reduce_candidates_tuning_entry_and_tune)
  * fusegen tune times them with test_mla_block (cases at S = 4K) and writes
  * the entry. */
 #define BLOCK_FAMILY "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1"
-#define BLOCK_INST(variant, cand, sl, pr, cr, mma)                                              \
+#define BLOCK_INST(variant, cand, sl, pr, cr, mma, ap)                                          \
     "{\"name\": \"" BLOCK_FAMILY variant "\", \"template\": \"mla_block.in\", \"targets\": "    \
     "[\"h200\"], \"tuning_family\": \"" BLOCK_FAMILY "\", " cand "\"params\": {\"threads\": "   \
     "256, \"bmax\": 1, \"slots\": " #sl ", \"piece_rows\": " #pr ", \"chunk_rows\": " #cr  \
-    ", \"mma_proj\": " #mma "}, \"resources\": {\"registers\": 160}}"
+    ", \"mma_proj\": " #mma ", \"absorb_apart\": " #ap "}, \"resources\": {\"registers\": 160}}"
 
 Test(cli, mla_block_candidates_tuning_entry_and_tune)
 {
@@ -1596,9 +1596,9 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
     /* fusegen tune with test_mla_block's stand-in: s3p16c16t fastest */
     char *spec;
     cr_assert_eq(tune_with_stand_in("blockgpu", "test_mla_block",
-                                    BLOCK_INST("", "", 5, 16, 32, 0) ", "
-                                    BLOCK_INST("_s3p16c16t", "\"candidate\": true, ", 3, 16, 16, 1)
-                                    ", " BLOCK_INST("_s2p4c8", "\"candidate\": true, ", 2, 4, 8, 0),
+                                    BLOCK_INST("", "", 5, 16, 32, 0, 16) ", "
+                                    BLOCK_INST("_s3p16c16t", "\"candidate\": true, ", 3, 16, 16, 1, 0)
+                                    ", " BLOCK_INST("_s2p4c8", "\"candidate\": true, ", 2, 4, 8, 0, 0),
                                     "case $n in *_s3p16c16t) t=20;; *) t=30;; esac\n"
                                     "printf '%s{\"instance\": \"%s\", \"batch\": 1, "
                                     "\"S\": 4096, \"time\": {\"median\": %s}}' \"$sep\" $n $t; "
@@ -1623,6 +1623,31 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                      outspec),
                  0, "%s", out);
     cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p16c16t.cu"), "%s", out);
+    free(out);
+    /* a winner with the absorbing blocks apart (the manifest's absorb_apart:
+     * their count): the entry says so, and names the instance with its `a` */
+    cr_assert_eq(tune_with_stand_in("blockgpu-apart", "test_mla_block",
+                                    BLOCK_INST("", "", 5, 16, 32, 0, 16) ", "
+                                    BLOCK_INST("_s3p16c16t", "\"candidate\": true, ", 3, 16, 16, 1, 0)
+                                    ", " BLOCK_INST("_s3p16c16ta", "\"candidate\": true, ", 3, 16, 16, 1, 16),
+                                    "case $n in *_s3p16c16ta) t=20;; *) t=30;; esac\n"
+                                    "printf '%s{\"instance\": \"%s\", \"batch\": 1, "
+                                    "\"S\": 4096, \"time\": {\"median\": %s}}' \"$sep\" $n $t; "
+                                    "sep=,; echo \"$n: bench B=1 S=4096\" >&2",
+                                    &out, &spec),
+                 0, "%s", out);
+    free(out);
+    cr_assert_not_null(spec);
+    cr_expect_not_null(strstr(spec, "      slots: 3\n      piece_rows: 16\n      chunk_rows: 16\n"
+                                    "      mma_proj: true\n      absorb_apart: true\n"
+                                    "      tuned_us: 20.00\n"),
+                       "%s", spec);
+    free(spec);
+    snprintf(outspec, sizeof outspec, "%s/blockgpu-apart/tuned.yaml", tmp);
+    cr_assert_eq(run(&out, "list specs/models/deepseek-v2-lite.yaml specs/targets/h200.yaml %s",
+                     outspec),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p16c16ta.cu"), "%s", out);
     free(out);
 }
 
