@@ -417,6 +417,9 @@ void fgh_report_fit(fgh_json *j, const char *name, const char *over, const fgh_f
            fused->points, over, fused->t0_us, fused->bw_gbps, 100 * fused->bw_gbps / read_gbps);
     if (isfinite(base->t0_us))
         printf(" | baseline %.2f us + bytes / %.0f GB/s", base->t0_us, base->bw_gbps);
+    if (fused->t0_us < 0)   // (e.g. the MLA block at 128 heads: each head group reads the rows again)
+        printf(" (T0 < 0: the time grows faster than the bytes counted, so the kernel moves "
+               "bytes they leave out and the fit says little)");
     printf("\n");
     char model[200];
     snprintf(model, sizeof model, "T = t0_us + bytes / bw_eff, least squares over %s", over);
