@@ -1508,6 +1508,13 @@ Test(cli, reduce_candidates_tuning_entry_and_tune)
     "256, \"bmax\": 1, \"slots\": " #sl ", \"piece_rows\": " #pr ", \"chunk_rows\": " #cr  \
     ", \"mma_proj\": " #mma ", \"absorb_apart\": " #ap "}, \"resources\": {\"registers\": 160}}"
 
+/* test_mla_block's stand-in for fusegen tune: each instance timed at
+ * B = 1, S = 4K: the one whose name ends in `winner` in 20 us, the others in 30 */
+#define BLOCK_STAND_IN(winner)                                                                    \
+    "case $n in *" winner ") t=20;; *) t=30;; esac\n"                                            \
+    "printf '%s{\"instance\": \"%s\", \"batch\": 1, \"S\": 4096, \"time\": {\"median\": %s}}' " \
+    "\"$sep\" $n $t; sep=,; echo \"$n: bench B=1 S=4096\" >&2"
+
 Test(cli, mla_block_candidates_tuning_entry_and_tune)
 {
     char *out;
@@ -1599,10 +1606,7 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                                     BLOCK_INST("", "", 5, 16, 32, 0, 16) ", "
                                     BLOCK_INST("_s3p16c16t", "\"candidate\": true, ", 3, 16, 16, 1, 0)
                                     ", " BLOCK_INST("_s2p4c8", "\"candidate\": true, ", 2, 4, 8, 0, 0),
-                                    "case $n in *_s3p16c16t) t=20;; *) t=30;; esac\n"
-                                    "printf '%s{\"instance\": \"%s\", \"batch\": 1, "
-                                    "\"S\": 4096, \"time\": {\"median\": %s}}' \"$sep\" $n $t; "
-                                    "sep=,; echo \"$n: bench B=1 S=4096\" >&2",
+                                    BLOCK_STAND_IN("_s3p16c16t"),
                                     &out, &spec),
                  0, "%s", out);
     cr_expect_not_null(strstr(out, "3 of 3 points timed"), "%s", out);
@@ -1630,10 +1634,7 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                                     BLOCK_INST("", "", 5, 16, 32, 0, 16) ", "
                                     BLOCK_INST("_s3p16c16t", "\"candidate\": true, ", 3, 16, 16, 1, 0)
                                     ", " BLOCK_INST("_s3p16c16ta", "\"candidate\": true, ", 3, 16, 16, 1, 16),
-                                    "case $n in *_s3p16c16ta) t=20;; *) t=30;; esac\n"
-                                    "printf '%s{\"instance\": \"%s\", \"batch\": 1, "
-                                    "\"S\": 4096, \"time\": {\"median\": %s}}' \"$sep\" $n $t; "
-                                    "sep=,; echo \"$n: bench B=1 S=4096\" >&2",
+                                    BLOCK_STAND_IN("_s3p16c16ta"),
                                     &out, &spec),
                  0, "%s", out);
     free(out);
