@@ -373,6 +373,12 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "PIECE_ROWS", c->piece_rows);
     fg_instance_add_param(&in, "CHUNK_ROWS", c->chunk_rows);
     fg_instance_add_param(&in, "MMA_PROJ", c->mma);
+    /* W_o's chunks folded (the template's fold_cols) only where every
+     * block's share of its rows is 16 or fewer: the fold's code in the phase
+     * after the attention holds values through it, which spilled V3's 168
+     * registers where it would never fold */
+    const bool fold_wo = c->mma && m->hidden <= 16 * grid && heads * vdim > 512;
+    fg_instance_add_param(&in, "FOLD_WO", fold_wo);
     rope_texts(&in, m);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
                             .grid_dims = {grid, 1, 1},
@@ -433,8 +439,10 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "projections and W_uk's absorption on tensor cores (%s; mma.sync "
                      "m16n8k16, a piece's weight rows the M, the requests the N): pieces of up to "
                      "32 rows x 512 columns at a padded stride, each warp loading its slice of the "
-                     "requests' input vectors for those columns into registers a chunk ahead\n",
-                     basis);
+                     "requests' input vectors for those columns into registers a chunk ahead%s\n",
+                     basis, fold_wo ? "; W_o's pieces hold a block's rows twice, 1024 columns "
+                                      "(every share of W_o is 16 rows or fewer)"
+                                    : "");
     } else {
         /* the projections' input vectors staged in shared memory where every
          * request's fits the attention's scratch (the template's kStageFloats) */

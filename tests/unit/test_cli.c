@@ -1862,7 +1862,7 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
     const char *at = strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1\n");
     cr_assert_not_null(at, "%s", out);
     cr_expect_not_null(strstr(at, "THREADS=256 SMEM_BYTES=224000 SLOTS=5 SLOT_BYTES=37376 PIECE_ROWS=16 "
-                                  "CHUNK_ROWS=32 MMA_PROJ=0 HEAD_WAITS=1 ABSORB_APART=16\n"
+                                  "CHUNK_ROWS=32 MMA_PROJ=0 FOLD_WO=0 HEAD_WAITS=1 ABSORB_APART=16\n"
                                   "  launch: grid=(132,1,1) block=(288,1,1) "
                                   "cluster=(1,1,1) dynamic_smem=224000 cooperative\n"),
                        "%s", at);
@@ -1883,6 +1883,41 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
                  0, "%s", out);
     cr_expect_not_null(strstr(out, "HEAD_WAITS=1 ABSORB_APART=0\n"), "%s", out);
     cr_expect_null(strstr(out, "take no rows of the projections"), "%s", out);
+    free(out);
+}
+
+/* W_o's chunks folded (FOLD_WO) where every block's share of W_o is 16 rows
+ * or fewer on the tensor-core form: V2-Lite's 2048 rows on 132 SMs, not
+ * V3's 7168, nor V2-Lite's CUDA-core form at B_max 1; the emulation's fold
+ * spec on 16 SMs and not on 4. */
+Test(cli, mla_block_folds_thin_wo_shares)
+{
+    char *out;
+    cr_assert_eq(run(&out, "explain --filter 'mla_block_sm90a*' specs/models/deepseek-v2-lite.yaml "
+                           "specs/targets/h200.yaml"),
+                 0, "%s", out);
+    const char *at = strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b16\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "MMA_PROJ=1 FOLD_WO=1 "), "%s", at);
+    cr_expect_not_null(strstr(at, "W_o's pieces hold a block's rows twice, 1024 columns"), "%s", at);
+    at = strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1\n");
+    cr_assert_not_null(at, "%s", out);
+    cr_expect_not_null(strstr(at, "MMA_PROJ=0 FOLD_WO=0 "), "%s", at);
+    free(out);
+    cr_assert_eq(run(&out, "explain --filter 'mla_block_sm90a*b16' specs/models/deepseek-v3-tp8.yaml "
+                           "specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "MMA_PROJ=1 FOLD_WO=0 "), "%s", out);
+    cr_expect_null(strstr(out, "W_o's pieces hold"), "%s", out);
+    free(out);
+    /* the emulation's fold spec: hidden 256 is 16 rows a block on 16 SMs, 64 on 4 */
+    cr_assert_eq(run(&out, "explain tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-16sm.yaml"),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "MMA_PROJ=1 FOLD_WO=1 "), "%s", out);
+    free(out);
+    cr_assert_eq(run(&out, "explain tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-4sm.yaml"),
+                 0, "%s", out);
+    cr_expect_not_null(strstr(out, "MMA_PROJ=1 FOLD_WO=0 "), "%s", out);
     free(out);
 }
 
