@@ -80,13 +80,25 @@ FG_DEVICE void fg_trap() { __trap(); }
 // both, after the primitives each defines its own way (fg_shfl_xor,
 // fg_release_writes, fg_add_acq_rel, fg_load_acquire, fg_pause, fg_trap).
 
-FG_DEVICE float fg_warp_sum(float v)
+// The sum and the maximum over each aligned group of W lanes (W a power
+// of two, at most the warp), every lane of the group holding the result.
+template <int W> FG_DEVICE float fg_group_sum(float v)
 {
+    static_assert(W > 0 && W <= FG_WARP_SIZE && (W & (W - 1)) == 0, "a power-of-two group within the warp");
 #pragma unroll
-    for (int o = FG_WARP_SIZE / 2; o > 0; o >>= 1)
+    for (int o = W / 2; o > 0; o >>= 1)
         v += fg_shfl_xor(v, o);
     return v;
 }
+template <int W> FG_DEVICE float fg_group_max(float v)
+{
+    static_assert(W > 0 && W <= FG_WARP_SIZE && (W & (W - 1)) == 0, "a power-of-two group within the warp");
+#pragma unroll
+    for (int o = W / 2; o > 0; o >>= 1)
+        v = fmaxf(v, fg_shfl_xor(v, o));
+    return v;
+}
+FG_DEVICE float fg_warp_sum(float v) { return fg_group_sum<FG_WARP_SIZE>(v); }
 
 // A ticket: adds 1 to *p and returns the old value (fg_add_acq_rel's order).
 FG_DEVICE unsigned fg_ticket(unsigned *p) { return fg_add_acq_rel(p, 1u); }
