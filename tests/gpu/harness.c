@@ -413,8 +413,12 @@ void fgh_report_fit(fgh_json *j, const char *name, const char *over, const fgh_f
 {
     if (fused->points < 2)
         return;
-    printf("%s: fit over %d points (%s): T = %.2f us + bytes / %.0f GB/s (%.1f%% of read)", name,
-           fused->points, over, fused->t0_us, fused->bw_gbps, 100 * fused->bw_gbps / read_gbps);
+    if (isfinite(fused->bw_gbps))
+        printf("%s: fit over %d points (%s): T = %.2f us + bytes / %.0f GB/s (%.1f%% of read)", name,
+               fused->points, over, fused->t0_us, fused->bw_gbps, 100 * fused->bw_gbps / read_gbps);
+    else   // (fgh_fit_line's NaNs: the time does not grow with the bytes)
+        printf("%s: no fit over %d points (%s): the time does not grow with the bytes counted", name,
+               fused->points, over);
     if (isfinite(base->t0_us))
         printf(" | baseline %.2f us + bytes / %.0f GB/s", base->t0_us, base->bw_gbps);
     if (fused->t0_us < 0)   // (e.g. the MLA block at 128 heads: each head group reads the rows again)

@@ -362,8 +362,9 @@ void fgh_json_clocks(fgh_json *j);
 /* An instance's fit T = t0 + bytes / bw_eff over its timed points (over:
  * which), the fused kernel's and its baseline's (none: NaN figures):
  * printed on a line, with the fraction of the read ceiling, and written as
- * an element of a "fits" array.  Nothing where the kernel has fewer than
- * two points. */
+ * an element of a "fits" array (a fit without a positive slope printed as
+ * none, its figures null).  Nothing where the kernel has fewer than two
+ * points. */
 void fgh_report_fit(fgh_json *j, const char *name, const char *over, const fgh_fit *fused,
                     const fgh_fit *base, double read_gbps);
 /* A bench results file: opened at path (stdout when NULL), the outer object
