@@ -26,7 +26,8 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # lds16k specs' rows do not fit and the projections read x and o from the
 # workspace; for sm_90a, the decode grid form (of the specs that take it)
 # and the MLA block on four SMs (its CUDA-core form also with the blocks
-# that absorb W_uk kept out of the projections before C), and without
+# that absorb W_uk kept out of the projections before C) and on 16 (a spec
+# whose shares of W_o are 16 rows: its folded chunks), and without
 # clusters (the H200-portable forms: the decode grid form of every spec, the
 # MLA block's portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
