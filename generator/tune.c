@@ -96,6 +96,9 @@ static const char usage[] =
     "                       of its own), not only the fastest in order: those that\n"
     "                       fail are named and not chosen, and the planner's own\n"
     "                       failing is an error\n"
+    "      --commit REV     the kernels' revision, passed to every timing run (the\n"
+    "                       harness's --commit: its JSON's commit and so each\n"
+    "                       entry's provenance; default: the harness's FG_COMMIT)\n"
     "  -h, --help           this text\n";
 
 /* ---- what differs between the kinds of family ---- */
@@ -288,6 +291,7 @@ typedef struct tune {
     double margin;             /* fraction */
     unsigned confirm;          /* runs each, alone and by turns, of a winner and the planner's */
     bool check_all;            /* check every configuration timed, not the fastest in order */
+    const char *commit;        /* --commit: the kernels' revision for the timing runs */
     json_object *manifest;
     char target[FG_SPEC_NAME_MAX + 1];
     family *fams;
@@ -432,6 +436,10 @@ static int harness(tune *t, fg_tuning_kind kind, const char *names, const char *
         argv[n++] = "--no-baseline";
         argv[n++] = "--json";
         argv[n++] = (char *)json;
+        if (t->commit) {
+            argv[n++] = "--commit";
+            argv[n++] = (char *)t->commit;
+        }
     }
     argv[n] = NULL;
     if (!expected)
@@ -905,6 +913,7 @@ static int parse_args(int argc, char **argv, tune *t)
                                          {"margin", required_argument, NULL, 'M'},
                                          {"confirm", required_argument, NULL, 'C'},
                                          {"check-all", no_argument, NULL, 'A'},
+                                         {"commit", required_argument, NULL, 'c'},
                                          {"help", no_argument, NULL, 'h'},
                                          {0}};
     t->harness[FG_TUNE_RING] = "build/gpu/test_decode_attn";
@@ -943,6 +952,14 @@ static int parse_args(int argc, char **argv, tune *t)
             break;
         }
         case 'A': t->check_all = true; break;
+        case 'c':   /* (it lands in a YAML string and the harness's JSON) */
+            if (strlen(optarg) > 64 || !chars_in(optarg, "._+-")) {
+                fprintf(stderr, "fusegen tune: error: --commit '%s'; expected 1 to 64 letters, "
+                                "digits and ._+-\n", optarg);
+                return 2;
+            }
+            t->commit = optarg;
+            break;
         case 'C': {
             uint64_t v;
             if (!fg_parse_decimal(optarg, strlen(optarg), 0, MAX_CONFIRM, &v)) {

@@ -940,8 +940,9 @@ Test(cli, tune_rmsnorm_families_with_their_harness)
     write_s_harness(ring, "*k16n8f6*", 4096, 45, 50);   /* the candidate 10% faster */
     write_program(rms, rms_harness_text);
     char *log;
-    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s", manifest, out, ring), 0,
-                 "%s", log);
+    cr_assert_eq(run(&log, "tune --manifest %s --out %s --harness %s --commit abc9f00", manifest, out,
+                     ring),
+                 0, "%s", log);
     cr_expect_not_null(strstr(log, "timing 2 decode_attn configurations (S = 1K and S_max;"),
                        "%s", log);
     cr_expect_not_null(strstr(log, "timing 3 rmsnorm configurations (rows = 1 and 4096;"), "%s",
@@ -960,7 +961,17 @@ Test(cli, tune_rmsnorm_families_with_their_harness)
     cr_expect_not_null(strstr(args, "--manifest "), "%s", args);
     cr_expect_not_null(strstr(args, "--only " RMS_FAMILY "_t256\n"), "%s", args);
     cr_expect_null(strstr(args, "_t64c"), "a discarded candidate is not run: %s", args);
+    /* --commit reaches every timing run, not the checks */
+    cr_expect_not_null(strstr(args, ".json --commit abc9f00\n"), "%s", args);
+    for (char *l = args, *e; (e = strchr(l, '\n')) != NULL; l = e + 1) {
+        *e = '\0';
+        cr_expect((strstr(l, " --bench ") != NULL) == (strstr(l, " --commit abc9f00") != NULL), "%s", l);
+    }
     free(args);
+    cr_expect_eq(run(&log, "tune --manifest %s --out %s --harness %s --commit 'a b'", manifest, out, ring),
+                 2, "a commit with a space: %s", log);
+    cr_expect_not_null(strstr(log, "--commit 'a b'; expected 1 to 64 letters"), "%s", log);
+    free(log);
     char *spec = slurp(out);
     cr_expect_not_null(strstr(spec, "    - family: " TUNE_FAMILY "\n      threads: 512\n"
                                     "      stage_bytes: 16384\n      stages: 8\n"
