@@ -52,5 +52,5 @@ extern "C" void emu_decode_launch(const void *x, const void *norm_w, const void 
     launch_args = {(const fg_t *)x, (const fg_t *)norm_w, (const fg_t *)w_qkv, (const fg_t *)b_qkv,
                    (const fg_t *)w_o, (fg_t *)k, (fg_t *)v, table, pos, (fg_t *)y, ws, counters,
                    batch, eps};
-    emu_run_cooperative(workgroups, threads, kEmuWave, smem, thread_body);
+    emu_run_cooperative({workgroups, 1, 1}, threads, kEmuWave, smem, thread_body);
 }

@@ -222,11 +222,11 @@ void emu_run_grid(emu_dim3 grid, int threads, int wave, void (*fn)())
             }
 }
 
-void emu_run_cooperative(unsigned workgroups, int threads, int wave, unsigned char *const *smem,
-                         void (*fn)())
+void emu_run_cooperative(emu_dim3 grid, int threads, int wave, unsigned char *const *smem, void (*fn)())
 {
     emu::wave = wave;
-    gridDim = {workgroups, 1, 1}, blockDim = {(unsigned)threads, 1, 1};
+    const unsigned workgroups = grid.x * grid.y * grid.z;
+    gridDim = grid, blockDim = {(unsigned)threads, 1, 1};
     std::vector<std::thread> hosts;
     const unsigned lagging = emu::cooperative_launches++ % workgroups;
     emu::others_rounds = 0, emu::others_running = (int)workgroups - 1;
@@ -234,7 +234,7 @@ void emu_run_cooperative(unsigned workgroups, int threads, int wave, unsigned ch
         hosts.emplace_back([=] {
             emu::shares_host = true;
             emu::lags = workgroups > 1 && w == lagging;
-            blockIdx = {w, 0, 0};
+            blockIdx = {w % grid.x, w / grid.x % grid.y, w / grid.x / grid.y};
             emu_dyn_smem = smem[w];
             if (emu::lags)   // (it starts late, too)
                 emu::lag();

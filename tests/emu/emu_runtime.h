@@ -10,11 +10,11 @@
  * shim's kEmuWave): for kernels whose workgroups never wait on each other. */
 void emu_run_grid(emu_dim3 grid, int threads, int wave, void (*fn)());
 
-/* A cooperative launch: a grid of `workgroups` in x, every workgroup at once
- * (grid barriers and waits on other workgroups' counters meet), each on a
- * host thread of its own with the dynamic LDS smem[w] and its own copy of the
- * kernel's `__shared__` variables; waves of `wave` lanes. */
-void emu_run_cooperative(unsigned workgroups, int threads, int wave, unsigned char *const *smem,
-                         void (*fn)());
+/* A cooperative launch: every workgroup of `grid` at once (grid barriers
+ * and waits on other workgroups' counters meet), each on a host thread of
+ * its own with the dynamic LDS smem[w] (w = x + grid.x (y + grid.y z)) and
+ * its own copy of the kernel's `__shared__` variables; waves of `wave`
+ * lanes. */
+void emu_run_cooperative(emu_dim3 grid, int threads, int wave, unsigned char *const *smem, void (*fn)());
 
 #endif

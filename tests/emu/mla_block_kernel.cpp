@@ -33,5 +33,5 @@ static void thread_body()
 extern "C" void emu_mla_block_launch(const emu_mla_block_args *a)
 {
     launch_args = *a;
-    emu_run_cooperative(a->workgroups, a->threads, kEmuWave, a->smem, thread_body);
+    emu_run_cooperative({a->workgroups, 1, 1}, a->threads, kEmuWave, a->smem, thread_body);
 }

@@ -2,7 +2,8 @@
 # Generates the kernels of the host emulation's specs (tests/emu/specs: for
 # AMD the decode family's grid form, the MLA core's portable form, the whole
 # MLA block's portable form, the overlap family's GEMM; for sm_90a the decode
-# family's grid form and the whole MLA block) and runs each instance on the
+# family's grid form, the MLA core's forms without clusters and the whole MLA
+# block) and runs each instance on the
 # CPU against the C reference of the GPU tests, or the GEMM's double
 # reference (tests/emu/*_emu.cpp): the HIP sources through
 # include/hip/hip_runtime.h, the CUDA ones through include/cuda_emu.h.
@@ -27,12 +28,15 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # workspace; for sm_90a, the decode grid form (of the specs that take it)
 # and the MLA block on four SMs (its CUDA-core form also with the blocks
 # that absorb W_uk kept out of the projections before C) and on 16 (a spec
-# whose shares of W_o are 16 rows: its folded chunks), and without
-# clusters (the H200-portable forms: the decode grid form of every spec, the
-# MLA block's portable form)
+# whose shares of W_o are 16 rows: its folded chunks), the MLA core on 16
+# (its wgmma form at 128 heads and its mma form at 16, where the splits meet
+# in the spread merge or a block takes a request whole; clusters trap in the
+# emulation), and without clusters (the H200-portable forms: the decode grid
+# form of every spec, the MLA block's portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
+core_specs=$(ls tests/emu/specs/emu-core-mla-*.yaml)
 block_specs=$(ls tests/emu/specs/emu-block-mla-*.yaml)
 gemm_specs=$(ls tests/emu/specs/emu-gemm-*.yaml)
 # shellcheck disable=SC2086 # the lists are file names without spaces
@@ -61,6 +65,9 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-16sm" --filter 'mla_block_sm90a*' \
         tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*_c1x*' \
+        --filter 'mla_decode_sm90a*_g[0-9]*_s[0-9]*' $mla_specs $core_specs tests/emu/specs/emu-sm90a-16sm.yaml \
+        >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
@@ -79,7 +86,7 @@ done
 ok=1
 "$cxx" -std=c++17 -O1 -g -Itests/emu/include -Itests/emu -c tests/emu/emu_runtime.cpp \
     -o "$out/emu_runtime.o" || ok=0
-for t in decode_grid mla_portable mla_block gemm; do
+for t in decode_grid mla_core mla_block gemm; do
     "$cxx" -std=c++17 -O2 -Itests/emu -Itests/gpu -I"$cuda_home/include" \
         -c "tests/emu/${t}_emu.cpp" -o "$out/${t}_test.o" || ok=0
 done
@@ -98,7 +105,8 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     case $name in
     decode_attn_sm90a_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 lang=-DEMU_CUDA ;;
     decode_attn_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 ;;
-    mla_decode_*) t=mla_portable objs="$out/ref_mla.o" dyn=1 ;;
+    mla_decode_sm90a_*) t=mla_core objs="$out/ref_mla.o" dyn=1 lang=-DEMU_CUDA ;;
+    mla_decode_*) t=mla_core objs="$out/ref_mla.o" dyn=1 ;;
     mla_block_sm90a_*) t=mla_block objs="$out/ref_mla_block.o" dyn=1 lang=-DEMU_CUDA ;;
     mla_block_*) t=mla_block objs="$out/ref_mla_block.o" dyn=1 ;;
     overlap_gemm_*) t=gemm objs= dyn=0 ;;
@@ -138,5 +146,5 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     [ -n "$p" ] || { echo "FAIL $tag: no closing line"; failed=$((failed + 1)); continue; }
     passed=$((passed + p)) failed=$((failed + f))
 done
-echo "kernels on the host emulation (AMD; sm_90a: the decode grid form, the MLA block): $passed passed, $failed failed"
+echo "kernels on the host emulation (AMD; sm_90a: the decode grid form, the MLA core without clusters, the MLA block): $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

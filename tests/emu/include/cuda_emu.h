@@ -15,12 +15,17 @@
 //    issued, the bytes landing (and completing their mbarrier's transaction
 //    bytes) only when a thread tries that mbarrier's phase and finds it not
 //    complete, so a read of a slot that did not wait for its phase shows;
+//  - cp.async copies queued by thread and commit group, the destination
+//    poisoned until a wait lands them;
 //  - named barriers counting threads; ldmatrix and mma.sync m16n8k16 as the
 //    PTX ISA lays out their fragments, over the warp's lanes (fp32 sums);
 //  - acquire loads and acq_rel adds as the host's atomics (the add followed
 //    by the lagging block's pause).
+//  - wgmma (m64n64k16 from shared memory, m64n128k16 with A from
+//    registers) run at the wait that covers it, its operands through the
+//    kernels' descriptors.
 // Not emulated (a call traps): clusters (mapa, remote arrivals), TMA
-// tensor maps, wgmma.
+// tensor maps.
 #ifndef FG_EMU_CUDA_H
 #define FG_EMU_CUDA_H
 
@@ -36,6 +41,10 @@ struct __attribute__((aligned(16))) uint4 {
     unsigned x, y, z, w;
 };
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+struct __attribute__((aligned(8))) uint2 {
+    unsigned x, y;
+};
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 
 struct __half {
     uint16_t x;
@@ -317,12 +326,46 @@ FG_DEVICE void fence_proxy_async() {}
 FG_DEVICE void cluster_arrive() { emu_unsupported("cluster_arrive"); }
 FG_DEVICE void cluster_wait() { emu_unsupported("cluster_wait"); }
 
-FG_DEVICE void cp_async_commit() {}
-template <int N> FG_DEVICE void cp_async_wait_group() {}
-FG_DEVICE void cp_async_wait_all() {}
+// cp.async: a thread's 16-byte copies in flight, in commit groups; the
+// destination poisoned (0xff: NaN) from the issue until a wait lands the
+// copy (its source read at the issue), so a read of shared memory that no
+// wait covers, or a copy into memory still being read, shows.
+struct EmuAsyncCopy {
+    unsigned dst;
+    unsigned group;   // the thread's commit group (those committed so far: the open one)
+    unsigned char bytes[16];
+};
+struct EmuAsyncCopies {
+    unsigned committed = 0;
+    std::vector<EmuAsyncCopy> flight;
+};
+inline thread_local EmuAsyncCopies emu_async[1024];   // a block's threads'
+FG_DEVICE void cp_async_commit() { emu_async[threadIdx.x].committed++; }
+// Lands this thread's copies of the groups before `group`.
+FG_DEVICE void emu_async_land(unsigned group)
+{
+    EmuAsyncCopies &a = emu_async[threadIdx.x];
+    size_t kept = 0;
+    for (const EmuAsyncCopy &c : a.flight)
+        if (c.group < group)
+            std::memcpy(emu_smem_at(c.dst), c.bytes, 16);
+        else
+            a.flight[kept++] = c;
+    a.flight.resize(kept);
+}
+// all but the newest N committed groups
+template <int N> FG_DEVICE void cp_async_wait_group()
+{
+    const unsigned c = emu_async[threadIdx.x].committed;
+    emu_async_land(c > (unsigned)N ? c - N : 0);
+}
+FG_DEVICE void cp_async_wait_all() { emu_async_land(~0u); }
 template <int DST, int SRC> FG_DEVICE void cp_async16_at(unsigned dst, const void *src)
 {
-    std::memcpy(emu_smem_at(dst + DST), static_cast<const unsigned char *>(src) + SRC, 16);
+    EmuAsyncCopy c = {dst + DST, emu_async[threadIdx.x].committed, {}};
+    std::memcpy(c.bytes, static_cast<const unsigned char *>(src) + SRC, 16);
+    std::memset(emu_smem_at(c.dst), 0xff, 16);
+    emu_async[threadIdx.x].flight.push_back(c);
 }
 FG_DEVICE void cp_async16(void *dst, const void *src) { cp_async16_at<0, 0>(smem_addr(dst), src); }
 
@@ -395,12 +438,160 @@ FG_DEVICE unsigned pack2(float lo, float hi)
 }
 FG_DEVICE float ex2(float x) { return std::exp2(x); }
 
-// wgmma and TMA: not emulated (the forms that use them trap here).
-FG_DEVICE uint64_t wg_desc(unsigned, unsigned, unsigned) { emu_unsupported("wgmma"); }
-FG_DEVICE uint64_t wg_desc_plus(uint64_t, unsigned) { emu_unsupported("wgmma"); }
-FG_DEVICE void wg_fence() { emu_unsupported("wgmma"); }
-FG_DEVICE void wg_commit() { emu_unsupported("wgmma"); }
-template <int N> FG_DEVICE void wg_wait() { emu_unsupported("wgmma"); }
+// stmatrix .x4, ldmatrix's inverse: lanes 8 i .. 8 i + 7 give matrix i's
+// rows; lane l's r[i] holds row l / 4's elements 2 (l % 4) and + 1.
+FG_DEVICE void stmatrix_x4(void *p, const unsigned r[4])
+{
+    struct Frag {
+        unsigned char *row;
+        unsigned r[4];
+    } mine = {emu_smem_at(smem_addr(p)), {r[0], r[1], r[2], r[3]}};
+    const unsigned char *all = emu_wave_exchange(&mine, sizeof mine);
+    Frag f[32];
+    std::memcpy(f, all, sizeof f);
+    const int lane = emu_lane(), i = lane / 8, row = lane % 8;
+    for (int t = 0; t < 4; t++)   // this lane's row: lanes 4 row .. 4 row + 3, matrix i
+        std::memcpy(f[lane].row + 4 * t, &f[4 * row + t].r[i], 4);
+}
+
+// wgmma over the 128 threads of a warpgroup, as late as it may run: each
+// call queued in the thread's open commit group, its accumulators and A
+// fragment by address, run (in order) by the wg_wait that covers its group,
+// so a kernel that touches them, or overwrites the shared memory it reads,
+// before that wait shows.  Shared-memory operands through the kernels'
+// descriptors (wg_desc: 128-byte swizzle, the pattern a function of the
+// shared address: 16-byte piece bits 4-6 XOR row bits 7-9): K-major, row mn
+// at (mn / 8) SBO + (mn % 8) 128 bytes from the start, k at 2 k; MN-major
+// (transposed B), k at (k / 8) SBO + (k % 8) 128, n at (n / 64) LBO + 2 (n
+// % 64).  Accumulators (fp32) of thread w 32 + l of the warpgroup: d[4 j +
+// i] is row 16 w + l / 4 + 8 (i / 2), column 8 j + 2 (l % 4) + i % 2; an A
+// fragment from registers is mma.sync's A (m16n8k16) for rows 16 w..
+FG_DEVICE uint64_t wg_desc(unsigned addr, unsigned lbo, unsigned sbo)
+{
+    return (uint64_t)((addr & 0x3FFFF) >> 4) | (uint64_t)(lbo >> 4) << 16 |
+           (uint64_t)(sbo >> 4) << 32 | 1ull << 62;
+}
+FG_DEVICE uint64_t wg_desc_plus(uint64_t d, unsigned off) { return d + (off >> 4); }
+FG_DEVICE void wg_fence() {}
+struct EmuWgDesc {
+    unsigned start, lbo, sbo;
+};
+FG_DEVICE EmuWgDesc emu_wg_desc(uint64_t d)
+{
+    if (d >> 62 != 1)
+        emu_unsupported("a wgmma descriptor without the 128-byte swizzle");
+    return {(unsigned)(d & 0x3FFF) << 4, (unsigned)(d >> 16 & 0x3FFF) << 4, (unsigned)(d >> 32 & 0x3FFF) << 4};
+}
+FG_DEVICE float emu_wg_at(unsigned linear)
+{
+    const unsigned a = linear ^ ((linear >> 7 & 7u) << 4);
+    fg_t h;
+    std::memcpy(&h, emu_smem_at(a), 2);
+    return fg_to_float(h);
+}
+FG_DEVICE float emu_wg_kmajor(const EmuWgDesc &d, int mn, int k)
+{
+    return emu_wg_at(d.start + mn / 8 * d.sbo + mn % 8 * 128 + 2 * k);
+}
+FG_DEVICE float emu_wg_mnmajor(const EmuWgDesc &d, int k, int n)
+{
+    return emu_wg_at(d.start + n / 64 * d.lbo + k / 8 * d.sbo + k % 8 * 128 + 2 * (n % 64));
+}
+// A warpgroup's threads meet.
+struct EmuWarpgroup {
+    int arrived = 0, gen = 0;
+    unsigned char slots[128][16];   // the exchange's
+};
+inline thread_local EmuWarpgroup emu_warpgroups[8];
+FG_DEVICE void emu_wg_meet()
+{
+    EmuWarpgroup &w = emu_warpgroups[threadIdx.x / 128];
+    const int gen = w.gen;
+    if (++w.arrived == 128)
+        w.arrived = 0, w.gen++;
+    while (w.gen == gen)
+        emu_yield();
+}
+// Each thread's `bytes` in, a copy of all 128 out.
+FG_DEVICE void emu_wg_exchange(const void *mine, size_t bytes, unsigned char (*all)[16])
+{
+    EmuWarpgroup &w = emu_warpgroups[threadIdx.x / 128];
+    std::memcpy(w.slots[threadIdx.x % 128], mine, bytes);
+    emu_wg_meet();
+    std::memcpy(all, w.slots, sizeof w.slots);
+    emu_wg_meet();   // every copy made: the slots are free
+}
+template <int N, class A, class B> FG_DEVICE void emu_wgmma(float *d, bool accumulate, A a, B b)
+{
+    const int w = threadIdx.x % 128 / 32, g = emu_lane() / 4, t = emu_lane() % 4;
+    for (int i = 0; i < N / 2; i++) {
+        const int row = 16 * w + g + 8 * (i % 4 / 2), col = 8 * (i / 4) + 2 * t + i % 2;
+        float acc = accumulate ? d[i] : 0.f;
+        for (int k = 0; k < 16; k++)
+            acc = std::fma(a(row, k), b(k, col), acc);
+        d[i] = acc;
+    }
+    emu_wg_meet();   // the warpgroup's reads of shared memory are done
+}
+// A queued wgmma: m64n64k16 with A and B K-major in shared memory (a = 0),
+// or m64n128k16 with A from registers and B MN-major (a: the fragment).
+struct EmuWgOp {
+    float *d;
+    const unsigned *a;
+    uint64_t da, db;
+    bool accumulate;
+    unsigned group;
+};
+struct EmuWgOps {
+    unsigned committed = 0;
+    std::vector<EmuWgOp> queued;
+};
+inline thread_local EmuWgOps emu_wg_ops[1024];   // a block's threads'
+FG_DEVICE void emu_wg_run(const EmuWgOp &op)
+{
+    if (!op.a) {
+        const EmuWgDesc da = emu_wg_desc(op.da), db = emu_wg_desc(op.db);
+        emu_wgmma<64>(op.d, op.accumulate, [&](int m, int k) { return emu_wg_kmajor(da, m, k); },
+                      [&](int k, int n) { return emu_wg_kmajor(db, n, k); });
+        return;
+    }
+    unsigned char all[128][16];
+    emu_wg_exchange(op.a, 16, all);
+    const EmuWgDesc db = emu_wg_desc(op.db);
+    const auto A = [&](int m, int k) {
+        unsigned r;
+        std::memcpy(&r, all[m / 16 * 32 + m % 8 * 4 + k % 8 / 2] + 4 * (m % 16 / 8 + 2 * (k / 8)), 4);
+        return emu_half_of(r, k % 2);
+    };
+    emu_wgmma<128>(op.d, true, A, [&](int k, int n) { return emu_wg_mnmajor(db, k, n); });
+}
+FG_DEVICE void wg_commit() { emu_wg_ops[threadIdx.x].committed++; }
+// until at most N of this thread's committed groups are left: the others run
+template <int N> FG_DEVICE void wg_wait()
+{
+    EmuWgOps &o = emu_wg_ops[threadIdx.x];
+    const unsigned upto = o.committed > (unsigned)N ? o.committed - N : 0;
+    size_t ran = 0;
+    while (ran < o.queued.size() && o.queued[ran].group < upto)
+        emu_wg_run(o.queued[ran++]);
+    o.queued.erase(o.queued.begin(), o.queued.begin() + (ptrdiff_t)ran);
+}
+// d (+)= A . B, m64n64k16, A and B K-major in shared memory
+FG_DEVICE void wgmma_ss_n64(float (&d)[32], uint64_t a, uint64_t b, int accumulate)
+{
+    EmuWgOps &o = emu_wg_ops[threadIdx.x];
+    o.queued.push_back({d, nullptr, a, b, accumulate != 0, o.committed});
+}
+// d += A . B, m64n128k16, A in registers, B MN-major in shared memory
+FG_DEVICE void wgmma_rs_n128_tb(float (&d)[64], const unsigned (&a)[4], uint64_t b)
+{
+    EmuWgOps &o = emu_wg_ops[threadIdx.x];
+    o.queued.push_back({d, a, 0, b, true, o.committed});
+}
+// globaltimer and the SM's id: a fixed stand-in (the kernels' timing hooks)
+FG_DEVICE unsigned long long globaltimer_ns() { return 0; }
+FG_DEVICE unsigned sm_id() { return 0; }
+// TMA: not emulated (the forms that use it trap here).
 template <int N> FG_DEVICE void reg_fence(float (&)[N]) {}
 struct alignas(64) fg_tensor_map {
     unsigned char opaque[128];

@@ -1,13 +1,16 @@
-// The MLA core's portable form as lowered to HIP, run on the CPU against the
-// C reference of the GPU tests (tests/gpu/ref_mla.c): the kernel through
-// mla_portable_kernel.cpp's emulation (each workgroup's threads fibers, waves
-// of 64, the grid's workgroups one after another, so the splits' partial
-// results meet through the workspace and the last split's ticket).  Checks
-// out against the reference (rel L2 2e-3 f16 / 1e-2 bf16), the log-sum-exp
-// (1e-3), nothing non-finite, a second launch bitwise equal, and both within
-// the workspace, counters and LDS the planner sized (the manifest's figures;
-// its path the one argument).  Prints `N passed, N failed`; exit status 1 on
-// any failure.
+// The MLA core run on the CPU against the C reference of the GPU tests
+// (tests/gpu/ref_mla.c): the kernel through mla_core_kernel.cpp's emulation
+// (each block's threads fibers), its portable form lowered to HIP (waves of
+// 64, the grid's workgroups one after another, so the splits' partial
+// results meet through the workspace and the last split's ticket) or its
+// sm_90a form (warps of 32, wgmma, every block at once: a cooperative
+// launch's grid barrier meets).  Requests of the whole cache (less a page
+// each third), 100 keys (inside a page) and one key.  Checks out against
+// the reference (rel L2 2e-3 f16 / 1e-2 bf16), the log-sum-exp (1e-3),
+// nothing non-finite, a second launch bitwise equal, and both within the
+// workspace, counters and shared memory the planner sized (the manifest's
+// figures and grid; its path the one argument).  Prints `N passed, N
+// failed`; exit status 1 on any failure.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -15,7 +18,7 @@
 #include <vector>
 
 #include "emu_common.h"
-#include "mla_portable_emu.h"
+#include "mla_core_emu.h"
 #include "ref_mla.h"
 
 static const emu_mla_dims &D = emu_mla;
@@ -36,8 +39,10 @@ int main(int argc, char **argv)
     fgh_fill_host(q.data(), dt, q.size(), seed + 21, 1.0f);
     fgh_fill_host(cache.data(), dt, cache.size(), seed + 22, 1.0f);
     std::vector<int> lengths(B), table(D.page ? (size_t)B * pages_per : 1, 0);
-    for (int b = 0; b < B; b++)   // the whole cache, then a length inside a page
-        lengths[b] = b % 2 ? 100 : D.max_context;
+    // the whole cache (less a page each third request, while there are
+    // pages), a length inside a page, one key
+    for (int b = 0; b < B; b++)
+        lengths[b] = b % 3 == 1 ? 100 : b % 3 == 2 ? 1 : std::max(D.max_context - 64 * (b / 3), 100);
     for (size_t i = 0; D.page && i < table.size(); i++)   // the pool's pages shuffled
         table[i] = (int)((i * 5 + 1) % table.size());
     std::vector<double> o_ref((size_t)B * D.heads * D.kv_lora), lse_ref((size_t)B * D.heads);
@@ -50,8 +55,8 @@ int main(int argc, char **argv)
 
     std::vector<float> lse((size_t)B * D.heads);
     // the workspace, counters (zeroed at bind) and LDS as the planner sized them
-    EmuGuarded ws(planned.workspace_bytes), counters(planned.counters * sizeof(unsigned)),
-        smem(planned.dynamic_smem);
+    EmuGuarded ws(planned.workspace_bytes), counters(planned.counters * sizeof(unsigned));
+    EmuLds smem(planned.dynamic_smem, D.cooperative ? planned.grid[0] * planned.grid[1] * planned.grid[2] : 1);
     std::vector<st> first;
     size_t outside = 0;
     for (int run = 0; run < 2; run++) {
@@ -60,8 +65,8 @@ int main(int argc, char **argv)
         ws.fill(0xff);
         smem.fill(0xff);
         emu_mla_launch(q.data(), cache.data(), table.data(), lengths.data(), out.data(),
-                       lse.data(), ws.as<float>(), counters.as<unsigned>(),
-                       smem.as<unsigned char>(), B, scale);
+                       lse.data(), ws.as<float>(), counters.as<unsigned>(), planned.grid,
+                       smem.pointers(), B, scale);
         outside += ws.touched() + counters.touched() + smem.touched();
         if (run == 0) {
             first = out;
@@ -69,7 +74,7 @@ int main(int argc, char **argv)
         }
         checks.check(first == out, "a second launch (on the counters the first left) gives the same bits", 0);
     }
-    checks.check(outside == 0, "the launches within the planner's workspace, counters and LDS "
+    checks.check(outside == 0, "the launches within the planner's workspace, counters and shared memory "
                  "(bytes past them written)", (double)outside);
     const unsigned *tickets = counters.as<unsigned>();
     checks.check(std::all_of(tickets, tickets + planned.counters, [](unsigned c) { return c == 0; }),

@@ -1,0 +1,33 @@
+/* The interface between the emulated MLA core (mla_core_kernel.cpp: a
+ * generated source of the portable form lowered to HIP, or of the sm_90a
+ * form, with its shim) and its test (mla_core_emu.cpp, with the C
+ * reference): plain types only. */
+#ifndef FG_EMU_MLA_CORE_H
+#define FG_EMU_MLA_CORE_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The kernel's compile-time shape. */
+typedef struct emu_mla_dims {
+    const char *name;
+    int f16;   /* storage type: 1 f16, 0 bf16 */
+    int heads, kv_lora, d, max_context, page, bmax, threads;
+    int cooperative;   /* 1: every block at once, each its own shared memory; 0: one after another */
+} emu_mla_dims;
+
+extern const emu_mla_dims emu_mla;
+
+/* One launch of `grid` (the manifest's): smem[w] the dynamic shared memory of
+ * block w (x-major) where cooperative, else smem[0] for each in turn. */
+void emu_mla_launch(const void *q, const void *cache, const int *table, const int *lengths,
+                    void *out, float *lse, float *ws, unsigned *counters, const unsigned grid[3],
+                    unsigned char *const *smem, int batch, float scale);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,57 @@
+// The emulated side of tests/emu's MLA core test: the generated source
+// (KERNEL_SRC, its `extern __shared__` line replaced by emu_dyn_smem; kernel
+// KERNEL) compiled for the host, the portable form's AMD lowering with the
+// HIP shim, the sm_90a form (EMU_CUDA; run.sh put cuda_emu.h in its
+// preludes' place) with the CUDA one, and the plain-C interface of
+// mla_core_emu.h.  The test is mla_core_emu.cpp.
+#if !defined(EMU_CUDA)
+#include <hip/hip_runtime.h>
+#endif
+
+#include KERNEL_SRC
+
+#include "emu_common.h"
+#include "emu_runtime.h"
+#include "mla_core_emu.h"
+
+extern "C" const emu_mla_dims emu_mla = {
+    EMU_KERNEL_NAME, EMU_F16,
+    kHeads, kKvLora, kD, kMaxContext, kPage, kBmax, kThreads,
+#if defined(EMU_CUDA)
+    1,   // the sm_90a form: its spread merge meets at a grid barrier
+#else
+    0,
+#endif
+};
+
+static struct Launch {
+    const fg_t *q, *cache;
+    const int *table, *lengths;
+    fg_t *out;
+    float *lse, *ws;
+    unsigned *counters;
+    int batch;
+    float scale;
+} launch_args;
+
+static void thread_body()
+{
+    const Launch &a = launch_args;
+    KERNEL(a.q, a.cache, a.table, a.lengths, a.out, a.lse, a.ws, a.counters, a.batch, a.scale);
+}
+
+extern "C" void emu_mla_launch(const void *q, const void *cache, const int *table,
+                               const int *lengths, void *out, float *lse, float *ws,
+                               unsigned *counters, const unsigned grid[3], unsigned char *const *smem,
+                               int batch, float scale)
+{
+    launch_args = {(const fg_t *)q, (const fg_t *)cache, table, lengths, (fg_t *)out, lse, ws,
+                   counters, batch, scale};
+    const emu_dim3 g = {grid[0], grid[1], grid[2]};
+    if (emu_mla.cooperative) {
+        emu_run_cooperative(g, kThreads, kEmuWave, smem, thread_body);
+        return;
+    }
+    emu_dyn_smem = smem[0];
+    emu_run_grid(g, kThreads, kEmuWave, thread_body);
+}
