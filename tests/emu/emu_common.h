@@ -1,5 +1,5 @@
-// The tests/emu scaffolding the tests share (decode grid, MLA portable, MLA
-// block, GEMM).  Two sides, chosen by whether KERNEL is defined:
+// The tests/emu scaffolding the tests share (decode, MLA core, MLA block,
+// GEMM).  Two sides, chosen by whether KERNEL is defined:
 //  - the emulated side (*_kernel.cpp: the generated source, KERNEL its kernel;
 //    included after KERNEL_SRC): the instance's name and storage type as its
 //    source has them;
@@ -83,6 +83,7 @@ struct EmuPlanned {
     unsigned counters;
     unsigned grid[3];   // launch.grid
     unsigned block;     // launch.block[0]
+    unsigned cluster;   // launch.cluster[0] (1 where the entry has none)
 };
 
 // The planner's figures for instance `name` from the manifest named on the
@@ -102,7 +103,7 @@ inline EmuPlanned emu_planned(int argc, char **argv, const char *name)
                 std::strcmp(json_object_get_string(n), name) == 0)
                 in = o;
         }
-    json_object *ws, *counters, *launch, *smem, *grid, *block;
+    json_object *ws, *counters, *launch, *smem, *grid, *block, *cluster;
     const bool ok = in && json_object_object_get_ex(in, "workspace_bytes", &ws) &&
                     json_object_object_get_ex(in, "counters", &counters) &&
                     json_object_object_get_ex(in, "launch", &launch) &&
@@ -117,7 +118,9 @@ inline EmuPlanned emu_planned(int argc, char **argv, const char *name)
              {(unsigned)json_object_get_int64(json_object_array_get_idx(grid, 0)),
               (unsigned)json_object_get_int64(json_object_array_get_idx(grid, 1)),
               (unsigned)json_object_get_int64(json_object_array_get_idx(grid, 2))},
-             (unsigned)json_object_get_int64(json_object_array_get_idx(block, 0))};
+             (unsigned)json_object_get_int64(json_object_array_get_idx(block, 0)), 1};
+    if (ok && json_object_object_get_ex(launch, "cluster", &cluster) && json_object_array_length(cluster) == 3)
+        p.cluster = (unsigned)json_object_get_int64(json_object_array_get_idx(cluster, 0));
     json_object_put(root);
     if (!ok) {
         std::printf("FAIL %s: the planner's figures (%s)\n0 passed, 1 failed\n", name,
@@ -125,8 +128,9 @@ inline EmuPlanned emu_planned(int argc, char **argv, const char *name)
         std::exit(1);
     }
     std::printf("planned: workspace %zu B, %u counters, %zu B of dynamic LDS, a grid of %u x %u x %u, "
-                "blocks of %u (manifest)\n",
-                p.workspace_bytes, p.counters, p.dynamic_smem, p.grid[0], p.grid[1], p.grid[2], p.block);
+                "blocks of %u, clusters of %u (manifest)\n",
+                p.workspace_bytes, p.counters, p.dynamic_smem, p.grid[0], p.grid[1], p.grid[2], p.block,
+                p.cluster);
     return p;
 }
 

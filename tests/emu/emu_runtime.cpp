@@ -137,7 +137,7 @@ namespace emu {
 // each, or ended.
 void lag()
 {
-    const long until = others_rounds + kLagRounds * (long)(gridDim.x - 1);
+    const long until = others_rounds + kLagRounds * (long)(gridDim.x * gridDim.y * gridDim.z - 1);
     while (others_running > 0 && others_rounds < until)
         usleep(20);
 }

@@ -4,7 +4,7 @@
 // 64, the grid's workgroups one after another, so the splits' partial
 // results meet through the workspace and the last split's ticket) or its
 // sm_90a form (warps of 32, wgmma, every block at once: a cooperative
-// launch's grid barrier meets).  Requests of the whole cache (less a page
+// launch's grid barrier meets, and so do a cluster's blocks).  Requests of the whole cache (less a page
 // each third), 100 keys (inside a page) and one key.  Checks out against
 // the reference (rel L2 2e-3 f16 / 1e-2 bf16), the log-sum-exp (1e-3),
 // nothing non-finite, a second launch bitwise equal, and both within the
@@ -66,7 +66,7 @@ int main(int argc, char **argv)
         smem.fill(0xff);
         emu_mla_launch(q.data(), cache.data(), table.data(), lengths.data(), out.data(),
                        lse.data(), ws.as<float>(), counters.as<unsigned>(), planned.grid,
-                       smem.pointers(), B, scale);
+                       planned.cluster, smem.pointers(), planned.dynamic_smem, B, scale);
         outside += ws.touched() + counters.touched() + smem.touched();
         if (run == 0) {
             first = out;

@@ -18,11 +18,13 @@ extern "C" const emu_mla_dims emu_mla = {
     EMU_KERNEL_NAME, EMU_F16,
     kHeads, kKvLora, kD, kMaxContext, kPage, kBmax, kThreads,
 #if defined(EMU_CUDA)
-    1,   // the sm_90a form: its spread merge meets at a grid barrier
+    1,   // the sm_90a form: a spread merge's grid barrier, a cluster's peers
 #else
     0,
 #endif
 };
+
+#include <vector>
 
 static struct Launch {
     const fg_t *q, *cache;
@@ -42,16 +44,21 @@ static void thread_body()
 
 extern "C" void emu_mla_launch(const void *q, const void *cache, const int *table,
                                const int *lengths, void *out, float *lse, float *ws,
-                               unsigned *counters, const unsigned grid[3], unsigned char *const *smem,
-                               int batch, float scale)
+                               unsigned *counters, const unsigned grid[3], unsigned cluster,
+                               unsigned char *const *smem, size_t smem_bytes, int batch, float scale)
 {
     launch_args = {(const fg_t *)q, (const fg_t *)cache, table, lengths, (fg_t *)out, lse, ws,
                    counters, batch, scale};
     const emu_dim3 g = {grid[0], grid[1], grid[2]};
-    if (emu_mla.cooperative) {
-        emu_run_cooperative(g, kThreads, kEmuWave, smem, thread_body);
-        return;
-    }
+#if defined(EMU_CUDA)
+    std::vector<EmuClusterBarrier> barriers(g.x * g.y * g.z / cluster);
+    emu_clusters = {cluster, smem, nullptr, smem_bytes, 0, barriers.data()};
+    emu_run_cooperative(g, kThreads, kEmuWave, smem, thread_body);
+    emu_clusters = {};
+    return;
+#else
+    (void)cluster, (void)smem_bytes;
+#endif
     emu_dyn_smem = smem[0];
     emu_run_grid(g, kThreads, kEmuWave, thread_body);
 }

@@ -2,7 +2,7 @@
 # Generates the kernels of the host emulation's specs (tests/emu/specs: for
 # AMD the decode family's grid form, the MLA core's portable form, the whole
 # MLA block's portable form, the overlap family's GEMM; for sm_90a the decode
-# family's grid form, the MLA core's forms without clusters and the whole MLA
+# family's grid, register and ring forms, the MLA core and the whole MLA
 # block) and runs each instance on the
 # CPU against the C reference of the GPU tests, or the GEMM's double
 # reference (tests/emu/*_emu.cpp): the HIP sources through
@@ -28,11 +28,14 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # workspace; for sm_90a, the decode grid form (of the specs that take it)
 # and the MLA block on four SMs (its CUDA-core form also with the blocks
 # that absorb W_uk kept out of the projections before C) and on 16 (a spec
-# whose shares of W_o are 16 rows: its folded chunks), the MLA core on 16
-# (its wgmma form at 128 heads and its mma form at 16, where the splits meet
-# in the spread merge or a block takes a request whole; clusters trap in the
-# emulation), and without clusters (the H200-portable forms: the decode grid
-# form of every spec, the MLA block's portable form)
+# whose shares of W_o are 16 rows: its folded chunks), the decode register
+# and ring forms on 16 (clusters of 2, one or two a head: peers' shared
+# memory, cluster barriers, remote arrivals), the MLA core on 16 (its wgmma
+# form at 128 heads and its mma form at 16: the splits merged in the spread
+# merge, in a cluster, or a request taken whole) and on four (the mma form's
+# clusters), and without clusters (the
+# H200-portable forms: the decode grid form of every spec, the MLA block's
+# portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
@@ -65,8 +68,12 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-16sm" --filter 'mla_block_sm90a*' \
         tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
-   ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*_c1x*' \
-        --filter 'mla_decode_sm90a*_g[0-9]*_s[0-9]*' $mla_specs $core_specs tests/emu/specs/emu-sm90a-16sm.yaml \
+   ! "$fusegen" generate --out "$out/gen/decode-sm90a-clusters" --filter 'decode_attn_sm90a*_c[0-9]*' \
+        $decode_specs tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-sm90a-4sm" --filter 'mla_decode_sm90a*' $mla_specs \
+        tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*' \
+        $mla_specs $core_specs tests/emu/specs/emu-sm90a-16sm.yaml \
         >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
@@ -86,7 +93,7 @@ done
 ok=1
 "$cxx" -std=c++17 -O1 -g -Itests/emu/include -Itests/emu -c tests/emu/emu_runtime.cpp \
     -o "$out/emu_runtime.o" || ok=0
-for t in decode_grid mla_core mla_block gemm; do
+for t in decode mla_core mla_block gemm; do
     "$cxx" -std=c++17 -O2 -Itests/emu -Itests/gpu -I"$cuda_home/include" \
         -c "tests/emu/${t}_emu.cpp" -o "$out/${t}_test.o" || ok=0
 done
@@ -101,10 +108,12 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     file=$(basename "$src") && name=${file%.*}
     tag=$(basename "${src%/*}")-$name   # (an instance has the same name on each target)
     # (the GEMM's reference is in its test; its LDS is a static array)
-    lang=
+    lang= stat=0
     case $name in
-    decode_attn_sm90a_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 lang=-DEMU_CUDA ;;
-    decode_attn_*) t=decode_grid objs="$out/ref_decode.o" dyn=1 ;;
+    decode_attn_sm90a_*_grid_*) t=decode objs="$out/ref_decode.o" dyn=1 lang=-DEMU_CUDA ;;
+    decode_attn_sm90a_*_ring_*) t=decode objs="$out/ref_decode.o" dyn=1 lang=-DEMU_CUDA stat=1 ;;
+    decode_attn_sm90a_*) t=decode objs="$out/ref_decode.o" dyn=0 lang="-DEMU_CUDA -DEMU_DECODE_REGISTER" stat=1 ;;
+    decode_attn_*) t=decode objs="$out/ref_decode.o" dyn=1 ;;
     mla_decode_sm90a_*) t=mla_core objs="$out/ref_mla.o" dyn=1 lang=-DEMU_CUDA ;;
     mla_decode_*) t=mla_core objs="$out/ref_mla.o" dyn=1 ;;
     mla_block_sm90a_*) t=mla_block objs="$out/ref_mla_block.o" dyn=1 lang=-DEMU_CUDA ;;
@@ -115,15 +124,20 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     # an sm_90a source's prelude.cu.in and sm90.cu.in sections (their `#line`
     # marks name them) give way to the CUDA shim, after the instance's
     # FG_DTYPE_ define; the dynamic shared memory (`extern __shared__
-    # [__align__(N)] TYPE NAME[];`) is the emulation's buffer
+    # [__align__(N)] TYPE NAME[];`) is the emulation's buffer, and so is the
+    # cluster forms' `__shared__ Smem s;` (a peer maps both)
     awk '/^#line [0-9]+ "templates\// { f = $3; gsub(/"|.*\//, "", f); cut = f == "prelude.cu.in" || f == "sm90.cu.in" }
          cut && /^#define FG_DTYPE_/ { print; print "#include \"cuda_emu.h\""; next }
          !cut' "$src" |
-    sed 's/^\( *\)extern __shared__ \(__align__([0-9]*) \)\{0,1\}\([A-Za-z_][A-Za-z_0-9 ]*\) \([A-Za-z_][A-Za-z_0-9]*\)\[\];.*$/\1\3 *\4 = reinterpret_cast<\3 *>(emu_dyn_smem);/' \
+    sed -e 's/^\( *\)extern __shared__ \(__align__([0-9]*) \)\{0,1\}\([A-Za-z_][A-Za-z_0-9 ]*\) \([A-Za-z_][A-Za-z_0-9]*\)\[\];.*$/\1\3 *\4 = reinterpret_cast<\3 *>(emu_dyn_smem);/' \
+        -e 's/^\( *\)__shared__ Smem s;$/\1Smem \&s = *reinterpret_cast<Smem *>(emu_static_smem);/' \
         >"$out/src/$tag.${file##*.}"
     file=$tag.${file##*.}
     if [ $dyn = 1 ] && ! grep -q 'emu_dyn_smem' "$out/src/$file"; then
         echo "FAIL $tag: no dynamic shared memory line to replace"; failed=$((failed + 1)); continue
+    fi
+    if [ $stat = 1 ] && ! grep -q 'emu_static_smem' "$out/src/$file"; then
+        echo "FAIL $tag: no \`__shared__ Smem s\` line to replace"; failed=$((failed + 1)); continue
     fi
     if [ -n "$lang" ] && [ "$(grep -c '^#include "cuda_emu.h"' "$out/src/$file")" != 1 ]; then
         echo "FAIL $tag: its preludes not found once to replace"; failed=$((failed + 1)); continue
@@ -146,5 +160,5 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     [ -n "$p" ] || { echo "FAIL $tag: no closing line"; failed=$((failed + 1)); continue; }
     passed=$((passed + p)) failed=$((failed + f))
 done
-echo "kernels on the host emulation (AMD; sm_90a: the decode grid form, the MLA core without clusters, the MLA block): $passed passed, $failed failed"
+echo "kernels on the host emulation (AMD; sm_90a: the decode grid, register and ring forms, the MLA core, the MLA block): $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -323,6 +323,12 @@ FG_DEVICE void named_arrive(int id, int threads)
 {
     asm volatile("barrier.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// bar.sync: barrier ID of THREADS threads, .aligned (every thread of each
+// warp that takes part runs this one instruction).
+template <int ID, int THREADS> FG_DEVICE void bar_sync_aligned()
+{
+    asm volatile("bar.sync %0, %1;" ::"n"(ID), "n"(THREADS) : "memory");
+}
 // A 32-bit word to shared address addr (a 32-bit address: no 64-bit
 // pointer arithmetic where registers are short).
 FG_DEVICE void st_shared_u32(unsigned addr, unsigned v)
@@ -332,6 +338,9 @@ FG_DEVICE void st_shared_u32(unsigned addr, unsigned v)
 // Shared-memory writes of the generic proxy (st.shared, cp.async) before the
 // async proxy's accesses (wgmma, bulk copies) to the same memory.
 FG_DEVICE void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// This thread's memory operations ordered against its later ones for the
+// cluster's threads (acquire and release at cluster scope).
+FG_DEVICE void fence_acq_rel_cluster() { asm volatile("fence.acq_rel.cluster;" ::: "memory"); }
 // The cluster barrier in halves: arrive, releasing this thread's earlier
 // memory operations (loads from a peer's shared memory included: a relaxed
 // arrive could overtake them in flight), and wait, acquiring the peers'.

@@ -24,13 +24,17 @@
 //  - wgmma (m64n64k16 from shared memory, m64n128k16 with A from
 //    registers) run at the wait that covers it, its operands through the
 //    kernels' descriptors.
-// Not emulated (a call traps): clusters (mapa, remote arrivals), TMA
-// tensor maps.
+//  - clusters: their blocks all at once, each other's shared memory, the
+//    cluster barrier, remote mbarrier arrivals;
+// Not emulated (a call traps): TMA tensor maps.
 #ifndef FG_EMU_CUDA_H
 #define FG_EMU_CUDA_H
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
+#include <type_traits>
 #include <vector>
 
 #include "emu_core.h"
@@ -98,6 +102,24 @@ inline __nv_bfloat162 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b)
             __float2bfloat16_rn(__bfloat162float(a.y) * __bfloat162float(b.y))};
 }
 
+// atomicAdd on a float: a compare-and-swap of its bits (blocks run on
+// host threads of their own)
+inline float atomicAdd(float *p, float v)
+{
+    uint32_t old = __atomic_load_n(reinterpret_cast<uint32_t *>(p), __ATOMIC_RELAXED), sum;
+    do {
+        float f;
+        std::memcpy(&f, &old, 4);
+        f += v;
+        std::memcpy(&sum, &f, 4);
+    } while (!__atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(p), &old, sum, false,
+                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return [&] {
+        float f;
+        std::memcpy(&f, &old, 4);
+        return f;
+    }();
+}
 template <class T> T __ldcg(const T *p) { return *p; }
 template <class T> T __ldcs(const T *p) { return *p; }
 template <class T> void __stcg(T *p, T v) { *p = v; }
@@ -195,14 +217,25 @@ template <class T> FG_DEVICE T fg_ws_load(const T *p) { return *p; }
 template <class T> FG_DEVICE void fg_ws_store(T *p, T v) { *p = v; }
 
 // ---- sm90.cu.in ----
+// The kernel's `__shared__ Smem s` where run.sh made it a reference to this
+// block's buffer (the cluster forms; see the clusters below), else null.
+inline thread_local unsigned char *emu_static_smem;
+// Shared addresses: the dynamic shared memory's from 0, the static buffer's
+// from kEmuStaticBase.
+constexpr uint32_t kEmuStaticBase = 1u << 24;
 FG_DEVICE uint32_t smem_addr(const void *p)
 {
-    const ptrdiff_t d = static_cast<const unsigned char *>(p) - emu_dyn_smem;
-    if (d < 0 || d >= (ptrdiff_t)1 << 24)
-        emu_unsupported("a shared address outside the dynamic shared memory");
-    return (uint32_t)d;
+    const unsigned char *b = static_cast<const unsigned char *>(p);
+    if (b >= emu_dyn_smem && b - emu_dyn_smem < (ptrdiff_t)kEmuStaticBase)
+        return (uint32_t)(b - emu_dyn_smem);
+    if (emu_static_smem && b >= emu_static_smem && b - emu_static_smem < (ptrdiff_t)kEmuStaticBase)
+        return kEmuStaticBase + (uint32_t)(b - emu_static_smem);
+    emu_unsupported("a shared address outside the block's shared memory");
 }
-FG_DEVICE unsigned char *emu_smem_at(uint32_t addr) { return emu_dyn_smem + addr; }
+FG_DEVICE unsigned char *emu_smem_at(uint32_t addr)
+{
+    return addr >= kEmuStaticBase ? emu_static_smem + (addr - kEmuStaticBase) : emu_dyn_smem + addr;
+}
 
 // An mbarrier's state, in its own 8 bytes of shared memory.
 struct EmuMbar {
@@ -212,6 +245,9 @@ struct EmuMbar {
 };
 static_assert(sizeof(EmuMbar) == 8, "an mbarrier's 8 bytes");
 FG_DEVICE EmuMbar &emu_mbar(uint64_t *bar) { return *reinterpret_cast<EmuMbar *>(bar); }
+// Every mbarrier operation holds it: a cluster peer's arrival runs on another
+// host thread (and its release and acquire order the shared memory between).
+inline std::mutex emu_mbar_lock;
 FG_DEVICE void emu_mbar_settle(EmuMbar &m)
 {
     if (m.pending == 0 && m.tx == 0)   // the phase completes
@@ -244,9 +280,10 @@ FG_DEVICE void emu_land_copies(uint64_t *bar)
 }
 FG_DEVICE void mbar_init(uint64_t *bar, unsigned count)
 {
+    const std::lock_guard<std::mutex> hold(emu_mbar_lock);
     emu_mbar(bar) = EmuMbar{(uint32_t)count, (uint32_t)count, 0, 0};
 }
-FG_DEVICE void emu_mbar_arrive(uint64_t *bar)
+FG_DEVICE void emu_mbar_arrive(uint64_t *bar)   // (the lock held)
 {
     EmuMbar &m = emu_mbar(bar);
     if (m.pending == 0)
@@ -256,21 +293,28 @@ FG_DEVICE void emu_mbar_arrive(uint64_t *bar)
 }
 FG_DEVICE void mbar_expect(uint64_t *bar, unsigned bytes)
 {
+    const std::lock_guard<std::mutex> hold(emu_mbar_lock);
     emu_mbar(bar).tx = emu_mbar(bar).tx + (int32_t)bytes;
     emu_mbar_arrive(bar);
 }
-FG_DEVICE void mbar_arrive(uint64_t *bar) { emu_mbar_arrive(bar); }
-FG_DEVICE void mbar_arrive_remote(uint64_t *, unsigned) { emu_unsupported("mbar_arrive_remote (clusters)"); }
+FG_DEVICE void mbar_arrive(uint64_t *bar)
+{
+    const std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar_arrive(bar);
+}
 FG_DEVICE void mbar_init_fence() {}
 template <bool CLUSTER_SCOPE> FG_DEVICE bool mbar_try(uint64_t *bar, unsigned parity)
 {
-    // (the phase of that parity has completed)
-    const auto done = [&] { return emu_mbar(bar).phase != (parity & 1u); };
-    if (done())
-        return true;
-    emu_land_copies(bar);
-    if (done())
-        return true;
+    {
+        const std::lock_guard<std::mutex> hold(emu_mbar_lock);
+        // (the phase of that parity has completed)
+        const auto done = [&] { return emu_mbar(bar).phase != (parity & 1u); };
+        if (done())
+            return true;
+        emu_land_copies(bar);
+        if (done())
+            return true;
+    }
     emu_yield();
     return false;
 }
@@ -323,8 +367,69 @@ FG_DEVICE void named_sync(int id, int threads)
 }
 FG_DEVICE void st_shared_u32(unsigned addr, unsigned v) { std::memcpy(emu_smem_at(addr), &v, 4); }
 FG_DEVICE void fence_proxy_async() {}
-FG_DEVICE void cluster_arrive() { emu_unsupported("cluster_arrive"); }
-FG_DEVICE void cluster_wait() { emu_unsupported("cluster_wait"); }
+template <int ID, int THREADS> FG_DEVICE void bar_sync_aligned() { named_sync(ID, THREADS); }
+FG_DEVICE void fence_acq_rel_cluster() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+// Clusters: a launch with clusters runs every block at once
+// (emu_run_cooperative), its clusters along x (cluster c: blocks c size ..
+// in x-major order, the grid's x a multiple of size), and the launcher fills
+// emu_clusters first.  A block reaches its peers' shared memory (the
+// dynamic, and the kernel's `__shared__ Smem s`, which run.sh turns into a
+// reference to emu_static_smem), arrives on their mbarriers, and meets them
+// at the cluster barrier (every thread of the cluster's blocks).
+struct EmuClusterBarrier {
+    std::atomic<int> arrived{0}, gen{0};
+};
+struct EmuClusters {
+    unsigned size = 1;                      // blocks a cluster
+    unsigned char *const *dyn = nullptr;    // block w's dynamic shared memory (w x-major)
+    unsigned char *const *stat = nullptr;   // block w's `__shared__ Smem s`
+    size_t dyn_bytes = 0, stat_bytes = 0;
+    EmuClusterBarrier *barriers = nullptr;  // cluster c's
+};
+inline EmuClusters emu_clusters;
+inline thread_local int emu_cluster_gen[1024];   // the barrier's phase each thread arrived in
+FG_DEVICE unsigned emu_block_id() { return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z); }
+FG_DEVICE EmuClusterBarrier &emu_cluster_barrier()
+{
+    if (!emu_clusters.barriers)
+        emu_unsupported("a cluster barrier in a launch without clusters");
+    return emu_clusters.barriers[emu_block_id() / emu_clusters.size];
+}
+// Address p of this block's shared memory in cluster rank r's.
+template <class T> FG_DEVICE T *emu_map_shared(T *p, unsigned r)
+{
+    if (r >= emu_clusters.size || !emu_clusters.dyn)
+        emu_fault("a cluster rank past the cluster's blocks");
+    const unsigned peer = emu_block_id() - blockIdx.x % emu_clusters.size + r;
+    unsigned char *b = reinterpret_cast<unsigned char *>(const_cast<std::remove_cv_t<T> *>(p));
+    if (b >= emu_dyn_smem && b < emu_dyn_smem + emu_clusters.dyn_bytes)
+        return reinterpret_cast<T *>(emu_clusters.dyn[peer] + (b - emu_dyn_smem));
+    if (emu_static_smem && b >= emu_static_smem && b < emu_static_smem + emu_clusters.stat_bytes)
+        return reinterpret_cast<T *>(emu_clusters.stat[peer] + (b - emu_static_smem));
+    emu_fault("a pointer outside the block's shared memory mapped to a peer's");
+}
+FG_DEVICE void cluster_arrive()
+{
+    EmuClusterBarrier &c = emu_cluster_barrier();
+    emu_cluster_gen[threadIdx.x] = c.gen.load();
+    if (c.arrived.fetch_add(1) + 1 == (int)(blockDim.x * emu_clusters.size)) {
+        c.arrived.store(0);
+        c.gen.fetch_add(1);
+    }
+}
+FG_DEVICE void cluster_wait()
+{
+    EmuClusterBarrier &c = emu_cluster_barrier();
+    while (c.gen.load() == emu_cluster_gen[threadIdx.x])
+        emu_yield();
+}
+FG_DEVICE void mbar_arrive_remote(uint64_t *bar, unsigned r)
+{
+    uint64_t *peer = emu_map_shared(bar, r);
+    const std::lock_guard<std::mutex> hold(emu_mbar_lock);
+    emu_mbar_arrive(peer);
+}
 
 // cp.async: a thread's 16-byte copies in flight, in commit groups; the
 // destination poisoned (0xff: NaN) from the issue until a wait lands the

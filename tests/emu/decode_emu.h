@@ -1,8 +1,8 @@
-/* The interface between the emulated kernel (decode_grid_kernel.cpp, one
- * translation unit with the generated .hip source and the HIP shim) and the
- * test (decode_grid_emu.cpp, with the C reference): plain types only. */
-#ifndef FG_EMU_DECODE_GRID_H
-#define FG_EMU_DECODE_GRID_H
+/* The interface between the emulated kernel (decode_kernel.cpp, one
+ * translation unit with a generated decode source and its shim) and the
+ * test (decode_emu.cpp, with the C reference): plain types only. */
+#ifndef FG_EMU_DECODE_H
+#define FG_EMU_DECODE_H
 
 #include <stddef.h>
 
@@ -18,6 +18,7 @@ typedef struct emu_decode_dims {
     int hidden, heads, kv_heads, head_dim, max_context, bmax, page, pages;
     int qkv_bias, neox, rmsnorm, window, threads;
     const float *inv_freq;   /* [head_dim / 2], the kernel's table */
+    int ws_sums;             /* 1: the workspace holds sums zeroed at bind (not poisoned) */
 } emu_decode_dims;
 
 extern const emu_decode_dims emu_dims;
@@ -26,13 +27,14 @@ extern const emu_decode_dims emu_dims;
  * own cache_row. */
 size_t emu_cache_row(const int *block_table, int b, int h, int t);
 
-/* One cooperative launch of `workgroups` blocks of `threads` (the planned
- * grid and block), every workgroup at once, each on a host thread of its own
- * with the dynamic LDS smem[w]. */
+/* One launch of `workgroups` blocks of `threads` (the planned grid and
+ * block) in clusters of `cluster` along it, every workgroup at once, each on
+ * a host thread of its own with the dynamic LDS smem[w] of `smem_bytes`. */
 void emu_decode_launch(const void *x, const void *norm_w, const void *w_qkv, const void *b_qkv,
                        const void *w_o, void *k, void *v, const int *table, const int *pos,
                        void *y, float *ws, unsigned *counters, unsigned char *const *smem,
-                       unsigned workgroups, int threads, int batch, float eps);
+                       size_t smem_bytes, unsigned workgroups, unsigned cluster, int threads,
+                       int batch, float eps);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,18 @@
-// The decode family's grid form as lowered to HIP or to CUDA (sm_90a), run
-// on the CPU against the C reference of the GPU tests (tests/gpu/ref_decode.c):
-// the kernel through decode_grid_kernel.cpp's emulation (a cooperative grid:
-// every workgroup at once, each on a host thread of its own, each of its
-// threads a fiber, waves of 64 or warps of 32 exchanging values at wave
-// barriers).  What this checks with no GPU: the index algebra (MFMA or mma
-// fragments as the ISAs lay them out, the rows staged in shared memory, the
-// merge of runs), its
-// roundings, the appended rows (poisoned before each launch, as y, the
-// workspace and LDS are), inactive slots, that a second launch (on the
-// counters the first left) gives the same bits, and that the launches
-// stay within the workspace, counters and LDS the planner sized (the
-// manifest's figures; its path the one argument); on a grid of several
-// workgroups also the phases' shares over the grid and its grid barriers.
+// The decode family run on the CPU against the C reference of the GPU tests
+// (tests/gpu/ref_decode.c): the grid form lowered to HIP or to CUDA (sm_90a),
+// and the sm_90a register and ring forms (clusters of blocks that reach each
+// other's shared memory), each through decode_kernel.cpp's emulation (every
+// workgroup at once, each on a host thread of its own, each of its threads a
+// fiber, waves of 64 or warps of 32 exchanging values at wave barriers).
+// What this checks with no GPU: the index algebra (MFMA or mma fragments as
+// the ISAs lay them out, the rows staged in shared memory, the merge of runs
+// and of a cluster's partials), its roundings, the appended rows (poisoned
+// before each launch, as y, the workspace and shared memory are), inactive
+// slots, that a second launch (on the counters the first left) gives the
+// same bits, and that the launches stay within the workspace, counters and
+// LDS the planner sized (the manifest's figures and grid; its path the one
+// argument); on a grid of several workgroups also the phases' shares over
+// the grid and its grid barriers, cluster barriers and remote arrivals.
 // Not its memory ordering beyond what the host's shows, or its speed.
 // Prints `N passed, N failed`; exit status 1 on any failure.
 #include <algorithm>
@@ -20,7 +21,7 @@
 #include <cstring>
 #include <vector>
 
-#include "decode_grid_emu.h"
+#include "decode_emu.h"
 #include "emu_common.h"
 #include "ref_decode.h"
 
@@ -84,12 +85,13 @@ int main(int argc, char **argv)
                 std::memset(k.data() + base, 0xff, HD * sizeof(st));
                 std::memset(v.data() + base, 0xff, HD * sizeof(st));
             }
-        ws.fill(0xff);
+        if (!D.ws_sums)   // (else zeroed as at bind, and by the launch after)
+            ws.fill(0xff);
         smem.fill(0xff);
         emu_decode_launch(x.data(), norm_w.data(), w_qkv.data(), b_qkv.data(), w_o.data(),
                           k.data(), v.data(), table.data(), pos.data(), y.data(), ws.as<float>(),
-                          counters.as<unsigned>(), smem.pointers(), smem.workgroups(), (int)planned.block,
-                          B, 1e-5f);
+                          counters.as<unsigned>(), smem.pointers(), planned.dynamic_smem,
+                          smem.workgroups(), planned.cluster, (int)planned.block, B, 1e-5f);
         outside += ws.touched() + counters.touched() + smem.touched();
         if (run == 0) {   // (the second appends the same rows again)
             first = y;
@@ -99,6 +101,11 @@ int main(int argc, char **argv)
     }
     checks.check(outside == 0, "the launches within the planner's workspace, counters and LDS "
                  "(bytes past them written)", (double)outside);
+    if (D.ws_sums) {
+        const unsigned char *w = ws.as<unsigned char>();
+        checks.check(std::all_of(w, w + planned.workspace_bytes, [](unsigned char c) { return c == 0; }),
+                     "the workspace's sums left zeroed for the next launch", 0);
+    }
     for (int b = 0; b < B; b++) {
         char what[96];
         const size_t row = (size_t)b * H;
