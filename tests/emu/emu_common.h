@@ -38,12 +38,17 @@
 
 #include "harness.h"
 
-// The inputs' seed: fresh each run, FG_EMU_SEED repeats one (printed).
+void emu_schedule_seed(uint64_t seed);   // (emu_runtime.cpp)
+
+// The inputs' seed, and the fibers' order's: fresh each run, FG_EMU_SEED
+// repeats one (printed; the host threads of a cooperative launch still
+// interleave as the host runs them).
 inline uint64_t emu_seed()
 {
     const char *env = std::getenv("FG_EMU_SEED");
     const uint64_t seed = env ? std::strtoull(env, nullptr, 0) : (uint64_t)std::time(nullptr);
     std::printf("seed 0x%llx (FG_EMU_SEED)\n", (unsigned long long)seed);
+    emu_schedule_seed(seed | 1);
     return seed;
 }
 

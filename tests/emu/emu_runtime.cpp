@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "emu_runtime.h"
@@ -56,6 +57,7 @@ thread_local bool shares_host;
 // stale) show in the outputs.  (Counted in rounds, not time: a loaded host
 // slows both sides alike.)
 thread_local bool lags;
+uint64_t schedule_seed;   // 0: round robin in thread order
 constexpr long kLagRounds = 300;
 unsigned cooperative_launches;
 std::atomic<long> others_rounds;   // the other workgroups' rounds, summed
@@ -111,9 +113,21 @@ void run_workgroup(int n, void (*fn)())
         f.ctx.uc_link = nullptr;
         makecontext(&f.ctx, fiber_main, 0);
     }
+    // the fibers' order within a round: shuffled each round (from the
+    // inputs' seed and the workgroup), so that a race between warps whose
+    // round-robin order would always settle one way may go the other
+    std::vector<int> order(n);
+    for (int i = 0; i < n; i++)
+        order[i] = i;
+    uint64_t rng = schedule_seed ^ (0x9e3779b97f4a7c15ull * (1 + blockIdx.x + 65536ull * (blockIdx.y + 65536ull * blockIdx.z)));
     for (bool left = true; left;) {
         left = false;
-        for (int i = 0; i < n; i++) {
+        for (int k = n - 1; k > 0 && schedule_seed; k--) {   // Fisher-Yates, xorshift64
+            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+            std::swap(order[k], order[rng % (uint64_t)(k + 1)]);
+        }
+        for (int k = 0; k < n; k++) {
+            const int i = order[k];
             if (fibers[i].done)
                 continue;
             left = true;
@@ -130,6 +144,7 @@ void run_workgroup(int n, void (*fn)())
 }
 } // namespace emu
 
+void emu_schedule_seed(uint64_t seed) { emu::schedule_seed = seed; }
 void emu_yield() { swapcontext(&emu::fibers[emu::current].ctx, &emu::scheduler); }
 void __syncthreads() { emu::block_barrier.wait(emu::nthreads); }
 namespace emu {

@@ -20,12 +20,12 @@
 //  - named barriers counting threads; ldmatrix and mma.sync m16n8k16 as the
 //    PTX ISA lays out their fragments, over the warp's lanes (fp32 sums);
 //  - acquire loads and acq_rel adds as the host's atomics (the add followed
-//    by the lagging block's pause).
+//    by the lagging block's pause);
 //  - wgmma (m64n64k16 from shared memory, m64n128k16 with A from
 //    registers) run at the wait that covers it, its operands through the
-//    kernels' descriptors.
+//    kernels' descriptors;
 //  - clusters: their blocks all at once, each other's shared memory, the
-//    cluster barrier, remote mbarrier arrivals;
+//    cluster barrier, remote mbarrier arrivals.
 // Not emulated (a call traps): TMA tensor maps.
 #ifndef FG_EMU_CUDA_H
 #define FG_EMU_CUDA_H
@@ -106,19 +106,15 @@ inline __nv_bfloat162 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b)
 // host threads of their own)
 inline float atomicAdd(float *p, float v)
 {
-    uint32_t old = __atomic_load_n(reinterpret_cast<uint32_t *>(p), __ATOMIC_RELAXED), sum;
+    uint32_t *bits = reinterpret_cast<uint32_t *>(p);
+    uint32_t old = __atomic_load_n(bits, __ATOMIC_RELAXED), sum;
+    float f;
     do {
-        float f;
         std::memcpy(&f, &old, 4);
-        f += v;
-        std::memcpy(&sum, &f, 4);
-    } while (!__atomic_compare_exchange_n(reinterpret_cast<uint32_t *>(p), &old, sum, false,
-                                          __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-    return [&] {
-        float f;
-        std::memcpy(&f, &old, 4);
-        return f;
-    }();
+        const float t = f + v;
+        std::memcpy(&sum, &t, 4);
+    } while (!__atomic_compare_exchange_n(bits, &old, sum, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+    return f;
 }
 template <class T> T __ldcg(const T *p) { return *p; }
 template <class T> T __ldcs(const T *p) { return *p; }
@@ -351,17 +347,23 @@ struct EmuNamed {
     int arrived = 0, gen = 0;
 };
 inline thread_local EmuNamed emu_named[16];
-FG_DEVICE void named_arrive(int id, int threads)
+FG_DEVICE void emu_named_arrive(EmuNamed &b, int threads)
 {
-    EmuNamed &b = emu_named[id];
     if (++b.arrived == threads)
         b.arrived = 0, b.gen++;
+}
+// (an arrival lets the others run: the threads it releases may overtake
+// the arriving one, as on the hardware)
+FG_DEVICE void named_arrive(int id, int threads)
+{
+    emu_named_arrive(emu_named[id], threads);
+    emu_yield();
 }
 FG_DEVICE void named_sync(int id, int threads)
 {
     EmuNamed &b = emu_named[id];
     const int gen = b.gen;
-    named_arrive(id, threads);
+    emu_named_arrive(b, threads);
     while (b.gen == gen)
         emu_yield();
 }
@@ -561,9 +563,10 @@ FG_DEVICE void stmatrix_x4(void *p, const unsigned r[4])
 
 // wgmma over the 128 threads of a warpgroup, as late as it may run: each
 // call queued in the thread's open commit group, its accumulators and A
-// fragment by address, run (in order) by the wg_wait that covers its group,
-// so a kernel that touches them, or overwrites the shared memory it reads,
-// before that wait shows.  Shared-memory operands through the kernels'
+// fragment by address, run (in order) by the wg_wait that covers its group;
+// its operands must be the same at the wait as at the issue, so a kernel
+// that issues before they have landed, or touches them before that wait,
+// faults.  Shared-memory operands through the kernels'
 // descriptors (wg_desc: 128-byte swizzle, the pattern a function of the
 // shared address: 16-byte piece bits 4-6 XOR row bits 7-9): K-major, row mn
 // at (mn / 8) SBO + (mn % 8) 128 bytes from the start, k at 2 k; MN-major
@@ -639,14 +642,48 @@ template <int N, class A, class B> FG_DEVICE void emu_wgmma(float *d, bool accum
     emu_wg_meet();   // the warpgroup's reads of shared memory are done
 }
 // A queued wgmma: m64n64k16 with A and B K-major in shared memory (a = 0),
-// or m64n128k16 with A from registers and B MN-major (a: the fragment).
+// or m64n128k16 with A from registers and B MN-major (a: the fragment); with
+// a hash of the operands at its issue, which must still hold at its wait
+// (the hardware may read them at any time between).
 struct EmuWgOp {
     float *d;
     const unsigned *a;
     uint64_t da, db;
     bool accumulate;
     unsigned group;
+    uint64_t operands;
 };
+// The bits of the operands this thread's share of op reads (FNV-1a): its
+// own A fragment, or A's rows 16 w.. (K-major); B's columns 8 (l % 4)..
+// (every thread's product reads all of B's, a share keeps it cheap).
+FG_DEVICE uint64_t emu_wg_operands(const EmuWgOp &op)
+{
+    uint64_t h = 0xcbf29ce484222325ull;
+    const auto mix = [&](uint32_t v) { h = (h ^ v) * 0x100000001b3ull; };
+    const auto bits = [](float f) {
+        uint32_t u;
+        std::memcpy(&u, &f, 4);
+        return u;
+    };
+    const int w = threadIdx.x % 128 / 32, t = emu_lane() % 4;
+    const EmuWgDesc db = emu_wg_desc(op.db);
+    if (op.a) {
+        for (int i = 0; i < 4; i++)
+            mix(op.a[i]);
+        for (int k = 0; k < 16; k++)
+            for (int n = 32 * t; n < 32 * t + 32; n++)
+                mix(bits(emu_wg_mnmajor(db, k, n)));
+    } else {
+        const EmuWgDesc da = emu_wg_desc(op.da);
+        for (int m = 16 * w; m < 16 * w + 16; m++)
+            for (int k = 0; k < 16; k++)
+                mix(bits(emu_wg_kmajor(da, m, k)));
+        for (int n = 16 * t; n < 16 * t + 16; n++)
+            for (int k = 0; k < 16; k++)
+                mix(bits(emu_wg_kmajor(db, n, k)));
+    }
+    return h;
+}
 struct EmuWgOps {
     unsigned committed = 0;
     std::vector<EmuWgOp> queued;
@@ -654,6 +691,8 @@ struct EmuWgOps {
 inline thread_local EmuWgOps emu_wg_ops[1024];   // a block's threads'
 FG_DEVICE void emu_wg_run(const EmuWgOp &op)
 {
+    if (emu_wg_operands(op) != op.operands)
+        emu_fault("a wgmma's operands changed between its issue and its wait");
     if (!op.a) {
         const EmuWgDesc da = emu_wg_desc(op.da), db = emu_wg_desc(op.db);
         emu_wgmma<64>(op.d, op.accumulate, [&](int m, int k) { return emu_wg_kmajor(da, m, k); },
@@ -685,13 +724,15 @@ template <int N> FG_DEVICE void wg_wait()
 FG_DEVICE void wgmma_ss_n64(float (&d)[32], uint64_t a, uint64_t b, int accumulate)
 {
     EmuWgOps &o = emu_wg_ops[threadIdx.x];
-    o.queued.push_back({d, nullptr, a, b, accumulate != 0, o.committed});
+    o.queued.push_back({d, nullptr, a, b, accumulate != 0, o.committed, 0});
+    o.queued.back().operands = emu_wg_operands(o.queued.back());
 }
 // d += A . B, m64n128k16, A in registers, B MN-major in shared memory
 FG_DEVICE void wgmma_rs_n128_tb(float (&d)[64], const unsigned (&a)[4], uint64_t b)
 {
     EmuWgOps &o = emu_wg_ops[threadIdx.x];
-    o.queued.push_back({d, a, 0, b, true, o.committed});
+    o.queued.push_back({d, a, 0, b, true, o.committed, 0});
+    o.queued.back().operands = emu_wg_operands(o.queued.back());
 }
 // globaltimer and the SM's id: a fixed stand-in (the kernels' timing hooks)
 FG_DEVICE unsigned long long globaltimer_ns() { return 0; }

@@ -48,6 +48,8 @@ inline float rsqrtf(float v) { return 1.0f / std::sqrt(v); }
 
 // The fibers' scheduling points.
 void emu_yield();
+// The fibers' order in each round shuffled from `seed` (0: thread order).
+void emu_schedule_seed(uint64_t seed);
 void __syncthreads();
 // `bytes` from every lane of the caller's wave, in lane order (all its lanes
 // take part); the result is valid until the next exchange.
