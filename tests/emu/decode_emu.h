@@ -18,7 +18,7 @@ typedef struct emu_decode_dims {
     int hidden, heads, kv_heads, head_dim, max_context, bmax, page, pages;
     int qkv_bias, neox, rmsnorm, window, threads;
     const float *inv_freq;   /* [head_dim / 2], the kernel's table */
-    int ws_sums;             /* 1: the workspace holds sums zeroed at bind (not poisoned) */
+    size_t ws_sum_bytes;     /* the workspace's first bytes: sums zeroed at bind (not poisoned) */
 } emu_decode_dims;
 
 extern const emu_decode_dims emu_dims;

@@ -20,22 +20,23 @@
 
 // The register form (EMU_DECODE_REGISTER: MHA, a contiguous cache, no
 // biases or window) names none of the shape the other forms' do here.
-// Its fast twin sums the heads' outputs into the workspace with atomics:
-// zeroed at bind, and left zeroed by each launch for the next.
+// Its fast twin sums the heads' outputs into the workspace's first
+// OUT_FLOATS with atomics: zeroed at bind, and left zeroed by each launch
+// for the next.
 #if defined(EMU_DECODE_REGISTER)
 constexpr int NKV = NH, PAGE = 0, PAGES = 0, WINDOW = 0;
 constexpr bool QKV_BIAS = false;
 static size_t cache_row(const int *, int b, int h, int t) { return (((size_t)b * NH + h) * SMAX + t) * HD; }
-constexpr bool kWsSums = !DETERMINISTIC;
+constexpr size_t kWsSumBytes = DETERMINISTIC ? 0 : OUT_FLOATS * sizeof(float);
 #else
-constexpr bool kWsSums = false;
+constexpr size_t kWsSumBytes = 0;
 #endif
 
 // ---- the interface ----
 extern "C" const emu_decode_dims emu_dims = {
     EMU_KERNEL_NAME, EMU_F16,
     H, NH, NKV, HD, SMAX, BMAX, PAGE, PAGES, QKV_BIAS, NEOX, RMSNORM, WINDOW, THREADS, c_inv_freq,
-    kWsSums,
+    kWsSumBytes,
 };
 
 extern "C" size_t emu_cache_row(const int *block_table, int b, int h, int t)

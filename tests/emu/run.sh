@@ -29,8 +29,9 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # and the MLA block on four SMs (its CUDA-core form also with the blocks
 # that absorb W_uk kept out of the projections before C) and on 16 (a spec
 # whose shares of W_o are 16 rows: its folded chunks), the decode register
-# and ring forms on 16 (clusters of 2, one or two a head: peers' shared
-# memory, cluster barriers, remote arrivals), the MLA core on 16 (its wgmma
+# and ring forms on 16 (clusters of 2, one or two a head, and the register
+# form's clusters of 4, 8 and 16: peers' shared memory, cluster barriers,
+# remote arrivals), the MLA core on 16 (its wgmma
 # form at 128 heads and its mma form at 16: the splits merged in the spread
 # merge, in a cluster, or a request taken whole) and on four (the mma form's
 # clusters), and without clusters (the
@@ -40,6 +41,7 @@ decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
 core_specs=$(ls tests/emu/specs/emu-core-mla-*.yaml)
+cluster_specs=$(ls tests/emu/specs/emu-clusters-*.yaml)
 block_specs=$(ls tests/emu/specs/emu-block-mla-*.yaml)
 gemm_specs=$(ls tests/emu/specs/emu-gemm-*.yaml)
 # shellcheck disable=SC2086 # the lists are file names without spaces
@@ -69,7 +71,7 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-16sm" --filter 'mla_block_sm90a*' \
         tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/decode-sm90a-clusters" --filter 'decode_attn_sm90a*_c[0-9]*' \
-        $decode_specs tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
+        $decode_specs $cluster_specs tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a-4sm" --filter 'mla_decode_sm90a*' $mla_specs \
         tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*' \
