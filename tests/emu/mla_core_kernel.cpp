@@ -10,6 +10,8 @@
 
 #include KERNEL_SRC
 
+#include <vector>
+
 #include "emu_common.h"
 #include "emu_runtime.h"
 #include "mla_core_emu.h"
@@ -23,8 +25,6 @@ extern "C" const emu_mla_dims emu_mla = {
     0,
 #endif
 };
-
-#include <vector>
 
 static struct Launch {
     const fg_t *q, *cache;
