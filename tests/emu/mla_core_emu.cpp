@@ -9,7 +9,8 @@
 // the reference (rel L2 2e-3 f16 / 1e-2 bf16), the log-sum-exp (1e-3),
 // nothing non-finite, a second launch bitwise equal, and both within the
 // workspace, counters and shared memory the planner sized (the manifest's
-// figures and grid; its path the one argument).  Prints `N passed, N
+// figures and grid; its path the one argument); then a launch of batch
+// B - 1 that leaves the last slot as it was.  Prints `N passed, N
 // failed`; exit status 1 on any failure.
 #include <algorithm>
 #include <cmath>
@@ -92,6 +93,25 @@ int main(int argc, char **argv)
         }
         std::snprintf(what, sizeof what, "request %d: lse within 1e-3", b);
         checks.check(worst <= 1e-3, what, worst);
+    }
+    if (B > 1) {   // the last slot inactive (batch B - 1): left as it was, the others right
+        std::memset(out.data(), 0xff, out.size() * sizeof(st));
+        std::memset(lse.data(), 0xff, lse.size() * sizeof(float));
+        ws.fill(0xff);
+        smem.fill(0xff);
+        emu_mla_launch(q.data(), cache.data(), table.data(), lengths.data(), out.data(),
+                       lse.data(), ws.as<float>(), counters.as<unsigned>(), planned.grid,
+                       planned.cluster, smem.pointers(), planned.dynamic_smem, B - 1, scale);
+        const size_t n = (size_t)D.heads * D.kv_lora, last = (size_t)(B - 1) * n;
+        const unsigned char *o = reinterpret_cast<const unsigned char *>(out.data() + last);
+        const unsigned char *l = reinterpret_cast<const unsigned char *>(lse.data() + (size_t)(B - 1) * D.heads);
+        checks.check(std::all_of(o, o + n * sizeof(st), [](unsigned char c) { return c == 0xff; }) &&
+                         std::all_of(l, l + D.heads * sizeof(float), [](unsigned char c) { return c == 0xff; }),
+                     "batch B - 1: the inactive last slot's out and lse untouched", 0);
+        const fgh_err e = fgh_compare(out.data(), dt, o_ref.data(), last);
+        char what[96];
+        std::snprintf(what, sizeof what, "batch B - 1: the active requests' out rel L2 <= %.0e", tol);
+        checks.check(e.nonfinite == 0 && e.rel_l2 <= tol, what, e.rel_l2);
     }
     return checks.summary();
 }
