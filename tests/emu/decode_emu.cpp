@@ -7,12 +7,15 @@
 // What this checks with no GPU: the index algebra (MFMA or mma fragments as
 // the ISAs lay them out, the rows staged in shared memory, the merge of runs
 // and of a cluster's partials), its roundings, the appended rows (poisoned
-// before each launch, as y, the workspace and shared memory are), inactive
-// slots, that a second launch (on the counters the first left) gives the
-// same bits, and that the launches stay within the workspace, counters and
-// LDS the planner sized (the manifest's figures and grid; its path the one
-// argument); on a grid of several workgroups also the phases' shares over
-// the grid and its grid barriers, cluster barriers and remote arrivals.
+// before each launch, as y, the workspace and shared memory are; the
+// register form's fast twin keeps its heads' sums at the workspace's start,
+// zeroed at bind and by each launch), inactive slots, that a second launch
+// (on the counters the first left) gives the same bits (that twin, which
+// sums in arrival order: to one ulp), and that the launches stay within the
+// workspace, counters and LDS the planner sized (the manifest's figures and
+// grid; its path the one argument); on a grid of several workgroups also
+// the phases' shares over the grid and its grid barriers, cluster barriers
+// and remote arrivals.
 // Not its memory ordering beyond what the host's shows, or its speed.
 // Prints `N passed, N failed`; exit status 1 on any failure.
 #include <algorithm>
