@@ -63,6 +63,15 @@ int main(int argc, char **argv)
     std::vector<int> table(D.page ? (size_t)B * D.pages : 1, 0);
     for (size_t i = 0; D.page && i < table.size(); i++)
         table[i] = (int)((i * 7 + 3) % table.size());
+    // the rows past each position NaN, as test_decode_attn leaves them: a
+    // kernel that reads one and weighs it 0 still shows
+    for (int b = 0; b < B; b++)
+        for (int t = pos[b] + 1; pos[b] >= 0 && t < D.max_context; t++)
+            for (int h = 0; h < NKV; h++) {
+                const size_t base = emu_cache_row(table.data(), b, h, t);
+                std::memset(k.data() + base, 0xff, HD * sizeof(st));
+                std::memset(v.data() + base, 0xff, HD * sizeof(st));
+            }
     std::vector<st> k_ref = k, v_ref = v;
     std::vector<double> y_ref((size_t)B * H);
     fgh_decode_cfg cfg = {};
