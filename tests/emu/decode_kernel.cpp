@@ -91,10 +91,8 @@ extern "C" void emu_decode_launch(const void *x, const void *norm_w, const void 
     }
     for (unsigned w = 0; w < workgroups; w++)
         std::memset(static_ptrs[w], 0xff, kStaticBytes);   // NaN: a read before a write shows
-    std::vector<EmuClusterBarrier> barriers(workgroups / cluster);
-    emu_clusters = {cluster, smem, static_ptrs.data(), smem_bytes, kStaticBytes, barriers.data()};
-    emu_run_cooperative({workgroups, 1, 1}, threads, kEmuWave, smem, thread_body);
-    emu_clusters = {};
+    emu_run_clusters({workgroups, 1, 1}, cluster, threads, smem, smem_bytes, static_ptrs.data(), kStaticBytes,
+                     thread_body);
 #else
     (void)smem_bytes;
     if (cluster != 1) {

@@ -10,8 +10,6 @@
 
 #include KERNEL_SRC
 
-#include <vector>
-
 #include "emu_common.h"
 #include "emu_runtime.h"
 #include "mla_core_emu.h"
@@ -51,10 +49,7 @@ extern "C" void emu_mla_launch(const void *q, const void *cache, const int *tabl
                    counters, batch, scale};
     const emu_dim3 g = {grid[0], grid[1], grid[2]};
 #if defined(EMU_CUDA)
-    std::vector<EmuClusterBarrier> barriers(g.x * g.y * g.z / cluster);
-    emu_clusters = {cluster, smem, nullptr, smem_bytes, 0, barriers.data()};
-    emu_run_cooperative(g, kThreads, kEmuWave, smem, thread_body);
-    emu_clusters = {};
+    emu_run_clusters(g, cluster, kThreads, smem, smem_bytes, nullptr, 0, thread_body);
     return;
 #else
     (void)cluster, (void)smem_bytes;

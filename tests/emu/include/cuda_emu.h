@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "emu_core.h"
+#include "emu_runtime.h"
 
 // ---- CUDA ----
 constexpr int kEmuWave = 32;   // lanes a warp (the launches take it: emu_runtime.h)
@@ -425,6 +426,17 @@ FG_DEVICE void cluster_wait()
     EmuClusterBarrier &c = emu_cluster_barrier();
     while (c.gen.load() == emu_cluster_gen[threadIdx.x])
         emu_yield();
+}
+// A launch of `grid` in clusters of `cluster` along x, every block at once
+// on a host thread of its own: block w's dynamic shared memory smem[w]
+// (dyn_bytes), its `__shared__ Smem s` stat[w] (stat_bytes; null: none).
+inline void emu_run_clusters(emu_dim3 grid, unsigned cluster, int threads, unsigned char *const *smem,
+                             size_t dyn_bytes, unsigned char *const *stat, size_t stat_bytes, void (*fn)())
+{
+    std::vector<EmuClusterBarrier> barriers(grid.x * grid.y * grid.z / cluster);
+    emu_clusters = {cluster, smem, stat, dyn_bytes, stat_bytes, barriers.data()};
+    emu_run_cooperative(grid, threads, kEmuWave, smem, fn);
+    emu_clusters = {};
 }
 FG_DEVICE void mbar_arrive_remote(uint64_t *bar, unsigned r)
 {
