@@ -60,6 +60,9 @@
 // ceiling and of the better of it and the copy ceiling, both measured in the
 // same run (harness fgh_measure_ceilings), and the plain unfused baseline
 // timed the same way; per instance a fit T(S) = T0 + bytes / BW_eff.
+// --ramp: request b of the bench's B_max at length ceil(S x (b + 1) / B_max),
+// not all at S (a mixed-length batch: a plan that splits each request alike
+// leaves the short requests' blocks idle); bytes and FLOP/s count the lengths.
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -303,6 +306,7 @@ fg_context *g_fg;
 bool g_quick;
 int g_bench_length;   // --length: the one S benched (0: the usual ones)
 bool g_ordered_pages; // --ordered-pages: the bench's pages in request order (FlashMLA's benchmark's layout)
+bool g_ramp;          // --ramp: the bench's requests of lengths S / B_max, 2 S / B_max, ..., S
 
 // true: the entry has what a test needs; false with `why` (absent: a stale
 // cubin, skipped; incomplete: a generator fault, failed).
@@ -1173,6 +1177,16 @@ void list_instances(const std::vector<int> &sel)
 
 // ---- benchmark ----
 
+// The bench's request lengths at S (--ramp: a ramp up to S).
+std::vector<int> bench_lengths(const Inst *in, int S)
+{
+    std::vector<int> len(in->bmax, S);
+    if (g_ramp)
+        for (int b = 0; b < in->bmax; b++)
+            len[b] = (int)(((long long)S * (b + 1) + in->bmax - 1) / in->bmax);
+    return len;
+}
+
 struct BenchSet {
     void *dq = nullptr, *dcache = nullptr, *dout = nullptr;
     float *dlse = nullptr;
@@ -1198,7 +1212,7 @@ size_t bench_set_bytes(const Inst *in, int S)
            (in->page ? B * (in->smax / in->page) * 4 : 0);
 }
 
-// B_max requests of length S, inputs U(-1, 1) made on the device, pages in
+// B_max requests of lengths bench_lengths(S), inputs U(-1, 1) made on the device, pages in
 // shuffled order (or, --ordered-pages, request after request in order);
 // bound with the test's default softmax scale (kTestScale).
 bool bench_set_init(BenchSet *x, const Inst *in, int S, cudaStream_t s)
@@ -1221,7 +1235,7 @@ bool bench_set_init(BenchSet *x, const Inst *in, int S, cudaStream_t s)
                 bt[b * pps + j] = perm[b * used + j];
         ncache = (size_t)npages * in->page * D;
     }
-    const std::vector<int> len(B, S);
+    const std::vector<int> len = bench_lengths(in, S);
     bool ok = fgh_ok(cudaMalloc(&x->dq, B * in->heads * D * 2)) &&
               fgh_ok(cudaMalloc(&x->dcache, ncache * 2)) &&
               fgh_ok(cudaMalloc(&x->dout, B * in->heads * in->kvl * 2)) &&
@@ -1249,7 +1263,10 @@ Verdict bench_check(const Inst *in, const BenchSet &x, int S, cudaStream_t s, bo
     const size_t D = in->D, per_q = (size_t)in->heads * D, per_o = (size_t)in->heads * in->kvl;
     std::vector<uint16_t> q(n * per_q), cache((size_t)n * S * D), out(n * per_o);
     std::vector<float> lse((size_t)n * in->heads);
-    std::vector<int> len(n, S);
+    const std::vector<int> all = bench_lengths(in, S);
+    std::vector<int> len(n);
+    for (int k = 0; k < n; k++)
+        len[k] = all[picks[k]];
     void *stage = nullptr;
     *ok = fgh_ok(cudaMalloc(&stage, (size_t)S * D * 2));
     for (int k = 0; k < n && *ok; k++) {
@@ -1329,10 +1346,11 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             Ss = {std::min(g_bench_length, in->smax)};
         std::vector<double> fb, fu, bb, bu;
         for (int S : Ss) {
-            const double B = in->bmax;
-            const double bytes = B * ((double)S * in->D * 2 + (double)in->heads * in->D * 2 +
-                                      (double)in->heads * in->kvl * 2 + (double)in->heads * 4);
-            const double flops = B * 2.0 * in->heads * (double)(in->D + in->kvl) * S;
+            const std::vector<int> lens = bench_lengths(in, S);
+            const double B = in->bmax, rows = std::accumulate(lens.begin(), lens.end(), 0.0);
+            const double bytes = rows * in->D * 2 + B * ((double)in->heads * in->D * 2 +
+                                                         (double)in->heads * in->kvl * 2 + (double)in->heads * 4);
+            const double flops = 2.0 * in->heads * (double)(in->D + in->kvl) * rows;
             const int want = fgh_rotation_sets((size_t)bytes, dev->l2_bytes);
             size_t free_b = 0, total_b = 0;
             cudaMemGetInfo(&free_b, &total_b);
@@ -1412,6 +1430,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             fgh_json_int(j, "page_size", in->page);
             if (in->page)
                 fgh_json_str(j, "page_order", g_ordered_pages ? "ordered" : "shuffled");
+            fgh_json_str(j, "lengths", g_ramp ? "ramp: request b at ceil(S (b + 1) / batch)" : "all S");
             fgh_json_str(j, "dtype", fgh_dtype_name(in->dt));
             fgh_json_obj_begin(j, "plan");
             fgh_json_int(j, "heads_per_block", in->hpb);
@@ -1492,10 +1511,12 @@ int main(int argc, char **argv)
             g_bench_length = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--ordered-pages"))
             g_ordered_pages = true;
+        else if (!strcmp(argv[i], "--ramp"))
+            g_ramp = true;
         else {
             fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--smallest] [--list] "
                             "[--seed N] [--quick] [--repeats N] [--no-baseline] [--verbose] "
-                            "[--bench [--json FILE] [--commit C] [--length S] [--ordered-pages]]\n", argv[0]);
+                            "[--bench [--json FILE] [--commit C] [--length S] [--ordered-pages] [--ramp]]\n", argv[0]);
             return 2;
         }
     }
@@ -1510,6 +1531,8 @@ int main(int argc, char **argv)
            (unsigned long long)fgh_base_seed(), kdir);
     if (g_ordered_pages)
         printf("test_mla_decode: the bench's pages in request order (--ordered-pages)\n");
+    if (g_ramp)
+        printf("test_mla_decode: the bench's request lengths a ramp up to S (--ramp)\n");
 #ifndef FG_HAVE_FGRT
 #ifdef FG_FGRT_BUILD_FAILED
     CHECKF("mla_decode: libfgrt", false, "runtime/ is there but did not build: nothing was tested");
