@@ -100,6 +100,12 @@ uint64_t fgh_next_seed(void);
  * never pass.  fgh_poison_device is async on the stream. */
 #define FGH_POISON_BYTE 0xFF
 int fgh_poison_device(void *dptr, size_t bytes, cudaStream_t s);
+/* The SMs' shared memory poisoned (async on the stream): a kernel on every
+ * SM with the largest dynamic shared memory a block may have.  A kernel
+ * launched next that reads shared memory it never wrote sees NaN, not
+ * whatever finite values the SM held (the hardware does not clear it;
+ * best effort: the scheduler is not bound to give every SM a block). */
+int fgh_poison_shared(cudaStream_t s);
 
 /* Host to device, landed on return (0; -1 on an error, reported).  A plain
  * cudaMemcpy from pageable memory may return once the bytes are staged,

@@ -79,6 +79,35 @@ extern "C" int fgh_poison_device(void *dptr, size_t bytes, cudaStream_t s)
     return CK(cudaMemsetAsync(dptr, FGH_POISON_BYTE, bytes, s)) ? 0 : -1;
 }
 
+// Every word of the block's dynamic shared memory set to poison.
+__global__ void fgh_poison_shared_kernel(unsigned words)
+{
+    extern __shared__ uint32_t smem[];
+    for (unsigned i = threadIdx.x; i < words; i += blockDim.x)
+        smem[i] = 0xFFFFFFFFu;
+}
+
+extern "C" int fgh_poison_shared(cudaStream_t s)
+{
+    static int bytes, blocks;
+    if (!bytes) {
+        int dev = 0, optin = 0, sms = 0;
+        if (!CK(cudaGetDevice(&dev)) ||
+            !CK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev)) ||
+            !CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev)) ||
+            !CK(cudaFuncSetAttribute(fgh_poison_shared_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     optin)) ||
+            !CK(cudaFuncSetAttribute(fgh_poison_shared_kernel,
+                                     cudaFuncAttributePreferredSharedMemoryCarveout, 100)))
+            return -1;
+        // one block fills an SM's shared memory; a few waves so that every
+        // SM, not just the first ones free, takes some
+        bytes = optin, blocks = 4 * sms;
+    }
+    fgh_poison_shared_kernel<<<blocks, 1024, bytes, s>>>((unsigned)(bytes / 4));
+    return CK(cudaGetLastError()) ? 0 : -1;
+}
+
 extern "C" int fgh_upload(void *dptr, const void *host, size_t bytes)
 {
     return CK(cudaMemcpy(dptr, host, bytes, cudaMemcpyHostToDevice)) && CK(cudaDeviceSynchronize())

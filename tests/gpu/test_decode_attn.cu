@@ -9,7 +9,8 @@
 // generated/'s, as fgh_open_manifest says): an instance the manifest does
 // not describe is reported as skipped.
 //
-// Checks, per instance, on fresh random inputs with outputs poisoned:
+// Checks, per instance, on fresh random inputs with outputs poisoned (and the
+// SMs' shared memory, so a read of a stage no copy filled shows as NaN):
 //   - y against the C reference (double) at several positions and input scales,
 //     relative L2 <= 2e-3 (f16) / 1e-2 (bf16), every element written;
 //   - the appended cache row within one storage ulp of the reference, every
@@ -393,7 +394,7 @@ void check_once(const char *what, Problem *p, cudaStream_t s)
     const Inst *in = p->in;
     char name[256];
     snprintf(name, sizeof name, "%s: %s", in->name, what);
-    if (!CHECK(name, fgh_poison_device(p->dy, p->nx * 2, s) == 0))
+    if (!CHECK(name, fgh_poison_device(p->dy, p->nx * 2, s) == 0 && fgh_poison_shared(s) == 0))
         return;
     const fg_status st = fg_launch(p->b, s);
     if (!CHECKF(name, st == FG_OK && fgh_ok(cudaStreamSynchronize(s)), "launch: %s (%s)",

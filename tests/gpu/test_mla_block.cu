@@ -434,6 +434,7 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
     snprintf(name, sizeof name, "%s: %s", in->name, what);
     cudaMemcpyAsync(p->positions, pos.data(), B * sizeof(int), cudaMemcpyHostToDevice, s);
     fgh_poison_device(p->y, (size_t)B * H * 2, s);
+    fgh_poison_shared(s);   // a read of shared memory no step wrote shows as NaN
     // the reference's contiguous view of every request's rows before pos
     const int maxpos = *std::max_element(pos.begin(), pos.end());
     const int rows = std::max(1, maxpos);

@@ -722,7 +722,7 @@ void compute_reference(Problem *p)
 }
 
 // The binding's split workspace (not its counters, which the kernel leaves
-// zero), and out and lse of all B_max slots: NaN poison.
+// zero), out and lse of all B_max slots, and the SMs' shared memory: NaN poison.
 bool poison_outputs_of(fg_binding *b, void *out, float *lse, const Inst *in, cudaStream_t s)
 {
     fg_binding_info info = {};
@@ -731,7 +731,7 @@ bool poison_outputs_of(fg_binding *b, void *out, float *lse, const Inst *in, cud
     const size_t ws = info.entry ? info.entry->workspace_bytes : 0;
     return (!ws || fgh_poison_device(info.workspace, ws, s) == 0) &&
            fgh_poison_device(out, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
-           fgh_poison_device(lse, (size_t)in->bmax * in->heads * 4, s) == 0;
+           fgh_poison_device(lse, (size_t)in->bmax * in->heads * 4, s) == 0 && fgh_poison_shared(s) == 0;
 }
 
 bool poison_outputs(const Problem &p, cudaStream_t s)
