@@ -56,9 +56,13 @@ static struct Launch {
 } launch_args;
 
 #if defined(EMU_CUDA)
-// each block's `__shared__ Smem s` (the most shared memory a block may
-// have), on a 1024-byte boundary
-constexpr size_t kStaticBytes = 232448;
+// each block's `__shared__ Smem s` (EMU_STATIC_SMEM: run.sh made it a
+// reference to this buffer), the kernel's own size, on a 1024-byte boundary
+#if defined(EMU_STATIC_SMEM)
+constexpr size_t kStaticBytes = sizeof(Smem);
+#else
+constexpr size_t kStaticBytes = 0;
+#endif
 static std::vector<std::vector<unsigned char>> static_smem;
 static std::vector<unsigned char *> static_ptrs;
 #endif

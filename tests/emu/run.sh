@@ -113,8 +113,8 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     lang= stat=0
     case $name in
     decode_attn_sm90a_*_grid_*) t=decode objs="$out/ref_decode.o" dyn=1 lang=-DEMU_CUDA ;;
-    decode_attn_sm90a_*_ring_*) t=decode objs="$out/ref_decode.o" dyn=1 lang=-DEMU_CUDA stat=1 ;;
-    decode_attn_sm90a_*) t=decode objs="$out/ref_decode.o" dyn=0 lang="-DEMU_CUDA -DEMU_DECODE_REGISTER" stat=1 ;;
+    decode_attn_sm90a_*_ring_*) t=decode objs="$out/ref_decode.o" dyn=1 lang="-DEMU_CUDA -DEMU_STATIC_SMEM" stat=1 ;;
+    decode_attn_sm90a_*) t=decode objs="$out/ref_decode.o" dyn=0 lang="-DEMU_CUDA -DEMU_DECODE_REGISTER -DEMU_STATIC_SMEM" stat=1 ;;
     decode_attn_*) t=decode objs="$out/ref_decode.o" dyn=1 ;;
     mla_decode_sm90a_*) t=mla_core objs="$out/ref_mla.o" dyn=1 lang=-DEMU_CUDA ;;
     mla_decode_*) t=mla_core objs="$out/ref_mla.o" dyn=1 ;;
@@ -144,7 +144,7 @@ for src in "$out"/gen/*/*.hip "$out"/gen/*/*.cu; do
     if [ -n "$lang" ] && [ "$(grep -c '^#include "cuda_emu.h"' "$out/src/$file")" != 1 ]; then
         echo "FAIL $tag: its preludes not found once to replace"; failed=$((failed + 1)); continue
     fi
-    # shellcheck disable=SC2086 # $objs, $lang: one word or none
+    # shellcheck disable=SC2086 # $objs, $lang: words
     if ! "$cxx" -std=c++17 -O1 -g -x c++ -Itests/emu/include -Itests/emu $lang \
             -DKERNEL_SRC="\"$src_dir/$file\"" -DKERNEL="$name" \
             -c "tests/emu/${t}_kernel.cpp" -o "$out/$tag.kernel.o" >"$out/$tag.build.log" 2>&1 ||
