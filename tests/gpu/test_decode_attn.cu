@@ -10,7 +10,8 @@
 // not describe is reported as skipped.
 //
 // Checks, per instance, on fresh random inputs with outputs poisoned (and the
-// SMs' shared memory, so a read of a stage no copy filled shows as NaN):
+// SMs' shared memory, so a read of shared memory the launch never wrote shows
+// as NaN):
 //   - y against the C reference (double) at several positions and input scales,
 //     relative L2 <= 2e-3 (f16) / 1e-2 (bf16), every element written;
 //   - the appended cache row within one storage ulp of the reference, every
