@@ -46,20 +46,17 @@ int main(int argc, char **argv)
         lengths[b] = b % 3 == 1 ? 100 : b % 3 == 2 ? 1 : std::max(D.max_context - 64 * (b / 3), 100);
     for (size_t i = 0; D.page && i < table.size(); i++)   // the pool's pages shuffled
         table[i] = (int)((i * 5 + 1) % table.size());
-    // the rows past each request's keys NaN, as test_mla_decode leaves them:
-    // a kernel that reads one and weighs it 0 still shows
-    for (int b = 0; b < B; b++)
-        for (int t = lengths[b]; t < D.max_context; t++) {
-            const size_t row = D.page ? (size_t)table[(size_t)b * pages_per + t / D.page] * D.page + t % D.page
-                                      : (size_t)b * D.max_context + t;
-            std::memset(cache.data() + row * D.d, 0xff, (size_t)D.d * sizeof(st));
-        }
     std::vector<double> o_ref((size_t)B * D.heads * D.kv_lora), lse_ref((size_t)B * D.heads);
     fgh_mla_cfg cfg = {};
     cfg.batch = B, cfg.heads = D.heads, cfg.kv_lora = D.kv_lora, cfg.rope = D.d - D.kv_lora;
     cfg.max_context = D.max_context, cfg.scale = scale, cfg.dtype = dt;
     cfg.page_size = D.page, cfg.page_table = D.page ? table.data() : nullptr;
     cfg.max_pages = pages_per;
+    // the rows past each request's keys NaN, as test_mla_decode leaves them:
+    // a kernel that reads one and weighs it 0 still shows
+    for (int b = 0; b < B; b++)
+        for (int t = lengths[b]; t < D.max_context; t++)
+            std::memset(cache.data() + fgh_mla_row_at(&cfg, b, t), 0xff, (size_t)D.d * sizeof(st));
     fgh_ref_mla(&cfg, q.data(), cache.data(), lengths.data(), o_ref.data(), lse_ref.data());
 
     std::vector<float> lse((size_t)B * D.heads);

@@ -5,8 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Element offset of request b's cache row t. */
-static size_t row_at(const fgh_mla_cfg *c, int b, int t)
+size_t fgh_mla_row_at(const fgh_mla_cfg *c, int b, int t)
 {
     const size_t d = (size_t)c->kv_lora + c->rope;
     if (!c->page_size)
@@ -46,7 +45,7 @@ void fgh_ref_mla_heads(const fgh_mla_cfg *c, const void *q_abs, const void *cach
     }
     /* s_t = scale * (q . c_t), each row read once for all the heads */
     for (int t = 0; t < n; t++) {
-        get_row(c, cache, row_at(c, b, t), d, row);
+        get_row(c, cache, fgh_mla_row_at(c, b, t), d, row);
         for (int h = 0; h < nh; h += HEADS_PER_PASS) {
             const int m = nh - h < HEADS_PER_PASS ? nh - h : HEADS_PER_PASS;
             double dot[HEADS_PER_PASS] = {0};
@@ -62,7 +61,7 @@ void fgh_ref_mla_heads(const fgh_mla_cfg *c, const void *q_abs, const void *cach
     }
     /* o = sum_t exp(s_t - max) c_t[0 : kv_lora] / sum_t exp(s_t - max) */
     for (int t = 0; t < n; t++) {
-        get_row(c, cache, row_at(c, b, t), c->kv_lora, row);
+        get_row(c, cache, fgh_mla_row_at(c, b, t), c->kv_lora, row);
         for (int h = 0; h < nh; h++) {
             const double p = exp(s[(size_t)h * n + t] - mx[h]);
             double *out = o + (size_t)h * c->kv_lora;

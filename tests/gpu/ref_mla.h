@@ -30,6 +30,10 @@ typedef struct fgh_mla_cfg {
     int max_pages;
 } fgh_mla_cfg;
 
+/* Element offset of request b's cache row t (contiguous or through the
+ * page table). */
+size_t fgh_mla_row_at(const fgh_mla_cfg *c, int b, int t);
+
 /* q_abs [batch, heads, D]; len [batch]; o [batch, heads, kv_lora] and
  * lse [batch, heads] out. */
 void fgh_ref_mla(const fgh_mla_cfg *c, const void *q_abs, const void *cache, const int *len,
