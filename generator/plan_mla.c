@@ -473,6 +473,8 @@ typedef struct {
     unsigned stages, cluster, clusters;
     bool spread;   /* no clusters: `clusters` splits meet at a barrier and each merges pieces
                     * (the planner's choice only: tuning entries and candidates are clusters) */
+    bool balanced; /* spread, and the requests' tiles dealt out evenly over the `clusters`
+                    * blocks of each head group (BALANCED in mla_decode.in) */
 } mla_cfg;
 
 /* The spread merge (SPREAD in mla_decode.in) where every (request, head
@@ -486,6 +488,19 @@ typedef struct {
  * with 2 splits (16 heads B = 64) 1.4-4.7% slower than a cluster of 2
  * merging over DSMEM (docs/performance.md, issue 8). */
 #define SPREAD_MIN_SPLITS 4
+
+/* The balanced deal (BALANCED in mla_decode.in): the wgmma form's blocks
+ * (every SM a block, so a cooperative launch) take the requests' tiles cut
+ * at run time by the lengths: each request in even runs on blocks of its
+ * own, or, where many short requests would each hold a block, the whole
+ * sequence cut evenly; so that no SM waits on a longer request's splits.
+ * Up to 64 requests (a lane or two of a warp each), and more than half as
+ * many as a head group's blocks: then at uniform lengths each request is a
+ * block's whole run, as the fixed splits have it (128 heads B = 64 on an
+ * H100: level at uniform lengths, 35% faster on --ramp at 16K), while with
+ * fewer the deal cuts requests at uniform lengths too and its merge costs
+ * 3-4 us more than the fixed splits' (B = 16) or 2x (B = 1). */
+#define BALANCED_MAX_BATCH 64u
 #define SPREAD_FEW_SPLITS 8   /* up to here each thread merges whole vectors (mla_decode.in's kFewSplits) */
 
 /* Splits per pair for the spread merge at B_max, or 0 where it does not
@@ -582,6 +597,12 @@ static mla_cfg model_cfg(const fg_model *m, const fg_target *t, unsigned bmax)
     unsigned best = 0;
     char why[200];
     cf.cluster = cf.clusters = 1;
+    const unsigned groups = a->heads / a->tensor_parallel / cf.shape.hpb;
+    const unsigned blocks = t->compute_units / groups;
+    if (cf.shape.wgmma && bmax <= BALANCED_MAX_BATCH && blocks >= 2 && 2 * bmax > blocks) {
+        cf.spread = cf.balanced = true, cf.clusters = blocks;
+        return cf;
+    }
     const unsigned spread = spread_splits(m, t, cf.shape, bmax);
     if (spread) {
         cf.spread = true, cf.clusters = spread;
@@ -656,7 +677,9 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
 
     fg_instance in = {0};
     char variant[32];
-    if (cf->spread)
+    if (cf->balanced)
+        snprintf(variant, sizeof variant, "g%u_d%u", hpb, clusters);
+    else if (cf->spread)
         snprintf(variant, sizeof variant, "g%u_s%u", hpb, clusters);
     else if (from != FG_FROM_MODEL)   /* a measured configuration names its stages too */
         snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
@@ -671,6 +694,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "CLUSTER", cluster);
     fg_instance_add_param(&in, "CLUSTERS", clusters);
     fg_instance_add_param(&in, "SPREAD", (unsigned)cf->spread);
+    fg_instance_add_param(&in, "BALANCED", (unsigned)cf->balanced);
     fg_instance_add_param(&in, "TILE", tile);
     fg_instance_add_param(&in, "WGMMA", (unsigned)shape.wgmma);
     fg_instance_add_param(&in, "STAGES", stages);
@@ -679,12 +703,18 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
     fg_instance_add_param(&in, "BLOCKS_PER_SM", per_sm);
     in.launch = (fg_launch){.grid = FG_GRID_FIXED,
-                            .grid_dims = {splits, groups, bmax},
+                            .grid_dims = {cf->balanced ? groups : splits, cf->balanced ? splits : groups,
+                                          cf->balanced ? 1 : bmax},
                             .block = {threads, 1, 1},
                             .cluster = {cluster, 1, 1},
                             .dynamic_smem = smem,
                             .cooperative = cf->spread};
-    if (clusters > 1) {   /* the clusters' merged slices (normalized, stored type), their (max, sum) */
+    if (cf->balanced) {   /* a partial of each (request, block) a run cuts, a barrier a (group, request) */
+        const unsigned long long entries = bmax + splits - 1;
+        if (set_workspace(&in, (unsigned long long)groups * entries * hpb * (kv * elem + 8), d))
+            return -1;
+        in.counter_count = groups * bmax;
+    } else if (clusters > 1) {   /* the clusters' merged slices (normalized, stored type), their (max, sum) */
         if (set_workspace(&in, (unsigned long long)bmax * groups * clusters * hpb * (kv * elem + cluster * 8), d))
             return -1;
         /* a ticket a slice, or the spread merge's barrier a pair */
@@ -692,7 +722,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     }
     snprintf(in.path_key, sizeof in.path_key, "mla_decode/%s/%s/hpb%u/%s/%s",
              fg_arch_tag(t->arch), fg_dtype_name(m->dtype), hpb, page ? "paged" : "contiguous",
-             cf->spread ? "spread" : clusters > 1 ? "clusters" : splits > 1 ? "cluster" : "one-split");
+             cf->balanced ? "balanced" : cf->spread ? "spread" : clusters > 1 ? "clusters"
+                                                          : splits > 1 ? "cluster" : "one-split");
 
     used_for_reason(&in, m, bmax);
     if (from == FG_CANDIDATE)
@@ -710,14 +741,26 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                                   : "one mma row tile",
                  tile, width, groups, groups == 1 ? "" : "s (each reads the cache)");
     const unsigned blocks = splits * groups * bmax;
-    fg_sb_printf(&in.reasons,
-                 "%u splits of each request's keys (cut by its length at run time): %u x %u "
-                 "x %u blocks for %u SMs at one each (%s)\n",
-                 splits, splits, groups, bmax, t->compute_units,
-                 cf->spread ? "one wave: a cooperative launch"
-                 : blocks <= t->compute_units ? "one wave, if the GPCs hold the clusters"
-                                              : "more blocks than SMs at B_max: waves of them");
-    if (cf->spread)
+    if (cf->balanced)
+        fg_sb_printf(&in.reasons,
+                     "the requests' tiles cut by their lengths at run time over each head "
+                     "group's %u blocks (%u x %u for %u SMs at one each: a cooperative launch), "
+                     "so that no SM idles or waits on a longer request's splits: each request in "
+                     "even runs on blocks of its own (at uniform lengths, fixed splits of each), "
+                     "or the whole sequence in runs of ceil(tiles / %u) where that is shorter by "
+                     "more than a cut's cost (many short requests); a request wholly in a run is "
+                     "written straight out, one cut leaves partials that its blocks merge after "
+                     "a barrier of their own; deterministic (fixed merge orders), one launch\n",
+                     splits, splits, groups, t->compute_units, splits);
+    else
+        fg_sb_printf(&in.reasons,
+                     "%u splits of each request's keys (cut by its length at run time): %u x %u "
+                     "x %u blocks for %u SMs at one each (%s)\n",
+                     splits, splits, groups, bmax, t->compute_units,
+                     cf->spread ? "one wave: a cooperative launch"
+                     : blocks <= t->compute_units ? "one wave, if the GPCs hold the clusters"
+                                                  : "more blocks than SMs at B_max: waves of them");
+    if (cf->spread && !cf->balanced)
         fg_sb_printf(&in.reasons,
                      "no clusters (%u or more splits a request and head group fill the SMs): "
                      "each split leaves its partial output in global memory, the %u meet at a "

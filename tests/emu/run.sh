@@ -31,12 +31,11 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # whose shares of W_o are 16 rows: its folded chunks), the decode register
 # and ring forms on 16 (clusters of 2, one or two a head, and the register
 # form's clusters of 4, 8 and 16: peers' shared memory, cluster barriers,
-# remote arrivals), the MLA core on 16 (its wgmma
-# form at 128 heads and its mma form at 16: the splits merged in the spread
-# merge, in a cluster, or a request taken whole) and on four (the mma form's
-# clusters), and without clusters (the
-# H200-portable forms: the decode grid form of every spec, the MLA block's
-# portable form)
+# remote arrivals), the MLA core on 16 (its wgmma form at 128 heads, the
+# requests' tiles dealt out evenly over 8 blocks a head group, and its mma
+# form at 16 in the spread merge) and on four (the mma form's clusters), and
+# without clusters (the H200-portable forms: the decode grid form of every
+# spec, the MLA block's portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
@@ -77,6 +76,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
    ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*' \
         $mla_specs $core_specs tests/emu/specs/emu-sm90a-16sm.yaml \
         >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-sm90a-dealt" --filter 'mla_decode_sm90a*_d[0-9]*' \
+        $core_specs tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
@@ -88,6 +89,14 @@ fi
 for f in "$out"/gen/mla-block-sm90a-apart/*.cu; do
     sed 's/^constexpr int kApart = 0;$/constexpr int kApart = 16;/' "$f" >"$f.apart" && mv "$f.apart" "$f"
     grep -q '^constexpr int kApart = 16;$' "$f" || { echo "FAIL $f: no kApart line to set"; echo "0 passed, 1 failed"; exit 1; }
+done
+# The MLA core's balanced deal again with its runs cut anywhere (kCutTiles 0:
+# the dealt runs win wherever they are shorter), since the emulation's
+# requests of at most 8 tiles never outweigh a cut's charge of 8 tiles, so
+# the first copy takes every request in runs of its own
+for f in "$out"/gen/mla-sm90a-dealt/*.cu; do
+    sed 's/^constexpr int kCutTiles = 8;$/constexpr int kCutTiles = 0;/' "$f" >"$f.dealt" && mv "$f.dealt" "$f"
+    grep -q '^constexpr int kCutTiles = 0;$' "$f" || { echo "FAIL $f: no kCutTiles line to set"; echo "0 passed, 1 failed"; exit 1; }
 done
 # Built once: the emulation's runtime (its core, no CUDA headers), and the
 # tests with the C references (these include the harness's CUDA runtime

@@ -131,17 +131,33 @@ template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done
 // theirs after thread 0's acquire of the flipped count and `sync` again.
 // The launch is cooperative, so every peer is resident: one that never
 // arrives is a bug, and the wait traps (fg_poll_acquire) instead of hanging.
+// The barrier's two halves, for a block with other work between its
+// arrival and its wait (thread 0 of the taking-part threads; the caller's
+// `sync` before the arrival and after the wait, as fg_grid_barrier's): the
+// arrival's add and what it saw, the wait for the flip from that value.
+struct fg_arrival {
+    unsigned seen;   // the count before this block's add
+    bool last;       // this block's add flipped it: no wait
+};
+FG_DEVICE fg_arrival fg_barrier_arrive(unsigned *count, bool first, unsigned n)
+{
+    constexpr unsigned kTop = 0x80000000u;
+    const unsigned add = first ? kTop - (n - 1) : 1u;
+    const unsigned old = fg_add_acq_rel(count, add);
+    return {old, (((old + add) ^ old) & kTop) != 0};
+}
+FG_DEVICE void fg_barrier_wait(const unsigned *count, fg_arrival a)
+{
+    if (!a.last)
+        fg_poll_acquire(count, [a](unsigned now) { return ((now ^ a.seen) & 0x80000000u) != 0; });
+}
+// The whole barrier: the arrival and the wait back to back.
 template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
 {
     fg_release_writes();
     sync();
-    if (threadIdx.x == 0) {
-        constexpr unsigned kTop = 0x80000000u;
-        const unsigned add = first ? kTop - (n - 1) : 1u;
-        const unsigned old = fg_add_acq_rel(count, add);
-        if (!(((old + add) ^ old) & kTop))   // (the last block's own add flipped it)
-            fg_poll_acquire(count, [old](unsigned now) { return ((now ^ old) & kTop) != 0; });
-    }
+    if (threadIdx.x == 0)
+        fg_barrier_wait(count, fg_barrier_arrive(count, first, n));
     sync();
 }
 // Waits until *count reaches n (thread 0 of the waiting threads; they sync

@@ -132,7 +132,49 @@ template <class T> T __shfl_xor_sync(unsigned mask, T v, int lane_mask)
 {
     return __shfl_sync(mask, v, emu_lane() ^ lane_mask);
 }
+template <class T> T __shfl_up_sync(unsigned mask, T v, unsigned delta)
+{
+    const int lane = emu_lane();
+    return __shfl_sync(mask, v, lane >= (int)delta ? lane - (int)delta : lane);
+}
 inline void __syncwarp(unsigned = 0xffffffffu) { emu_wave_barrier(); }
+inline unsigned __ballot_sync(unsigned, int pred)
+{
+    const int mine = pred != 0;
+    const unsigned char *all = emu_wave_exchange(&mine, sizeof mine);
+    unsigned bits = 0;
+    for (int l = 0; l < 32; l++) {
+        int v;
+        std::memcpy(&v, all + (size_t)l * sizeof v, sizeof v);
+        bits |= v ? 1u << l : 0u;
+    }
+    return bits;
+}
+inline int __popc(unsigned v) { return __builtin_popcount(v); }
+// the maximum over the warp's lanes (REDUX on sm_80 and later)
+inline unsigned __reduce_max_sync(unsigned, unsigned v)
+{
+    const unsigned char *all = emu_wave_exchange(&v, sizeof v);
+    unsigned most = 0;
+    for (int l = 0; l < 32; l++) {
+        unsigned x;
+        std::memcpy(&x, all + (size_t)l * sizeof x, sizeof x);
+        most = x > most ? x : most;
+    }
+    return most;
+}
+// the sum over the warp's lanes (REDUX on sm_80 and later)
+inline int __reduce_add_sync(unsigned, int v)
+{
+    const unsigned char *all = emu_wave_exchange(&v, sizeof v);
+    int sum = 0;
+    for (int l = 0; l < 32; l++) {
+        int x;
+        std::memcpy(&x, all + (size_t)l * sizeof x, sizeof x);
+        sum += x;
+    }
+    return sum;
+}
 inline int __all_sync(unsigned, int pred)
 {
     const int mine = pred != 0;
