@@ -151,29 +151,26 @@ inline unsigned __ballot_sync(unsigned, int pred)
     return bits;
 }
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
-// the maximum over the warp's lanes (REDUX on sm_80 and later)
+// REDUX (sm_80 and later): the lanes' values folded in lane order
+template <class T, class F> T emu_reduce(T v, F fold)
+{
+    const unsigned char *all = emu_wave_exchange(&v, sizeof v);
+    T acc;
+    std::memcpy(&acc, all, sizeof acc);
+    for (int l = 1; l < 32; l++) {
+        T x;
+        std::memcpy(&x, all + (size_t)l * sizeof x, sizeof x);
+        acc = fold(acc, x);
+    }
+    return acc;
+}
 inline unsigned __reduce_max_sync(unsigned, unsigned v)
 {
-    const unsigned char *all = emu_wave_exchange(&v, sizeof v);
-    unsigned most = 0;
-    for (int l = 0; l < 32; l++) {
-        unsigned x;
-        std::memcpy(&x, all + (size_t)l * sizeof x, sizeof x);
-        most = x > most ? x : most;
-    }
-    return most;
+    return emu_reduce(v, [](unsigned a, unsigned b) { return a > b ? a : b; });
 }
-// the sum over the warp's lanes (REDUX on sm_80 and later)
 inline int __reduce_add_sync(unsigned, int v)
 {
-    const unsigned char *all = emu_wave_exchange(&v, sizeof v);
-    int sum = 0;
-    for (int l = 0; l < 32; l++) {
-        int x;
-        std::memcpy(&x, all + (size_t)l * sizeof x, sizeof x);
-        sum += x;
-    }
-    return sum;
+    return emu_reduce(v, [](int a, int b) { return a + b; });
 }
 inline int __all_sync(unsigned, int pred)
 {
