@@ -473,8 +473,8 @@ typedef struct {
     unsigned stages, cluster, clusters;
     bool spread;   /* no clusters: `clusters` splits meet at a barrier and each merges pieces
                     * (the planner's choice only: tuning entries and candidates are clusters) */
-    bool balanced; /* spread, and the requests' tiles dealt out evenly over the `clusters`
-                    * blocks of each head group (BALANCED in mla_decode.in) */
+    bool balanced; /* spread, and the requests' tiles cut by their lengths at run time over
+                    * the `clusters` blocks of each head group (BALANCED in mla_decode.in) */
 } mla_cfg;
 
 /* The spread merge (SPREAD in mla_decode.in) where every (request, head

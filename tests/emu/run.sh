@@ -31,9 +31,11 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # whose shares of W_o are 16 rows: its folded chunks), the decode register
 # and ring forms on 16 (clusters of 2, one or two a head, and the register
 # form's clusters of 4, 8 and 16: peers' shared memory, cluster barriers,
-# remote arrivals), the MLA core on 16 (its wgmma form at 128 heads, the
-# requests' tiles dealt out evenly over 8 blocks a head group, and its mma
-# form at 16 in the spread merge) and on four (the mma form's clusters), and
+# remote arrivals), the MLA core on 16 (its wgmma form at 128 heads: the
+# splits merged in the spread merge or in a cluster, and at B_max 8 the
+# balanced deal, the tiles cut by the requests' lengths over 8 blocks a
+# head group; its mma form at 16 in the spread merge) and on four (the mma
+# form's clusters), and
 # without clusters (the H200-portable forms: the decode grid form of every
 # spec, the MLA block's portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)

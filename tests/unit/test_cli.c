@@ -2933,7 +2933,7 @@ Test(cli, mla_planner_fits_the_template_at_other_widths)
             for (const char *q = strstr(out, cases[i].want); q; q = strstr(q + 1, cases[i].want)) {
                 /* the name's variant: _g<heads>_c<cluster>x<count>, _s<splits> (the spread
                  * merge: its pieces are the template's to fit) or _d<blocks> (the balanced
-                 * deal, the same merge) */
+                 * deal: its merge's too) */
                 unsigned g, cl, p;
                 const char *v = strstr(q, "_g");
                 cr_assert_not_null(v, "%s", out);
