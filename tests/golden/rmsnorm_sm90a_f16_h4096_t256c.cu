@@ -117,8 +117,8 @@ template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done
         fg_pause();
     }
 }
-// n blocks (a group's, or the grid) meet here: a barrier in global memory
-// on one count that is never reset.  The group's first block adds
+// n blocks (a group's, or the grid) meet at fg_grid_barrier: a barrier in
+// global memory on one count that is never reset.  The group's first block adds
 // 2^31 - (n - 1), the others 1, so the count's top bit flips exactly when
 // the last of the n arrives and its other bits end as they began; each block
 // waits for the flip from the value its own add saw.  One atomic a block and
@@ -131,6 +131,7 @@ template <class Done> FG_DEVICE void fg_poll_acquire(const unsigned *count, Done
 // theirs after thread 0's acquire of the flipped count and `sync` again.
 // The launch is cooperative, so every peer is resident: one that never
 // arrives is a bug, and the wait traps (fg_poll_acquire) instead of hanging.
+constexpr unsigned kFgBarrierTop = 0x80000000u;
 // The barrier's two halves, for a block with other work between its
 // arrival and its wait (thread 0 of the taking-part threads; the caller's
 // `sync` before the arrival and after the wait, as fg_grid_barrier's): the
@@ -141,15 +142,14 @@ struct fg_arrival {
 };
 FG_DEVICE fg_arrival fg_barrier_arrive(unsigned *count, bool first, unsigned n)
 {
-    constexpr unsigned kTop = 0x80000000u;
-    const unsigned add = first ? kTop - (n - 1) : 1u;
+    const unsigned add = first ? kFgBarrierTop - (n - 1) : 1u;
     const unsigned old = fg_add_acq_rel(count, add);
-    return {old, (((old + add) ^ old) & kTop) != 0};
+    return {old, (((old + add) ^ old) & kFgBarrierTop) != 0};
 }
 FG_DEVICE void fg_barrier_wait(const unsigned *count, fg_arrival a)
 {
     if (!a.last)
-        fg_poll_acquire(count, [a](unsigned now) { return ((now ^ a.seen) & 0x80000000u) != 0; });
+        fg_poll_acquire(count, [a](unsigned now) { return ((now ^ a.seen) & kFgBarrierTop) != 0; });
 }
 // The whole barrier: the arrival and the wait back to back.
 template <class Sync> FG_DEVICE void fg_grid_barrier(unsigned *count, bool first, unsigned n, Sync sync)
