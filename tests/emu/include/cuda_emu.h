@@ -138,20 +138,9 @@ template <class T> T __shfl_up_sync(unsigned mask, T v, unsigned delta)
     return __shfl_sync(mask, v, lane >= (int)delta ? lane - (int)delta : lane);
 }
 inline void __syncwarp(unsigned = 0xffffffffu) { emu_wave_barrier(); }
-inline unsigned __ballot_sync(unsigned, int pred)
-{
-    const int mine = pred != 0;
-    const unsigned char *all = emu_wave_exchange(&mine, sizeof mine);
-    unsigned bits = 0;
-    for (int l = 0; l < 32; l++) {
-        int v;
-        std::memcpy(&v, all + (size_t)l * sizeof v, sizeof v);
-        bits |= v ? 1u << l : 0u;
-    }
-    return bits;
-}
 inline int __popc(unsigned v) { return __builtin_popcount(v); }
-// REDUX (sm_80 and later): the lanes' values folded in lane order
+// a warp's collectives (REDUX on sm_80 and later, VOTE): the lanes' values
+// folded in lane order
 template <class T, class F> T emu_reduce(T v, F fold)
 {
     const unsigned char *all = emu_wave_exchange(&v, sizeof v);
@@ -171,6 +160,10 @@ inline unsigned __reduce_max_sync(unsigned, unsigned v)
 inline int __reduce_add_sync(unsigned, int v)
 {
     return emu_reduce(v, [](int a, int b) { return a + b; });
+}
+inline unsigned __ballot_sync(unsigned, int pred)
+{
+    return emu_reduce((pred != 0 ? 1u : 0u) << emu_lane(), [](unsigned a, unsigned b) { return a | b; });
 }
 inline int __all_sync(unsigned, int pred)
 {
