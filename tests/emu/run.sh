@@ -69,6 +69,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         $block_specs tests/emu/specs/emu-sm90a-4sm-portable.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-apart" --filter 'mla_block_sm90a*_b[12]' \
         $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-uvparts" --filter 'mla_block_sm90a*_b[12]' \
+        $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-16sm" --filter 'mla_block_sm90a*' \
         tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/decode-sm90a-clusters" --filter 'decode_attn_sm90a*_c[0-9]*' \
@@ -91,6 +93,13 @@ fi
 for f in "$out"/gen/mla-block-sm90a-apart/*.cu; do
     sed 's/^constexpr int kApart = 0;$/constexpr int kApart = 16;/' "$f" >"$f.apart" && mv "$f.apart" "$f"
     grep -q '^constexpr int kApart = 16;$' "$f" || { echo "FAIL $f: no kApart line to set"; echo "0 passed, 1 failed"; exit 1; }
+done
+# The MLA block's CUDA-core form again with W_uv applied to 8 parts of the
+# latent columns in E (UV_PARTS: the planner's is 1 where the grid has fewer
+# than two blocks a head, as on 4 SMs; the template loops over the items)
+for f in "$out"/gen/mla-block-sm90a-uvparts/*.cu; do
+    sed 's/^constexpr int kUvParts = 1, /constexpr int kUvParts = 8, /' "$f" >"$f.parts" && mv "$f.parts" "$f"
+    grep -q '^constexpr int kUvParts = 8, ' "$f" || { echo "FAIL $f: no kUvParts line to set"; echo "0 passed, 1 failed"; exit 1; }
 done
 # The MLA core's balanced deal again with its runs cut anywhere (kCutTiles 0:
 # the dealt runs win wherever they are shorter), since the emulation's

@@ -1873,7 +1873,7 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
     const char *at = strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1\n");
     cr_assert_not_null(at, "%s", out);
     cr_expect_not_null(strstr(at, "THREADS=256 SMEM_BYTES=224000 SLOTS=5 SLOT_BYTES=37376 PIECE_ROWS=16 "
-                                  "CHUNK_ROWS=32 MMA_PROJ=0 FOLD_WO=0 HEAD_WAITS=1 ABSORB_APART=16\n"
+                                  "CHUNK_ROWS=32 MMA_PROJ=0 FOLD_WO=0 HEAD_WAITS=1 UV_PARTS=8 ABSORB_APART=16\n"
                                   "  launch: grid=(132,1,1) block=(288,1,1) "
                                   "cluster=(1,1,1) dynamic_smem=224000 cooperative\n"),
                        "%s", at);
@@ -1892,7 +1892,7 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
     cr_assert_eq(run(&out, "explain --filter 'mla_block*b1' specs/models/deepseek-v3-tp8.yaml "
                            "specs/targets/h200.yaml"),
                  0, "%s", out);
-    cr_expect_not_null(strstr(out, "HEAD_WAITS=1 ABSORB_APART=0\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "HEAD_WAITS=1 UV_PARTS=8 ABSORB_APART=0\n"), "%s", out);
     cr_expect_null(strstr(out, "take no rows of the projections"), "%s", out);
     free(out);
 }
