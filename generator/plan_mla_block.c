@@ -386,20 +386,22 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                             .cluster = {1, 1, 1},
                             .cooperative = true,
                             .dynamic_smem = smem};
-    /* the CUDA-core form's C waits on its heads' producers: the grid
-     * barrier's count, then one a head for q_nope's producers, one for the
-     * kv rows'; and where the grid has two blocks a head or more, its E
-     * applies W_uv in its items (the template's kUvInMerge), each a head's
-     * part of the latent columns: as many parts as keep the grid busy at
-     * B = 1, one (E, then F) where W_o's phase cannot stage o to add them
-     * (B_max x heads x v_dim past its scratch of 16 x (kv_lora + rope) floats) */
+    /* the counters: the grid barrier's; in the CUDA-core form, for C's waits
+     * on its heads' producers, one a head for q_nope's producers and one for
+     * the kv rows'; then each request's and head's largest split maximum
+     * (D's atomicMax, E's reference).  Where the grid has two blocks a head
+     * or more, the CUDA-core form's E applies W_uv in its items (the
+     * template's kUvInMerge), each a head's part of the latent columns: as
+     * many parts as keep the grid busy at B = 1, one (E, then F) where W_o's
+     * phase cannot stage o to add them (B_max x heads x v_dim past its
+     * scratch of 16 x (kv_lora + rope) floats) */
     fg_instance_add_param(&in, "HEAD_WAITS", !c->mma);
     const unsigned fill = !c->mma && bmax * heads * vdim <= BLOCK_GROUP * width ? grid / heads : 1;
     const unsigned uv_parts = fill >= 8 ? 8 : fill >= 4 ? 4 : fill >= 2 ? 2 : 1;
     fg_instance_add_param(&in, "UV_PARTS", uv_parts);
     const unsigned apart = c->apart ? heads : 0;
     fg_instance_add_param(&in, "ABSORB_APART", apart);
-    if (block_workspace(&in, m, grid, bmax, c->mma ? 1 : 2 + heads, d) != 0)
+    if (block_workspace(&in, m, grid, bmax, (c->mma ? 1 : 2 + heads) + bmax * heads, d) != 0)
         return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
              fg_dtype_name(m->dtype), ql ? "q_lora" : "q", page ? "paged" : "contiguous");

@@ -117,6 +117,26 @@ inline float atomicAdd(float *p, float v)
     } while (!__atomic_compare_exchange_n(bits, &old, sum, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
     return f;
 }
+// atomicMax on an unsigned: the same compare-and-swap loop
+inline unsigned atomicMax(unsigned *p, unsigned v)
+{
+    unsigned old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    return old;
+}
+inline unsigned __float_as_uint(float f)
+{
+    unsigned u;
+    std::memcpy(&u, &f, 4);
+    return u;
+}
+inline float __uint_as_float(unsigned u)
+{
+    float f;
+    std::memcpy(&f, &u, 4);
+    return f;
+}
 template <class T> T __ldcg(const T *p) { return *p; }
 template <class T> T __ldcs(const T *p) { return *p; }
 template <class T> void __stcg(T *p, T v) { *p = v; }
