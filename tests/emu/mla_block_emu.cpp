@@ -124,6 +124,19 @@ emu_mla_block_args args_of(Problem &p, const std::vector<int> &pos, bool input_n
     return a;
 }
 
+// The counters a launch left set past the grid barrier's (whose count keeps
+// a state of its own): every other one must be back at 0, where the next
+// launch starts (the runtime zeroes them once, at bind), or that launch
+// waits on stale counts or merges against a stale maximum.
+size_t counters_left(Buffers &buf)
+{
+    const unsigned *c = buf.counters.as<unsigned>();
+    size_t n = 0;
+    for (size_t i = 1; i < buf.counters.bytes() / sizeof(unsigned); i++)
+        n += c[i] != 0;
+    return n;
+}
+
 double seconds_since(std::chrono::steady_clock::time_point t0)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -190,6 +203,9 @@ void run_case(Problem &p, const std::vector<int> &pos, bool input_norm, const ch
         emu_mla_block_launch(&a);
         std::printf("%s: launch %d took %.1f s\n", what, run + 1, seconds_since(t0));
         outside += buf.ws.touched() + buf.counters.touched() + buf.smem.touched();
+        std::snprintf(name, sizeof name, "%s: launch %d leaves every counter but the grid barrier's at 0", what,
+                      run + 1);
+        checks.check(counters_left(buf) == 0, name, (double)counters_left(buf));
         fetch(run == 0 ? first : out);
         if (run > 0) {
             std::snprintf(name, sizeof name, "%s: launch %d gives the first's bits (y, appended rows)", what,

@@ -25,7 +25,8 @@
 //   reference's row (rounded once to the cache's type);
 //   an inactive slot (position -1): y exactly 0;
 //   graph replays (1000; 2 with --quick) bitwise equal to the direct launch,
-//   y, the workspace and the appended rows poisoned before each;
+//   y, the workspace and the appended rows poisoned before each, and every
+//   counter but the grid barrier's back at 0 after them;
 // at positions 0 (the new token alone), page and tile boundaries, and a
 // longer context, batch 1 and 2 (at most B_max), through a shuffled block
 // table where paged.
@@ -510,8 +511,8 @@ void run_case(Problem *p, const std::vector<int> &pos, const char *what, cudaStr
 
 // Graph replays of one binding bitwise equal to its direct launch: y, the
 // workspace and every active request's appended row poisoned before each
-// (the block is deterministic by construction: fixed-order sums, no atomics
-// on data; a race in global memory shows here, where the sanitizers cannot
+// (the block is deterministic by construction: fixed-order sums, no atomic
+// sums, D's atomicMax of the maxima is order-free; a race in global memory shows here, where the sanitizers cannot
 // see it).  B_max requests at mixed positions, slot 1 inactive from B_max 3.
 void check_repeat(const Inst *in, cudaStream_t s, int repeats)
 {
@@ -577,9 +578,22 @@ void check_repeat(const Inst *in, cudaStream_t s, int repeats)
         ok = poison() && fgh_ok(cudaGraphLaunch(exec, s)) && fetch(out);
         diff += ok && memcmp(first.data(), out.data(), out.size() * 2) != 0;
     }
-    CHECKF(name, ok && nonfinite == 0 && diff == 0 && runs == repeats,
-           "%d of %d replays differ, %zu non-finite outputs in the direct launch%s", diff, runs,
-           nonfinite, ok ? "" : " (a bind, launch or copy failed)");
+    // every counter but the grid barrier's back at 0 after the launches, where
+    // the next launch starts (bind zeroes them once; the binding's counters
+    // follow its workspace, 16-byte aligned: runtime/src/bind.c)
+    const unsigned counters = ok && info.entry ? info.entry->counter_count : 0;
+    std::vector<unsigned> left(counters);
+    size_t set = 0;
+    if (counters > 1) {
+        ok = fgh_ok(cudaMemcpy(left.data(), (const char *)info.workspace + (ws + 15) / 16 * 16,
+                               counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
+        for (unsigned i = 1; ok && i < counters; i++)
+            set += left[i] != 0;
+    }
+    CHECKF(name, ok && nonfinite == 0 && diff == 0 && runs == repeats && set == 0,
+           "%d of %d replays differ, %zu non-finite outputs in the direct launch, %zu counters left "
+           "set past the grid barrier's%s",
+           diff, runs, nonfinite, set, ok ? "" : " (a bind, launch or copy failed)");
     if (exec)
         cudaGraphExecDestroy(exec);
     if (graph)
