@@ -63,30 +63,26 @@ struct __half2 {
 struct __nv_bfloat162 {
     __nv_bfloat16 x, y;
 };
-inline float __half2float(__half h)
+// A value's bits as another type of the same size (C++20's bit_cast; the
+// shim is C++17).
+template <class To, class From> To emu_bit_cast(const From &v)
 {
-    _Float16 f;
-    std::memcpy(&f, &h.x, 2);
-    return (float)f;
+    static_assert(sizeof(To) == sizeof(From), "the bits alone");
+    To t;
+    std::memcpy(&t, &v, sizeof t);
+    return t;
 }
+inline unsigned __float_as_uint(float f) { return emu_bit_cast<unsigned>(f); }
+inline float __uint_as_float(unsigned u) { return emu_bit_cast<float>(u); }
+inline float __half2float(__half h) { return (float)emu_bit_cast<_Float16>(h.x); }
 inline __half __float2half_rn(float v)
 {
-    const _Float16 f = (_Float16)v;   // (the host's conversion rounds to nearest even)
-    __half h;
-    std::memcpy(&h.x, &f, 2);
-    return h;
+    return {emu_bit_cast<uint16_t>((_Float16)v)};   // (the host's conversion rounds to nearest even)
 }
-inline float __bfloat162float(__nv_bfloat16 b)
-{
-    const uint32_t u = (uint32_t)b.x << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-}
+inline float __bfloat162float(__nv_bfloat16 b) { return __uint_as_float((uint32_t)b.x << 16); }
 inline __nv_bfloat16 __float2bfloat16_rn(float v)
 {
-    uint32_t u;
-    std::memcpy(&u, &v, 4);
+    uint32_t u = __float_as_uint(v);
     if ((u & 0x7fffffffu) > 0x7f800000u)   // NaN stays NaN
         return {(uint16_t)((u >> 16) | 0x40u)};
     u += 0x7fffu + ((u >> 16) & 1u);
@@ -108,14 +104,11 @@ inline __nv_bfloat162 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b)
 inline float atomicAdd(float *p, float v)
 {
     uint32_t *bits = reinterpret_cast<uint32_t *>(p);
-    uint32_t old = __atomic_load_n(bits, __ATOMIC_RELAXED), sum;
-    float f;
-    do {
-        std::memcpy(&f, &old, 4);
-        const float t = f + v;
-        std::memcpy(&sum, &t, 4);
-    } while (!__atomic_compare_exchange_n(bits, &old, sum, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
-    return f;
+    uint32_t old = __atomic_load_n(bits, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(bits, &old, __float_as_uint(__uint_as_float(old) + v), false,
+                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+    return __uint_as_float(old);
 }
 // atomicMax on an unsigned: the same compare-and-swap loop
 inline unsigned atomicMax(unsigned *p, unsigned v)
@@ -124,18 +117,6 @@ inline unsigned atomicMax(unsigned *p, unsigned v)
     while (old < v && !__atomic_compare_exchange_n(p, &old, v, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     }
     return old;
-}
-inline unsigned __float_as_uint(float f)
-{
-    unsigned u;
-    std::memcpy(&u, &f, 4);
-    return u;
-}
-inline float __uint_as_float(unsigned u)
-{
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
 }
 template <class T> T __ldcg(const T *p) { return *p; }
 template <class T> T __ldcs(const T *p) { return *p; }
@@ -574,10 +555,7 @@ FG_DEVICE void ldmatrix_x4_trans(unsigned r[4], const void *p)
 // d[0..3] D's (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1).
 FG_DEVICE float emu_half_of(unsigned w, int hi)
 {
-    fg_t h;
-    const uint16_t bits = (uint16_t)(hi ? w >> 16 : w);
-    std::memcpy(&h, &bits, 2);
-    return fg_to_float(h);
+    return fg_to_float(emu_bit_cast<fg_t>((uint16_t)(hi ? w >> 16 : w)));
 }
 FG_DEVICE void mma16816(float d[4], const unsigned a[4], const unsigned b[2])
 {
@@ -724,11 +702,6 @@ FG_DEVICE uint64_t emu_wg_operands(const EmuWgOp &op)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     const auto mix = [&](uint32_t v) { h = (h ^ v) * 0x100000001b3ull; };
-    const auto bits = [](float f) {
-        uint32_t u;
-        std::memcpy(&u, &f, 4);
-        return u;
-    };
     const int w = threadIdx.x % 128 / 32, t = emu_lane() % 4;
     const EmuWgDesc db = emu_wg_desc(op.db);
     if (op.a) {
@@ -736,15 +709,15 @@ FG_DEVICE uint64_t emu_wg_operands(const EmuWgOp &op)
             mix(op.a[i]);
         for (int k = 0; k < 16; k++)
             for (int n = 32 * t; n < 32 * t + 32; n++)
-                mix(bits(emu_wg_mnmajor(db, k, n)));
+                mix(__float_as_uint(emu_wg_mnmajor(db, k, n)));
     } else {
         const EmuWgDesc da = emu_wg_desc(op.da);
         for (int m = 16 * w; m < 16 * w + 16; m++)
             for (int k = 0; k < 16; k++)
-                mix(bits(emu_wg_kmajor(da, m, k)));
+                mix(__float_as_uint(emu_wg_kmajor(da, m, k)));
         for (int n = 16 * t; n < 16 * t + 16; n++)
             for (int k = 0; k < 16; k++)
-                mix(bits(emu_wg_kmajor(db, n, k)));
+                mix(__float_as_uint(emu_wg_kmajor(db, n, k)));
     }
     return h;
 }
