@@ -337,6 +337,9 @@ typedef struct fg_binding_info {
                                     then the counters 16-byte aligned); NULL if none.
                                     Tests poison it between launches of kernels that
                                     write it before reading it */
+    void *counters;              /* its counters (the entry's counter_count, zeroed at
+                                    bind; each launch leaves them as the next needs
+                                    them); NULL if none */
 } fg_binding_info;
 
 FG_API fg_status fg_binding_get_info(const fg_binding *b, fg_binding_info *out);

@@ -214,9 +214,13 @@ static fg_status check_occupancy(fg_context *ctx, const fg_kernel_entry *e, void
  * after the workspace, 16-byte aligned).  Zeroed here, once: the kernels
  * leave them as the next launch needs them (fg_registry.h), so the launch
  * path never clears. */
+static size_t counters_offset(const fg_kernel_entry *e)
+{
+    return ((size_t)e->workspace_bytes + 15) / 16 * 16;
+}
 static fg_status make_workspace(fg_context *ctx, const fg_op_desc *op, fg_binding *b)
 {
-    const size_t ws = ((size_t)b->entry->workspace_bytes + 15) / 16 * 16;
+    const size_t ws = counters_offset(b->entry);
     b->workspace_bytes = ws + (size_t)b->entry->counter_count * sizeof(uint32_t);
     if (b->workspace_bytes) {
         fg_driver *d = ctx->drv;
@@ -342,7 +346,10 @@ fg_status fg_binding_get_info(const fg_binding *b, fg_binding_info *out)
                              .resident_blocks = b->resident_blocks,
                              .waves = b->waves,
                              .workspace_bytes = b->workspace_bytes,
-                             .workspace = b->workspace};
+                             .workspace = b->workspace,
+                             .counters = b->entry->counter_count
+                                             ? (char *)b->workspace + counters_offset(b->entry)
+                                             : NULL};
     memcpy(out->grid, b->cfg.grid, sizeof out->grid);
     memcpy(out->block, b->cfg.block, sizeof out->block);
     memcpy(out->cluster, b->cfg.cluster, sizeof out->cluster);

@@ -579,14 +579,12 @@ void check_repeat(const Inst *in, cudaStream_t s, int repeats)
         diff += ok && memcmp(first.data(), out.data(), out.size() * 2) != 0;
     }
     // every counter but the grid barrier's back at 0 after the launches, where
-    // the next launch starts (bind zeroes them once; the binding's counters
-    // follow its workspace, 16-byte aligned: runtime/src/bind.c)
+    // the next launch starts (bind zeroes them once)
     const unsigned counters = ok && info.entry ? info.entry->counter_count : 0;
     std::vector<unsigned> left(counters);
     size_t set = 0;
     if (counters > 1) {
-        ok = fgh_ok(cudaMemcpy(left.data(), (const char *)info.workspace + (ws + 15) / 16 * 16,
-                               counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
+        ok = fgh_ok(cudaMemcpy(left.data(), info.counters, counters * sizeof(unsigned), cudaMemcpyDeviceToHost));
         for (unsigned i = 1; ok && i < counters; i++)
             set += left[i] != 0;
     }

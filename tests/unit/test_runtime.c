@@ -439,6 +439,7 @@ Test(runtime_bind, bind_once_launch_many)
     cr_assert_eq(info.resident_blocks, 8 * 132);
     cr_assert_eq(info.waves, 1);
     cr_assert_eq(info.workspace_bytes, 0);
+    cr_assert_null(info.counters);
 
     for (int i = 0; i < 3; i++)
         cr_assert_eq(fg_launch(b, DEV(0x77)), FG_OK);
@@ -628,6 +629,7 @@ Test(runtime_bind, overlap_gemm_portable)
     memcpy(&counters, F.params[16], sizeof counters);
     cr_assert_eq(ws, info.workspace, "the split's partial sums: the binding's workspace");
     cr_assert_eq(counters, (char *)info.workspace + 608 * 128 * 128 * 4, "then its counters");
+    cr_assert_eq(counters, info.counters, "the info's counters: the kernel's");
     fg_binding_free(b);
     fg_overlap_gemm_args bad = good_gemm();
     bad.a = DEV(0x1000000008);
