@@ -86,29 +86,28 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
 fi
+# A plan constant set again in every source of a copy: the line that starts
+# with $2 starts with $3 instead (a copy without such a line fails the run)
+set_const() {
+    for f in "$out"/gen/"$1"/*.cu; do
+        sed "s/^$2/$3/" "$f" >"$f.set" && mv "$f.set" "$f"
+        grep -q "^$3" "$f" || { echo "FAIL $f: no line '$2' to set"; echo "0 passed, 1 failed"; exit 1; }
+    done
+}
 # The MLA block's CUDA-core form again with the blocks that absorb W_uk kept
 # out of the projections before C (ABSORB_APART: the planner allows it on
 # grids of four blocks a head or more, so a 4-SM target needs it set here;
 # the template takes half the grid at most, the first 2 of 4 blocks)
-for f in "$out"/gen/mla-block-sm90a-apart/*.cu; do
-    sed 's/^constexpr int kApart = 0;$/constexpr int kApart = 16;/' "$f" >"$f.apart" && mv "$f.apart" "$f"
-    grep -q '^constexpr int kApart = 16;$' "$f" || { echo "FAIL $f: no kApart line to set"; echo "0 passed, 1 failed"; exit 1; }
-done
+set_const mla-block-sm90a-apart 'constexpr int kApart = 0;$' 'constexpr int kApart = 16;'
 # The MLA block's CUDA-core form again with W_uv applied to 8 parts of the
 # latent columns in E (UV_PARTS: the planner's is 1 where the grid has fewer
 # than two blocks a head, as on 4 SMs; the template loops over the items)
-for f in "$out"/gen/mla-block-sm90a-uvparts/*.cu; do
-    sed 's/^constexpr int kUvParts = 1, /constexpr int kUvParts = 8, /' "$f" >"$f.parts" && mv "$f.parts" "$f"
-    grep -q '^constexpr int kUvParts = 8, ' "$f" || { echo "FAIL $f: no kUvParts line to set"; echo "0 passed, 1 failed"; exit 1; }
-done
+set_const mla-block-sm90a-uvparts 'constexpr int kUvParts = 1, ' 'constexpr int kUvParts = 8, '
 # The MLA core's balanced deal again with its runs cut anywhere (kCutTiles 0:
 # the dealt runs win wherever they are shorter), since the emulation's
 # requests of at most 8 tiles never outweigh a cut's charge of 8 tiles, so
 # the first copy takes every request in runs of its own
-for f in "$out"/gen/mla-sm90a-dealt/*.cu; do
-    sed 's/^constexpr int kCutTiles = 8;$/constexpr int kCutTiles = 0;/' "$f" >"$f.dealt" && mv "$f.dealt" "$f"
-    grep -q '^constexpr int kCutTiles = 0;$' "$f" || { echo "FAIL $f: no kCutTiles line to set"; echo "0 passed, 1 failed"; exit 1; }
-done
+set_const mla-sm90a-dealt 'constexpr int kCutTiles = 8;$' 'constexpr int kCutTiles = 0;'
 # Built once: the emulation's runtime (its core, no CUDA headers), and the
 # tests with the C references (these include the harness's CUDA runtime
 # header, so they stay apart from the emulated kernels).
