@@ -590,14 +590,13 @@ static const char *clusters_misfit(const fg_model *m, const fg_target *t, block_
 static mla_cfg model_cfg(const fg_model *m, const fg_target *t, unsigned bmax)
 {
     const fg_mla *a = m->mla;
-    const unsigned width = a->kv_lora_rank + a->qk_rope_head_dim;
-    mla_cfg cf = {.shape = shape_of(a->heads / a->tensor_parallel, a->kv_lora_rank)};
+    const unsigned width = a->kv_lora_rank + a->qk_rope_head_dim, heads = a->heads / a->tensor_parallel;
+    mla_cfg cf = {.shape = shape_of(heads, a->kv_lora_rank)};
     cf.stages = most_stages(cf.shape, width, fg_dtype_bytes(m->dtype), t);
-    const unsigned pairs = bmax * (a->heads / a->tensor_parallel / cf.shape.hpb);
+    const unsigned groups = heads / cf.shape.hpb, pairs = bmax * groups;
     unsigned best = 0;
     char why[200];
     cf.cluster = cf.clusters = 1;
-    const unsigned groups = a->heads / a->tensor_parallel / cf.shape.hpb;
     const unsigned blocks = t->compute_units / groups;
     if (cf.shape.wgmma && bmax <= BALANCED_MAX_BATCH && blocks >= 2 && 2 * bmax > blocks) {
         cf.spread = cf.balanced = true, cf.clusters = blocks;
