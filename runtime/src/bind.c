@@ -111,14 +111,21 @@ static fg_status encode_maps(fg_context *ctx, const fg_op_desc *op, const void *
         const fg_arg_desc *a = &op->args[i];
         if (a->kind != FG_ARG_TENSOR_MAP)
             continue;
+        if (!d->ops->tensor_map && a->optional_map) {
+            memset(vals[i].map, 0, sizeof vals[i].map);
+            continue;
+        }
         if (!d->ops->tensor_map)
             return fg_fail(FG_ERR_UNSUPPORTED_DEVICE, "%s: %s is a TMA tensor map; this "
                            "device's backend has none", op->op, a->name);
         const void *p;
         memcpy(&p, field(args, a->offset), sizeof p);
-        const fg_status s = d->ops->tensor_map(d, vals[i].map, dtype, p,
-                                               ll_field(args, a->rows_offset),
-                                               ll_field(args, a->cols_offset), a->box_rows,
+        long long rows, cols;
+        if (a->map_shape)
+            a->map_shape(args, &rows, &cols);
+        else
+            rows = ll_field(args, a->rows_offset), cols = ll_field(args, a->cols_offset);
+        const fg_status s = d->ops->tensor_map(d, vals[i].map, dtype, p, rows, cols, a->box_rows,
                                                a->box_cols);
         if (s != FG_OK)
             return s;

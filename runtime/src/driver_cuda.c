@@ -411,18 +411,25 @@ static fg_status cu_tensor_map(fg_driver *d, void *map, fg_reg_dtype dtype, cons
                                unsigned box_cols)
 {
     cuda *c = (cuda *)d;
-    if (rows <= 0 || cols <= 0 || (cols * 2) % 16 || box_cols * 2 != 128)
+    /* whole rows: a row as cols / 64 lines of 128 bytes, a 3D map */
+    const bool whole = box_cols == 0;
+    if (rows <= 0 || cols <= 0 || (cols * 2) % 16 ||
+        (whole ? cols % 64 || cols / 64 > 256 : box_cols * 2 != 128))
         return fg_fail(FG_ERR_BAD_SHAPE, "a tensor map of %lld x %lld (boxes of %u x %u): rows "
-                       "of a multiple of 16 bytes, boxes one 128-byte swizzle row wide", rows,
-                       cols, box_rows, box_cols);
-    const cuuint64_t dims[2] = {(cuuint64_t)cols, (cuuint64_t)rows};
-    const cuuint64_t strides[1] = {(cuuint64_t)cols * 2};
-    const cuuint32_t box[2] = {box_cols, box_rows}, elem[2] = {1, 1};
+                       "of a multiple of 16 bytes, boxes one 128-byte swizzle row wide or whole "
+                       "rows of 128-byte lines", rows, cols, box_rows, box_cols);
+    const cuuint64_t r = (cuuint64_t)rows, pitch = (cuuint64_t)cols * 2;
+    const cuuint64_t dims[3] = {whole ? 64 : (cuuint64_t)cols, whole ? (cuuint64_t)cols / 64 : r, r};
+    const cuuint64_t strides[2] = {whole ? 128 : pitch, pitch};
+    const cuuint32_t box[3] = {whole ? 64 : box_cols, whole ? (cuuint32_t)(cols / 64) : box_rows,
+                               box_rows};
+    const cuuint32_t elem[3] = {1, 1, 1};
     cu_seq s = {0};
     STEP(c, &s, cuTensorMapEncodeTiled,
          ((CUtensorMap *)map,
           dtype == FG_REG_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-          2, (void *)(uintptr_t)base, dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+          whole ? 3 : 2, (void *)(uintptr_t)base, dims, strides, box, elem,
+          CU_TENSOR_MAP_INTERLEAVE_NONE,
           CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
     return cu_status(c, &s, "tensor map");

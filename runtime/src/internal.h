@@ -78,7 +78,10 @@ typedef struct fg_driver_ops {
 
     /* A TMA tensor map (128 bytes, 64-byte aligned) of a row-major
      * [rows][cols] matrix of 16-bit dtype at base, boxes of box_rows x
-     * box_cols, 128-byte swizzle (NULL where a backend has no TMA). */
+     * box_cols with box_cols one 128-byte swizzle row (64), or 0: boxes of
+     * box_rows whole rows, cols a multiple of 64 (each row's 128-byte lines
+     * swizzled as the box's lines in order).  128-byte swizzle; NULL where a
+     * backend has no TMA. */
     fg_status (*tensor_map)(fg_driver *d, void *map, fg_reg_dtype dtype, const void *base,
                             long long rows, long long cols, unsigned box_rows,
                             unsigned box_cols);
@@ -156,7 +159,9 @@ typedef enum {
  * field (finite), U64 from a long long field (>= min).  WORKSPACE and
  * COUNTERS are the binding's own (no field).  TENSOR_MAP: the matrix at the
  * pointer field `offset` (16-byte aligned), its rows and columns the long
- * long fields at rows_offset and cols_offset, encoded at bind time. */
+ * long fields at rows_offset and cols_offset (or what map_shape says),
+ * encoded at bind time; box_cols 0 boxes whole rows.  An optional_map is
+ * zeros where the backend has no TMA: the forms built there do not read it. */
 typedef struct fg_arg_desc {
     const char *name;
     fg_arg_kind kind;
@@ -166,6 +171,8 @@ typedef struct fg_arg_desc {
     long long min;          /* I32, U64: smallest accepted value (I32's largest: INT32_MAX) */
     size_t rows_offset, cols_offset;   /* TENSOR_MAP */
     unsigned box_rows, box_cols;       /* TENSOR_MAP */
+    bool optional_map;                 /* TENSOR_MAP */
+    void (*map_shape)(const void *args, long long *rows, long long *cols);   /* TENSOR_MAP */
 } fg_arg_desc;
 
 #define FG_MAX_KERNEL_ARGS 24

@@ -142,14 +142,29 @@ fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, 
     return fg_bind_op(ctx, &fg_op_decode_attn, args, out);
 }
 
-/* ---- mla_decode: kernel (q, cache, block_table, lengths, out, lse, workspace,
- *      counters, int batch, float scale) ---- */
+/* ---- mla_decode: kernel (q, cache, cache_map, block_table, lengths, out, lse,
+ *      workspace, counters, int batch, float scale) ---- */
 
 #define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_mla_decode_args, field), .align = bytes}
+
+/* The cache as the mma form's tiles read it (mla_decode.in's kTmaTiles): rows
+ * of kv_lora + rope_dim, batch x max_context of them contiguous, or paged:
+ * every row a page index reaches (TMA's coordinates are 32-bit; the block
+ * table's pages are the pool's, as for every read). */
+static void mla_cache_shape(const void *p, long long *rows, long long *cols)
+{
+    const fg_mla_decode_args *a = p;
+    *rows = a->page_size ? INT32_MAX : a->batch * a->max_context;
+    *cols = a->kv_lora + a->rope_dim;
+}
 
 static const fg_arg_desc mla_decode_args[] = {
     PTR(q, 16),
     PTR(cache, 16),
+    /* tiles of 32 whole rows (mla_decode.in asserts its tile); zeros on HIP,
+     * whose portable form does not read it */
+    {"cache_map", FG_ARG_TENSOR_MAP, offsetof(fg_mla_decode_args, cache), .box_rows = 32,
+     .box_cols = 0, .optional_map = true, .map_shape = mla_cache_shape},
     {"block_table", FG_ARG_DEVPTR, offsetof(fg_mla_decode_args, block_table), .align = 4,
      .nullable = true},
     PTR(lengths, 4),

@@ -7,7 +7,13 @@
 // consumers that hold each stage for a given number of clocks (the
 // attention math's stand-in), one team of 8 warps or two of 4 taking tiles
 // in turn.  Not part of the tests; docs/performance.md, "The load path".
-//   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_stream tests/gpu/probe_stream.cu && ./probe_stream
+// TMA: one 3D tensor-map box a tile ({64 columns, 9 chunks of 128 B, 32
+// rows}, 128-byte swizzle): one copy of the whole tile whose swizzle puts 8
+// keys' same 16 bytes in 8 different bank groups (the 128-byte line of key
+// k, chunk c is 9k + c, and 9k + c = k + c mod 8), so ldmatrix could read it
+// without the padding that per-row copies need.
+//   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_stream tests/gpu/probe_stream.cu -lcuda && ./probe_stream
+#include <cuda.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstdint>
@@ -105,6 +111,80 @@ __global__ void __launch_bounds__(kConsumers + 32, 1) k_bulk(Work w, int hold_cl
     if (acc == 12345.f) *sink = acc;
 }
 
+// One 3D box a tile (see the top), issued by the producer's lane 0.
+template <int TEAMS>
+__global__ void __launch_bounds__(kConsumers + 32, 1) k_tma(const __grid_constant__ CUtensorMap map, Work w,
+                                                            int hold_clk, float *sink)
+{
+    extern __shared__ __align__(1024) unsigned char sm_raw[];
+    unsigned char *sm = sm_raw + (1024 - smem_u32(sm_raw) % 1024) % 1024;   // the swizzle's 1024-B atoms
+    constexpr int kStageBytes = kTile * kRow, kStages = 5;
+    constexpr int kPhaseStep = kStages % TEAMS == 0 ? kStages : kStages * TEAMS;
+    uint64_t *full = reinterpret_cast<uint64_t *>(sm + kStages * kStageBytes), *empty = full + kStages * TEAMS;
+    const int t0 = (int)((long long)blockIdx.x * w.tiles_total / gridDim.x);
+    const int t1 = (int)((long long)(blockIdx.x + 1) * w.tiles_total / gridDim.x), n = t1 - t0;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < kStages; s++) {
+            for (int g = 0; g < TEAMS; g++) mbar_init(&full[s * TEAMS + g], 1);
+            mbar_init(&empty[s], kConsumers / 32 / TEAMS);
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncthreads();
+    if (warp == kConsumers / 32) {
+        if (lane == 0)
+            for (int i = 0; i < n; i++) {
+                const int s = i % kStages;
+                if (i >= kStages) mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
+                uint64_t *bar = &full[s * TEAMS + i % TEAMS];
+                mbar_expect(bar, kTile * kRow);
+                asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                             "[%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_u32(sm + s * kStageBytes)),
+                             "l"(&map), "r"(0), "r"(0), "r"((int)tile_row(w, t0 + i, 0)), "r"(smem_u32(bar))
+                             : "memory");
+            }
+        return;
+    }
+    float acc = 0.f;
+    for (int i = warp / (kConsumers / 32 / TEAMS); i < n; i += TEAMS) {
+        const int s = i % kStages;
+        mbar_wait(&full[s * TEAMS + i % TEAMS], (i / kPhaseStep) & 1);
+        acc += (float)sm[s * kStageBytes + threadIdx.x * 4];
+        if (hold_clk) hold(hold_clk);
+        __syncwarp();
+        if (lane == 0) mbar_arrive(&empty[s]);
+    }
+    if (acc == 12345.f) *sink = acc;
+}
+
+// The swizzle as the MLA kernel would read it: key k's 16 bytes j of its
+// 128-byte chunk c at k * 1152 + c * 128 + (j ^ (k + c) % 8) * 16.  Rows of
+// values row * 576 + column; counts the 16-bit values found elsewhere.
+__global__ void k_tma_layout(const __grid_constant__ CUtensorMap map, int row0, unsigned *bad)
+{
+    extern __shared__ __align__(1024) unsigned char sm_raw[];
+    unsigned char *sm = sm_raw + (1024 - smem_u32(sm_raw) % 1024) % 1024;
+    __shared__ uint64_t bar;
+    if (threadIdx.x == 0) {
+        mbar_init(&bar, 1);
+        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+        mbar_expect(&bar, kTile * kRow);
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_u32(sm)), "l"(&map), "r"(0), "r"(0), "r"(row0),
+                     "r"(smem_u32(&bar)) : "memory");
+    }
+    __syncthreads();
+    mbar_wait(&bar, 0);
+    unsigned n = 0;
+    for (int i = threadIdx.x; i < kTile * 576; i += blockDim.x) {
+        const int k = i / 576, col = i % 576, c = col / 64, j = col % 64 / 8;
+        const uint16_t v = *reinterpret_cast<const uint16_t *>(sm + k * kRow + c * 128 + ((j ^ ((k + c) % 8)) * 16) + col % 8 * 2);
+        n += v != (uint16_t)((row0 + k) * 576 + col);
+    }
+    atomicAdd(bad, n);
+}
+
 // Plain read of the whole pool, 16 B a thread per step: the read ceiling.
 __global__ void k_read(const uint4 *p, size_t n, unsigned *sink)
 {
@@ -152,6 +232,28 @@ int main()
         printf("%-40s grid %3d stages %d hold %5d clk: %8.1f us  %6.0f GB/s  %5.1f%% of read\n", name, grid,
                stages, hold_clk, us, gb / us * 1e6, 100.0 * tr / us);
     };
+    {
+        // the swizzled layout, checked (64 rows of row * 576 + column, tiles at rows 0 and 32)
+        std::vector<uint16_t> v(64 * 576);
+        for (int i = 0; i < 64 * 576; i++) v[i] = (uint16_t)i;
+        uint16_t *small; unsigned *bad;
+        CK(cudaMalloc(&small, v.size() * 2)); CK(cudaMalloc(&bad, 4)); CK(cudaMemset(bad, 0, 4));
+        CK(cudaMemcpy(small, v.data(), v.size() * 2, cudaMemcpyHostToDevice));
+        CUtensorMap map;
+        const cuuint64_t dims[3] = {64, 9, 64}, strides[2] = {128, kRow};
+        const cuuint32_t box[3] = {64, 9, kTile}, elem[3] = {1, 1, 1};
+        if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, small, dims, strides, box, elem,
+                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                   CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+            printf("cuTensorMapEncodeTiled failed\n"); exit(1);
+        }
+        const int smem = kTile * kRow + 1024;
+        CK(cudaFuncSetAttribute(k_tma_layout, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+        k_tma_layout<<<1, 256, smem>>>(map, 0, bad);
+        k_tma_layout<<<1, 256, smem>>>(map, 32, bad);
+        unsigned h_bad; CK(cudaMemcpy(&h_bad, bad, 4, cudaMemcpyDeviceToHost));
+        printf("TMA swizzle layout: %u of %d values misplaced\n", h_bad, 2 * kTile * 576);
+    }
     for (int grid : {128, sms}) {
         auto run = [&](auto kern, int rows, int teams, int hold_clk) {
             const int smem = 5 * (kTile / rows) * (rows * kRow + 16) + 256;
@@ -165,6 +267,25 @@ int main()
         run(k_bulk<2, 1>, 2, 1, 0), run(k_bulk<2, 2>, 2, 2, 2000), run(k_bulk<2, 2>, 2, 2, 3000);
         run(k_bulk<4, 1>, 4, 1, 0), run(k_bulk<4, 2>, 4, 2, 2000), run(k_bulk<4, 2>, 4, 2, 3000);
         run(k_bulk<32, 1>, 32, 1, 0), run(k_bulk<32, 2>, 32, 2, 2000), run(k_bulk<32, 2>, 32, 2, 3000);
+        for (CUtensorMapL2promotion promo : {CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B}) {
+            CUtensorMap map;
+            const cuuint64_t dims[3] = {64, 9, (cuuint64_t)pages * kPage}, strides[2] = {128, kRow};
+            const cuuint32_t box[3] = {64, 9, kTile}, elem[3] = {1, 1, 1};
+            const CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, cache, dims, strides,
+                                                      box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                      CU_TENSOR_MAP_SWIZZLE_128B, promo,
+                                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+            if (r != CUDA_SUCCESS) { printf("cuTensorMapEncodeTiled: %d\n", (int)r); exit(1); }
+            auto tma = [&](auto kern, int teams, int hold_clk) {
+                const int smem = 5 * kTile * kRow + 1024 + 256;
+                CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+                char name[96];
+                snprintf(name, sizeof name, "TMA 3D box, 128B swizzle, promo %s, %d team%s",
+                         promo == CU_TENSOR_MAP_L2_PROMOTION_NONE ? "none" : "256", teams, teams > 1 ? "s" : "");
+                report(name, grid, 5, hold_clk, time_us([&] { kern<<<grid, kConsumers + 32, smem>>>(map, w, hold_clk, sink); }, 7));
+            };
+            tma(k_tma<1>, 1, 0), tma(k_tma<2>, 2, 2000), tma(k_tma<2>, 2, 3000);
+        }
     }
     CK(cudaGetLastError());
     return 0;

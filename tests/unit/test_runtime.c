@@ -1137,6 +1137,15 @@ Test(runtime_bind, mla_decode_arguments)
     fg_binding_get_info(b, &info);
     cr_assert_str_eq(info.entry->name, "mla");
     cr_assert_eq(info.workspace_bytes, 4096 + 32 * 4, "the merge's workspace, then its tickets");
+    /* the cache as tiles of 32 whole rows: the contiguous requests' rows */
+    cr_assert_eq(F.maps, 1);
+    const long long contiguous[4] = {4 * 16384, 576, 32, 0};
+    for (int j = 0; j < 4; j++)
+        cr_assert_eq(F.map_dims[0][j], contiguous[j], "figure %d", j);
+    cr_assert_eq(fg_launch(b, NULL), FG_OK, "%s", fg_last_error());
+    /* (the fake map begins with its base) */
+    cr_assert_eq(memcmp(F.params[2], &a.cache, sizeof a.cache), 0, "the map after q and cache");
+    cr_assert_eq(memcmp(F.params[4], &a.lengths, sizeof a.lengths), 0, "then the table, lengths");
     fg_binding_free(b);
     a.batch = 17;   /* past B_max */
     cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
@@ -1171,6 +1180,9 @@ Test(runtime_bind, mla_decode_arguments)
     fg_binding_get_info(b, &info);
     cr_assert_str_eq(info.entry->name, "mla_p64");
     fg_binding_free(b);
+    /* paged: every row a 32-bit page coordinate reaches */
+    cr_assert_eq(F.maps, 2);
+    cr_assert_eq(F.map_dims[1][0], INT32_MAX);
     a.page_size = 48;   /* 16384 is not whole pages of 48 */
     cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_BAD_SHAPE);
     a.page_size = 0;
@@ -1178,6 +1190,35 @@ Test(runtime_bind, mla_decode_arguments)
     cr_assert(strstr(fg_last_error(), "contiguous cache"), "%s", fg_last_error());
     fg_shutdown(ctx);
     cr_assert_eq(F.allocs, F.frees);
+}
+
+/* On a backend without TMA (HIP's) mla_decode's cache_map is zeros: only
+ * the sm_90a form reads it. */
+Test(runtime_bind, mla_decode_map_without_tma)
+{
+    static const fg_driver_ops no_tma = {
+        .close = f_close, .load = f_load, .unload = f_unload, .configure = f_configure,
+        .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
+        .free = f_free, .copy = f_copy, .sync = f_sync, .make_current = f_ok,
+        .symbol = f_symbol};
+    const fg_kernel_entry e[] = {
+        ENTRY("mla", "mla_decode", SM90, FG_REG_BF16, .ndims = 6,
+              .dims = {16, 512, 64, 16384, 0, 16}, .match = {[5] = MAX},
+              .grid_rule = FG_REG_GRID_FIXED, .grid = {8, 1, 16}),
+    };
+    fg_context *ctx = fake_ctx(SM90, e, 1);
+    F.base.ops = &no_tma;
+    fg_mla_decode_args a = {.dtype = FG_REG_BF16, .heads = 16, .kv_lora = 512, .rope_dim = 64,
+                            .max_context = 16384, .batch = 4, .q = DEV(0x1000000000),
+                            .cache = DEV(0x2000000000), .lengths = DEV(0x3000000000),
+                            .out = DEV(0x4000000000), .lse = DEV(0x5000000000), .scale = 0.1f};
+    fg_binding *b = NULL;
+    cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
+    cr_assert_eq(fg_launch(b, NULL), FG_OK, "%s", fg_last_error());
+    const unsigned char zeros[128] = {0};
+    cr_assert_eq(memcmp(F.params[2], zeros, sizeof zeros), 0, "a map of zeros");
+    fg_binding_free(b);
+    fg_shutdown(ctx);
 }
 
 /* mla_block: eight keys (q_lora and page_size may be 0), the q path's

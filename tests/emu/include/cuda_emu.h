@@ -774,11 +774,48 @@ FG_DEVICE void wgmma_rs_n128_tb(float (&d)[64], const unsigned (&a)[4], uint64_t
 // globaltimer and the SM's id: a fixed stand-in (the kernels' timing hooks)
 FG_DEVICE unsigned long long globaltimer_ns() { return 0; }
 FG_DEVICE unsigned sm_id() { return 0; }
-// TMA: not emulated (the forms that use it trap here).
+// TMA: maps of whole rows (tma_load_rows) emulated, the 2D boxes not (the
+// forms that use them trap here).
 template <int N> FG_DEVICE void reg_fence(float (&)[N]) {}
 struct alignas(64) fg_tensor_map {
     unsigned char opaque[128];
 };
+// What the emulation keeps in a map's bytes: a row-major [rows][cols] of
+// 16-bit elements at base, boxes of box_rows whole rows.
+struct EmuRowsMap {
+    const unsigned char *base;
+    long long rows, cols;
+    int box_rows;
+};
+static_assert(sizeof(EmuRowsMap) <= sizeof(fg_tensor_map), "in a map's bytes");
+inline fg_tensor_map emu_rows_map(const void *base, long long rows, long long cols, int box_rows)
+{
+    fg_tensor_map m{};
+    const EmuRowsMap e{static_cast<const unsigned char *>(base), rows, cols, box_rows};
+    std::memcpy(m.opaque, &e, sizeof e);
+    return m;
+}
+// The box as the hardware lands it: 16-byte pieces, each 128-byte line's
+// pieces permuted by the line's index in its 1024-byte atom (address bits
+// 7-9 into 4-6); rows past the map's zeros.  Poisoned until it lands.
+template <bool kOnce> FG_DEVICE void tma_load_rows(void *dst, const fg_tensor_map *map, int row, uint64_t *bar)
+{
+    EmuRowsMap e;
+    std::memcpy(&e, map->opaque, sizeof e);
+    const uint32_t at = smem_addr(dst);
+    smem_addr(bar);
+    if (at % 1024 || e.cols % 64)
+        emu_fault("a box of whole rows: 1024-byte aligned, rows of 128-byte lines");
+    static const unsigned char zeros[16] = {};
+    const long long pitch = e.cols * 2;
+    std::memset(dst, 0xff, (size_t)(e.box_rows * pitch));
+    for (int r = 0; r < e.box_rows; r++)
+        for (long long p = 0; p < pitch / 16; p++) {
+            const uint32_t a = at + (uint32_t)(r * pitch + p * 16), s = a ^ ((a >> 7 & 7u) << 4);
+            const bool in = row + r < e.rows;
+            emu_copies.push_back({emu_smem_at(s), in ? e.base + (row + r) * pitch + p * 16 : zeros, 16, bar});
+        }
+}
 FG_DEVICE void tma_load_2d(void *, const fg_tensor_map *, int, int, uint64_t *) { emu_unsupported("TMA"); }
 FG_DEVICE void tma_store_2d(const fg_tensor_map *, int, int, const void *) { emu_unsupported("TMA"); }
 FG_DEVICE void bulk_commit() {}
