@@ -11,7 +11,8 @@
 # whose name differs between the sets (a plan that changed) is listed apart.
 # CHECK: the sides checked before timing (CHECK=b when A is main, checked
 # already, and the device minutes are short; CHECK='' when the caller has
-# checked both).
+# checked both).  BIN_A: side A's test program, where A's kernels take other
+# arguments than this tree's runtime passes (built from A's revision).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 : "${OUT:?set OUT}" "${A:?set A}" "${B:?set B}" "${ONLY:?set ONLY}"
@@ -20,7 +21,7 @@ mkdir -p "$OUT" || exit 1
 export FG_KERNELS_DIR=$A BUILD="${BUILD:-build}"
 . tests/gpu/gpu-env.sh
 fg_gpu_build "$TEST" >"$OUT/build.log" 2>&1 || { echo "ab: build failed"; tail -n 30 "$OUT/build.log"; exit 1; }
-bin=$GPU_BUILD/$TEST
+bin=$GPU_BUILD/$TEST bin_a=${BIN_A:-$GPU_BUILD/$TEST}
 # the instances of kernel set $1 matching $2, comma-separated
 names() {
     ls "$1"/*.cubin | xargs -n1 basename | sed 's/\.cubin$//' | grep -E -- "$2" |
@@ -28,8 +29,8 @@ names() {
 }
 failed=0
 for side in $CHECK; do
-    if [ "$side" = a ]; then dir=$A; else dir=$B; fi
-    timeout 900 "$bin" --kernels "$dir" --no-baseline --quick >"$OUT/check-$side.log" 2>&1
+    if [ "$side" = a ]; then dir=$A prog=$bin_a; else dir=$B prog=$bin; fi
+    timeout 900 "$prog" --kernels "$dir" --no-baseline --quick >"$OUT/check-$side.log" 2>&1
     rc=$?
     echo "ab: checks of $side ($dir): exit $rc, $(grep -E '^[0-9]+ passed, ' "$OUT/check-$side.log" | tail -n 1)"
     [ $rc = 0 ] || failed=1
@@ -40,9 +41,9 @@ only_a=$(names "$A" "$ONLY") only_b=$(names "$B" "$ONLY")
 r=1
 while [ "$r" -le "$ROUNDS" ]; do
     for side in a b; do
-        if [ "$side" = a ]; then dir=$A only=$only_a; else dir=$B only=$only_b; fi
+        if [ "$side" = a ]; then dir=$A only=$only_a prog=$bin_a; else dir=$B only=$only_b prog=$bin; fi
         # shellcheck disable=SC2086
-        timeout 600 "$bin" --kernels "$dir" --only "$only" --bench --no-baseline $BENCH_OPTS \
+        timeout 600 "$prog" --kernels "$dir" --only "$only" --bench --no-baseline $BENCH_OPTS \
             --commit "$(cat "$dir/REVISION" 2>/dev/null || echo unknown)" \
             --json "$OUT/bench-$side-r$r.json" >"$OUT/bench-$side-r$r.log" 2>&1 ||
             echo "ab: bench $side round $r: exit $? (see $OUT/bench-$side-r$r.log)"
