@@ -650,6 +650,18 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
  * splits (a candidate or a tuned one also by its stages: the tuned instance
  * is the candidate that won), with `config` its explain line of where the
  * configuration came from. */
+/* The mma form's tiles as one TMA box of 32 whole rows each (mla_decode.in's
+ * kTmaTiles; a tile lies in one page, or in its request's rows of a
+ * contiguous cache) at B_max of TMA_MIN_BMAX or more, where the stream is
+ * the time: 16 heads at B = 16 and 64 ran 1-2% faster than with the rows'
+ * bulk copies, but B_max 1 and 2, where a split takes few tiles, 2-6%
+ * slower (H100, stop 67; docs/performance.md). */
+#define TMA_MIN_BMAX 16
+static bool tma_tiles(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax)
+{
+    return !b->wgmma && page % TILE == 0 && max_context % TILE == 0 && bmax >= TMA_MIN_BMAX;
+}
+
 static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                 const mla_cfg *cf, fg_origin from, const char *family, const char *dims,
                 const char *config, fg_diag *d)
@@ -666,6 +678,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const unsigned groups = heads / hpb, tile = shape.tile, stages = cf->stages;
     const unsigned cluster = cf->cluster, clusters = cf->clusters;
     const unsigned smem = shape_smem(shape, width, elem, stages);
+    const bool tma = tma_tiles(&shape, page, m->max_context, bmax);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
@@ -697,6 +710,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "TILE", tile);
     fg_instance_add_param(&in, "WGMMA", (unsigned)shape.wgmma);
     fg_instance_add_param(&in, "STAGES", stages);
+    fg_instance_add_param(&in, "TMA_TILES", (unsigned)tma);
     fg_instance_add_param(&in, "TEAMS", teams);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
@@ -783,10 +797,16 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     else
         fg_sb_printf(&in.reasons,
                      "%u threads (%u warps: %u team%s taking tiles in turn, each %u head tile%s x "
-                     "4 column groups), %u bulk-copy stages of %u keys, %u bytes of shared "
-                     "memory\n",
+                     "4 column groups), %u stages of %u keys (%s), %u bytes of shared memory\n",
                      threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
-                     hpb == 16 ? "" : "s", stages, tile, smem);
+                     hpb == 16 ? "" : "s", stages, tile,
+                     tma ? "a tile one TMA box of whole rows, 128-byte swizzled: at B_max 16 or "
+                           "more the stream is the time, and one box streams faster than the "
+                           "rows' copies"
+                         : "a bulk copy a row into padded rows, spread over the warps: below "
+                           "B_max 16 a split takes few tiles, and the rows' copies land them "
+                           "sooner than one box",
+                     smem);
     paged_reason(&in, page, tile, !shape.wgmma);
     if (!shape.wgmma && groups == 1)   /* main_loop_mma's bulk_copy_once_if */
         fg_sb_printf(&in.reasons, "cache rows copied with an L2 evict-first hint: one head group "

@@ -511,8 +511,9 @@ FG_DEVICE unsigned sm_id()
     asm("mov.u32 %0, %%smid;" : "=r"(id));
     return id;
 }
-// A 2D tensor map (CUtensorMap's size and alignment; encoded on the host by
-// cuTensorMapEncodeTiled), passed by value as a __grid_constant__ parameter.
+// A 2D or 3D tensor map (CUtensorMap's size and alignment; encoded on the
+// host by cuTensorMapEncodeTiled), passed by value as a __grid_constant__
+// parameter.
 struct alignas(64) fg_tensor_map {
     unsigned long long opaque[16];
 };
@@ -524,6 +525,26 @@ FG_DEVICE void tma_load_2d(void *dst, const fg_tensor_map *map, int c0, int c1, 
                  "[%0], [%1, {%2, %3}], [%4];" ::"r"(smem_addr(dst)),
                  "l"(map), "r"(c0), "r"(c1), "r"(smem_addr(bar))
                  : "memory");
+}
+// A box of whole rows from `row` of a map of whole rows (the runtime's
+// box_cols 0: {64, cols / 64, rows}) into shared memory at dst, 1024-byte
+// aligned (its 128-byte swizzle), completing on bar; with an L2
+// evict-first hint where kOnce (as bulk_copy_once_if).
+template <bool kOnce> FG_DEVICE void tma_load_rows(void *dst, const fg_tensor_map *map, int row, uint64_t *bar)
+{
+    if constexpr (kOnce) {
+        uint64_t policy;
+        asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+                     "[%0], [%1, {%2, %2, %3}], [%4], %5;" ::"r"(smem_addr(dst)),
+                     "l"(map), "r"(0), "r"(row), "r"(smem_addr(bar)), "l"(policy)
+                     : "memory");
+    } else {
+        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                     "[%0], [%1, {%2, %2, %3}], [%4];" ::"r"(smem_addr(dst)),
+                     "l"(map), "r"(0), "r"(row), "r"(smem_addr(bar))
+                     : "memory");
+    }
 }
 // The box at (c0, c1) of the tensor `map` describes written from shared
 // memory at src (a bulk group: commit, then wait before src is reused).
