@@ -185,7 +185,10 @@ FG_API fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args 
  * mscale^2 included (`fusegen explain` and the manifest's softmax_scale give
  * the model's).  The binding owns an fp32 workspace for the clusters' merged
  * partial results and their per-slice tickets, zeroed at bind; the splits
- * merge in fixed orders (deterministic). */
+ * merge in fixed orders (deterministic).  On CUDA the binding also encodes a
+ * TMA tensor map of the cache (the instances from B_max 16 read their tiles
+ * through it): a new cache pointer needs a new binding, as for every
+ * pointer here. */
 typedef struct fg_mla_decode_args {
     fg_reg_dtype dtype;
     long long heads, kv_lora, rope_dim, max_context, page_size, batch;
