@@ -60,17 +60,28 @@ __device__ __forceinline__ void hold(int clk)
     while (clock64() - t0 < clk) { }
 }
 
+// Box (0, 0, row) of a 3D map of whole rows into dst (1024-byte aligned).
+__device__ __forceinline__ void tma_rows(void *dst, const CUtensorMap *map, int row, uint64_t *bar)
+{
+    asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                 "[%0], [%1, {%2, %2, %3}], [%4];" ::"r"(smem_u32(dst)), "l"(map), "r"(0), "r"(row),
+                 "r"(smem_u32(bar)) : "memory");
+}
+
 // Copies of R contiguous rows (a tile never crosses a page), each group of
 // R rows followed by 16 bytes of padding (R = 1: the mma form's padded rows;
 // R = 4: eight groups, so 8 rows a group apart fall in 8 different bank
-// groups; R = 32: the whole tile in one copy).  Warp 8 is the producer;
-// TEAMS teams of consumer warps take tiles in turn, wait, hold, release.
+// groups; R = 32: the whole tile in one copy); R = 0: the tile as one TMA
+// box of `map` (see the top), unpadded.  Warp 8 is the producer; TEAMS
+// teams of consumer warps take tiles in turn, wait, hold, release.
 template <int R, int TEAMS>
-__global__ void __launch_bounds__(kConsumers + 32, 1) k_bulk(Work w, int hold_clk, float *sink)
+__global__ void __launch_bounds__(kConsumers + 32, 1) k_stream(const __grid_constant__ CUtensorMap map, Work w,
+                                                               int hold_clk, float *sink)
 {
-    extern __shared__ __align__(1024) unsigned char sm[];
-    constexpr int kGroupBytes = R * kRow + 16, kCopies = kTile / R, kStageBytes = kCopies * kGroupBytes;
-    constexpr int kStages = 5;
+    extern __shared__ __align__(1024) unsigned char sm_raw[];
+    unsigned char *sm = sm_raw + (1024 - smem_u32(sm_raw) % 1024) % 1024;   // the swizzle's 1024-B atoms
+    constexpr int kGroupBytes = R ? R * kRow + 16 : kTile * kRow, kCopies = R ? kTile / R : 1;
+    constexpr int kStageBytes = kCopies * kGroupBytes, kStages = 5;
     // a full barrier per (stage, team): with one a stage and an odd stage
     // count, a team could wait on a phase while the other team's earlier one
     // on that stage was still open, and pass at once (parity aliasing)
@@ -94,56 +105,11 @@ __global__ void __launch_bounds__(kConsumers + 32, 1) k_bulk(Work w, int hold_cl
             uint64_t *bar = &full[s * TEAMS + i % TEAMS];
             if (lane == 0) mbar_expect(bar, kTile * kRow);
             __syncwarp();
-            if (lane < kCopies)
+            if (R == 0 && lane == 0)
+                tma_rows(sm + s * kStageBytes, &map, (int)tile_row(w, t0 + i, 0), bar);
+            else if (R > 0 && lane < kCopies)
                 bulk(sm + s * kStageBytes + lane * kGroupBytes, tile_src(w, t0 + i, lane * R), R * kRow, bar);
         }
-        return;
-    }
-    float acc = 0.f;
-    for (int i = warp / (kConsumers / 32 / TEAMS); i < n; i += TEAMS) {
-        const int s = i % kStages;
-        mbar_wait(&full[s * TEAMS + i % TEAMS], (i / kPhaseStep) & 1);
-        acc += (float)sm[s * kStageBytes + threadIdx.x * 4];
-        if (hold_clk) hold(hold_clk);
-        __syncwarp();
-        if (lane == 0) mbar_arrive(&empty[s]);
-    }
-    if (acc == 12345.f) *sink = acc;
-}
-
-// One 3D box a tile (see the top), issued by the producer's lane 0.
-template <int TEAMS>
-__global__ void __launch_bounds__(kConsumers + 32, 1) k_tma(const __grid_constant__ CUtensorMap map, Work w,
-                                                            int hold_clk, float *sink)
-{
-    extern __shared__ __align__(1024) unsigned char sm_raw[];
-    unsigned char *sm = sm_raw + (1024 - smem_u32(sm_raw) % 1024) % 1024;   // the swizzle's 1024-B atoms
-    constexpr int kStageBytes = kTile * kRow, kStages = 5;
-    constexpr int kPhaseStep = kStages % TEAMS == 0 ? kStages : kStages * TEAMS;
-    uint64_t *full = reinterpret_cast<uint64_t *>(sm + kStages * kStageBytes), *empty = full + kStages * TEAMS;
-    const int t0 = (int)((long long)blockIdx.x * w.tiles_total / gridDim.x);
-    const int t1 = (int)((long long)(blockIdx.x + 1) * w.tiles_total / gridDim.x), n = t1 - t0;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    if (threadIdx.x == 0) {
-        for (int s = 0; s < kStages; s++) {
-            for (int g = 0; g < TEAMS; g++) mbar_init(&full[s * TEAMS + g], 1);
-            mbar_init(&empty[s], kConsumers / 32 / TEAMS);
-        }
-        asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    }
-    __syncthreads();
-    if (warp == kConsumers / 32) {
-        if (lane == 0)
-            for (int i = 0; i < n; i++) {
-                const int s = i % kStages;
-                if (i >= kStages) mbar_wait(&empty[s], ((i / kStages) - 1) & 1);
-                uint64_t *bar = &full[s * TEAMS + i % TEAMS];
-                mbar_expect(bar, kTile * kRow);
-                asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                             "[%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_u32(sm + s * kStageBytes)),
-                             "l"(&map), "r"(0), "r"(0), "r"((int)tile_row(w, t0 + i, 0)), "r"(smem_u32(bar))
-                             : "memory");
-            }
         return;
     }
     float acc = 0.f;
@@ -170,9 +136,7 @@ __global__ void k_tma_layout(const __grid_constant__ CUtensorMap map, int row0, 
         mbar_init(&bar, 1);
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
         mbar_expect(&bar, kTile * kRow);
-        asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
-                     "[%0], [%1, {%2, %3, %4}], [%5];" ::"r"(smem_u32(sm)), "l"(&map), "r"(0), "r"(0), "r"(row0),
-                     "r"(smem_u32(&bar)) : "memory");
+        tma_rows(sm, &map, row0, &bar);
     }
     __syncthreads();
     mbar_wait(&bar, 0);
@@ -197,6 +161,19 @@ __global__ void k_read(const uint4 *p, size_t n, unsigned *sink)
 }
 
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { printf("%s: %s\n", #x, cudaGetErrorString(e_)); exit(1); } } while (0)
+
+// A map of `rows` whole rows of 576 bf16 ({64, 9, rows}), boxes of a tile.
+static CUtensorMap rows_map(const void *base, long long rows, CUtensorMapL2promotion promo)
+{
+    CUtensorMap map;
+    const cuuint64_t dims[3] = {64, 9, (cuuint64_t)rows}, strides[2] = {128, kRow};
+    const cuuint32_t box[3] = {64, 9, kTile}, elem[3] = {1, 1, 1};
+    const CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<void *>(base),
+                                              dims, strides, box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                              CU_TENSOR_MAP_SWIZZLE_128B, promo, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+    if (r != CUDA_SUCCESS) { printf("cuTensorMapEncodeTiled: %d\n", (int)r); exit(1); }
+    return map;
+}
 
 template <class F> static float time_us(F launch, int reps)
 {
@@ -239,14 +216,7 @@ int main()
         uint16_t *small; unsigned *bad;
         CK(cudaMalloc(&small, v.size() * 2)); CK(cudaMalloc(&bad, 4)); CK(cudaMemset(bad, 0, 4));
         CK(cudaMemcpy(small, v.data(), v.size() * 2, cudaMemcpyHostToDevice));
-        CUtensorMap map;
-        const cuuint64_t dims[3] = {64, 9, 64}, strides[2] = {128, kRow};
-        const cuuint32_t box[3] = {64, 9, kTile}, elem[3] = {1, 1, 1};
-        if (cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, small, dims, strides, box, elem,
-                                   CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                   CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
-            printf("cuTensorMapEncodeTiled failed\n"); exit(1);
-        }
+        const CUtensorMap map = rows_map(small, 64, CU_TENSOR_MAP_L2_PROMOTION_NONE);
         const int smem = kTile * kRow + 1024;
         CK(cudaFuncSetAttribute(k_tma_layout, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
         k_tma_layout<<<1, 256, smem>>>(map, 0, bad);
@@ -254,38 +224,30 @@ int main()
         unsigned h_bad; CK(cudaMemcpy(&h_bad, bad, 4, cudaMemcpyDeviceToHost));
         printf("TMA swizzle layout: %u of %d values misplaced\n", h_bad, 2 * kTile * 576);
     }
+    const CUtensorMap maps[2] = {rows_map(cache, (long long)pages * kPage, CU_TENSOR_MAP_L2_PROMOTION_NONE),
+                                 rows_map(cache, (long long)pages * kPage, CU_TENSOR_MAP_L2_PROMOTION_L2_256B)};
     for (int grid : {128, sms}) {
-        auto run = [&](auto kern, int rows, int teams, int hold_clk) {
-            const int smem = 5 * (kTile / rows) * (rows * kRow + 16) + 256;
+        // rows 0: the TMA box, with L2 promotion none (promo 0) or 256 B
+        auto run = [&](auto kern, int rows, int teams, int hold_clk, int promo = 0) {
+            const int smem = 5 * (rows ? (kTile / rows) * (rows * kRow + 16) : kTile * kRow) + 1024 + 256;
             CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
             char name[96];
-            snprintf(name, sizeof name, "bulk copies of %d row%s, %d team%s", rows, rows > 1 ? "s" : "", teams,
-                     teams > 1 ? "s" : "");
-            report(name, grid, 5, hold_clk, time_us([&] { kern<<<grid, kConsumers + 32, smem>>>(w, hold_clk, sink); }, 7));
-        };
-        run(k_bulk<1, 1>, 1, 1, 0), run(k_bulk<1, 2>, 1, 2, 2000), run(k_bulk<1, 2>, 1, 2, 3000);
-        run(k_bulk<2, 1>, 2, 1, 0), run(k_bulk<2, 2>, 2, 2, 2000), run(k_bulk<2, 2>, 2, 2, 3000);
-        run(k_bulk<4, 1>, 4, 1, 0), run(k_bulk<4, 2>, 4, 2, 2000), run(k_bulk<4, 2>, 4, 2, 3000);
-        run(k_bulk<32, 1>, 32, 1, 0), run(k_bulk<32, 2>, 32, 2, 2000), run(k_bulk<32, 2>, 32, 2, 3000);
-        for (CUtensorMapL2promotion promo : {CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_256B}) {
-            CUtensorMap map;
-            const cuuint64_t dims[3] = {64, 9, (cuuint64_t)pages * kPage}, strides[2] = {128, kRow};
-            const cuuint32_t box[3] = {64, 9, kTile}, elem[3] = {1, 1, 1};
-            const CUresult r = cuTensorMapEncodeTiled(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, cache, dims, strides,
-                                                      box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                      CU_TENSOR_MAP_SWIZZLE_128B, promo,
-                                                      CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-            if (r != CUDA_SUCCESS) { printf("cuTensorMapEncodeTiled: %d\n", (int)r); exit(1); }
-            auto tma = [&](auto kern, int teams, int hold_clk) {
-                const int smem = 5 * kTile * kRow + 1024 + 256;
-                CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-                char name[96];
+            if (rows)
+                snprintf(name, sizeof name, "bulk copies of %d row%s, %d team%s", rows, rows > 1 ? "s" : "",
+                         teams, teams > 1 ? "s" : "");
+            else
                 snprintf(name, sizeof name, "TMA 3D box, 128B swizzle, promo %s, %d team%s",
-                         promo == CU_TENSOR_MAP_L2_PROMOTION_NONE ? "none" : "256", teams, teams > 1 ? "s" : "");
-                report(name, grid, 5, hold_clk, time_us([&] { kern<<<grid, kConsumers + 32, smem>>>(map, w, hold_clk, sink); }, 7));
-            };
-            tma(k_tma<1>, 1, 0), tma(k_tma<2>, 2, 2000), tma(k_tma<2>, 2, 3000);
-        }
+                         promo ? "256" : "none", teams, teams > 1 ? "s" : "");
+            report(name, grid, 5, hold_clk,
+                   time_us([&] { kern<<<grid, kConsumers + 32, smem>>>(maps[promo], w, hold_clk, sink); }, 7));
+        };
+        run(k_stream<1, 1>, 1, 1, 0), run(k_stream<1, 2>, 1, 2, 2000), run(k_stream<1, 2>, 1, 2, 3000);
+        run(k_stream<2, 1>, 2, 1, 0), run(k_stream<2, 2>, 2, 2, 2000), run(k_stream<2, 2>, 2, 2, 3000);
+        run(k_stream<4, 1>, 4, 1, 0), run(k_stream<4, 2>, 4, 2, 2000), run(k_stream<4, 2>, 4, 2, 3000);
+        run(k_stream<32, 1>, 32, 1, 0), run(k_stream<32, 2>, 32, 2, 2000), run(k_stream<32, 2>, 32, 2, 3000);
+        for (int promo : {0, 1})
+            run(k_stream<0, 1>, 0, 1, 0, promo), run(k_stream<0, 2>, 0, 2, 2000, promo),
+                run(k_stream<0, 2>, 0, 2, 3000, promo);
     }
     CK(cudaGetLastError());
     return 0;

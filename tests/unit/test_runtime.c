@@ -390,6 +390,11 @@ static const fg_driver_ops fake_ops = {
     .copy = f_copy, .sync = f_sync, .make_current = f_ok, .symbol = f_symbol,
     .tensor_map = f_tensor_map,
 };
+/* The same without TMA (as HIP's backend) */
+static const fg_driver_ops fake_ops_no_tma = {
+    .close = f_close, .load = f_load, .unload = f_unload, .configure = f_configure,
+    .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
+    .free = f_free, .copy = f_copy, .sync = f_sync, .make_current = f_ok, .symbol = f_symbol};
 
 static fg_context *fake_ctx(fg_reg_arch arch, const fg_kernel_entry *r, size_t n)
 {
@@ -680,13 +685,8 @@ Test(runtime_bind, overlap_gemm_guards)
 /* A backend without TMA (HIP's) refuses the bind with a status. */
 Test(runtime_bind, overlap_gemm_needs_tensor_maps)
 {
-    static const fg_driver_ops no_tma = {
-        .close = f_close, .load = f_load, .unload = f_unload, .configure = f_configure,
-        .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
-        .free = f_free, .copy = f_copy, .sync = f_sync, .make_current = f_ok,
-        .symbol = f_symbol};
     fg_context *ctx = fake_ctx(SM90, gemm_reg, 1);
-    F.base.ops = &no_tma;
+    F.base.ops = &fake_ops_no_tma;
     expect_gemm_bind(ctx, good_gemm(), FG_ERR_UNSUPPORTED_DEVICE, "tensor map");
     fg_shutdown(ctx);
 }
@@ -1196,18 +1196,13 @@ Test(runtime_bind, mla_decode_arguments)
  * the sm_90a form reads it. */
 Test(runtime_bind, mla_decode_map_without_tma)
 {
-    static const fg_driver_ops no_tma = {
-        .close = f_close, .load = f_load, .unload = f_unload, .configure = f_configure,
-        .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
-        .free = f_free, .copy = f_copy, .sync = f_sync, .make_current = f_ok,
-        .symbol = f_symbol};
     const fg_kernel_entry e[] = {
         ENTRY("mla", "mla_decode", SM90, FG_REG_BF16, .ndims = 6,
               .dims = {16, 512, 64, 16384, 0, 16}, .match = {[5] = MAX},
               .grid_rule = FG_REG_GRID_FIXED, .grid = {8, 1, 16}),
     };
     fg_context *ctx = fake_ctx(SM90, e, 1);
-    F.base.ops = &no_tma;
+    F.base.ops = &fake_ops_no_tma;
     fg_mla_decode_args a = {.dtype = FG_REG_BF16, .heads = 16, .kv_lora = 512, .rope_dim = 64,
                             .max_context = 16384, .batch = 4, .q = DEV(0x1000000000),
                             .cache = DEV(0x2000000000), .lengths = DEV(0x3000000000),
