@@ -650,7 +650,7 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
  * splits (a candidate or a tuned one also by its stages: the tuned instance
  * is the candidate that won), with `config` its explain line of where the
  * configuration came from. */
-/* The mma form's tiles as one TMA box of 32 whole rows each (mla_decode.in's
+/* The mma form's tiles as 4 TMA boxes of 8 whole rows each (mla_decode.in's
  * kTmaTiles; a tile lies in one page, or in its request's rows of a
  * contiguous cache) at B_max of TMA_MIN_BMAX or more, where the stream is
  * the time: 16 heads at B = 16 and 64 ran 1-2% faster than with the rows'
@@ -800,12 +800,12 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "4 column groups), %u stages of %u keys (%s), %u bytes of shared memory\n",
                      threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
                      hpb == 16 ? "" : "s", stages, tile,
-                     tma ? "a tile one TMA box of whole rows, 128-byte swizzled: at B_max 16 or "
-                           "more the stream is the time, and one box streams faster than the "
+                     tma ? "a tile 4 TMA boxes of 8 whole rows, 128-byte swizzled: at B_max 16 "
+                           "or more the stream is the time, and the boxes stream faster than the "
                            "rows' copies"
                          : "a bulk copy a row into padded rows, spread over the warps: below "
                            "B_max 16 a split takes few tiles, and the rows' copies land them "
-                           "sooner than one box",
+                           "sooner than boxes",
                      smem);
     paged_reason(&in, page, tile, !shape.wgmma);
     if (!shape.wgmma && groups == 1)   /* main_loop_mma's bulk_copy_once_if */

@@ -161,9 +161,9 @@ static void mla_cache_shape(const void *p, long long *rows, long long *cols)
 static const fg_arg_desc mla_decode_args[] = {
     PTR(q, 16),
     PTR(cache, 16),
-    /* tiles of 32 whole rows (mla_decode.in asserts its tile); zeros on HIP,
-     * whose portable form does not read it */
-    {"cache_map", FG_ARG_TENSOR_MAP, offsetof(fg_mla_decode_args, cache), .box_rows = 32,
+    /* boxes of 8 whole rows, 4 a tile (mla_decode.in's kBoxRows); zeros on
+     * HIP, whose portable form does not read it */
+    {"cache_map", FG_ARG_TENSOR_MAP, offsetof(fg_mla_decode_args, cache), .box_rows = 8,
      .box_cols = 0, .optional_map = true, .map_shape = mla_cache_shape},
     {"block_table", FG_ARG_DEVPTR, offsetof(fg_mla_decode_args, block_table), .align = 4,
      .nullable = true},

@@ -47,10 +47,10 @@ extern "C" void emu_mla_launch(const void *q, const void *cache, const int *tabl
                                unsigned *counters, const unsigned grid[3], unsigned cluster,
                                unsigned char *const *smem, size_t smem_bytes, int batch, float scale)
 {
-    // the runtime's cache_map (ops.c): the sm_90a form's boxes of 32 rows,
+    // the runtime's cache_map (ops.c): the sm_90a form's boxes of kBoxRows,
     // zeros for the portable form
 #if defined(EMU_CUDA)
-    const fg_tensor_map map = emu_rows_map(cache, kPage ? INT32_MAX : (long long)batch * kMaxContext, kD, 32);
+    const fg_tensor_map map = emu_rows_map(cache, kPage ? INT32_MAX : (long long)batch * kMaxContext, kD, kBoxRows);
 #else
     const fg_tensor_map map = {};
 #endif

@@ -78,7 +78,7 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
    ! "$fusegen" generate --out "$out/gen/mla-sm90a-4sm" --filter 'mla_decode_sm90a*' $mla_specs \
         tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a-tma" --filter 'mla_decode_sm90a*' $mla_specs \
-        tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
+        tests/emu/specs/emu-sm90a-4sm.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*' \
         $mla_specs $core_specs tests/emu/specs/emu-sm90a-16sm.yaml \
         >>"$out/generate.log" 2>&1 ||
@@ -111,7 +111,8 @@ set_const mla-block-sm90a-uvparts 'constexpr int kUvParts = 1, ' 'constexpr int 
 # the first copy takes every request in runs of its own
 set_const mla-sm90a-dealt 'constexpr int kCutTiles = 8;$' 'constexpr int kCutTiles = 0;'
 # The MLA core's mma form again with its tiles as TMA boxes (TMA_TILES: the
-# planner's choice from B_max 16, more than the emulation's requests)
+# planner's choice from B_max 16, more than the emulation's requests), its
+# cluster and spread merges (4 and 16 SMs)
 set_const mla-sm90a-tma 'constexpr bool kTmaTiles = 0;' 'constexpr bool kTmaTiles = 1;'
 # Built once: the emulation's runtime (its core, no CUDA headers), and the
 # tests with the C references (these include the harness's CUDA runtime

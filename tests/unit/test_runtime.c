@@ -1137,9 +1137,9 @@ Test(runtime_bind, mla_decode_arguments)
     fg_binding_get_info(b, &info);
     cr_assert_str_eq(info.entry->name, "mla");
     cr_assert_eq(info.workspace_bytes, 4096 + 32 * 4, "the merge's workspace, then its tickets");
-    /* the cache as tiles of 32 whole rows: the contiguous requests' rows */
+    /* the cache in boxes of 8 whole rows: the contiguous requests' rows */
     cr_assert_eq(F.maps, 1);
-    const long long contiguous[4] = {4 * 16384, 576, 32, 0};
+    const long long contiguous[4] = {4 * 16384, 576, 8, 0};
     for (int j = 0; j < 4; j++)
         cr_assert_eq(F.map_dims[0][j], contiguous[j], "figure %d", j);
     cr_assert_eq(fg_launch(b, NULL), FG_OK, "%s", fg_last_error());
