@@ -646,22 +646,22 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
     return clusters_misfit(m, t, cf->shape, bmax, cf->cluster, cf->clusters, CANDIDATE_WAVES, why);
 }
 
-/* The instance of configuration cf: named by its heads per block and
- * splits (a candidate or a tuned one also by its stages: the tuned instance
- * is the candidate that won), with `config` its explain line of where the
- * configuration came from. */
 /* The mma form's tiles as 4 TMA boxes of 8 whole rows each (mla_decode.in's
  * kTmaTiles; a tile lies in one page, or in its request's rows of a
  * contiguous cache) at B_max of TMA_MIN_BMAX or more, where the stream is
- * the time: 16 heads at B = 16 and 64 ran 1-2% faster than with the rows'
- * bulk copies, but B_max 1 and 2, where a split takes few tiles, 2-6%
- * slower (H100, stop 67; docs/performance.md). */
+ * the time: 16 heads at B = 16 and 64 ran 1-2% faster at S = 4K and 16K
+ * than with the rows' bulk copies, but B_max 1 and 2, where a split takes
+ * few tiles, 1-6% slower (H100, stop 67; docs/performance.md). */
 #define TMA_MIN_BMAX 16
 static bool tma_tiles(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax)
 {
     return !b->wgmma && page % TILE == 0 && max_context % TILE == 0 && bmax >= TMA_MIN_BMAX;
 }
 
+/* The instance of configuration cf: named by its heads per block and
+ * splits (a candidate or a tuned one also by its stages: the tuned instance
+ * is the candidate that won), with `config` its explain line of where the
+ * configuration came from. */
 static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned bmax,
                 const mla_cfg *cf, fg_origin from, const char *family, const char *dims,
                 const char *config, fg_diag *d)

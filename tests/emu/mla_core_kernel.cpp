@@ -50,7 +50,8 @@ extern "C" void emu_mla_launch(const void *q, const void *cache, const int *tabl
     // the runtime's cache_map (ops.c): the sm_90a form's boxes of kBoxRows,
     // zeros for the portable form
 #if defined(EMU_CUDA)
-    const fg_tensor_map map = emu_rows_map(cache, kPage ? INT32_MAX : (long long)batch * kMaxContext, kD, kBoxRows);
+    const fg_tensor_map map =
+        emu_rows_map(cache, kPage ? INT32_MAX : (long long)batch * kMaxContext, kD, kBoxRows);
 #else
     const fg_tensor_map map = {};
 #endif
