@@ -2541,6 +2541,16 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "the 132 meet at a barrier, then each merges its pieces"), "%s", out);
     cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s8\n"), "%s", out);
     cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b64_g16_c2x1\n"), "%s", out);
+    /* tiles as TMA boxes from B_max 16, the rows' copies below */
+    cr_expect(strstr(out, "SPLITS=132 CLUSTER=1 CLUSTERS=132 SPREAD=1 BALANCED=0 TILE=32 WGMMA=0 "
+                          "STAGES=5 TMA_TILES=0"), "%s", out);
+    cr_expect(strstr(out, "SPLITS=8 CLUSTER=1 CLUSTERS=8 SPREAD=1 BALANCED=0 TILE=32 WGMMA=0 "
+                          "STAGES=5 TMA_TILES=1"), "%s", out);
+    cr_expect(strstr(out, "SPLITS=2 CLUSTER=2 CLUSTERS=1 SPREAD=0 BALANCED=0 TILE=32 WGMMA=0 "
+                          "STAGES=5 TMA_TILES=1"), "%s", out);
+    cr_expect(strstr(out, "5 stages of 32 keys (a tile 4 TMA boxes of 8 whole rows, 128-byte "
+                          "swizzled"), "%s", out);
+    cr_expect(strstr(out, "5 stages of 32 keys (a bulk copy a row into padded rows"), "%s", out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
     cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s64_portable\n"),
