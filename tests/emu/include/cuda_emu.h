@@ -795,25 +795,23 @@ inline fg_tensor_map emu_rows_map(const void *base, long long rows, long long co
     std::memcpy(m.opaque, &e, sizeof e);
     return m;
 }
-// The box as the hardware lands it: 16-byte pieces, each 128-byte line's
-// pieces permuted by the line's index in its 1024-byte atom (address bits
-// 7-9 into 4-6); rows past the map's zeros.  Poisoned until it lands.
+// The box as the hardware lands it: bulk copies of its 16-byte pieces (each
+// poisoned until it lands), each 128-byte line's pieces permuted by the
+// line's index in its 1024-byte atom (address bits 7-9 into 4-6); rows past
+// the map's zeros.
 template <bool kOnce> FG_DEVICE void tma_load_rows(void *dst, const fg_tensor_map *map, int row, uint64_t *bar)
 {
     EmuRowsMap e;
     std::memcpy(&e, map->opaque, sizeof e);
     const uint32_t at = smem_addr(dst);
-    smem_addr(bar);
     if (at % 1024 || e.cols % 64)
         emu_fault("a box of whole rows: 1024-byte aligned, rows of 128-byte lines");
     static const unsigned char zeros[16] = {};
     const long long pitch = e.cols * 2;
-    std::memset(dst, 0xff, (size_t)(e.box_rows * pitch));
     for (int r = 0; r < e.box_rows; r++)
         for (long long p = 0; p < pitch / 16; p++) {
             const uint32_t a = at + (uint32_t)(r * pitch + p * 16), s = a ^ ((a >> 7 & 7u) << 4);
-            const bool in = row + r < e.rows;
-            emu_copies.push_back({emu_smem_at(s), in ? e.base + (row + r) * pitch + p * 16 : zeros, 16, bar});
+            bulk_copy(emu_smem_at(s), row + r < e.rows ? e.base + (row + r) * pitch + p * 16 : zeros, 16, bar);
         }
 }
 FG_DEVICE void tma_load_2d(void *, const fg_tensor_map *, int, int, uint64_t *) { emu_unsupported("TMA"); }
