@@ -341,6 +341,14 @@ static void describe(const block_cfg *c, char buf[160])
              c->apart ? ", absorbing blocks apart" : "");
 }
 
+/* Whether the CUDA-core form stages B_max input vectors of `len` values in
+ * shared memory: they fit the attention's scratch of BLOCK_GROUP rows of
+ * `width` floats (the template's kStageFloats). */
+static bool staged_fits(unsigned bmax, unsigned long long len, unsigned width)
+{
+    return bmax * len <= (unsigned long long)BLOCK_GROUP * width;
+}
+
 /* The sm_90a form's instance of configuration c at B_max, from `from` (a
  * measured one named by it too: the tuned instance is the candidate that
  * won), with `config` explain's line of where the configuration came from. */
@@ -396,7 +404,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
      * phase cannot stage o to add them (B_max x heads x v_dim past its
      * scratch of 16 x (kv_lora + rope) floats) */
     fg_instance_add_param(&in, "HEAD_WAITS", !c->mma);
-    const unsigned fill = !c->mma && bmax * heads * vdim <= BLOCK_GROUP * width ? grid / heads : 1;
+    const unsigned fill = !c->mma && staged_fits(bmax, (unsigned long long)heads * vdim, width)
+                              ? grid / heads : 1;
     const unsigned uv_parts = fill >= 8 ? 8 : fill >= 4 ? 4 : fill >= 2 ? 2 : 1;
     fg_instance_add_param(&in, "UV_PARTS", uv_parts);
     const unsigned apart = c->apart ? heads : 0;
@@ -454,15 +463,15 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                                       "(every share of W_o is 16 rows or fewer)"
                                     : "");
     } else {
-        /* the projections' input vectors staged in shared memory where every
-         * request's fits the attention's scratch (the template's kStageFloats) */
         const unsigned long long stage = (unsigned long long)BLOCK_GROUP * width;
-        const unsigned long long lens[4] = {m->hidden, ql, (unsigned long long)heads * kv,
+        /* (W_uv's phase only where E does not apply it: uv_parts 1) */
+        const unsigned long long lens[4] = {m->hidden, ql,
+                                            uv_parts > 1 ? 0 : (unsigned long long)heads * kv,
                                             (unsigned long long)heads * vdim};
         const char *const names[4] = {"q/kv projection", "q_lora's second", "W_uv", "W_o"};
         char staged[96] = "";
         for (unsigned i = 0; i < 4; i++)
-            if (lens[i] && bmax * lens[i] <= stage)
+            if (lens[i] && staged_fits(bmax, lens[i], width))
                 snprintf(staged + strlen(staged), sizeof staged - strlen(staged), "%s%s",
                          *staged ? ", " : "", names[i]);
         fg_sb_printf(&in.reasons,
