@@ -217,14 +217,15 @@ static fg_status check_occupancy(fg_context *ctx, const fg_kernel_entry *e, void
     return FG_OK;
 }
 
-/* The entry's workspace and arrival counters, in one allocation (counters
- * after the workspace, 16-byte aligned).  Zeroed here, once: the kernels
- * leave them as the next launch needs them (fg_registry.h), so the launch
- * path never clears. */
+/* Where the entry's arrival counters start in its workspace allocation:
+ * after the workspace, 16-byte aligned. */
 static size_t counters_offset(const fg_kernel_entry *e)
 {
     return ((size_t)e->workspace_bytes + 15) / 16 * 16;
 }
+/* The entry's workspace and arrival counters, in one allocation.  Zeroed
+ * here, once: the kernels leave them as the next launch needs them
+ * (fg_registry.h), so the launch path never clears. */
 static fg_status make_workspace(fg_context *ctx, const fg_op_desc *op, fg_binding *b)
 {
     const size_t ws = counters_offset(b->entry);
