@@ -63,6 +63,11 @@
 // --ramp: request b of the bench's B_max at length ceil(S x (b + 1) / B_max),
 // not all at S (a mixed-length batch: a plan that splits each request alike
 // leaves the short requests' blocks idle); bytes and FLOP/s count the lengths.
+// --peer LIB: a peer's MLA decode (peer_mla.h: a shared library built
+// elsewhere from the peer's own sources; the project ships none) timed beside
+// each paged case on the same sets the same way, its output poisoned first and
+// checked against the reference as the kernel's; a shape the peer does not
+// run is skipped with its reason.
 #include <algorithm>
 #include <memory>
 #include <numeric>
@@ -78,12 +83,14 @@
 #include <vector>
 
 #include <cuda_bf16.h>
+#include <dlfcn.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include "device_convert.cuh"
 #include "harness.h"
 #include "ref_decode.h"   // fgh_round_to
+#include "peer_mla.h"
 #include "ref_mla.h"
 #ifdef FG_HAVE_FGRT
 #include "fgrt.h"
@@ -1193,6 +1200,7 @@ struct BenchSet {
     int *dlen = nullptr, *dbt = nullptr;
     fg_binding *b = nullptr;
     Layout L = {};
+    int pool_pages = 0;   // paged: the pages of the cache's pool
 };
 
 void bench_set_free(BenchSet *x)
@@ -1234,6 +1242,7 @@ bool bench_set_init(BenchSet *x, const Inst *in, int S, cudaStream_t s)
             for (int j = 0; j < used; j++)
                 bt[b * pps + j] = perm[b * used + j];
         ncache = (size_t)npages * in->page * D;
+        x->pool_pages = npages;
     }
     const std::vector<int> len = bench_lengths(in, S);
     bool ok = fgh_ok(cudaMalloc(&x->dq, B * in->heads * D * 2)) &&
@@ -1301,10 +1310,44 @@ Verdict bench_check(const Inst *in, const BenchSet &x, int S, cudaStream_t s, bo
     return judge(in, n, n, len.data(), out.data(), lse.data(), ro.data(), rl.data());
 }
 
+// --peer LIB: a peer's MLA decode (peer_mla.h), loaded once, timed and
+// checked on every bench case whose shape it runs.
+struct PeerLib {
+    const char *(*name)(void) = nullptr;
+    int (*init)(const fg_peer_mla_shape *, void **, const char **) = nullptr;
+    int (*step)(void *, const void *, const void *, const int *, const int *, void *, float *,
+                cudaStream_t) = nullptr;
+    void (*free)(void *) = nullptr;
+};
+PeerLib g_peer;   // name null: no peer
+const char *g_peer_path;
+
+// Loads --peer's library; false (and why, printed) when it lacks a function.
+bool peer_load(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        fprintf(stderr, "test_mla_decode: --peer %s: %s\n", path, dlerror());
+        return false;
+    }
+    PeerLib p;
+    p.name = (const char *(*)(void))dlsym(h, "fg_peer_mla_name");
+    p.init = (decltype(p.init))dlsym(h, "fg_peer_mla_init");
+    p.step = (decltype(p.step))dlsym(h, "fg_peer_mla_step");
+    p.free = (decltype(p.free))dlsym(h, "fg_peer_mla_free");
+    if (!p.name || !p.init || !p.step || !p.free) {
+        fprintf(stderr, "test_mla_decode: --peer %s: not every fg_peer_mla_* function (peer_mla.h)\n", path);
+        return false;
+    }
+    g_peer = p;
+    return true;
+}
+
 struct BenchCtx {
     BenchSet *sets;
     int nsets, S;
     const Baseline *bl;   // set: time the baseline on the sets instead
+    void *peer = nullptr;   // set: time the peer (g_peer) on the sets instead
     int failed = 0;       // launches that returned an error (a short graph times fast)
 };
 
@@ -1314,8 +1357,45 @@ void enqueue(void *ctx, int i, cudaStream_t s)
     const BenchSet &x = c->sets[i % c->nsets];
     if (c->bl)
         baseline_step(c->bl, x.dq, x.dcache, x.L, x.dlen, c->S, c->bl->in->scale, x.dout, x.dlse, s);
+    else if (c->peer)
+        c->failed += g_peer.step(c->peer, x.dq, x.dcache, x.dbt, x.dlen, x.dout, x.dlse, s) != 0;
     else
         c->failed += fg_launch(x.b, s) != FG_OK;
+}
+
+// The peer on a case's sets, timed and checked as the kernel was (set 0's
+// outputs poisoned first); false with *skipped set when the peer does not run
+// the shape (why printed), false alone when it failed.
+bool peer_case(const Inst *in, int S, BenchSet *sets, int nsets, cudaStream_t s, fgh_timing *t,
+               Verdict *v, bool *skipped)
+{
+    *skipped = false;
+    if (!in->page) {
+        printf("    peer: skipped (contiguous cache; the peer interface takes pages)\n");
+        *skipped = true;
+        return false;
+    }
+    fg_peer_mla_shape sh = {};
+    sh.batch = in->bmax, sh.heads = in->heads, sh.kv_lora = in->kvl, sh.rope = in->rope;
+    sh.page = in->page, sh.pages_per_request = in->smax / in->page, sh.pool_pages = sets[0].pool_pages;
+    sh.max_context = in->smax, sh.scale = in->scale, sh.f16 = in->dt == FGH_F16, sh.lens = sets[0].dlen;
+    void *st = nullptr;
+    const char *why = "";
+    if (g_peer.init(&sh, &st, &why) != 0) {
+        printf("    peer: skipped (%s)\n", why);
+        *skipped = true;
+        return false;
+    }
+    bool checked = false;
+    BenchCtx c = {sets, nsets, S, nullptr, st};
+    bool ok = fgh_poison_device(sets[0].dout, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
+              fgh_poison_device(sets[0].dlse, (size_t)in->bmax * in->heads * 4, s) == 0 &&
+              fgh_bench(s, enqueue, &c, nsets, 2.0, 7, t) == 0 && c.failed == 0 &&
+              fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s));
+    if (ok)
+        *v = bench_check(in, sets[0], S, s, &checked);
+    g_peer.free(st);
+    return ok && checked;
 }
 
 void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector<int> &sel, bool quick,
@@ -1404,6 +1484,21 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                        vb.worst_rel, vb.worst_lse);
             }
             baseline_free(&bl);
+            // the peer (--peer) on the same sets
+            fgh_timing tp = {};
+            Verdict vp;
+            bool have_peer = false;
+            if (g_peer.name) {
+                bool skipped = false;
+                have_peer = peer_case(in, S, sets.data(), nsets, s, &tp, &vp, &skipped);
+                if (!skipped) {
+                    char pname[360];
+                    snprintf(pname, sizeof pname, "%s: peer %s", what, g_peer.name());
+                    CHECKF(pname, have_peer && vp.nonfinite == 0 && vp.rel_bad == 0 && vp.lse_bad == 0,
+                           "%s; rel L2 %.3e, lse error %.2e", have_peer ? "wrong output" : "did not run",
+                           vp.worst_rel, vp.worst_lse);
+                }
+            }
             const double gbps = bytes / (t.med_us * 1e3), tflops = flops / (t.med_us * 1e6);
             // what the device holds at once (the driver's cluster occupancy): the
             // planner assumes, not measures, the clusters a GPC holds
@@ -1415,6 +1510,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                    info.resident_blocks, info.waves, info.waves == 1 ? "" : "s");
             if (have_bl)
                 printf(" | baseline %9.2f us (%.2fx)", tb.med_us, tb.med_us / t.med_us);
+            if (have_peer)
+                printf(" | peer %9.2f us (%.3fx)", tp.med_us, tp.med_us / t.med_us);
             printf("\n");
             fb.push_back(bytes), fu.push_back(t.med_us);
             if (have_bl)
@@ -1470,9 +1567,26 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                 fgh_json_num(j, "lse_error", vb.worst_lse);
                 fgh_json_obj_end(j);
             }
+            if (have_peer) {
+                const double pg = bytes / (tp.med_us * 1e3);
+                fgh_json_obj_begin(j, NULL);
+                fgh_json_str(j, "name", "peer");
+                fgh_json_str(j, "what", g_peer.name());
+                fgh_json_str(j, "library", g_peer_path);
+                fgh_json_timing(j, "time", &tp);
+                fgh_json_num(j, "gbps", pg);
+                fgh_json_num(j, "tflops", flops / (tp.med_us * 1e6));
+                fgh_json_num(j, "fraction_of_read_ceiling", pg / ceil.read_gbps);
+                fgh_json_num(j, "fraction_of_ceiling", pg / ceil.best_gbps);
+                fgh_json_num(j, "rel_l2", vp.worst_rel);
+                fgh_json_num(j, "lse_error", vp.worst_lse);
+                fgh_json_obj_end(j);
+            }
             fgh_json_arr_end(j);
             if (have_bl)
                 fgh_json_num(j, "speedup_vs_baseline", tb.med_us / t.med_us);
+            if (have_peer)
+                fgh_json_num(j, "speedup_vs_peer", tp.med_us / t.med_us);
             fgh_json_obj_end(j);
             for (auto &x : sets)
                 bench_set_free(&x);
@@ -1513,10 +1627,13 @@ int main(int argc, char **argv)
             g_ordered_pages = true;
         else if (!strcmp(argv[i], "--ramp"))
             g_ramp = true;
+        else if (!strcmp(argv[i], "--peer") && i + 1 < argc)
+            g_peer_path = argv[++i];
         else {
             fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--smallest] [--list] "
                             "[--seed N] [--quick] [--repeats N] [--no-baseline] [--verbose] "
-                            "[--bench [--json FILE] [--commit C] [--length S] [--ordered-pages] [--ramp]]\n", argv[0]);
+                            "[--bench [--json FILE] [--commit C] [--length S] [--ordered-pages] [--ramp] [--peer LIB]]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -1533,6 +1650,15 @@ int main(int argc, char **argv)
         printf("test_mla_decode: the bench's pages in request order (--ordered-pages)\n");
     if (g_ramp)
         printf("test_mla_decode: the bench's request lengths a ramp up to S (--ramp)\n");
+    if (g_peer_path) {
+        if (!a.bench) {
+            fprintf(stderr, "test_mla_decode: --peer times a peer beside --bench\n");
+            return 2;
+        }
+        if (!peer_load(g_peer_path))
+            return 2;
+        printf("test_mla_decode: peer %s (%s)\n", g_peer.name(), g_peer_path);
+    }
 #ifndef FG_HAVE_FGRT
 #ifdef FG_FGRT_BUILD_FAILED
     CHECKF("mla_decode: libfgrt", false, "runtime/ is there but did not build: nothing was tested");
