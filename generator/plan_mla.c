@@ -54,12 +54,13 @@ static double softmax_scale(const fg_model *m)
 }
 
 /* Bytes of the wgmma form's SmemWg (Q and two stages of 64 swizzled rows,
- * P, three row arrays and the ticket, rounded up to its 1024-byte
- * alignment) and 1024 for aligning the dynamic shared memory to it. */
+ * P, three row arrays, an mbarrier a stage's chunk and the ticket, rounded
+ * up to its 1024-byte alignment) and 1024 for aligning the dynamic shared
+ * memory to it. */
 static unsigned smem_bytes_wgmma(unsigned d, unsigned elem)
 {
     const unsigned region = WG_HEADS * d * elem;
-    const unsigned bytes = 3 * region + WG_HEADS * 64 * elem + 3 * WG_HEADS * 4 + 4;
+    const unsigned bytes = 3 * region + WG_HEADS * 64 * elem + 3 * WG_HEADS * 4 + 2 * (d / 64) * 8 + 4;
     return (bytes + 1023) / 1024 * 1024 + 1024;
 }
 
@@ -658,6 +659,15 @@ static bool tma_tiles(const block_shape *b, unsigned page, unsigned max_context,
     return !b->wgmma && page % TILE == 0 && max_context % TILE == 0 && bmax >= TMA_MIN_BMAX;
 }
 
+/* The wgmma form's tiles as TMA boxes, a 64 x 64 chunk each (mla_wgmma.in's
+ * kTmaChunks; a tile lies in one page, or in its request's rows of a
+ * contiguous cache): warpgroup 1 then issues 9 boxes a tile from one thread
+ * instead of 36 cp.async a thread. */
+static bool tma_chunks(const block_shape *b, unsigned page, unsigned max_context)
+{
+    return b->wgmma && page % b->tile == 0 && max_context % b->tile == 0;
+}
+
 /* The instance of configuration cf: named by its heads per block and
  * splits (a candidate or a tuned one also by its stages: the tuned instance
  * is the candidate that won), with `config` its explain line of where the
@@ -679,6 +689,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const unsigned cluster = cf->cluster, clusters = cf->clusters;
     const unsigned smem = shape_smem(shape, width, elem, stages);
     const bool tma = tma_tiles(&shape, page, m->max_context, bmax);
+    const bool chunks = tma_chunks(&shape, page, m->max_context);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
@@ -711,6 +722,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "WGMMA", (unsigned)shape.wgmma);
     fg_instance_add_param(&in, "STAGES", stages);
     fg_instance_add_param(&in, "TMA_TILES", (unsigned)tma);
+    fg_instance_add_param(&in, "TMA_CHUNKS", (unsigned)chunks);
     fg_instance_add_param(&in, "TEAMS", teams);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
@@ -791,9 +803,13 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     if (shape.wgmma)
         fg_sb_printf(&in.reasons,
                      "%u threads (2 warpgroups: the first computes the scores and the softmax, "
-                     "each adds P.V for half of the %u output columns), %u cp.async stages of %u "
-                     "keys in wgmma's 128-byte swizzle, %u bytes of shared memory\n",
-                     threads, kv, stages, tile, smem);
+                     "each adds P.V for half of the %u output columns), %u stages of %u keys in "
+                     "wgmma's 128-byte swizzle, filled by %s, %u bytes of shared memory\n",
+                     threads, kv, stages, tile,
+                     chunks ? "TMA boxes of 64 keys x 64 columns, a chunk each (a tile lies in one "
+                              "page or request)"
+                            : "cp.async (a tile spans pages)",
+                     smem);
     else
         fg_sb_printf(&in.reasons,
                      "%u threads (%u warps: %u team%s taking tiles in turn, each %u head tile%s x "

@@ -142,12 +142,12 @@ fg_status fg_decode_attn_bind(fg_context *ctx, const fg_decode_attn_args *args, 
     return fg_bind_op(ctx, &fg_op_decode_attn, args, out);
 }
 
-/* ---- mla_decode: kernel (q, cache, cache_map, block_table, lengths, out, lse,
- *      workspace, counters, int batch, float scale) ---- */
+/* ---- mla_decode: kernel (q, cache, cache_map, cache_chunks, block_table, lengths,
+ *      out, lse, workspace, counters, int batch, float scale) ---- */
 
 #define PTR(field, bytes) {#field, FG_ARG_DEVPTR, offsetof(fg_mla_decode_args, field), .align = bytes}
 
-/* The cache as the mma form's tiles read it (mla_decode.in's kTmaTiles): rows
+/* The cache as the TMA tiles read it (mla_decode.in's kTmaTiles, kTmaChunks): rows
  * of kv_lora + rope_dim, batch x max_context of them contiguous, or paged:
  * every row a page index reaches (TMA's coordinates are 32-bit; the block
  * table's pages are the pool's, as for every read). */
@@ -165,6 +165,10 @@ static const fg_arg_desc mla_decode_args[] = {
      * HIP, whose portable form does not read it */
     {"cache_map", FG_ARG_TENSOR_MAP, offsetof(fg_mla_decode_args, cache), .box_rows = 8,
      .box_cols = 0, .optional_map = true, .map_shape = mla_cache_shape},
+    /* boxes of 64 rows x 64 columns, a chunk of the wgmma form's tiles
+     * (mla_wgmma.in's kTmaChunks); zeros on HIP */
+    {"cache_chunks", FG_ARG_TENSOR_MAP, offsetof(fg_mla_decode_args, cache), .box_rows = 64,
+     .box_cols = 64, .optional_map = true, .map_shape = mla_cache_shape},
     {"block_table", FG_ARG_DEVPTR, offsetof(fg_mla_decode_args, block_table), .align = 4,
      .nullable = true},
     PTR(lengths, 4),

@@ -26,7 +26,7 @@ extern "C" const emu_mla_dims emu_mla = {
 
 static struct Launch {
     const fg_t *q, *cache;
-    fg_tensor_map cache_map;
+    fg_tensor_map cache_map, cache_chunks;
     const int *table, *lengths;
     fg_t *out;
     float *lse, *ws;
@@ -38,8 +38,8 @@ static struct Launch {
 static void thread_body()
 {
     const Launch &a = launch_args;
-    KERNEL(a.q, a.cache, a.cache_map, a.table, a.lengths, a.out, a.lse, a.ws, a.counters, a.batch,
-           a.scale);
+    KERNEL(a.q, a.cache, a.cache_map, a.cache_chunks, a.table, a.lengths, a.out, a.lse, a.ws, a.counters,
+           a.batch, a.scale);
 }
 
 extern "C" void emu_mla_launch(const void *q, const void *cache, const int *table,
@@ -47,15 +47,16 @@ extern "C" void emu_mla_launch(const void *q, const void *cache, const int *tabl
                                unsigned *counters, const unsigned grid[3], unsigned cluster,
                                unsigned char *const *smem, size_t smem_bytes, int batch, float scale)
 {
-    // the runtime's cache_map (ops.c): the sm_90a form's boxes of kBoxRows,
-    // zeros for the portable form
+    // the runtime's cache_map and cache_chunks (ops.c): the sm_90a form's
+    // boxes of kBoxRows whole rows and of 64 rows x 64 columns, zeros for the
+    // portable form
 #if defined(EMU_CUDA)
-    const fg_tensor_map map =
-        emu_rows_map(cache, kPage ? INT32_MAX : (long long)batch * kMaxContext, kD, kBoxRows);
+    const long long rows = kPage ? INT32_MAX : (long long)batch * kMaxContext;
+    const fg_tensor_map map = emu_rows_map(cache, rows, kD, kBoxRows), chunks = emu_rows_map(cache, rows, kD, 64, 64);
 #else
-    const fg_tensor_map map = {};
+    const fg_tensor_map map = {}, chunks = {};
 #endif
-    launch_args = {(const fg_t *)q, (const fg_t *)cache, map, table, lengths, (fg_t *)out, lse, ws,
+    launch_args = {(const fg_t *)q, (const fg_t *)cache, map, chunks, table, lengths, (fg_t *)out, lse, ws,
                    counters, batch, scale};
     const emu_dim3 g = {grid[0], grid[1], grid[2]};
 #if defined(EMU_CUDA)

@@ -2551,6 +2551,7 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "5 stages of 32 keys (a tile 4 TMA boxes of 8 whole rows, 128-byte "
                           "swizzled"), "%s", out);
     cr_expect(strstr(out, "5 stages of 32 keys (a bulk copy a row into padded rows"), "%s", out);
+    cr_expect_null(strstr(out, "TMA_CHUNKS=1"), "the wgmma form's alone: %s", out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
     cr_assert(strstr(out, "mla_decode_gfx942_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s64_portable\n"),
@@ -2571,6 +2572,17 @@ Test(cli, explain_decode_plan_and_skips)
               "%s", out);
     cr_expect_null(strstr(out, "_c2x4"), "no cluster form: %s", out);
     cr_expect(strstr(out, "64-token pages through the block table, a lookup a tile"), "%s", out);
+    free(out);
+    /* 128 heads on the cluster form's wgmma loop: a tile's chunks as TMA
+     * boxes of 64 x 64 where the tile lies in one page */
+    cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2.yaml "
+                           "specs/targets/h200.yaml"),
+                 0, "%s", out);
+    cr_assert(strstr(out, "mla_decode_sm90a_bf16_nh128_kv512_r64_s16384_p64_b64_g64_d66\n"), "%s", out);
+    cr_expect(strstr(out, "TILE=64 WGMMA=1 STAGES=2 TMA_TILES=0 TMA_CHUNKS=1"), "%s", out);
+    cr_expect(strstr(out, "2 stages of 64 keys in wgmma's 128-byte swizzle, filled by TMA boxes of 64 "
+                          "keys x 64 columns, a chunk each"), "%s", out);
+    cr_expect_null(strstr(out, "TMA_CHUNKS=0"), "%s", out);
     free(out);
     /* 128 heads: 64 a workgroup on the cluster form's wgmma main loop (2
      * warpgroups, tiles of 64 keys in 2 stages); at B = 1 the splits fill

@@ -1137,15 +1137,18 @@ Test(runtime_bind, mla_decode_arguments)
     fg_binding_get_info(b, &info);
     cr_assert_str_eq(info.entry->name, "mla");
     cr_assert_eq(info.workspace_bytes, 4096 + 32 * 4, "the merge's workspace, then its tickets");
-    /* the cache in boxes of 8 whole rows: the contiguous requests' rows */
-    cr_assert_eq(F.maps, 1);
-    const long long contiguous[4] = {4 * 16384, 576, 8, 0};
-    for (int j = 0; j < 4; j++)
-        cr_assert_eq(F.map_dims[0][j], contiguous[j], "figure %d", j);
+    /* the cache in boxes of 8 whole rows (the mma form's tiles) and of 64
+     * rows x 64 columns (the wgmma form's chunks): the contiguous requests' rows */
+    cr_assert_eq(F.maps, 2);
+    const long long contiguous[2][4] = {{4 * 16384, 576, 8, 0}, {4 * 16384, 576, 64, 64}};
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++)
+            cr_assert_eq(F.map_dims[i][j], contiguous[i][j], "map %d, figure %d", i, j);
     cr_assert_eq(fg_launch(b, NULL), FG_OK, "%s", fg_last_error());
     /* (the fake map begins with its base) */
-    cr_assert_eq(memcmp(F.params[2], &a.cache, sizeof a.cache), 0, "the map after q and cache");
-    cr_assert_eq(memcmp(F.params[4], &a.lengths, sizeof a.lengths), 0, "then the table, lengths");
+    cr_assert_eq(memcmp(F.params[2], &a.cache, sizeof a.cache), 0, "the maps after q and cache");
+    cr_assert_eq(memcmp(F.params[3], &a.cache, sizeof a.cache), 0, "the maps after q and cache");
+    cr_assert_eq(memcmp(F.params[5], &a.lengths, sizeof a.lengths), 0, "then the table, lengths");
     fg_binding_free(b);
     a.batch = 17;   /* past B_max */
     cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_NO_MATCHING_INSTANCE);
@@ -1181,8 +1184,9 @@ Test(runtime_bind, mla_decode_arguments)
     cr_assert_str_eq(info.entry->name, "mla_p64");
     fg_binding_free(b);
     /* paged: every row a 32-bit page coordinate reaches */
-    cr_assert_eq(F.maps, 2);
-    cr_assert_eq(F.map_dims[1][0], INT32_MAX);
+    cr_assert_eq(F.maps, 4);
+    cr_assert_eq(F.map_dims[2][0], INT32_MAX);
+    cr_assert_eq(F.map_dims[3][0], INT32_MAX);
     a.page_size = 48;   /* 16384 is not whole pages of 48 */
     cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_ERR_BAD_SHAPE);
     a.page_size = 0;
@@ -1192,8 +1196,8 @@ Test(runtime_bind, mla_decode_arguments)
     cr_assert_eq(F.allocs, F.frees);
 }
 
-/* On a backend without TMA (HIP's) mla_decode's cache_map is zeros: only
- * the sm_90a form reads it. */
+/* On a backend without TMA (HIP's) mla_decode's cache_map and cache_chunks
+ * are zeros: only the sm_90a form reads them. */
 Test(runtime_bind, mla_decode_map_without_tma)
 {
     const fg_kernel_entry e[] = {
@@ -1211,7 +1215,8 @@ Test(runtime_bind, mla_decode_map_without_tma)
     cr_assert_eq(fg_mla_decode_bind(ctx, &a, &b), FG_OK, "%s", fg_last_error());
     cr_assert_eq(fg_launch(b, NULL), FG_OK, "%s", fg_last_error());
     const unsigned char zeros[128] = {0};
-    cr_assert_eq(memcmp(F.params[2], zeros, sizeof zeros), 0, "a map of zeros");
+    cr_assert_eq(memcmp(F.params[2], zeros, sizeof zeros), 0, "maps of zeros");
+    cr_assert_eq(memcmp(F.params[3], zeros, sizeof zeros), 0, "maps of zeros");
     fg_binding_free(b);
     fg_shutdown(ctx);
 }

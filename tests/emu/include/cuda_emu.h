@@ -774,26 +774,37 @@ FG_DEVICE void wgmma_rs_n128_tb(float (&d)[64], const unsigned (&a)[4], uint64_t
 // globaltimer and the SM's id: a fixed stand-in (the kernels' timing hooks)
 FG_DEVICE unsigned long long globaltimer_ns() { return 0; }
 FG_DEVICE unsigned sm_id() { return 0; }
-// TMA: maps of whole rows (tma_load_rows) emulated, the 2D boxes not (the
-// forms that use them trap here).
+// TMA loads: boxes of whole rows (tma_load_rows) and 2D boxes one 128-byte
+// line wide (tma_load_2d), each landed with the 128-byte swizzle; TMA stores
+// not (the forms that use them trap here).
 template <int N> FG_DEVICE void reg_fence(float (&)[N]) {}
 struct alignas(64) fg_tensor_map {
     unsigned char opaque[128];
 };
 // What the emulation keeps in a map's bytes: a row-major [rows][cols] of
-// 16-bit elements at base, boxes of box_rows whole rows.
+// 16-bit elements at base, boxes of box_rows rows, each whole (box_cols 0,
+// the runtime's 3D maps) or box_cols wide.
 struct EmuRowsMap {
     const unsigned char *base;
     long long rows, cols;
-    int box_rows;
+    int box_rows, box_cols;
 };
 static_assert(sizeof(EmuRowsMap) <= sizeof(fg_tensor_map), "in a map's bytes");
-inline fg_tensor_map emu_rows_map(const void *base, long long rows, long long cols, int box_rows)
+inline fg_tensor_map emu_rows_map(const void *base, long long rows, long long cols, int box_rows,
+                                  int box_cols = 0)
 {
     fg_tensor_map m{};
-    const EmuRowsMap e{static_cast<const unsigned char *>(base), rows, cols, box_rows};
+    const EmuRowsMap e{static_cast<const unsigned char *>(base), rows, cols, box_rows, box_cols};
     std::memcpy(m.opaque, &e, sizeof e);
     return m;
+}
+// 16-byte piece p of a box row at shared address a (1024-byte aligned
+// boxes), from src or zeros past the map's rows: a bulk copy (poisoned until
+// it lands) to where the 128-byte swizzle puts it, address bits 7-9 into 4-6.
+FG_DEVICE void emu_tma_piece(uint32_t a, const unsigned char *src, uint64_t *bar)
+{
+    static const unsigned char zeros[16] = {};
+    bulk_copy(emu_smem_at(a ^ ((a >> 7 & 7u) << 4)), src ? src : zeros, 16, bar);
 }
 // The box as the hardware lands it: bulk copies of its 16-byte pieces (each
 // poisoned until it lands), each 128-byte line's pieces permuted by the
@@ -804,17 +815,29 @@ template <bool kOnce> FG_DEVICE void tma_load_rows(void *dst, const fg_tensor_ma
     EmuRowsMap e;
     std::memcpy(&e, map->opaque, sizeof e);
     const uint32_t at = smem_addr(dst);
-    if (at % 1024 || e.cols % 64)
-        emu_fault("a box of whole rows: 1024-byte aligned, rows of 128-byte lines");
-    static const unsigned char zeros[16] = {};
+    if (at % 1024 || e.cols % 64 || e.box_cols)
+        emu_fault("a box of whole rows: 1024-byte aligned, rows of 128-byte lines, a map of whole rows");
     const long long pitch = e.cols * 2;
     for (int r = 0; r < e.box_rows; r++)
-        for (long long p = 0; p < pitch / 16; p++) {
-            const uint32_t a = at + (uint32_t)(r * pitch + p * 16), s = a ^ ((a >> 7 & 7u) << 4);
-            bulk_copy(emu_smem_at(s), row + r < e.rows ? e.base + (row + r) * pitch + p * 16 : zeros, 16, bar);
-        }
+        for (long long p = 0; p < pitch / 16; p++)
+            emu_tma_piece(at + (uint32_t)(r * pitch + p * 16),
+                          row + r < e.rows ? e.base + (row + r) * pitch + p * 16 : nullptr, bar);
 }
-FG_DEVICE void tma_load_2d(void *, const fg_tensor_map *, int, int, uint64_t *) { emu_unsupported("TMA"); }
+// The box at (column c0, row c1) of a map of box_cols-wide boxes: one
+// 128-byte line a box row (the 128-byte swizzle's), rows past the map's zeros.
+FG_DEVICE void tma_load_2d(void *dst, const fg_tensor_map *map, int c0, int c1, uint64_t *bar)
+{
+    EmuRowsMap e;
+    std::memcpy(&e, map->opaque, sizeof e);
+    const uint32_t at = smem_addr(dst);
+    if (at % 1024 || e.box_cols * 2 != 128 || c0 < 0 || c0 + e.box_cols > e.cols || c1 < 0)
+        emu_fault("a 2D box: 1024-byte aligned, one 128-byte line wide, within the map's columns");
+    const long long pitch = e.cols * 2;
+    for (int r = 0; r < e.box_rows; r++)
+        for (int p = 0; p < 8; p++)
+            emu_tma_piece(at + (uint32_t)(r * 128 + p * 16),
+                          c1 + r < e.rows ? e.base + (c1 + r) * pitch + c0 * 2 + p * 16 : nullptr, bar);
+}
 FG_DEVICE void tma_store_2d(const fg_tensor_map *, int, int, const void *) { emu_unsupported("TMA"); }
 FG_DEVICE void bulk_commit() {}
 template <int N> FG_DEVICE void bulk_wait_read() {}
