@@ -662,10 +662,12 @@ static bool tma_tiles(const block_shape *b, unsigned page, unsigned max_context,
 /* The wgmma form's tiles as TMA boxes, a 64 x 64 chunk each (mla_wgmma.in's
  * kTmaChunks; a tile lies in one page, or in its request's rows of a
  * contiguous cache): warpgroup 1 then issues 9 boxes a tile from one thread
- * instead of 36 cp.async a thread. */
-static bool tma_chunks(const block_shape *b, unsigned page, unsigned max_context)
+ * instead of 36 cp.async a thread.  From B_max TMA_MIN_BMAX, as the mma
+ * form's boxes: 128 heads at B = 64 ran 1.1-1.3% faster at S = 4K and 16K,
+ * B = 16 level, but B_max 1 and 2 level to 2.5% slower (H100, stop 68). */
+static bool tma_chunks(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax)
 {
-    return b->wgmma && page % b->tile == 0 && max_context % b->tile == 0;
+    return b->wgmma && page % b->tile == 0 && max_context % b->tile == 0 && bmax >= TMA_MIN_BMAX;
 }
 
 /* The instance of configuration cf: named by its heads per block and
@@ -689,7 +691,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const unsigned cluster = cf->cluster, clusters = cf->clusters;
     const unsigned smem = shape_smem(shape, width, elem, stages);
     const bool tma = tma_tiles(&shape, page, m->max_context, bmax);
-    const bool chunks = tma_chunks(&shape, page, m->max_context);
+    const bool chunks = tma_chunks(&shape, page, m->max_context, bmax);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
@@ -800,16 +802,20 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      cluster, clusters > 1 ? ", then the last of the request's clusters to finish "
                                               "a slice merges that slice of all of them"
                                             : "");
+    char fill[96];   /* what fills the wgmma form's stages */
+    if (chunks)
+        snprintf(fill, sizeof fill, "TMA boxes of 64 keys x 64 columns, a chunk each (a tile lies in "
+                                    "one page or request)");
+    else if (page % tile || m->max_context % tile)
+        snprintf(fill, sizeof fill, "cp.async (a tile spans pages)");
+    else
+        snprintf(fill, sizeof fill, "cp.async (TMA boxes from B_max %u: slower below)", TMA_MIN_BMAX);
     if (shape.wgmma)
         fg_sb_printf(&in.reasons,
                      "%u threads (2 warpgroups: the first computes the scores and the softmax, "
                      "each adds P.V for half of the %u output columns), %u stages of %u keys in "
                      "wgmma's 128-byte swizzle, filled by %s, %u bytes of shared memory\n",
-                     threads, kv, stages, tile,
-                     chunks ? "TMA boxes of 64 keys x 64 columns, a chunk each (a tile lies in one "
-                              "page or request)"
-                            : "cp.async (a tile spans pages)",
-                     smem);
+                     threads, kv, stages, tile, fill, smem);
     else
         fg_sb_printf(&in.reasons,
                      "%u threads (%u warps: %u team%s taking tiles in turn, each %u head tile%s x "

@@ -84,6 +84,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a-dealt" --filter 'mla_decode_sm90a*_d[0-9]*' \
         $core_specs tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-sm90a-chunks" --filter 'mla_decode_sm90a*' \
+        $core_specs tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/gemm" --filter 'overlap_gemm_*' $gemm_specs \
         tests/emu/specs/emu-gfx942-8cu.yaml >>"$out/generate.log" 2>&1; then
     cat "$out/generate.log"; echo "0 passed, 1 failed"; exit 1
@@ -114,6 +116,10 @@ set_const mla-sm90a-dealt 'constexpr int kCutTiles = 8;$' 'constexpr int kCutTil
 # planner's choice from B_max 16, more than the emulation's requests), its
 # cluster and spread merges (4 and 16 SMs)
 set_const mla-sm90a-tma 'constexpr bool kTmaTiles = 0;' 'constexpr bool kTmaTiles = 1;'
+# The MLA core's wgmma form again with its tiles' chunks as TMA boxes
+# (TMA_CHUNKS: the planner's choice from B_max 16, more than the emulation's
+# requests), its spread merge and balanced deal
+set_const mla-sm90a-chunks 'constexpr bool kTmaChunks = 0;' 'constexpr bool kTmaChunks = 1;'
 # Built once: the emulation's runtime (its core, no CUDA headers), and the
 # tests with the C references (these include the harness's CUDA runtime
 # header, so they stay apart from the emulated kernels).

@@ -2574,7 +2574,7 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "64-token pages through the block table, a lookup a tile"), "%s", out);
     free(out);
     /* 128 heads on the cluster form's wgmma loop: a tile's chunks as TMA
-     * boxes of 64 x 64 where the tile lies in one page */
+     * boxes of 64 x 64 from B_max 16 (a tile lies in one page), cp.async below */
     cr_assert_eq(run(&out, "explain --filter 'mla_decode*' specs/models/deepseek-v2.yaml "
                            "specs/targets/h200.yaml"),
                  0, "%s", out);
@@ -2582,7 +2582,13 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "TILE=64 WGMMA=1 STAGES=2 TMA_TILES=0 TMA_CHUNKS=1"), "%s", out);
     cr_expect(strstr(out, "2 stages of 64 keys in wgmma's 128-byte swizzle, filled by TMA boxes of 64 "
                           "keys x 64 columns, a chunk each"), "%s", out);
-    cr_expect_null(strstr(out, "TMA_CHUNKS=0"), "%s", out);
+    cr_expect(strstr(out, "PAGE_SIZE=64 BMAX=1 D=576 HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=66 CLUSTER=1 "
+                          "CLUSTERS=66 SPREAD=1 BALANCED=0 TILE=64 WGMMA=1 STAGES=2 TMA_TILES=0 "
+                          "TMA_CHUNKS=0"), "%s", out);
+    cr_expect(strstr(out, "filled by cp.async (TMA boxes from B_max 16: slower below)"), "%s", out);
+    cr_expect_null(strstr(out, "BMAX=16 D=576 HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=4 CLUSTER=1 CLUSTERS=4 "
+                               "SPREAD=1 BALANCED=0 TILE=64 WGMMA=1 STAGES=2 TMA_TILES=0 TMA_CHUNKS=0"),
+                   "%s", out);
     free(out);
     /* 128 heads: 64 a workgroup on the cluster form's wgmma main loop (2
      * warpgroups, tiles of 64 keys in 2 stages); at B = 1 the splits fill
