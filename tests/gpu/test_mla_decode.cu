@@ -82,8 +82,9 @@
 #include <initializer_list>
 #include <vector>
 
-#include <cuda_bf16.h>
 #include <dlfcn.h>
+
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -1343,6 +1344,13 @@ bool peer_load(const char *path)
     return true;
 }
 
+// Set x's out and lse poisoned, before a baseline's or a peer's timed runs.
+bool poison_bench_outputs(const Inst *in, const BenchSet &x, cudaStream_t s)
+{
+    return fgh_poison_device(x.dout, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
+           fgh_poison_device(x.dlse, (size_t)in->bmax * in->heads * 4, s) == 0;
+}
+
 struct BenchCtx {
     BenchSet *sets;
     int nsets, S;
@@ -1388,9 +1396,8 @@ bool peer_case(const Inst *in, int S, BenchSet *sets, int nsets, cudaStream_t s,
     }
     bool checked = false;
     BenchCtx c = {sets, nsets, S, nullptr, st};
-    bool ok = fgh_poison_device(sets[0].dout, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
-              fgh_poison_device(sets[0].dlse, (size_t)in->bmax * in->heads * 4, s) == 0 &&
-              fgh_bench(s, enqueue, &c, nsets, 2.0, 7, t) == 0 && c.failed == 0 &&
+    bool ok = poison_bench_outputs(in, sets[0], s) && fgh_bench(s, enqueue, &c, nsets, 2.0, 7, t) == 0 &&
+              c.failed == 0 &&
               fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s));
     if (ok)
         *v = bench_check(in, sets[0], S, s, &checked);
@@ -1469,9 +1476,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             if (baseline) {
                 bool bchecked = false;
                 BenchCtx cb = {sets.data(), nsets, S, &bl};
-                have_bl = baseline_init(&bl, in, in->bmax, S) &&
-                          fgh_poison_device(sets[0].dout, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
-                          fgh_poison_device(sets[0].dlse, (size_t)in->bmax * in->heads * 4, s) == 0 &&
+                have_bl = baseline_init(&bl, in, in->bmax, S) && poison_bench_outputs(in, sets[0], s) &&
                           fgh_bench(s, enqueue, &cb, nsets, 2.0, 7, &tb) == 0 &&
                           fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s));
                 if (have_bl)
