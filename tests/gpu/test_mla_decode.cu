@@ -1313,12 +1313,12 @@ Verdict bench_check(const Inst *in, const BenchSet &x, int S, cudaStream_t s, bo
 
 // --peer LIB: a peer's MLA decode (peer_mla.h), loaded once, timed and
 // checked on every bench case whose shape it runs.
+// (the pointers' types are peer_mla.h's declarations: nothing here links them)
 struct PeerLib {
-    const char *(*name)(void) = nullptr;
-    int (*init)(const fg_peer_mla_shape *, void **, const char **) = nullptr;
-    int (*step)(void *, const void *, const void *, const int *, const int *, void *, float *,
-                cudaStream_t) = nullptr;
-    void (*free)(void *) = nullptr;
+    decltype(&fg_peer_mla_name) name = nullptr;
+    decltype(&fg_peer_mla_init) init = nullptr;
+    decltype(&fg_peer_mla_step) step = nullptr;
+    decltype(&fg_peer_mla_free) free = nullptr;
 };
 PeerLib g_peer;   // name null: no peer
 const char *g_peer_path;
@@ -1332,7 +1332,7 @@ bool peer_load(const char *path)
         return false;
     }
     PeerLib p;
-    p.name = (const char *(*)(void))dlsym(h, "fg_peer_mla_name");
+    p.name = (decltype(p.name))dlsym(h, "fg_peer_mla_name");
     p.init = (decltype(p.init))dlsym(h, "fg_peer_mla_init");
     p.step = (decltype(p.step))dlsym(h, "fg_peer_mla_step");
     p.free = (decltype(p.free))dlsym(h, "fg_peer_mla_free");
