@@ -802,21 +802,21 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      cluster, clusters > 1 ? ", then the last of the request's clusters to finish "
                                               "a slice merges that slice of all of them"
                                             : "");
-    char fill[96];   /* what fills the wgmma form's stages */
-    if (chunks)
-        snprintf(fill, sizeof fill, "TMA boxes of 64 keys x 64 columns, a chunk each (a tile lies in "
-                                    "one page or request)");
-    else if (page % tile || m->max_context % tile)
-        snprintf(fill, sizeof fill, "cp.async (a tile spans pages)");
-    else
-        snprintf(fill, sizeof fill, "cp.async (TMA boxes from B_max %u: slower below)", TMA_MIN_BMAX);
-    if (shape.wgmma)
+    if (shape.wgmma) {
+        char fill[96];   /* what fills the stages, and why */
+        if (chunks)
+            snprintf(fill, sizeof fill, "TMA boxes of 64 keys x 64 columns, a chunk each (a tile lies in "
+                                        "one page or request)");
+        else if (page % tile || m->max_context % tile)
+            snprintf(fill, sizeof fill, "cp.async (a tile spans pages)");
+        else
+            snprintf(fill, sizeof fill, "cp.async (TMA boxes from B_max %u: slower below)", TMA_MIN_BMAX);
         fg_sb_printf(&in.reasons,
                      "%u threads (2 warpgroups: the first computes the scores and the softmax, "
                      "each adds P.V for half of the %u output columns), %u stages of %u keys in "
                      "wgmma's 128-byte swizzle, filled by %s, %u bytes of shared memory\n",
                      threads, kv, stages, tile, fill, smem);
-    else
+    } else
         fg_sb_printf(&in.reasons,
                      "%u threads (%u warps: %u team%s taking tiles in turn, each %u head tile%s x "
                      "4 column groups), %u stages of %u keys (%s), %u bytes of shared memory\n",
