@@ -795,7 +795,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "partials with keys into the output; deterministic (fixed merge orders), "
                      "one launch\n",
                      SPREAD_MIN_SPLITS, splits);
-    else if (splits > 1)
+    else if (splits > 1 && !cf->balanced)   /* (the balanced deal said how its runs merge) */
         fg_sb_printf(&in.reasons,
                      "clusters of %u splits merge their partial outputs in shared memory, rank j "
                      "column slice j%s; deterministic (fixed merge orders), one launch\n",
