@@ -779,7 +779,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "written straight out, one cut leaves partials that its blocks merge after "
                      "a barrier of their own; deterministic (fixed merge orders), one launch\n",
                      splits, splits, groups, t->compute_units, splits);
-    else
+    else {   /* fixed splits, and how they merge (the balanced deal's line says its own) */
         fg_sb_printf(&in.reasons,
                      "%u splits of each request's keys (cut by its length at run time): %u x %u "
                      "x %u blocks for %u SMs at one each (%s)\n",
@@ -787,21 +787,22 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      cf->spread ? "one wave: a cooperative launch"
                      : blocks <= t->compute_units ? "one wave, if the GPCs hold the clusters"
                                                   : "more blocks than SMs at B_max: waves of them");
-    if (cf->spread && !cf->balanced)
-        fg_sb_printf(&in.reasons,
-                     "no clusters (%u or more splits a request and head group fill the SMs): "
-                     "each split leaves its partial output in global memory, the %u meet at a "
-                     "barrier, then each merges its pieces (a head's run of columns) over the "
-                     "partials with keys into the output; deterministic (fixed merge orders), "
-                     "one launch\n",
-                     SPREAD_MIN_SPLITS, splits);
-    else if (splits > 1 && !cf->balanced)   /* (the balanced deal said how its runs merge) */
-        fg_sb_printf(&in.reasons,
-                     "clusters of %u splits merge their partial outputs in shared memory, rank j "
-                     "column slice j%s; deterministic (fixed merge orders), one launch\n",
-                     cluster, clusters > 1 ? ", then the last of the request's clusters to finish "
-                                              "a slice merges that slice of all of them"
-                                            : "");
+        if (cf->spread)
+            fg_sb_printf(&in.reasons,
+                         "no clusters (%u or more splits a request and head group fill the SMs): "
+                         "each split leaves its partial output in global memory, the %u meet at a "
+                         "barrier, then each merges its pieces (a head's run of columns) over the "
+                         "partials with keys into the output; deterministic (fixed merge orders), "
+                         "one launch\n",
+                         SPREAD_MIN_SPLITS, splits);
+        else if (splits > 1)
+            fg_sb_printf(&in.reasons,
+                         "clusters of %u splits merge their partial outputs in shared memory, rank j "
+                         "column slice j%s; deterministic (fixed merge orders), one launch\n",
+                         cluster, clusters > 1 ? ", then the last of the request's clusters to finish "
+                                                  "a slice merges that slice of all of them"
+                                                : "");
+    }
     if (shape.wgmma) {
         char fill[96];   /* what fills the stages, and why */
         if (chunks)
