@@ -729,17 +729,23 @@ void compute_reference(Problem *p)
     reference(&c, p->q.data(), p->cache.data(), p->len.data(), p->ref_o.data(), p->ref_l.data());
 }
 
+// out and lse of all B_max slots: NaN poison.
+bool poison_out_lse(const Inst *in, void *out, float *lse, cudaStream_t s)
+{
+    return fgh_poison_device(out, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
+           fgh_poison_device(lse, (size_t)in->bmax * in->heads * 4, s) == 0;
+}
+
 // The binding's split workspace (not its counters, which the kernel leaves
-// zero), out and lse of all B_max slots, and the SMs' shared memory: NaN poison.
+// zero), out and lse (poison_out_lse), and the SMs' shared memory: NaN poison.
 bool poison_outputs_of(fg_binding *b, void *out, float *lse, const Inst *in, cudaStream_t s)
 {
     fg_binding_info info = {};
     if (fg_binding_get_info(b, &info) != FG_OK)
         return false;
     const size_t ws = info.entry ? info.entry->workspace_bytes : 0;
-    return (!ws || fgh_poison_device(info.workspace, ws, s) == 0) &&
-           fgh_poison_device(out, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
-           fgh_poison_device(lse, (size_t)in->bmax * in->heads * 4, s) == 0 && fgh_poison_shared(s) == 0;
+    return (!ws || fgh_poison_device(info.workspace, ws, s) == 0) && poison_out_lse(in, out, lse, s) &&
+           fgh_poison_shared(s) == 0;
 }
 
 bool poison_outputs(const Problem &p, cudaStream_t s)
@@ -1344,13 +1350,6 @@ bool peer_load(const char *path)
     return true;
 }
 
-// Set x's out and lse poisoned, before a baseline's or a peer's timed runs.
-bool poison_bench_outputs(const Inst *in, const BenchSet &x, cudaStream_t s)
-{
-    return fgh_poison_device(x.dout, (size_t)in->bmax * in->heads * in->kvl * 2, s) == 0 &&
-           fgh_poison_device(x.dlse, (size_t)in->bmax * in->heads * 4, s) == 0;
-}
-
 struct BenchCtx {
     BenchSet *sets;
     int nsets, S;
@@ -1396,8 +1395,8 @@ bool peer_case(const Inst *in, int S, BenchSet *sets, int nsets, cudaStream_t s,
     }
     bool checked = false;
     BenchCtx c = {sets, nsets, S, nullptr, st};
-    bool ok = poison_bench_outputs(in, sets[0], s) && fgh_bench(s, enqueue, &c, nsets, 2.0, 7, t) == 0 &&
-              c.failed == 0 &&
+    bool ok = poison_out_lse(in, sets[0].dout, sets[0].dlse, s) &&
+              fgh_bench(s, enqueue, &c, nsets, 2.0, 7, t) == 0 && c.failed == 0 &&
               fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s));
     if (ok)
         *v = bench_check(in, sets[0], S, s, &checked);
@@ -1476,7 +1475,8 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
             if (baseline) {
                 bool bchecked = false;
                 BenchCtx cb = {sets.data(), nsets, S, &bl};
-                have_bl = baseline_init(&bl, in, in->bmax, S) && poison_bench_outputs(in, sets[0], s) &&
+                have_bl = baseline_init(&bl, in, in->bmax, S) &&
+                          poison_out_lse(in, sets[0].dout, sets[0].dlse, s) &&
                           fgh_bench(s, enqueue, &cb, nsets, 2.0, 7, &tb) == 0 &&
                           fgh_ok(cudaGetLastError()) && fgh_ok(cudaStreamSynchronize(s));
                 if (have_bl)
