@@ -736,11 +736,12 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                             .cluster = {cluster, 1, 1},
                             .dynamic_smem = smem,
                             .cooperative = cf->spread};
-    if (cf->balanced) {   /* a partial of each (request, block) a run cuts, a barrier a (group, request) */
+    if (cf->balanced) {   /* a partial of each (request, block) a run cuts; a ticket and a count of the
+                           * partials written a (group, request) */
         const unsigned long long entries = bmax + splits - 1;
         if (set_workspace(&in, (unsigned long long)groups * entries * hpb * (kv * elem + 8), d))
             return -1;
-        in.counter_count = groups * bmax;
+        in.counter_count = 2 * groups * bmax;
     } else if (clusters > 1) {   /* the clusters' merged slices (normalized, stored type), their (max, sum) */
         if (set_workspace(&in, (unsigned long long)bmax * groups * clusters * hpb * (kv * elem + cluster * 8), d))
             return -1;
