@@ -777,8 +777,10 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "even runs on blocks of its own (at uniform lengths, fixed splits of each), "
                      "or the whole sequence in runs of ceil(tiles / %u) where that is shorter by "
                      "more than a cut's cost (many short requests); a request wholly in a run is "
-                     "written straight out, one cut leaves partials that its blocks merge after "
-                     "a barrier of their own; deterministic (fixed merge orders), one launch\n",
+                     "written straight out, one cut over several is merged by the last of them to "
+                     "finish, its own partial with the others' (a ticket: no block waits on "
+                     "another's run); "
+                     "deterministic (fixed merge orders), one launch\n",
                      splits, splits, groups, t->compute_units, splits);
     else {   /* fixed splits, and how they merge (the balanced deal's line says its own) */
         fg_sb_printf(&in.reasons,

@@ -2587,7 +2587,7 @@ Test(cli, explain_decode_plan_and_skips)
                           "TMA_CHUNKS=0"), "%s", out);
     cr_expect(strstr(out, "filled by cp.async (TMA boxes from B_max 16: slower below)"), "%s", out);
     /* the balanced deal (B = 64) says how its runs merge, and no cluster merge */
-    cr_expect(strstr(out, "one cut leaves partials that its blocks merge after a barrier of their own"),
+    cr_expect(strstr(out, "one cut over several is merged by the last of them to finish"),
               "%s", out);
     cr_expect_null(strstr(out, "clusters of 1 splits merge"), "%s", out);
     cr_expect_null(strstr(out, "BMAX=16 D=576 HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=4 CLUSTER=1 CLUSTERS=4 "
