@@ -112,6 +112,10 @@ set_const mla-block-sm90a-uvparts 'constexpr int kUvParts = 1, ' 'constexpr int 
 # requests of at most 8 tiles never outweigh a cut's charge of 8 tiles, so
 # the first copy takes every request in runs of its own
 set_const mla-sm90a-dealt 'constexpr int kCutTiles = 8;$' 'constexpr int kCutTiles = 0;'
+# ... and each request it starts counted as 7 tiles (kRestartTiles), so that
+# runs end in a request's places before its first tile (held, they would
+# merge a partial of no keys: without the skip 6 checks fail)
+set_const mla-sm90a-dealt 'constexpr int kRestartTiles = 3;$' 'constexpr int kRestartTiles = 7;'
 # The MLA core's mma form again with its tiles as TMA boxes (TMA_TILES: the
 # planner's choice from B_max 16, more than the emulation's requests), its
 # cluster and spread merges (4 and 16 SMs)
