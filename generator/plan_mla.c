@@ -498,7 +498,9 @@ typedef struct {
  * Up to 64 requests (a lane or two of a warp each), and more than half as
  * many as a head group's blocks: then at uniform lengths each request is a
  * block's whole run, as the fixed splits have it (128 heads B = 64 on an
- * H100: level at uniform lengths, 35% faster on --ramp at 16K), while with
+ * H100: level at uniform lengths, 35% faster on --ramp at 16K at stop 65;
+ * stop 70's last-holder merge and restart charge took the ramp from 291 to
+ * 263 us there, 118 to 92 at 4K), while with
  * fewer the deal cuts requests at uniform lengths too and its merge costs
  * 3-4 us more than the fixed splits' (B = 16) or 2x (B = 1). */
 #define BALANCED_MAX_BATCH 64u
@@ -775,8 +777,10 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "group's %u blocks (%u x %u for %u SMs at one each: a cooperative launch), "
                      "so that no SM idles or waits on a longer request's splits: each request in "
                      "even runs on blocks of its own (at uniform lengths, fixed splits of each), "
-                     "or the whole sequence in runs of ceil(tiles / %u) where that is shorter by "
-                     "more than a cut's cost (many short requests); a request wholly in a run is "
+                     "or the whole sequence cut into %u even runs, each request a run starts "
+                     "counted as a few tiles more (its loop's drain and refill), where that is "
+                     "shorter by more than a cut's cost (many short requests); a request wholly "
+                     "in a run is "
                      "written straight out, one cut over several is merged by the last of them to "
                      "finish, its own partial with the others' (a ticket: no block waits on "
                      "another's run); "

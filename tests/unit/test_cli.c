@@ -2589,6 +2589,8 @@ Test(cli, explain_decode_plan_and_skips)
     /* the balanced deal (B = 64) says how its runs merge, and no cluster merge */
     cr_expect(strstr(out, "one cut over several is merged by the last of them to finish"),
               "%s", out);
+    cr_expect(strstr(out, "cut into 66 even runs, each request a run starts counted as a few tiles more"),
+              "%s", out);
     cr_expect_null(strstr(out, "clusters of 1 splits merge"), "%s", out);
     cr_expect_null(strstr(out, "BMAX=16 D=576 HEADS_PER_BLOCK=64 HEAD_GROUPS=2 SPLITS=4 CLUSTER=1 CLUSTERS=4 "
                                "SPREAD=1 BALANCED=0 TILE=64 WGMMA=1 STAGES=2 TMA_TILES=0 TMA_CHUNKS=0"),
