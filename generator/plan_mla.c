@@ -780,11 +780,10 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      "or the whole sequence cut into %u even runs, each request a run starts "
                      "counted as a few tiles more (its loop's drain and refill), where that is "
                      "shorter by more than a cut's cost (many short requests); a request wholly "
-                     "in a run is "
-                     "written straight out, one cut over several is merged by the last of them to "
-                     "finish, its own partial with the others' (a ticket: no block waits on "
-                     "another's run); "
-                     "deterministic (fixed merge orders), one launch\n",
+                     "in a run is written straight out, one cut over several is merged by the "
+                     "last of them to finish, its own partial with the others' (a ticket: no "
+                     "block waits on another's run); deterministic (fixed merge orders), one "
+                     "launch\n",
                      splits, splits, groups, t->compute_units, splits);
     else {   /* fixed splits, and how they merge (the balanced deal's line says its own) */
         fg_sb_printf(&in.reasons,
