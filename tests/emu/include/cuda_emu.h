@@ -25,8 +25,10 @@
 //    registers) run at the wait that covers it, its operands through the
 //    kernels' descriptors;
 //  - clusters: their blocks all at once, each other's shared memory, the
-//    cluster barrier, remote mbarrier arrivals.
-// Not emulated (a call traps): TMA tensor maps.
+//    cluster barrier, remote mbarrier arrivals;
+//  - TMA loads of the MLA core's maps (emu_rows_map: boxes of whole rows,
+//    and 2D boxes one 128-byte line wide), landed as bulk copies are.
+// Not emulated: TMA stores (a call traps); a box of another shape faults.
 #ifndef FG_EMU_CUDA_H
 #define FG_EMU_CUDA_H
 
