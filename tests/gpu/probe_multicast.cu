@@ -23,6 +23,8 @@
 #include <vector>
 #include <cooperative_groups.h>
 #include <cuda.h>
+#include "probe_graph.cuh"
+#include "probe_mbar.cuh"
 namespace cg = cooperative_groups;
 
 constexpr int kChunk = 8192, kChunks = 9, kTileBytes = kChunk * kChunks, kTiles = 64;
@@ -31,34 +33,11 @@ struct Smem {
     uint64_t full[2], empty[2];
 };
 
-__device__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ void mbar_init(uint64_t *b, unsigned n)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(n) : "memory");
-}
-__device__ void mbar_expect(uint64_t *b, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)), "r"(bytes)
-                 : "memory");
-}
-__device__ void mbar_wait(uint64_t *b, unsigned parity)
-{
-    asm volatile("{ .reg .pred p; W: mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%0], %1; "
-                 "@!p bra W; }" ::"r"(smem_u32(b)), "r"(parity)
-                 : "memory");
-}
 __device__ void mbar_arrive_peer(uint64_t *b, unsigned rank)
 {
     unsigned remote;
     asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(b)), "r"(rank));
     asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
-}
-__device__ void copy(void *dst, const void *src, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-                     smem_u32(dst)),
-                 "l"(src), "r"(kChunk), "r"(smem_u32(bar))
-                 : "memory");
 }
 __device__ void copy_multicast(void *dst, const void *src, uint64_t *bar)
 {
@@ -109,10 +88,10 @@ template <int MODE> __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(
                 if (c % 2 == (int)rank)
                     box(sm.stage[t & 1] + c * kChunk, &map, c * 64, row, &sm.full[t & 1], true);
             } else if (MODE == 0 || MODE == 1)
-                copy(sm.stage[t & 1] + c * kChunk, tile + c * kChunk, &sm.full[t & 1]);
+                bulk(sm.stage[t & 1] + c * kChunk, tile + c * kChunk, kChunk, &sm.full[t & 1]);
             else if (c % 2 == (int)rank)
                 MODE == 2 ? copy_multicast(sm.stage[t & 1] + c * kChunk, tile + c * kChunk, &sm.full[t & 1])
-                          : copy(sm.stage[t & 1] + c * kChunk, tile + c * kChunk, &sm.full[t & 1]);
+                          : bulk(sm.stage[t & 1] + c * kChunk, tile + c * kChunk, kChunk, &sm.full[t & 1]);
         }
     };
     unsigned acc = 0;
@@ -121,13 +100,13 @@ template <int MODE> __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(
         issue(1);
         for (int t = 0; t < kTiles; t++) {
             const int s = t & 1;
-            mbar_wait(&sm.full[s], (unsigned)(t >> 1) & 1u);
+            mbar_wait<true>(&sm.full[s], (unsigned)(t >> 1) & 1u);
             acc += sm.stage[s][(t * 131) % kTileBytes];   // (the tile read)
             if (t + 2 < kTiles) {
                 mbar_expect(&sm.full[s], MODE == 3 ? (rank ? 4 : 5) * kChunk : kTileBytes);
                 if (MODE == 1 || MODE == 2 || MODE >= 4) {   // both blocks have the stage landed (and read)
                     mbar_arrive_peer(&sm.empty[s], rank ^ 1u);
-                    mbar_wait(&sm.empty[s], (unsigned)(t >> 1) & 1u);
+                    mbar_wait<true>(&sm.empty[s], (unsigned)(t >> 1) & 1u);
                 }
                 issue(t + 2);
             }
@@ -140,23 +119,21 @@ template <int MODE> __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(
 template <int MODE> float run(const unsigned char *src, unsigned *sink, const CUtensorMap &map, int blocks)
 {
     const int smem = (int)sizeof(Smem) + 1024;
-    cudaFuncSetAttribute(stream<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    CK(cudaFuncSetAttribute(stream<MODE>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaEvent_t a, b;
-    cudaEventCreate(&a), cudaEventCreate(&b);
+    CK(cudaEventCreate(&a));
+    CK(cudaEventCreate(&b));
     std::vector<float> ms;
     for (int i = 0; i < 21; i++) {
-        cudaEventRecord(a);
+        CK(cudaEventRecord(a));
         stream<MODE><<<blocks, 128, smem>>>(src, sink, map);
-        cudaEventRecord(b);
-        cudaEventSynchronize(b);
+        CK(cudaEventRecord(b));
+        CK(cudaGetLastError());   // (the launch)
+        CK(cudaEventSynchronize(b));
         float m;
-        cudaEventElapsedTime(&m, a, b);
+        CK(cudaEventElapsedTime(&m, a, b));
         if (i)
             ms.push_back(m);
-    }
-    if (cudaGetLastError() != cudaSuccess) {
-        std::printf("mode %d: %s\n", MODE, cudaGetErrorString(cudaGetLastError()));
-        return 0;
     }
     std::sort(ms.begin(), ms.end());
     return ms[ms.size() / 2];
@@ -168,9 +145,9 @@ int main()
     const size_t bytes = (size_t)(blocks / 2) * kTiles * kTileBytes;
     unsigned char *src;
     unsigned *sink;
-    cudaMalloc(&src, bytes);
-    cudaMemset(src, 1, bytes);
-    cudaMalloc(&sink, blocks * sizeof(unsigned));
+    CK(cudaMalloc(&src, bytes));
+    CK(cudaMemset(src, 1, bytes));
+    CK(cudaMalloc(&sink, blocks * sizeof(unsigned)));
     // the same bytes as a cache of rows of 576 bf16, chunks of 64 x 64 (the runtime's cache_chunks map)
     CUtensorMap map;
     const cuuint64_t dims[2] = {576, bytes / 1152}, strides[1] = {1152};

@@ -20,26 +20,10 @@
 #include <vector>
 #include <algorithm>
 #include <random>
+#include "probe_mbar.cuh"
 
 constexpr int kRow = 1152, kPage = 64, kTile = 32, kConsumers = 256;
 
-__device__ __forceinline__ unsigned smem_u32(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned n)
-{ asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(b)), "r"(n)); }
-__device__ __forceinline__ void mbar_expect(uint64_t *b, unsigned bytes)
-{ asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(b)), "r"(bytes) : "memory"); }
-__device__ __forceinline__ void mbar_arrive(uint64_t *b)
-{ asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(b)) : "memory"); }
-__device__ __forceinline__ void mbar_wait(uint64_t *b, unsigned parity)
-{
-    asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n@!p bra W;\n}\n"
-                 ::"r"(smem_u32(b)), "r"(parity) : "memory");
-}
-__device__ __forceinline__ void bulk(void *dst, const void *src, unsigned bytes, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
-                 ::"r"(smem_u32(dst)), "l"(src), "r"(bytes), "r"(smem_u32(bar)) : "memory");
-}
 struct Work { const unsigned char *cache; const int *table; int S, tiles_total, pages_per_req; };
 
 // Block i takes tiles [i*T/n, (i+1)*T/n) of the B*S/32 tiles, in request order.
