@@ -6,13 +6,15 @@
 // never crosses a page); 128 blocks (the 16-head B=64 grid) against 132;
 // consumers that hold each stage for a given number of clocks (the
 // attention math's stand-in), one team of 8 warps or two of 4 taking tiles
-// in turn.  Not part of the tests; docs/performance.md, "The load path".
+// in turn; other grids given as arguments (few blocks: what one SM's copies
+// reach when HBM is far from busy).  Not part of the tests;
+// docs/performance.md, "The load path" and stop 76.
 // TMA: one 3D tensor-map box a tile ({64 columns, 9 chunks of 128 B, 32
 // rows}, 128-byte swizzle): one copy of the whole tile whose swizzle puts 8
 // keys' same 16 bytes in 8 different bank groups (the 128-byte line of key
 // k, chunk c is 9k + c, and 9k + c = k + c mod 8), so ldmatrix could read it
 // without the padding that per-row copies need.
-//   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_stream tests/gpu/probe_stream.cu -lcuda && ./probe_stream
+//   nvcc -std=c++17 -arch=sm_90a -O3 -o probe_stream tests/gpu/probe_stream.cu -lcuda && ./probe_stream [GRID...]
 #include <cuda.h>
 #include <cstdio>
 #include <cstdlib>
@@ -173,7 +175,7 @@ template <class F> static float time_us(F launch, int reps)
     return v[v.size() / 2];
 }
 
-int main()
+int main(int argc, char **argv)
 {
     const int B = 64, S = 16384, per_req = S / kPage, pages = B * per_req;
     const size_t bytes = (size_t)pages * kPage * kRow;
@@ -190,8 +192,8 @@ int main()
     const float tr = time_us([&] { k_read<<<sms * 4, 512>>>((const uint4 *)cache, bytes / 16, (unsigned *)sink); }, 9);
     printf("read ceiling (ld.global.cs, %d x 512): %.1f us, %.0f GB/s\n", sms * 4, tr, gb / tr * 1e6);
     auto report = [&](const char *name, int grid, int stages, int hold_clk, float us) {
-        printf("%-40s grid %3d stages %d hold %5d clk: %8.1f us  %6.0f GB/s  %5.1f%% of read\n", name, grid,
-               stages, hold_clk, us, gb / us * 1e6, 100.0 * tr / us);
+        printf("%-40s grid %3d stages %d hold %5d clk: %8.1f us  %6.0f GB/s  %5.1f%% of read  %5.1f GB/s a block\n",
+               name, grid, stages, hold_clk, us, gb / us * 1e6, 100.0 * tr / us, gb / us * 1e6 / grid);
     };
     {
         // the swizzled layout, checked (64 rows of row * 576 + column, tiles at rows 0 and 32)
@@ -210,7 +212,18 @@ int main()
     }
     const CUtensorMap maps[2] = {rows_map(cache, (long long)pages * kPage, CU_TENSOR_MAP_L2_PROMOTION_NONE),
                                  rows_map(cache, (long long)pages * kPage, CU_TENSOR_MAP_L2_PROMOTION_L2_256B)};
-    for (int grid : {128, sms}) {
+    std::vector<int> grids = {128, sms};
+    if (argc > 1) {
+        grids.clear();
+        for (int i = 1; i < argc; i++) {
+            grids.push_back(atoi(argv[i]));
+            if (grids.back() < 1 || grids.back() > w.tiles_total) {
+                fprintf(stderr, "usage: %s [GRID...] (each 1 .. %d blocks)\n", argv[0], w.tiles_total);
+                return 2;
+            }
+        }
+    }
+    for (int grid : grids) {
         // rows 0: the TMA box, with L2 promotion none (promo 0) or 256 B
         auto run = [&](auto kern, int rows, int teams, int hold_clk, int promo = 0) {
             const int smem = 5 * (rows ? (kTile / rows) * (rows * kRow + 16) : kTile * kRow) + 1024 + 256;
