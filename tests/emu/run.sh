@@ -27,7 +27,8 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # lds16k specs' rows do not fit and the projections read x and o from the
 # workspace; for sm_90a, the decode grid form (of the specs that take it)
 # and the MLA block on four SMs (its CUDA-core form also with the blocks
-# that absorb W_uk kept out of the projections before C) and on 16 (a spec
+# that absorb W_uk kept out of the projections before C, and with its
+# attention's tile rows in groups of 4) and on 16 (a spec
 # whose shares of W_o are 16 rows: its folded chunks), the decode register
 # and ring forms on 16 (clusters of 2, one or two a head, and the register
 # form's clusters of 4, 8 and 16: peers' shared memory, cluster barriers,
@@ -71,6 +72,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-uvparts" --filter 'mla_block_sm90a*_b[12]' \
         $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-rowgroups" --filter 'mla_block_sm90a*' \
+        $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-16sm" --filter 'mla_block_sm90a*' \
         tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/decode-sm90a-clusters" --filter 'decode_attn_sm90a*_c[0-9]*' \
@@ -107,6 +110,10 @@ set_const mla-block-sm90a-apart 'constexpr int kApart = 0;$' 'constexpr int kApa
 # latent columns in E (UV_PARTS: the planner's is 1 where the grid has fewer
 # than two blocks a head, as on 4 SMs; the template loops over the items)
 set_const mla-block-sm90a-uvparts 'constexpr int kUvParts = 1, ' 'constexpr int kUvParts = 8, '
+# The MLA block's attention tiles with their rows in groups of 4, one copy a
+# group (the template's choice from 8 head groups, more than the emulation's
+# specs have), so the groups' layout and the keys' order are checked
+set_const mla-block-sm90a-rowgroups 'constexpr int kRowGroup = kGroups >= 8 ? 4 : 1;$' 'constexpr int kRowGroup = 4;'
 # The MLA core's balanced deal again with its runs cut anywhere (kCutTiles 0:
 # the dealt runs win wherever they are shorter), since the emulation's
 # requests of at most 8 tiles never outweigh a cut's charge of 8 tiles, so
