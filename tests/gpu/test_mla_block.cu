@@ -47,6 +47,12 @@
 // candidates).  The baseline is checked against the reference
 // once per instance (relative L2 <= 3e-2: it rounds q, q_abs and o to the
 // storage type between its steps).
+// --grid N: every instance launched with N blocks instead of its plan's (at
+// most the plan's, which sizes the workspace), checks and benchmark alike.
+// The sm_90a form takes each phase's shares from the grid, so fewer blocks
+// load each SM as a faster GPU's would: on an H100, 96 blocks stream about
+// what 128 must on an H200 (docs/performance.md, stop 76).  The benchmark's
+// JSON names it in its "tool".
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -1046,11 +1052,16 @@ int main(int argc, char **argv)
 {
     fgh_args a;
     fgh_args_init(&a);
+    int grid = 0;   // --grid N (0: the plans')
     for (int i = 1; i < argc; i++) {
         if (fgh_common_arg(&a, argc, argv, &i))
             continue;
+        if (!strcmp(argv[i], "--grid") && i + 1 < argc && (grid = atoi(argv[i + 1])) > 0) {
+            i++;
+            continue;
+        }
         fprintf(stderr, "usage: %s [--kernels DIR] [--manifest FILE] [--only A,B] [--seed N] "
-                        "[--quick] [--verbose] [--no-baseline] [--bench [--json FILE] [--commit C]]\n",
+                        "[--quick] [--verbose] [--no-baseline] [--grid N] [--bench [--json FILE] [--commit C]]\n",
                 argv[0]);
         return 2;
     }
@@ -1075,6 +1086,13 @@ int main(int argc, char **argv)
     if (!g_ninst)
         CHECKF("mla_block: kernel folder", false, "%d mla_block cubins, none described by the "
                "manifest (--manifest)", g_ncubins);
+    for (int k = 0; k < g_ninst && grid > 0; k++) {   // (--grid: at most the plan's)
+        if (grid > g_inst[k].grid[0])
+            CHECKF("mla_block: --grid", false, "%s: %d blocks, more than its plan's %lld", g_inst[k].name, grid,
+                   g_inst[k].grid[0]);
+        else
+            g_inst[k].grid[0] = grid;
+    }
     for (int k = 0; k < g_ninst; k++)
         make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
     g_nreg = g_ninst;
@@ -1104,7 +1122,9 @@ int main(int argc, char **argv)
     if (a.bench) {
         FILE *f;
         fgh_json j;
-        if (fgh_bench_doc_begin(&j, &f, a.json, &dev, a.commit, "test_mla_block --bench") != 0)
+        char tool[64];
+        snprintf(tool, sizeof tool, grid ? "test_mla_block --bench --grid %d" : "test_mla_block --bench", grid);
+        if (fgh_bench_doc_begin(&j, &f, a.json, &dev, a.commit, tool) != 0)
             return 2;
         bench(s, &dev, &j, sel, a.quick, a.baseline);
         fgh_bench_doc_end(&j, f, a.json);
