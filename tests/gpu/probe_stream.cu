@@ -7,7 +7,8 @@
 // consumers that hold each stage for a given number of clocks (the
 // attention math's stand-in), one team of 8 warps or two of 4 taking tiles
 // in turn; other grids given as arguments (few blocks: what one SM's copies
-// reach when HBM is far from busy).  Not part of the tests;
+// reach when HBM is far from busy); last, the MLA block's attention's shape
+// (one team holding each tile ~0.7 us) with 3 to 6 stages.  Not part of the tests;
 // docs/performance.md, "The load path" and stop 76.
 // TMA: one 3D tensor-map box a tile ({64 columns, 9 chunks of 128 B, 32
 // rows}, 128-byte swizzle): one copy of the whole tile whose swizzle puts 8
@@ -60,14 +61,14 @@ __device__ __forceinline__ void tma_rows(void *dst, const CUtensorMap *map, int 
 // groups; R = 32: the whole tile in one copy); R = 0: the tile as one TMA
 // box of `map` (see the top), unpadded.  Warp 8 is the producer; TEAMS
 // teams of consumer warps take tiles in turn, wait, hold, release.
-template <int R, int TEAMS>
+template <int R, int TEAMS, int STAGES = 5>
 __global__ void __launch_bounds__(kConsumers + 32, 1) k_stream(const __grid_constant__ CUtensorMap map, Work w,
                                                                int hold_clk, float *sink)
 {
     extern __shared__ __align__(1024) unsigned char sm_raw[];
     unsigned char *sm = sm_raw + (1024 - smem_u32(sm_raw) % 1024) % 1024;   // the swizzle's 1024-B atoms
     constexpr int kGroupBytes = R ? R * kRow + 16 : kTile * kRow, kCopies = R ? kTile / R : 1;
-    constexpr int kStageBytes = kCopies * kGroupBytes, kStages = 5;
+    constexpr int kStageBytes = kCopies * kGroupBytes, kStages = STAGES;
     // a full barrier per (stage, team): with one a stage and an odd stage
     // count, a team could wait on a phase while the other team's earlier one
     // on that stage was still open, and pass at once (parity aliasing)
@@ -225,8 +226,8 @@ int main(int argc, char **argv)
     }
     for (int grid : grids) {
         // rows 0: the TMA box, with L2 promotion none (promo 0) or 256 B
-        auto run = [&](auto kern, int rows, int teams, int hold_clk, int promo = 0) {
-            const int smem = 5 * (rows ? (kTile / rows) * (rows * kRow + 16) : kTile * kRow) + 1024 + 256;
+        auto run = [&](auto kern, int rows, int teams, int hold_clk, int promo = 0, int stages = 5) {
+            const int smem = stages * (rows ? (kTile / rows) * (rows * kRow + 16) : kTile * kRow) + 1024 + 256;
             CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
             char name[96];
             if (rows)
@@ -235,7 +236,7 @@ int main(int argc, char **argv)
             else
                 snprintf(name, sizeof name, "TMA 3D box, 128B swizzle, promo %s, %d team%s",
                          promo ? "256" : "none", teams, teams > 1 ? "s" : "");
-            report(name, grid, 5, hold_clk,
+            report(name, grid, stages, hold_clk,
                    time_us([&] { kern<<<grid, kConsumers + 32, smem>>>(maps[promo], w, hold_clk, sink); }, 7));
         };
         run(k_stream<1, 1>, 1, 1, 0), run(k_stream<1, 2>, 1, 2, 2000), run(k_stream<1, 2>, 1, 2, 3000);
@@ -245,6 +246,12 @@ int main(int argc, char **argv)
         for (int promo : {0, 1})
             run(k_stream<0, 1>, 0, 1, 0, promo), run(k_stream<0, 2>, 0, 2, 2000, promo),
                 run(k_stream<0, 2>, 0, 2, 3000, promo);
+        // the MLA block's attention (stop 76): one team holding each tile ~0.7 us
+        // (its chain), a copy a row or 4, 3 to 6 stages: what more bytes in
+        // flight would give it
+        run(k_stream<1, 1, 5>, 1, 1, 1400, 0, 5), run(k_stream<1, 1, 6>, 1, 1, 1400, 0, 6);
+        run(k_stream<4, 1, 3>, 4, 1, 1400, 0, 3), run(k_stream<4, 1, 4>, 4, 1, 1400, 0, 4);
+        run(k_stream<4, 1, 5>, 4, 1, 1400, 0, 5), run(k_stream<4, 1, 6>, 4, 1, 1400, 0, 6);
     }
     CK(cudaGetLastError());
     return 0;
