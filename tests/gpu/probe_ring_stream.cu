@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <algorithm>
 #include <vector>
+#include "probe_mbar.cuh"
 
 namespace {
 constexpr int H = 4096, NH = 32, HD = 128, SMAX = 16384, CPH = 4;
@@ -33,38 +34,6 @@ enum Mode {
 struct Bufs {
     const uint8_t *wqkv, *wo, *k, *v;
 };
-
-__device__ __forceinline__ uint32_t sa(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ void mbar_init(uint64_t *b, unsigned n)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(sa(b)), "r"(n) : "memory");
-}
-__device__ __forceinline__ void mbar_expect(uint64_t *b, unsigned bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sa(b)), "r"(bytes)
-                 : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(uint64_t *b)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(sa(b)) : "memory");
-}
-__device__ __forceinline__ void mbar_wait(uint64_t *b, unsigned parity)
-{
-    uint32_t ok = 0;
-    while (!ok)
-        asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
-                     "selp.u32 %0, 1, 0, p; }"
-                     : "=r"(ok)
-                     : "r"(sa(b)), "r"(parity)
-                     : "memory");
-}
-__device__ __forceinline__ void bulk(void *dst, const void *src, unsigned bytes, uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                 "%2, [%3];" ::"r"(sa(dst)),
-                 "l"(src), "r"(bytes), "r"(sa(bar))
-                 : "memory");
-}
 
 // Row g (0..3*HD) of head h's projection rows, as the kernel maps them (MHA).
 __device__ __forceinline__ size_t wrow(int h, int g)

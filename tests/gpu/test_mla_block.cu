@@ -1086,17 +1086,6 @@ int main(int argc, char **argv)
     if (!g_ninst)
         CHECKF("mla_block: kernel folder", false, "%d mla_block cubins, none described by the "
                "manifest (--manifest)", g_ncubins);
-    for (int k = 0; k < g_ninst && grid > 0; k++) {   // (--grid: at most the plan's)
-        if (grid > g_inst[k].grid[0])
-            CHECKF("mla_block: --grid", false, "%s: %d blocks, more than its plan's %lld", g_inst[k].name, grid,
-                   g_inst[k].grid[0]);
-        else
-            g_inst[k].grid[0] = grid;
-    }
-    for (int k = 0; k < g_ninst; k++)
-        make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
-    g_nreg = g_ninst;
-    discover_cores(a.kernels, manifest);
     std::vector<const char *> names;
     for (int k = 0; k < g_ninst; k++)
         names.push_back(g_inst[k].name);
@@ -1106,6 +1095,17 @@ int main(int argc, char **argv)
     for (int k = 0; k < g_ninst; k++)
         if (chosen[k] && fgh_in_shard(g_inst[k].name))
             sel.push_back(k);
+    for (int k : sel) {   // --grid: the instances run, each at most its plan's grid
+        if (grid > g_inst[k].grid[0])
+            CHECKF("mla_block: --grid", false, "%s: %d blocks, more than its plan's %lld", g_inst[k].name, grid,
+                   g_inst[k].grid[0]);
+        else if (grid > 0)
+            g_inst[k].grid[0] = grid;
+    }
+    for (int k = 0; k < g_ninst; k++)
+        make_entry(g_inst[k], &g_reg[k], &g_sizes[k]);
+    g_nreg = g_ninst;
+    discover_cores(a.kernels, manifest);
     if (a.only)
         CHECKF("mla_block: --only", !sel.empty(), "no instance matches '%s'", a.only);
     fgh_device dev;
@@ -1122,8 +1122,9 @@ int main(int argc, char **argv)
     if (a.bench) {
         FILE *f;
         fgh_json j;
-        char tool[64];
-        snprintf(tool, sizeof tool, grid ? "test_mla_block --bench --grid %d" : "test_mla_block --bench", grid);
+        char tool[64] = "test_mla_block --bench";
+        if (grid > 0)
+            snprintf(tool + strlen(tool), sizeof tool - strlen(tool), " --grid %d", grid);
         if (fgh_bench_doc_begin(&j, &f, a.json, &dev, a.commit, tool) != 0)
             return 2;
         bench(s, &dev, &j, sel, a.quick, a.baseline);
