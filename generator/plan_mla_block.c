@@ -249,6 +249,41 @@ static void rope_reason(fg_instance *in, const fg_model *m, unsigned page, const
                  page ? "paged cache through the block table" : "contiguous cache", smem);
 }
 
+/* D's tile rows in groups of 4, one bulk copy a group (the template's
+ * kRowGroup), or a copy a row.  A copy of one 1152-byte row holds a block's
+ * attention to ~26 GB/s on an H100 at 64, 96 and 132 blocks (stop 76),
+ * under an H200 SM's share of its read ceiling (4450 / 132 = 34 GB/s);
+ * with 4 rows a copy it streamed 44 GB/s a block at 64 blocks, where HBM
+ * let it (V3 at TP = 8, B = 16, S = 16K: 0.73x; stop 77).  Where an SM's
+ * share is below that rate (an H100: 24 GB/s) D cannot gain, and the
+ * groups measured level to 2% slower (V2-Lite up to 8.6%) with one head
+ * group; from 8 head groups (every row read by 8 items) they won there too
+ * (V2, 128 heads, B = 1, S = 16K: 0.91x).  The groups need a tile's rows
+ * contiguous: a page of whole tiles or the contiguous cache. */
+#define ROW_COPY_GBPS 26.0
+#define ROW_GROUP_HEAD_GROUPS 8
+static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
+{
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    if (page % BLOCK_TILE) {
+        snprintf(why, 160, "a copy a row: pages of %u rows, smaller than a tile", page);
+        return 1;
+    }
+    if (block_heads(m->mla) / BLOCK_GROUP >= ROW_GROUP_HEAD_GROUPS) {
+        snprintf(why, 160, "4 rows a copy: %u head groups read each row", block_heads(m->mla) / BLOCK_GROUP);
+        return 4;
+    }
+    if (!t->ceilings) {
+        snprintf(why, 160, "a copy a row: %s gives no read ceiling to weigh a block's share of", t->name);
+        return 1;
+    }
+    const double share = t->ceilings->read_gbps / t->compute_units;
+    const bool fast = share > ROW_COPY_GBPS;
+    snprintf(why, 160, "%s: an SM's share of the read ceiling is %.1f GB/s, and a copy a row holds a "
+                       "block's attention to ~%.0f", fast ? "4 rows a copy" : "a copy a row", share, ROW_COPY_GBPS);
+    return fast ? 4 : 1;
+}
+
 /* A configuration of the sm_90a form: the ring's slots, the weight rows a
  * piece holds at most (the CUDA-core projections'), the W_uk rows a chunk
  * of the absorption, the projections on tensor cores or not, and the
@@ -381,6 +416,9 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "PIECE_ROWS", c->piece_rows);
     fg_instance_add_param(&in, "CHUNK_ROWS", c->chunk_rows);
     fg_instance_add_param(&in, "MMA_PROJ", c->mma);
+    char row_group_why[160];
+    const unsigned rows_a_copy = row_group(m, t, row_group_why);
+    fg_instance_add_param(&in, "ROW_GROUP", rows_a_copy);
     /* W_o's chunks folded (the template's fold_cols) only where every
      * block's share of its rows is 16 or fewer: the fold's code in the phase
      * after the attention holds values through it, which spilled V3's 168
@@ -447,6 +485,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                  "tiles of %u keys; a request's keys cut into splits over the grid at run time "
                  "(SMs / (batch x head groups))\n",
                  BLOCK_GROUP, BLOCK_TILE);
+    fg_sb_printf(&in.reasons, "the attention's tiles land %s\n", row_group_why);
     char basis[64];
     if (from == FG_FROM_MODEL)
         snprintf(basis, sizeof basis, "B_max %u %s %u", bmax, c->mma ? ">=" : "<", BLOCK_MMA_BATCH);

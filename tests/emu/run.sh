@@ -45,6 +45,7 @@ mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
 core_specs=$(ls tests/emu/specs/emu-core-mla-*.yaml)
 cluster_specs=$(ls tests/emu/specs/emu-clusters-*.yaml)
 block_specs=$(ls tests/emu/specs/emu-block-mla-*.yaml)
+block_whole_tile_specs=$(ls tests/emu/specs/emu-block-mla-*.yaml | grep -v -- '-p16\.yaml$')   # pages of whole tiles or none
 gemm_specs=$(ls tests/emu/specs/emu-gemm-*.yaml)
 # shellcheck disable=SC2086 # the lists are file names without spaces
 if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decode_specs \
@@ -72,8 +73,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-uvparts" --filter 'mla_block_sm90a*_b[12]' \
         $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
-   ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-rowgroups" --filter 'mla_block_sm90a*' \
-        $block_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-rowcopies" --filter 'mla_block_sm90a*' \
+        $block_whole_tile_specs tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-block-sm90a-16sm" --filter 'mla_block_sm90a*' \
         tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/decode-sm90a-clusters" --filter 'decode_attn_sm90a*_c[0-9]*' \
@@ -110,10 +111,13 @@ set_const mla-block-sm90a-apart 'constexpr int kApart = 0;$' 'constexpr int kApa
 # latent columns in E (UV_PARTS: the planner's is 1 where the grid has fewer
 # than two blocks a head, as on 4 SMs; the template loops over the items)
 set_const mla-block-sm90a-uvparts 'constexpr int kUvParts = 1, ' 'constexpr int kUvParts = 8, '
-# The MLA block's attention tiles with their rows in groups of 4, one copy a
-# group (the template's choice from 8 head groups, more than the emulation's
-# specs have), so the groups' layout and the keys' order are checked
-set_const mla-block-sm90a-rowgroups 'constexpr int kRowGroup = kGroups >= 8 ? 4 : 1;$' 'constexpr int kRowGroup = 4;'
+# The MLA block's attention tiles again with a copy a row where the planner
+# lands them in groups of 4 (ROW_GROUP: 4 where an SM's share of the
+# target's read ceiling is more than a copy a row streams, as on the
+# emulation's targets; a copy a row on an H100, and wherever pages are
+# smaller than a tile), so the rows' own layout is checked with pages of
+# whole tiles and the contiguous cache too
+set_const mla-block-sm90a-rowcopies 'constexpr int kRowGroup = 4;$' 'constexpr int kRowGroup = 1;'
 # The MLA core's balanced deal again with its runs cut anywhere (kCutTiles 0:
 # the dealt runs win wherever they are shorter), since the emulation's
 # requests of at most 8 tiles never outweigh a cut's charge of 8 tiles, so
