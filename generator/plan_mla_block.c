@@ -116,19 +116,55 @@ static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned s
     return (b + 127) / 128 * 128 + slots * slot;
 }
 
+/* D's tile rows in groups of 4, one bulk copy a group (the template's
+ * kRowGroup), or a copy a row.  A copy of one 1152-byte row holds a block's
+ * attention to ~26 GB/s on an H100 at 64, 96 and 132 blocks (stop 76),
+ * under an H200 SM's share of its read ceiling (4450 / 132 = 34 GB/s);
+ * with 4 rows a copy it streamed 44 GB/s a block at 64 blocks, where HBM
+ * let it (V3 at TP = 8, B = 16, S = 16K: 0.73x; stop 77).  Where an SM's
+ * share is below that rate (an H100: 24 GB/s) D cannot gain, and the
+ * groups measured level to 2% slower (V2-Lite up to 8.6%) with one head
+ * group; from 8 head groups (every row read by 8 items) they won there too
+ * (V2, 128 heads, B = 1, S = 16K: 0.91x).  The groups need a tile's rows
+ * contiguous: a page of whole tiles or the contiguous cache. */
+#define ROW_COPY_GBPS 26.0
+#define ROW_GROUP_HEAD_GROUPS 8
+static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
+{
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    if (page % BLOCK_TILE) {
+        snprintf(why, 160, "a copy a row: pages of %u rows, smaller than a tile", page);
+        return 1;
+    }
+    if (block_heads(m->mla) / BLOCK_GROUP >= ROW_GROUP_HEAD_GROUPS) {
+        snprintf(why, 160, "4 rows a copy: %u head groups read each row", block_heads(m->mla) / BLOCK_GROUP);
+        return 4;
+    }
+    const double share = t->ceilings->read_gbps / t->compute_units;
+    const bool fast = share > ROW_COPY_GBPS;
+    snprintf(why, 160, "%s: an SM's share of the read ceiling is %.1f GB/s, and a copy a row holds a "
+                       "block's attention to ~%.0f GB/s", fast ? "4 rows a copy" : "a copy a row", share, ROW_COPY_GBPS);
+    return fast ? 4 : 1;
+}
+
 /* The name of an mla_block instance at B_max: the block's dimensions, then
  * `variant` ("": the planner's sm_90a form, and its tuning family); -1
- * (reported) if it does not fit. */
+ * (reported) if it does not fit.  The sm_90a form's attention tiles landing
+ * a copy a row where they could land in groups (row_group: a target whose
+ * SMs' share of HBM is less, as the H100's) end the dimensions in "_rc", so
+ * that targets of the same SMs and that alone apart name their code apart. */
 static int block_name(char name[FG_NAME_MAX], const fg_model *m, const fg_target *t, unsigned bmax,
                       const char *variant, fg_diag *d)
 {
     const fg_mla *a = m->mla;
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
-    char dims[96], paged[16] = "";
+    char dims[96], paged[16] = "", why[160];
     if (page)
         snprintf(paged, sizeof paged, "_p%u", page);
-    snprintf(dims, sizeof dims, "h%u_nh%u_q%u_kv%u_r%u_s%u%s_b%u", m->hidden, block_heads(a),
-             a->q_lora_rank, a->kv_lora_rank, a->qk_rope_head_dim, m->max_context, paged, bmax);
+    const bool row_copies = !portable_target(t) && page % BLOCK_TILE == 0 && row_group(m, t, why) == 1;
+    snprintf(dims, sizeof dims, "h%u_nh%u_q%u_kv%u_r%u_s%u%s_b%u%s", m->hidden, block_heads(a),
+             a->q_lora_rank, a->kv_lora_rank, a->qk_rope_head_dim, m->max_context, paged, bmax,
+             row_copies ? "_rc" : "");
     if (!fg_instance_name(name, "mla_block", t->arch, fg_dtype_name(m->dtype), dims, variant)) {
         fg_error(d, "cannot name an mla_block instance");
         return -1;
@@ -247,41 +283,6 @@ static void rope_reason(fg_instance *in, const fg_model *m, unsigned page, const
                                "%.9f; %s; %s\n",
                  fg_rope_cos_sin_scale(m->rope),
                  page ? "paged cache through the block table" : "contiguous cache", smem);
-}
-
-/* D's tile rows in groups of 4, one bulk copy a group (the template's
- * kRowGroup), or a copy a row.  A copy of one 1152-byte row holds a block's
- * attention to ~26 GB/s on an H100 at 64, 96 and 132 blocks (stop 76),
- * under an H200 SM's share of its read ceiling (4450 / 132 = 34 GB/s);
- * with 4 rows a copy it streamed 44 GB/s a block at 64 blocks, where HBM
- * let it (V3 at TP = 8, B = 16, S = 16K: 0.73x; stop 77).  Where an SM's
- * share is below that rate (an H100: 24 GB/s) D cannot gain, and the
- * groups measured level to 2% slower (V2-Lite up to 8.6%) with one head
- * group; from 8 head groups (every row read by 8 items) they won there too
- * (V2, 128 heads, B = 1, S = 16K: 0.91x).  The groups need a tile's rows
- * contiguous: a page of whole tiles or the contiguous cache. */
-#define ROW_COPY_GBPS 26.0
-#define ROW_GROUP_HEAD_GROUPS 8
-static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
-{
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
-    if (page % BLOCK_TILE) {
-        snprintf(why, 160, "a copy a row: pages of %u rows, smaller than a tile", page);
-        return 1;
-    }
-    if (block_heads(m->mla) / BLOCK_GROUP >= ROW_GROUP_HEAD_GROUPS) {
-        snprintf(why, 160, "4 rows a copy: %u head groups read each row", block_heads(m->mla) / BLOCK_GROUP);
-        return 4;
-    }
-    if (!t->ceilings) {
-        snprintf(why, 160, "a copy a row: %s gives no read ceiling to weigh a block's share of", t->name);
-        return 1;
-    }
-    const double share = t->ceilings->read_gbps / t->compute_units;
-    const bool fast = share > ROW_COPY_GBPS;
-    snprintf(why, 160, "%s: an SM's share of the read ceiling is %.1f GB/s, and a copy a row holds a "
-                       "block's attention to ~%.0f", fast ? "4 rows a copy" : "a copy a row", share, ROW_COPY_GBPS);
-    return fast ? 4 : 1;
 }
 
 /* A configuration of the sm_90a form: the ring's slots, the weight rows a
@@ -416,9 +417,6 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "PIECE_ROWS", c->piece_rows);
     fg_instance_add_param(&in, "CHUNK_ROWS", c->chunk_rows);
     fg_instance_add_param(&in, "MMA_PROJ", c->mma);
-    char row_group_why[160];
-    const unsigned rows_a_copy = row_group(m, t, row_group_why);
-    fg_instance_add_param(&in, "ROW_GROUP", rows_a_copy);
     /* W_o's chunks folded (the template's fold_cols) only where every
      * block's share of its rows is 16 or fewer: the fold's code in the phase
      * after the attention holds values through it, which spilled V3's 168
@@ -448,6 +446,15 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "UV_PARTS", uv_parts);
     const unsigned apart = c->apart ? heads : 0;
     fg_instance_add_param(&in, "ABSORB_APART", apart);
+    char row_group_why[160];
+    const unsigned rows_a_copy = row_group(m, t, row_group_why);
+    fg_instance_add_param(&in, "ROW_GROUP", rows_a_copy);
+    /* (a build for several targets of one arch has both forms, and the
+     * runtime cannot tell an H100 from an H200: it takes the groups', which
+     * the faster HBM needs and the slower loses at most a few % to) */
+    const bool row_copies = rows_a_copy == 1 && page % BLOCK_TILE == 0;
+    if (row_copies)
+        in.priority = -1;
     if (block_workspace(&in, m, grid, bmax, (c->mma ? 1 : 2 + heads) + bmax * heads, d) != 0)
         return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
@@ -485,7 +492,10 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                  "tiles of %u keys; a request's keys cut into splits over the grid at run time "
                  "(SMs / (batch x head groups))\n",
                  BLOCK_GROUP, BLOCK_TILE);
-    fg_sb_printf(&in.reasons, "the attention's tiles land %s\n", row_group_why);
+    fg_sb_printf(&in.reasons, "the attention's tiles land %s%s\n", row_group_why,
+                 row_copies ? " (named _rc; where a build has the groups' form of the same block too, "
+                              "the runtime takes that one)"
+                            : "");
     char basis[64];
     if (from == FG_FROM_MODEL)
         snprintf(basis, sizeof basis, "B_max %u %s %u", bmax, c->mma ? ">=" : "<", BLOCK_MMA_BATCH);

@@ -1560,7 +1560,7 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                                    "projections on CUDA cores: 25.00 us against the model's 27.00"),
                        "%s", out);
     cr_expect_not_null(strstr(out, "projections on CUDA cores (the tuning entry's)"), "%s", out);
-    cr_expect_not_null(strstr(out, "ABSORB_APART=0\n"), "the entry's, absent: false: %s", out);
+    cr_expect_not_null(strstr(out, "ABSORB_APART=0 ROW_GROUP=4\n"), "the entry's, absent: false: %s", out);
     free(out);
     write_file(tuning, "schema_version: 1\ntuning:\n  target: h200\n  entries:\n"
                        "    - family: " BLOCK_FAMILY "\n      threads: 256\n      slots: 3\n"
@@ -1571,7 +1571,7 @@ Test(cli, mla_block_candidates_tuning_entry_and_tune)
                            "specs/targets/h200.yaml %s", tuning),
                  0, "%s", out);
     cr_expect_not_null(strstr(out, BLOCK_FAMILY "_s3p8c16a\n"), "%s", out);
-    cr_expect_not_null(strstr(out, "ABSORB_APART=16\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "ABSORB_APART=16 ROW_GROUP=4\n"), "%s", out);
     cr_expect_not_null(strstr(out, "projections on CUDA cores, absorbing blocks apart: 25.00 us"),
                        "%s", out);
     free(out);
@@ -1873,7 +1873,7 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
     const char *at = strstr(out, "mla_block_sm90a_bf16_h2048_nh16_q0_kv512_r64_s16384_p64_b1\n");
     cr_assert_not_null(at, "%s", out);
     cr_expect_not_null(strstr(at, "THREADS=256 SMEM_BYTES=224000 SLOTS=5 SLOT_BYTES=37376 PIECE_ROWS=16 "
-                                  "CHUNK_ROWS=32 MMA_PROJ=0 FOLD_WO=0 HEAD_WAITS=1 UV_PARTS=8 ABSORB_APART=16\n"
+                                  "CHUNK_ROWS=32 MMA_PROJ=0 FOLD_WO=0 HEAD_WAITS=1 UV_PARTS=8 ABSORB_APART=16 ROW_GROUP=4\n"
                                   "  launch: grid=(132,1,1) block=(288,1,1) "
                                   "cluster=(1,1,1) dynamic_smem=224000 cooperative\n"),
                        "%s", at);
@@ -1892,7 +1892,7 @@ Test(cli, mla_block_cluster_targets_keep_the_sm90a_form)
     cr_assert_eq(run(&out, "explain --filter 'mla_block*b1' specs/models/deepseek-v3-tp8.yaml "
                            "specs/targets/h200.yaml"),
                  0, "%s", out);
-    cr_expect_not_null(strstr(out, "HEAD_WAITS=1 UV_PARTS=8 ABSORB_APART=0\n"), "%s", out);
+    cr_expect_not_null(strstr(out, "HEAD_WAITS=1 UV_PARTS=8 ABSORB_APART=0 ROW_GROUP=4\n"), "%s", out);
     cr_expect_null(strstr(out, "take no rows of the projections"), "%s", out);
     free(out);
 }
@@ -1929,6 +1929,50 @@ Test(cli, mla_block_folds_thin_wo_shares)
     cr_assert_eq(run(&out, "explain tests/emu/specs/emu-fold-mla-bf16.yaml tests/emu/specs/emu-sm90a-4sm.yaml"),
                  0, "%s", out);
     cr_expect_not_null(strstr(out, "MMA_PROJ=1 FOLD_WO=0 "), "%s", out);
+    free(out);
+}
+
+/* The MLA block's attention tiles land 4 rows a copy where an SM's share
+ * of the target's read ceiling is more than a copy a row streams (the
+ * H200's 33.7 GB/s), or from 8 head groups (V2's 128 heads) on any target;
+ * a copy a row on the H100 (23.6 GB/s) below 8 head groups, and with pages
+ * smaller than a tile. */
+Test(cli, mla_block_row_groups_by_target)
+{
+    char *out;
+    const struct {
+        const char *model, *target;
+        unsigned want;
+    } cases[] = {
+        {"specs/models/deepseek-v3-tp8.yaml", "specs/targets/h200.yaml", 4},
+        {"specs/models/deepseek-v3-tp8.yaml", "specs/targets/h100.yaml", 1},
+        {"specs/models/deepseek-v2.yaml", "specs/targets/h100.yaml", 4},
+        {"tests/gpu/specs/deepseek-mla-p1-bf16.yaml", "specs/targets/h200.yaml", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cr_assert_eq(run(&out, "explain --filter 'mla_block_sm90a*' %s %s", cases[i].model, cases[i].target),
+                     0, "%s", out);
+        char want[32], other[32];   /* (every instance of the model alike) */
+        snprintf(want, sizeof want, " ROW_GROUP=%u\n", cases[i].want);
+        snprintf(other, sizeof other, " ROW_GROUP=%u\n", cases[i].want > 1 ? 1 : 4);
+        cr_expect_not_null(strstr(out, want), "%s on %s: %s", cases[i].model, cases[i].target, out);
+        cr_expect_null(strstr(out, other), "%s on %s: %s", cases[i].model, cases[i].target, out);
+        cr_expect_not_null(strstr(out, cases[i].want > 1 ? "the attention's tiles land 4 rows a copy: "
+                                                         : "the attention's tiles land a copy a row: "),
+                           "%s on %s: %s", cases[i].model, cases[i].target, out);
+        free(out);
+    }
+    /* the H100's copies a row named apart from the H200's groups (the same
+     * SMs), and a build for both prefers the groups */
+    cr_assert_eq(run(&out, "explain --filter 'mla_block_sm90a*b16*' specs/models/deepseek-v3-tp8.yaml "
+                           "specs/targets/h100.yaml specs/targets/h200.yaml"),
+                 0, "%s", out);
+    const char *rc = strstr(out, "mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16_rc\n");
+    const char *groups = strstr(out, "mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16\n");
+    cr_assert(rc && groups, "%s", out);
+    cr_expect_not_null(strstr(rc, " ROW_GROUP=1\n"), "%s", rc);
+    cr_expect_not_null(strstr(rc, "the runtime takes that one"), "%s", rc);
+    cr_expect_not_null(strstr(groups, " ROW_GROUP=4\n"), "%s", groups);
     free(out);
 }
 
