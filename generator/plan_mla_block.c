@@ -147,21 +147,30 @@ static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
     return fast ? 4 : 1;
 }
 
+/* Whether the sm_90a form's tiles land a copy a row where they could land
+ * in groups (a target whose SMs' share of HBM is less, as the H100's): code
+ * that differs from the same block's on a target of the same SMs and more
+ * HBM (the H200), so it is named apart ("_rc") and ranked below it. */
+static bool row_copies_by_target(const fg_model *m, const fg_target *t)
+{
+    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    char why[160];
+    return !portable_target(t) && page % BLOCK_TILE == 0 && row_group(m, t, why) == 1;
+}
+
 /* The name of an mla_block instance at B_max: the block's dimensions, then
  * `variant` ("": the planner's sm_90a form, and its tuning family); -1
- * (reported) if it does not fit.  The sm_90a form's attention tiles landing
- * a copy a row where they could land in groups (row_group: a target whose
- * SMs' share of HBM is less, as the H100's) end the dimensions in "_rc", so
- * that targets of the same SMs and that alone apart name their code apart. */
+ * (reported) if it does not fit; "_rc" after the dimensions where
+ * row_copies_by_target. */
 static int block_name(char name[FG_NAME_MAX], const fg_model *m, const fg_target *t, unsigned bmax,
                       const char *variant, fg_diag *d)
 {
     const fg_mla *a = m->mla;
     const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
-    char dims[96], paged[16] = "", why[160];
+    char dims[96], paged[16] = "";
     if (page)
         snprintf(paged, sizeof paged, "_p%u", page);
-    const bool row_copies = !portable_target(t) && page % BLOCK_TILE == 0 && row_group(m, t, why) == 1;
+    const bool row_copies = row_copies_by_target(m, t);
     snprintf(dims, sizeof dims, "h%u_nh%u_q%u_kv%u_r%u_s%u%s_b%u%s", m->hidden, block_heads(a),
              a->q_lora_rank, a->kv_lora_rank, a->qk_rope_head_dim, m->max_context, paged, bmax,
              row_copies ? "_rc" : "");
@@ -452,7 +461,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     /* (a build for several targets of one arch has both forms, and the
      * runtime cannot tell an H100 from an H200: it takes the groups', which
      * the faster HBM needs and the slower loses at most a few % to) */
-    const bool row_copies = rows_a_copy == 1 && page % BLOCK_TILE == 0;
+    const bool row_copies = row_copies_by_target(m, t);
     if (row_copies)
         in.priority = -1;
     if (block_workspace(&in, m, grid, bmax, (c->mma ? 1 : 2 + heads) + bmax * heads, d) != 0)

@@ -1974,6 +1974,24 @@ Test(cli, mla_block_row_groups_by_target)
     cr_expect_not_null(strstr(rc, "the runtime takes that one"), "%s", rc);
     cr_expect_not_null(strstr(groups, " ROW_GROUP=4\n"), "%s", groups);
     free(out);
+    /* ... in the registry: the copies a row at priority -1, the groups at 0 */
+    char gen[96];
+    snprintf(gen, sizeof gen, "%s/rowgroups", tmp);
+    cr_assert_eq(run(&out, "generate --out %s --filter 'mla_block_sm90a*b16*' specs/models/deepseek-v3-tp8.yaml "
+                           "specs/targets/h100.yaml specs/targets/h200.yaml", gen),
+                 0, "%s", out);
+    free(out);
+    char path[128];
+    snprintf(path, sizeof path, "%s/fg_registry.c", gen);
+    char *reg = slurp(path);
+    rc = strstr(reg, ".name = \"mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16_rc\"");
+    groups = strstr(reg, ".name = \"mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16\"");
+    cr_assert(rc && groups, "%s", reg);
+    const char *rc_end = strstr(rc + 1, ".name = "), *groups_end = strstr(groups + 1, ".name = ");
+    const char *rc_prio = strstr(rc, ".priority = -1,"), *groups_prio = strstr(groups, ".priority = ");
+    cr_expect(rc_prio && (!rc_end || rc_prio < rc_end), "the copies a row at -1: %s", rc);
+    cr_expect(!groups_prio || (groups_end && groups_prio > groups_end), "the groups at 0: %s", groups);
+    free(reg);
 }
 
 /* Where the MLA core's portable loop does not fit a target without
