@@ -50,8 +50,9 @@
 // --grid N: every instance launched with N blocks instead of its plan's (at
 // most the plan's, which sizes the workspace), checks and benchmark alike.
 // The sm_90a form takes each phase's shares from the grid, so fewer blocks
-// load each SM as a faster GPU's would: on an H100, 96 blocks stream about
-// what 128 must on an H200 (docs/performance.md, stop 76).  The benchmark's
+// load each SM as a faster GPU's would: on an H100, 64 blocks leave each
+// ~45 GB/s of HBM, more than an H200's 128 need (~35); at 96 the H100's
+// HBM is itself the limit (docs/performance.md, stop 77).  The benchmark's
 // JSON names it in its "tool".
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
