@@ -55,7 +55,7 @@ static void banner(fg_strbuf *sb, const char *comment, const fg_instance *in)
     fg_sb_printf(sb, "%s Instance %s for %s (targets:", comment, in->name,
                  fg_arch_name(in->target->arch));
     for (unsigned i = 0; i < in->ntargets; i++)
-        fg_sb_printf(sb, " %s", in->targets[i]);
+        fg_sb_printf(sb, " %s", in->targets[i]->name);
     fg_sb_printf(sb, ")\n%s Specs:", comment);
     for (unsigned i = 0; i < in->nspecs; i++)
         fg_sb_printf(sb, " %s", in->specs[i]);
@@ -191,6 +191,15 @@ static void emit_registry(const fg_plan_set *set, fg_strbuf *sb)
             fg_sb_printf(sb, "        .priority = %d,\n", in->priority);
         if (in->tuned)
             fg_sb_puts(sb, "        .tuned = 1,\n");
+        /* how the runtime knows a device for a target: its compute units and
+         * L2 size (fg_device_info.target) */
+        if (in->ntargets) {
+            fg_sb_puts(sb, "        .targets = {");
+            for (unsigned t = 0; t < in->ntargets; t++)
+                fg_sb_printf(sb, "%s{\"%s\", %u, %u}", t ? ", " : "", in->targets[t]->name,
+                             in->targets[t]->compute_units, in->targets[t]->l2_bytes);
+            fg_sb_printf(sb, "},\n        .ntargets = %u,\n", in->ntargets);
+        }
         fg_sb_printf(sb, "        .image = fg_image_%s,\n        .image_size = &fg_image_%s_size,\n"
                          "    },\n",
                      in->name, in->name);
@@ -235,7 +244,10 @@ static json_object *instance_json(const fg_instance *in)
     json_object_object_add(o, "name", json_object_new_string(in->name));
     json_object_object_add(o, "family", json_object_new_string(in->family));
     json_object_object_add(o, "op", json_object_new_string(in->op));
-    json_object_object_add(o, "targets", str_array(in->targets, in->ntargets));
+    const char *targets[FG_MAX_SPECS_PER_INSTANCE];
+    for (unsigned i = 0; i < in->ntargets; i++)
+        targets[i] = in->targets[i]->name;
+    json_object_object_add(o, "targets", str_array(targets, in->ntargets));
     json_object_object_add(o, "arch", json_object_new_string(fg_arch_name(in->target->arch)));
     json_object_object_add(o, "dtype", json_object_new_string(fg_dtype_name(in->dtype)));
     json_object_object_add(o, "source", json_object_new_string(file));

@@ -75,7 +75,7 @@ typedef struct fg_instance {
     fg_strbuf reasons;         /* one line per decision, for `explain` */
     const char *specs[FG_MAX_SPECS_PER_INSTANCE]; /* model and target spec paths */
     unsigned nspecs;
-    const char *targets[FG_MAX_SPECS_PER_INSTANCE]; /* target names sharing it */
+    const fg_target *targets[FG_MAX_SPECS_PER_INSTANCE]; /* the targets sharing it */
     unsigned ntargets;
 } fg_instance;
 

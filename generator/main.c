@@ -476,7 +476,7 @@ static void explain(const pipeline_opts *o, const loaded *l, const fg_plan_set *
         if (in->ntargets > 1) {
             printf("; shared by");
             for (unsigned k = 0; k < in->ntargets; k++)
-                printf(" %s", in->targets[k]);
+                printf(" %s", in->targets[k]->name);
         }
         printf("\n  specs:");
         for (unsigned k = 0; k < in->nspecs; k++)

@@ -25,7 +25,11 @@ static void note_users(fg_instance *in, const fg_spec *s, const fg_spec *ts)
 {
     note(in->specs, &in->nspecs, s->path);
     note(in->specs, &in->nspecs, ts->path);
-    note(in->targets, &in->ntargets, ts->target->name);
+    for (unsigned i = 0; i < in->ntargets; i++)
+        if (strcmp(in->targets[i]->name, ts->target->name) == 0)
+            return;
+    if (in->ntargets < FG_MAX_SPECS_PER_INSTANCE)
+        in->targets[in->ntargets++] = ts->target;
 }
 
 /* What two instances of one name differ in that changes their code, or NULL. */

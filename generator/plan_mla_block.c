@@ -458,9 +458,11 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     char row_group_why[160];
     const unsigned rows_a_copy = row_group(m, t, row_group_why);
     fg_instance_add_param(&in, "ROW_GROUP", rows_a_copy);
-    /* (a build for several targets of one arch has both forms, and the
-     * runtime cannot tell an H100 from an H200: it takes the groups', which
-     * the faster HBM needs and the slower loses at most a few % to) */
+    /* (a build for several targets of one arch has both forms: the runtime
+     * takes the one planned for the device's target, which it knows by its
+     * SMs and L2 (fg_device_info.target); on a device of no target of the
+     * build, the groups', which the faster HBM needs and the slower loses at
+     * most a few % to) */
     const bool row_copies = row_copies_by_target(m, t);
     if (row_copies)
         in.priority = -1;
@@ -503,7 +505,8 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                  BLOCK_GROUP, BLOCK_TILE);
     fg_sb_printf(&in.reasons, "the attention's tiles land %s%s\n", row_group_why,
                  row_copies ? " (named _rc; where a build has the groups' form of the same block too, "
-                              "the runtime takes that one)"
+                              "the runtime takes each target's own, and the groups' on a device of "
+                              "neither target)"
                             : "");
     char basis[64];
     if (from == FG_FROM_MODEL)

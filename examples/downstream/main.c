@@ -71,7 +71,8 @@ int main(void)
         fg_shutdown(ctx);
         return 1;
     }
-    printf("demo: %s (%s): %s\n", dev.name, dev.arch_name, e->name);
+    printf("demo: %s (%s, target %s): %s\n", dev.name, dev.arch_name,
+           dev.target[0] ? dev.target : "none of the build's", e->name);
 
     const size_t n = (size_t)ROWS * HIDDEN, bytes = n * sizeof(uint16_t);
     uint16_t *x = malloc(bytes), *y = malloc(bytes), *w = malloc(HIDDEN * sizeof *w);

@@ -30,6 +30,19 @@ typedef enum {
 
 #define FG_REG_MAX_DIMS 12
 
+/* A target an entry was planned for, told apart from the arch's other
+ * targets as the driver reports the device: a build for the H100 and the
+ * H200 (one arch) can hold an instance for each under one key, planned from
+ * each one's bandwidth, and a context prefers the one planned for its device
+ * (fg_device_info.target). */
+typedef struct fg_reg_target {
+    const char *name;            /* the target spec's name, e.g. "h200" */
+    int compute_units;           /* SMs or CUs */
+    long long l2_bytes;          /* the L2's size as the driver reports it */
+} fg_reg_target;
+
+#define FG_REG_MAX_TARGETS 8
+
 typedef struct fg_kernel_entry {
     const char *name;            /* instance name = kernel symbol */
     const char *family;          /* kernel family (template), e.g. "rmsnorm" */
@@ -54,9 +67,12 @@ typedef struct fg_kernel_entry {
     unsigned counter_count;      /* 32-bit arrival counters */
     int priority;                /* among equally specialized entries, higher wins */
     /* a tuning spec's configuration: preferred to an equal entry that is the
-     * planner's (a build for several targets of one arch, the H100 and the
-     * H200, has both, and they cannot be told apart at run time) */
+     * planner's, where neither is the device's target's (below) */
     unsigned char tuned;
+    /* the targets it was planned for (none: not said); among equally
+     * specialized entries, one planned for the device's target wins first */
+    fg_reg_target targets[FG_REG_MAX_TARGETS];
+    unsigned ntargets;
     const unsigned char *image;  /* cubin or code object */
     const size_t *image_size;
 } fg_kernel_entry;

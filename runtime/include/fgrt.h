@@ -61,15 +61,17 @@ FG_API const char *fg_reg_dtype_name(fg_reg_dtype d); /* "f16", "bf16" */
  * `dtype` and the key dims (their meaning per op: rmsnorm {hidden}).  An
  * entry serves a call when op, arch, dtype and ndims agree and every dim
  * passes the entry's guard (fg_reg_dim_match).  More exact dims win, then the
- * tighter bounds, then the higher priority, then a tuned entry (a tuning
- * spec's configuration, over the planner's: a build for the H100 and the H200
- * has both for one key); ties go to the earlier entry.
+ * tighter bounds, then an entry planned for `target` (the device's target's
+ * name, fg_device_info.target; NULL or "": none known), then the higher
+ * priority, then a tuned entry (a tuning spec's configuration, over the
+ * planner's); ties go to the earlier entry.  So a build for the H100 and the
+ * H200, with an instance for each under one key, runs each GPU's own.
  * FG_ERR_NO_MATCHING_INSTANCE when none serves (there is never a fallback to
  * a near fit); FG_ERR_BAD_SHAPE for a negative key (0 is a flag value; each
  * op's bind refuses zero shapes). */
-FG_API fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch, const char *op,
-                           fg_reg_dtype dtype, const long long *dims, unsigned ndims,
-                           const fg_kernel_entry **out);
+FG_API fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch,
+                           const char *target, const char *op, fg_reg_dtype dtype,
+                           const long long *dims, unsigned ndims, const fg_kernel_entry **out);
 
 /* ---- context: one device, its driver and the registry ---- */
 
@@ -98,11 +100,16 @@ typedef struct fg_device_info {
     char arch_name[64];           /* "sm_90", "gfx942:sramecc+:xnack-" */
     int compute_units;            /* SMs or CUs */
     size_t max_dynamic_smem;      /* per block, with opt-in */
+    long long l2_bytes;           /* the L2's size, as the driver reports it */
+    /* The registry's target (fg_reg_target) of this arch with the device's
+     * compute units and L2 size: the entries planned for it are preferred
+     * (fg_lookup); "" when none, or two of different names, match. */
+    char target[32];
 } fg_device_info;
 
 FG_API fg_status fg_device_get_info(const fg_context *ctx, fg_device_info *out);
 
-/* fg_lookup() over the context's registry for the device's arch. */
+/* fg_lookup() over the context's registry for the device's arch and target. */
 FG_API fg_status fg_context_lookup(const fg_context *ctx, const char *op, fg_reg_dtype dtype,
                                    const long long *dims, unsigned ndims,
                                    const fg_kernel_entry **out);

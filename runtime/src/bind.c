@@ -260,8 +260,8 @@ static fg_status find_entry(const fg_context *ctx, const fg_op_desc *op, const v
         return fg_context_lookup(ctx, op->op, dtype, keys, op->nkeys, e);
     for (size_t i = 0; i < ctx->count; i++)
         if (strcmp(ctx->registry[i].name, name) == 0)
-            return fg_lookup(&ctx->registry[i], 1, ctx->drv->caps.info.arch, op->op, dtype, keys,
-                             op->nkeys, e);
+            return fg_lookup(&ctx->registry[i], 1, ctx->drv->caps.info.arch, NULL, op->op, dtype,
+                             keys, op->nkeys, e);
     return fg_fail(FG_ERR_NO_MATCHING_INSTANCE, "%s: no instance named %s in the registry",
                    op->op, name);
 }

@@ -88,11 +88,36 @@ fg_status fg_init(const fg_kernel_entry *registry, size_t count, int device, fg_
 static fg_status check_registry(const fg_kernel_entry *reg, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!reg[i].name || !reg[i].op || reg[i].ndims > FG_REG_MAX_DIMS)
+        if (!reg[i].name || !reg[i].op || reg[i].ndims > FG_REG_MAX_DIMS ||
+            reg[i].ntargets > FG_REG_MAX_TARGETS)
             return fg_fail(FG_ERR_INVALID_ARGUMENT,
-                           "registry entry %zu has no name or op, or more than %d dims", i,
-                           FG_REG_MAX_DIMS);
+                           "registry entry %zu has no name or op, or more than %d dims or %d "
+                           "targets", i, FG_REG_MAX_DIMS, FG_REG_MAX_TARGETS);
     return FG_OK;
+}
+
+/* The name of the registry's target of the device's arch whose compute
+ * units and L2 size are the device's; "" when none matches, or when targets
+ * of two names do (they could not be told apart). */
+static void device_target(const fg_kernel_entry *reg, size_t n, fg_device_info *info)
+{
+    const char *found = NULL;
+    for (size_t i = 0; i < n; i++) {
+        if (reg[i].arch != info->arch)
+            continue;
+        for (unsigned t = 0; t < reg[i].ntargets; t++) {
+            const fg_reg_target *rt = &reg[i].targets[t];
+            if (!rt->name || rt->compute_units != info->compute_units ||
+                rt->l2_bytes != info->l2_bytes)
+                continue;
+            if (found && strcmp(found, rt->name) != 0) {
+                info->target[0] = '\0';
+                return;
+            }
+            found = rt->name;
+        }
+    }
+    snprintf(info->target, sizeof info->target, "%s", found ? found : "");
 }
 
 fg_status fg_context_create(fg_driver *drv, void *lib, const fg_kernel_entry *registry,
@@ -116,6 +141,7 @@ fg_status fg_context_create(fg_driver *drv, void *lib, const fg_kernel_entry *re
             dlclose(lib);
         return s;
     }
+    device_target(registry, count, &drv->caps.info);
     ctx->drv = drv;
     ctx->lib = lib;
     ctx->registry = registry;

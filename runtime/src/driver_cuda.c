@@ -497,7 +497,7 @@ static fg_status resolve_all(cuda *c)
 static fg_status describe(cuda *c, cu_seq *s)
 {
     fg_device_caps *caps = &c->base.caps;
-    int major = 0, minor = 0, sms = 0, grid_x = 0, smem = 0, cluster = 0, coop = 0;
+    int major = 0, minor = 0, sms = 0, grid_x = 0, smem = 0, cluster = 0, coop = 0, l2 = 0;
     const struct {
         int *value;
         CUdevice_attribute attr;
@@ -509,6 +509,7 @@ static fg_status describe(cuda *c, cu_seq *s)
         {&smem, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN},
         {&cluster, CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH},
         {&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH},
+        {&l2, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE},
     };
     for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++)
         STEP(c, s, cuDeviceGetAttribute, (attrs[i].value, attrs[i].attr, c->dev));
@@ -519,6 +520,7 @@ static fg_status describe(cuda *c, cu_seq *s)
     snprintf(caps->info.arch_name, sizeof caps->info.arch_name, "sm_%d%d", major, minor);
     caps->info.compute_units = sms;
     caps->info.max_dynamic_smem = (size_t)smem;
+    caps->info.l2_bytes = l2;
     caps->max_grid_x = grid_x;
     caps->clusters = cluster != 0;
     caps->cooperative = coop != 0;

@@ -17,7 +17,7 @@ typedef void *hip_stream;         /* hipStream_t */
 /* Values from hip_runtime_api.h; the same in ROCm 5 and 6. */
 enum { HIP_SUCCESS = 0, HIP_ERROR_OUT_OF_MEMORY = 2, HIP_ERROR_NO_DEVICE = 100,
        HIP_ERROR_INVALID_DEVICE = 101 };
-enum { HIP_ATTR_COOPERATIVE_LAUNCH = 10, HIP_ATTR_MAX_GRID_DIM_X = 29,
+enum { HIP_ATTR_COOPERATIVE_LAUNCH = 10, HIP_ATTR_L2_CACHE_SIZE = 19, HIP_ATTR_MAX_GRID_DIM_X = 29,
        HIP_ATTR_MULTIPROCESSOR_COUNT = 63, HIP_ATTR_MAX_SHARED_MEMORY_PER_BLOCK = 74 };
 enum { HIP_MEMCPY_HOST_TO_DEVICE = 1, HIP_MEMCPY_DEVICE_TO_HOST = 2,
        HIP_MEMCPY_DEVICE_TO_DEVICE = 3 };
@@ -485,7 +485,7 @@ static fg_status arch_name(hip *h, char *out, size_t n)
 static fg_status describe(hip *h)
 {
     fg_device_caps *caps = &h->base.caps;
-    int sms = 0, grid_x = 0, smem = 0, coop = 0;
+    int sms = 0, grid_x = 0, smem = 0, coop = 0, l2 = 0;
     hip_error e = h->fn.hipDeviceGetAttribute(&sms, HIP_ATTR_MULTIPROCESSOR_COUNT, h->dev);
     if (e == HIP_SUCCESS)
         e = h->fn.hipDeviceGetAttribute(&grid_x, HIP_ATTR_MAX_GRID_DIM_X, h->dev);
@@ -493,6 +493,8 @@ static fg_status describe(hip *h)
         e = h->fn.hipDeviceGetAttribute(&smem, HIP_ATTR_MAX_SHARED_MEMORY_PER_BLOCK, h->dev);
     if (e == HIP_SUCCESS)
         e = h->fn.hipDeviceGetAttribute(&coop, HIP_ATTR_COOPERATIVE_LAUNCH, h->dev);
+    if (e == HIP_SUCCESS)
+        e = h->fn.hipDeviceGetAttribute(&l2, HIP_ATTR_L2_CACHE_SIZE, h->dev);
     if (e == HIP_SUCCESS)
         e = h->fn.hipDeviceGetName(caps->info.name, (int)sizeof caps->info.name, h->dev);
     if (e != HIP_SUCCESS)
@@ -503,6 +505,7 @@ static fg_status describe(hip *h)
     caps->info.backend = FG_BACKEND_HIP;
     caps->info.compute_units = sms;
     caps->info.max_dynamic_smem = (size_t)smem;
+    caps->info.l2_bytes = l2;
     caps->max_grid_x = grid_x;
     caps->clusters = false;
     caps->cooperative = coop != 0 && h->fn.launch_cooperative != NULL;

@@ -29,11 +29,23 @@ static bool serves(const fg_kernel_entry *e, fg_reg_arch arch, const char *op,
     return true;
 }
 
+static bool planned_for(const fg_kernel_entry *e, const char *target)
+{
+    if (!target || !*target)
+        return false;
+    for (unsigned i = 0; i < e->ntargets && i < FG_REG_MAX_TARGETS; i++)
+        if (e->targets[i].name && strcmp(e->targets[i].name, target) == 0)
+            return true;
+    return false;
+}
+
 /* Negative when a is preferred to b: more exact dims, then per dim the
  * stricter guard (exact, max, multiple, any), then the tighter bound, then
- * the higher priority (variants of one shape, e.g. cluster sizes), then a
- * tuned entry (a tuning spec's configuration over the planner's). */
-static int compare_specialization(const fg_kernel_entry *a, const fg_kernel_entry *b)
+ * one planned for the device's target, then the higher priority (variants
+ * of one shape, e.g. cluster sizes), then a tuned entry (a tuning spec's
+ * configuration over the planner's). */
+static int compare_specialization(const fg_kernel_entry *a, const fg_kernel_entry *b,
+                                  const char *target)
 {
     int exact_a = 0, exact_b = 0;
     for (unsigned k = 0; k < a->ndims; k++) {
@@ -52,6 +64,9 @@ static int compare_specialization(const fg_kernel_entry *a, const fg_kernel_entr
         if (a->match[k] == FG_REG_MATCH_MULTIPLE)      /* the larger tile */
             return a->dims[k] > b->dims[k] ? -1 : 1;
     }
+    const bool for_a = planned_for(a, target), for_b = planned_for(b, target);
+    if (for_a != for_b)
+        return for_a ? -1 : 1;
     if (a->priority != b->priority)
         return a->priority > b->priority ? -1 : 1;
     return (int)(b->tuned != 0) - (int)(a->tuned != 0);
@@ -93,8 +108,8 @@ static fg_status no_match(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch
                    fg_reg_arch_name(arch), found ? have : "none");
 }
 
-fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch, const char *op,
-                    fg_reg_dtype dtype, const long long *dims, unsigned ndims,
+fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch, const char *target,
+                    const char *op, fg_reg_dtype dtype, const long long *dims, unsigned ndims,
                     const fg_kernel_entry **out)
 {
     if (out)
@@ -110,7 +125,7 @@ fg_status fg_lookup(const fg_kernel_entry *reg, size_t n, fg_reg_arch arch, cons
     const fg_kernel_entry *best = NULL;
     for (size_t i = 0; i < n; i++)
         if (serves(&reg[i], arch, op, dtype, dims, ndims) &&
-            (!best || compare_specialization(&reg[i], best) < 0))
+            (!best || compare_specialization(&reg[i], best, target) < 0))
             best = &reg[i];
     if (!best)
         return no_match(reg, n, arch, op, dtype, dims, ndims);
@@ -126,6 +141,7 @@ fg_status fg_context_lookup(const fg_context *ctx, const char *op, fg_reg_dtype 
             *out = NULL;
         return fg_fail(FG_ERR_INVALID_ARGUMENT, "fg_context_lookup: NULL context");
     }
-    return fg_lookup(ctx->registry, ctx->count, ctx->drv->caps.info.arch, op, dtype, dims, ndims,
+    const fg_device_info *dev = &ctx->drv->caps.info;
+    return fg_lookup(ctx->registry, ctx->count, dev->arch, dev->target, op, dtype, dims, ndims,
                      out);
 }

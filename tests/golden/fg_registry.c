@@ -21,6 +21,8 @@ const fg_kernel_entry fg_registry[] = {
         .nonportable_cluster = 0,
         .cooperative = 0,
         .dynamic_smem = 0,
+        .targets = {{"h200", 132, 62914560}},
+        .ntargets = 1,
         .image = fg_image_rmsnorm_sm90a_f16_h4096_t256c,
         .image_size = &fg_image_rmsnorm_sm90a_f16_h4096_t256c_size,
     },

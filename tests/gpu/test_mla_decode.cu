@@ -1171,7 +1171,7 @@ void list_instances(const std::vector<int> &sel)
         char name[256];
         snprintf(name, sizeof name, "%s: fg_lookup finds its registry row", in->name);
         const fg_kernel_entry *got = nullptr;
-        const fg_status st = fg_lookup(g_reg, g_ninst, FG_REG_ARCH_SM90A, "mla_decode", e->dtype,
+        const fg_status st = fg_lookup(g_reg, g_ninst, FG_REG_ARCH_SM90A, NULL, "mla_decode", e->dtype,
                                        e->dims, 6, &got);
         // a row of this key: this one where no other has it (candidates may share it)
         const bool found = got && got->dtype == e->dtype && !memcmp(got->dims, e->dims, sizeof e->dims);
@@ -1181,7 +1181,7 @@ void list_instances(const std::vector<int> &sel)
             memcpy(dims, e->dims, sizeof dims);
             dims[5] = in->bmax - 1;
             snprintf(name, sizeof name, "%s: fg_lookup serves batch %d", in->name, in->bmax - 1);
-            CHECKF(name, fg_lookup(g_reg, g_ninst, FG_REG_ARCH_SM90A, "mla_decode", e->dtype, dims,
+            CHECKF(name, fg_lookup(g_reg, g_ninst, FG_REG_ARCH_SM90A, NULL, "mla_decode", e->dtype, dims,
                                    6, &got) == FG_OK && got && got->dims[5] >= in->bmax - 1 &&
                              got->dims[5] <= in->bmax,
                    "got %s", got ? got->name : "none");

@@ -872,8 +872,8 @@ static void setup_fgrt(void)
         return;
     fg_device_info di;
     if (CHECK("fgrt: fg_device_get_info", fg_device_get_info(g_fg, &di) == FG_OK))
-        printf("fgrt: %s, %s, %d SMs, registry of %zu images\n", di.name, di.arch_name,
-               di.compute_units, g_nreg);
+        printf("fgrt: %s, %s, %d SMs, L2 %lld bytes, registry of %zu images\n", di.name,
+               di.arch_name, di.compute_units, di.l2_bytes, g_nreg);
     int bad = 0;
     for (int i = 0; i < g_ninst; i++) {
         const inst *in = &g_inst[i];

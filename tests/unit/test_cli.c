@@ -1971,10 +1971,11 @@ Test(cli, mla_block_row_groups_by_target)
     const char *groups = strstr(out, "mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16\n");
     cr_assert(rc && groups, "%s", out);
     cr_expect_not_null(strstr(rc, " ROW_GROUP=1\n"), "%s", rc);
-    cr_expect_not_null(strstr(rc, "the runtime takes that one"), "%s", rc);
+    cr_expect_not_null(strstr(rc, "the runtime takes each target's own"), "%s", rc);
     cr_expect_not_null(strstr(groups, " ROW_GROUP=4\n"), "%s", groups);
     free(out);
-    /* ... in the registry: the copies a row at priority -1, the groups at 0 */
+    /* ... in the registry: the copies a row at priority -1 (a device of
+     * neither target), the groups at 0, each with its target's figures */
     char gen[96];
     snprintf(gen, sizeof gen, "%s/rowgroups", tmp);
     cr_assert_eq(run(&out, "generate --out %s --filter 'mla_block_sm90a*b16*' specs/models/deepseek-v3-tp8.yaml "
@@ -1991,6 +1992,11 @@ Test(cli, mla_block_row_groups_by_target)
     const char *rc_prio = strstr(rc, ".priority = -1,"), *groups_prio = strstr(groups, ".priority = ");
     cr_expect(rc_prio && (!rc_end || rc_prio < rc_end), "the copies a row at -1: %s", rc);
     cr_expect(!groups_prio || (groups_end && groups_prio > groups_end), "the groups at 0: %s", groups);
+    const char *rc_targets = strstr(rc, ".targets = {{\"h100\", 132, 52428800}},\n        .ntargets = 1,");
+    const char *groups_targets = strstr(groups, ".targets = {{\"h200\", 132, 62914560}},\n        .ntargets = 1,");
+    cr_expect(rc_targets && (!rc_end || rc_targets < rc_end), "the copies a row for the H100: %s", rc);
+    cr_expect(groups_targets && (!groups_end || groups_targets < groups_end), "the groups for the H200: %s",
+              groups);
     free(reg);
 }
 

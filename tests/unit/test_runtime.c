@@ -69,7 +69,7 @@ static const char *find(fg_reg_arch arch, const char *op, fg_reg_dtype dt, long 
 {
     const long long dims[2] = {d0, d1};
     const fg_kernel_entry *e = (const fg_kernel_entry *)1;
-    fg_status s = fg_lookup(reg, nreg, arch, op, dt, dims, ndims, &e);
+    fg_status s = fg_lookup(reg, nreg, arch, NULL, op, dt, dims, ndims, &e);
     cr_assert_eq(s, expect, "%s %lld: got %s (%s)", op, d0, fg_status_string(s), fg_last_error());
     if (s != FG_OK) {
         cr_assert_null(e, "a failed lookup clears *out");
@@ -114,9 +114,9 @@ Test(runtime_lookup, ties_go_to_the_first_entry)
 {
     const long long h = 4096;
     const fg_kernel_entry *e;
-    cr_assert_eq(fg_lookup(reg + 4, nreg - 4, SM90, "rmsnorm", FG_REG_F16, &h, 1, &e), FG_OK);
+    cr_assert_eq(fg_lookup(reg + 4, nreg - 4, SM90, NULL, "rmsnorm", FG_REG_F16, &h, 1, &e), FG_OK);
     cr_assert_str_eq(e->name, "h4096_again");
-    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, &h, 1, &e), FG_OK);
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, "rmsnorm", FG_REG_F16, &h, 1, &e), FG_OK);
     cr_assert_str_eq(e->name, "h4096");
 }
 
@@ -131,9 +131,9 @@ Test(runtime_lookup, priority_orders_equally_specialized_entries)
     };
     const long long h = 4096, other = 1024;
     const fg_kernel_entry *e;
-    cr_assert_eq(fg_lookup(r, 4, SM90, "attn", FG_REG_F16, &h, 1, &e), FG_OK);
+    cr_assert_eq(fg_lookup(r, 4, SM90, NULL, "attn", FG_REG_F16, &h, 1, &e), FG_OK);
     cr_assert_str_eq(e->name, "c4", "the higher priority among equals");
-    cr_assert_eq(fg_lookup(r, 4, SM90, "attn", FG_REG_F16, &other, 1, &e), FG_OK);
+    cr_assert_eq(fg_lookup(r, 4, SM90, NULL, "attn", FG_REG_F16, &other, 1, &e), FG_OK);
     cr_assert_str_eq(e->name, "any", "priority never beats a more specialized entry");
 }
 
@@ -155,10 +155,46 @@ Test(runtime_lookup, a_tuned_entry_wins_over_an_equal_planners)
     };
     const long long k4096[] = {8192, 4096}, k1024[] = {8192, 1024};
     const fg_kernel_entry *e;
-    cr_assert_eq(fg_lookup(r, 5, SM90, "overlap_gemm", FG_REG_BF16, k4096, 2, &e), FG_OK);
+    cr_assert_eq(fg_lookup(r, 5, SM90, NULL, "overlap_gemm", FG_REG_BF16, k4096, 2, &e), FG_OK);
     cr_assert_str_eq(e->name, "gemm_s4c2g16", "the tuned among equals, wherever it is");
-    cr_assert_eq(fg_lookup(r, 5, SM90, "overlap_gemm", FG_REG_BF16, k1024, 2, &e), FG_OK);
+    cr_assert_eq(fg_lookup(r, 5, SM90, NULL, "overlap_gemm", FG_REG_BF16, k1024, 2, &e), FG_OK);
     cr_assert_str_eq(e->name, "other_first", "a higher priority before tuning");
+}
+
+/* The H100 and the H200 as a build's target specs say them. */
+#define H100 {"h100", 132, 52428800}
+#define H200 {"h200", 132, 62914560}
+
+/* A build for the H100 and the H200 can hold, under one key, an instance
+ * planned for each (the MLA block's latent rows: a copy a row, or 4): the
+ * device's target's is taken over a higher priority or a tuned entry, never
+ * over a more specialized one; a device of no target of the registry's gets
+ * the order without targets. */
+Test(runtime_lookup, the_devices_targets_entry_wins_among_equals)
+{
+    const fg_kernel_entry r[] = {
+        ENTRY("blk_rc", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
+              .priority = -1, .targets = {H100}, .ntargets = 1),
+        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
+              .targets = {H200}, .ntargets = 1),
+        ENTRY("blk_tuned", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16},
+              .match = {MAX}, .tuned = 1, .targets = {H200}, .ntargets = 1),
+        ENTRY("blk_b8", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {8}, .match = {MAX}),
+    };
+    const long long b16 = 16, b4 = 4;
+    const fg_kernel_entry *e;
+    cr_assert_eq(fg_lookup(r, 4, SM90, "h100", "mla_block", FG_REG_BF16, &b16, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "blk_rc", "the device's target's, over priority and tuning");
+    cr_assert_eq(fg_lookup(r, 4, SM90, "h200", "mla_block", FG_REG_BF16, &b16, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "blk_tuned", "among the target's, the tuned one");
+    const char *unknown[] = {NULL, "", "h800"};
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(fg_lookup(r, 4, SM90, unknown[i], "mla_block", FG_REG_BF16, &b16, 1, &e),
+                     FG_OK);
+        cr_assert_str_eq(e->name, "blk_tuned", "no target known: priority, then tuning (%d)", i);
+    }
+    cr_assert_eq(fg_lookup(r, 4, SM90, "h100", "mla_block", FG_REG_BF16, &b4, 1, &e), FG_OK);
+    cr_assert_str_eq(e->name, "blk_b8", "the tighter bound before the target");
 }
 
 Test(runtime_lookup, no_match_is_an_error_that_says_what_exists)
@@ -166,13 +202,13 @@ Test(runtime_lookup, no_match_is_an_error_that_says_what_exists)
     const long long h = 1024;
     const fg_kernel_entry *e;
     /* Only an f16 instance has hidden 1024: bf16 is not served by a near fit. */
-    cr_assert_eq(fg_lookup(reg + 3, nreg - 3, SM90, "rmsnorm", FG_REG_BF16, &h, 1, &e),
+    cr_assert_eq(fg_lookup(reg + 3, nreg - 3, SM90, NULL, "rmsnorm", FG_REG_BF16, &h, 1, &e),
                  FG_ERR_NO_MATCHING_INSTANCE);
     cr_assert_null(e);
     const char *why = fg_last_error();
     cr_assert(strstr(why, "no rmsnorm instance for sm_90a bf16 [1024]"), "%s", why);
     cr_assert(strstr(why, "f16 [1024]") && strstr(why, "bf16 [4096]"), "%s", why);
-    cr_assert_eq(fg_lookup(reg, 0, SM90, "rmsnorm", FG_REG_F16, &h, 1, &e),
+    cr_assert_eq(fg_lookup(reg, 0, SM90, NULL, "rmsnorm", FG_REG_F16, &h, 1, &e),
                  FG_ERR_NO_MATCHING_INSTANCE);
     cr_assert(strstr(fg_last_error(), "none"), "%s", fg_last_error());
 }
@@ -182,20 +218,21 @@ Test(runtime_lookup, bad_arguments)
     const long long dims[FG_REG_MAX_DIMS + 1] = {4096};
     const long long zero = 0, negative = -4096;
     const fg_kernel_entry *e;
-    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, dims, 1, NULL),
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, "rmsnorm", FG_REG_F16, dims, 1, NULL),
                  FG_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, FG_REG_F16, dims, 1, &e),
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, NULL, FG_REG_F16, dims, 1, &e),
                  FG_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(fg_lookup(NULL, 3, SM90, "rmsnorm", FG_REG_F16, dims, 1, &e),
+    cr_assert_eq(fg_lookup(NULL, 3, SM90, NULL, "rmsnorm", FG_REG_F16, dims, 1, &e),
                  FG_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, NULL, 1, &e),
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, "rmsnorm", FG_REG_F16, NULL, 1, &e),
                  FG_ERR_INVALID_ARGUMENT);
-    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, dims, FG_REG_MAX_DIMS + 1, &e),
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, "rmsnorm", FG_REG_F16, dims,
+                           FG_REG_MAX_DIMS + 1, &e),
                  FG_ERR_INVALID_ARGUMENT);
     /* a zero key is a flag value to lookup: no rmsnorm entry has it */
-    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, &zero, 1, &e),
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, "rmsnorm", FG_REG_F16, &zero, 1, &e),
                  FG_ERR_NO_MATCHING_INSTANCE);
-    cr_assert_eq(fg_lookup(reg, nreg, SM90, "rmsnorm", FG_REG_F16, &negative, 1, &e),
+    cr_assert_eq(fg_lookup(reg, nreg, SM90, NULL, "rmsnorm", FG_REG_F16, &negative, 1, &e),
                  FG_ERR_BAD_SHAPE);
 }
 
@@ -396,16 +433,83 @@ static const fg_driver_ops fake_ops_no_tma = {
     .occupancy = f_occupancy, .launch = f_launch, .alloc = f_alloc, .zero = f_zero,
     .free = f_free, .copy = f_copy, .sync = f_sync, .make_current = f_ok, .symbol = f_symbol};
 
-static fg_context *fake_ctx(fg_reg_arch arch, const fg_kernel_entry *r, size_t n)
+/* A fake device of `arch` with `cus` compute units and an L2 of l2_bytes. */
+static fg_context *fake_device_ctx(fg_reg_arch arch, int cus, long long l2_bytes,
+                                   const fg_kernel_entry *r, size_t n)
 {
     F = (fake){.base = {.ops = &fake_ops}, .resident = 8};
     F.base.caps = (fg_device_caps){
         .info = {.backend = FG_BACKEND_CUDA, .arch = arch, .name = "fake",
-                 .arch_name = "sm_90", .compute_units = 132, .max_dynamic_smem = 232448},
+                 .arch_name = "sm_90", .compute_units = cus, .max_dynamic_smem = 232448,
+                 .l2_bytes = l2_bytes},
         .max_grid_x = 100000, .clusters = true, .cooperative = true};
     fg_context *ctx = NULL;
     cr_assert_eq(fg_context_create(&F.base, NULL, r, n, &ctx), FG_OK);
     return ctx;
+}
+
+static fg_context *fake_ctx(fg_reg_arch arch, const fg_kernel_entry *r, size_t n)
+{
+    return fake_device_ctx(arch, 132, 0, r, n);
+}
+
+/* The context tells which of the registry's targets the device is by its
+ * compute units and L2 size, and its lookups prefer that target's entries. */
+Test(runtime_bind, the_device_is_known_by_its_compute_units_and_l2)
+{
+    const fg_kernel_entry r[] = {
+        ENTRY("blk_rc", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
+              .priority = -1, .targets = {H100}, .ntargets = 1),
+        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
+              .targets = {H200}, .ntargets = 1),
+        ENTRY("both", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {4096},
+              .targets = {H100, H200}, .ntargets = 2),
+        /* another arch's target with the H100's figures is not the H100's */
+        ENTRY("gfx", "rmsnorm", FG_REG_ARCH_GFX942, FG_REG_F16, .ndims = 1, .dims = {4096},
+              .targets = {{"gfx_twin", 132, 52428800}}, .ntargets = 1),
+    };
+    const struct {
+        int cus;
+        long long l2;
+        const char *target, *entry;
+    } cases[] = {
+        {132, 52428800, "h100", "blk_rc"},
+        {132, 62914560, "h200", "blk"},
+        {132, 0, "", "blk"},            /* L2 not reported */
+        {114, 52428800, "", "blk"},     /* an H100 PCIe: not the h100 spec's */
+    };
+    const long long b = 16;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        fg_context *ctx = fake_device_ctx(SM90, cases[i].cus, cases[i].l2, r, 4);
+        fg_device_info info;
+        cr_assert_eq(fg_device_get_info(ctx, &info), FG_OK);
+        cr_assert_str_eq(info.target, cases[i].target, "case %zu", i);
+        cr_assert_eq(info.l2_bytes, cases[i].l2);
+        const fg_kernel_entry *e = NULL;
+        cr_assert_eq(fg_context_lookup(ctx, "mla_block", FG_REG_BF16, &b, 1, &e), FG_OK);
+        cr_assert_str_eq(e->name, cases[i].entry, "case %zu", i);
+        fg_shutdown(ctx);
+    }
+    /* two targets of one arch with one device's figures cannot be told apart */
+    const fg_kernel_entry twins[] = {
+        ENTRY("a", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {4096}, .targets = {H100},
+              .ntargets = 1),
+        ENTRY("b", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {4096},
+              .targets = {{"h100_twin", 132, 52428800}}, .ntargets = 1),
+    };
+    fg_context *ctx = fake_device_ctx(SM90, 132, 52428800, twins, 2);
+    fg_device_info info;
+    cr_assert_eq(fg_device_get_info(ctx, &info), FG_OK);
+    cr_assert_str_eq(info.target, "");
+    fg_shutdown(ctx);
+    /* an entry that says more targets than it can hold is a bad registry */
+    const fg_kernel_entry bad[] = {ENTRY("a", "rmsnorm", SM90, FG_REG_F16, .ndims = 1,
+                                         .dims = {4096}, .ntargets = FG_REG_MAX_TARGETS + 1)};
+    F = (fake){.base = {.ops = &fake_ops}};
+    ctx = (fg_context *)1;
+    cr_assert_eq(fg_context_create(&F.base, NULL, bad, 1, &ctx), FG_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(fg_last_error(), "targets"), "%s", fg_last_error());
+    cr_assert_eq(F.closes, 1, "the driver closed");
 }
 
 #define DEV(addr) ((void *)(uintptr_t)(addr))
