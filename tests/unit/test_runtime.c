@@ -164,6 +164,13 @@ Test(runtime_lookup, a_tuned_entry_wins_over_an_equal_planners)
 /* The H100 and the H200 as a build's target specs say them. */
 #define H100 {"h100", 132, 52428800}
 #define H200 {"h200", 132, 62914560}
+/* The MLA block's B_max 16 in a build for both: a copy a row for the H100
+ * (below the groups on a device of neither), 4 rows a copy for the H200. */
+#define BLOCK_BY_TARGET                                                                            \
+    ENTRY("blk_rc", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},      \
+          .priority = -1, .targets = {H100}, .ntargets = 1),                                       \
+        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},     \
+              .targets = {H200}, .ntargets = 1)
 
 /* A build for the H100 and the H200 can hold, under one key, an instance
  * planned for each (the MLA block's latent rows: a copy a row, or 4): the
@@ -173,10 +180,7 @@ Test(runtime_lookup, a_tuned_entry_wins_over_an_equal_planners)
 Test(runtime_lookup, the_devices_targets_entry_wins_among_equals)
 {
     const fg_kernel_entry r[] = {
-        ENTRY("blk_rc", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
-              .priority = -1, .targets = {H100}, .ntargets = 1),
-        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
-              .targets = {H200}, .ntargets = 1),
+        BLOCK_BY_TARGET,
         ENTRY("blk_tuned", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16},
               .match = {MAX}, .tuned = 1, .targets = {H200}, .ntargets = 1),
         ENTRY("blk_b8", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {8}, .match = {MAX}),
@@ -458,10 +462,7 @@ static fg_context *fake_ctx(fg_reg_arch arch, const fg_kernel_entry *r, size_t n
 Test(runtime_bind, the_device_is_known_by_its_compute_units_and_l2)
 {
     const fg_kernel_entry r[] = {
-        ENTRY("blk_rc", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
-              .priority = -1, .targets = {H100}, .ntargets = 1),
-        ENTRY("blk", "mla_block", SM90, FG_REG_BF16, .ndims = 1, .dims = {16}, .match = {MAX},
-              .targets = {H200}, .ntargets = 1),
+        BLOCK_BY_TARGET,
         ENTRY("both", "rmsnorm", SM90, FG_REG_F16, .ndims = 1, .dims = {4096},
               .targets = {H100, H200}, .ntargets = 2),
         /* another arch's target with the H100's figures is not the H100's */
