@@ -162,6 +162,12 @@ static CUtensorMap rows_map(const void *base, long long rows, CUtensorMapL2promo
     return map;
 }
 
+// A k_stream shape as a value, so one argument names it for the launch and
+// for its shared memory.
+template <int R, int TEAMS, int STAGES = 5> struct form {
+    static constexpr int rows = R, teams = TEAMS, stages = STAGES;
+};
+
 template <class F> static float time_us(F launch, int reps)
 {
     cudaEvent_t a, b;
@@ -226,7 +232,10 @@ int main(int argc, char **argv)
     }
     for (int grid : grids) {
         // rows 0: the TMA box, with L2 promotion none (promo 0) or 256 B
-        auto run = [&](auto kern, int rows, int teams, int hold_clk, int promo = 0, int stages = 5) {
+        auto run = [&](auto shape, int hold_clk, int promo = 0) {
+            using F = decltype(shape);
+            const auto kern = k_stream<F::rows, F::teams, F::stages>;
+            const int rows = F::rows, teams = F::teams, stages = F::stages;
             const int smem = stages * (rows ? (kTile / rows) * (rows * kRow + 16) : kTile * kRow) + 1024 + 256;
             CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
             char name[96];
@@ -239,19 +248,18 @@ int main(int argc, char **argv)
             report(name, grid, stages, hold_clk,
                    time_us([&] { kern<<<grid, kConsumers + 32, smem>>>(maps[promo], w, hold_clk, sink); }, 7));
         };
-        run(k_stream<1, 1>, 1, 1, 0), run(k_stream<1, 2>, 1, 2, 2000), run(k_stream<1, 2>, 1, 2, 3000);
-        run(k_stream<2, 1>, 2, 1, 0), run(k_stream<2, 2>, 2, 2, 2000), run(k_stream<2, 2>, 2, 2, 3000);
-        run(k_stream<4, 1>, 4, 1, 0), run(k_stream<4, 2>, 4, 2, 2000), run(k_stream<4, 2>, 4, 2, 3000);
-        run(k_stream<32, 1>, 32, 1, 0), run(k_stream<32, 2>, 32, 2, 2000), run(k_stream<32, 2>, 32, 2, 3000);
+        run(form<1, 1>{}, 0), run(form<1, 2>{}, 2000), run(form<1, 2>{}, 3000);
+        run(form<2, 1>{}, 0), run(form<2, 2>{}, 2000), run(form<2, 2>{}, 3000);
+        run(form<4, 1>{}, 0), run(form<4, 2>{}, 2000), run(form<4, 2>{}, 3000);
+        run(form<32, 1>{}, 0), run(form<32, 2>{}, 2000), run(form<32, 2>{}, 3000);
         for (int promo : {0, 1})
-            run(k_stream<0, 1>, 0, 1, 0, promo), run(k_stream<0, 2>, 0, 2, 2000, promo),
-                run(k_stream<0, 2>, 0, 2, 3000, promo);
+            run(form<0, 1>{}, 0, promo), run(form<0, 2>{}, 2000, promo), run(form<0, 2>{}, 3000, promo);
         // the MLA block's attention (stop 76): one team holding each tile ~0.7 us
         // (its chain), a copy a row or 4, 3 to 6 stages: what more bytes in
         // flight would give it
-        run(k_stream<1, 1, 5>, 1, 1, 1400, 0, 5), run(k_stream<1, 1, 6>, 1, 1, 1400, 0, 6);
-        run(k_stream<4, 1, 3>, 4, 1, 1400, 0, 3), run(k_stream<4, 1, 4>, 4, 1, 1400, 0, 4);
-        run(k_stream<4, 1, 5>, 4, 1, 1400, 0, 5), run(k_stream<4, 1, 6>, 4, 1, 1400, 0, 6);
+        run(form<1, 1, 5>{}, 1400), run(form<1, 1, 6>{}, 1400);
+        run(form<4, 1, 3>{}, 1400), run(form<4, 1, 4>{}, 1400);
+        run(form<4, 1, 5>{}, 1400), run(form<4, 1, 6>{}, 1400);
     }
     CK(cudaGetLastError());
     return 0;
