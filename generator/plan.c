@@ -32,6 +32,11 @@ static void note_users(fg_instance *in, const fg_spec *s, const fg_spec *ts)
         in->targets[in->ntargets++] = ts->target;
 }
 
+unsigned fg_kv_page(const fg_model *m)
+{
+    return m->kv_cache && m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+}
+
 /* What two instances of one name differ in that changes their code, or NULL. */
 static const char *code_difference(const fg_instance *a, const fg_instance *b)
 {

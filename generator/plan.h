@@ -70,6 +70,9 @@ void fg_plan_mark(fg_instance *in, const char *family, fg_origin from);
 void fg_plan_config_line(fg_strbuf *sb, const fg_plan_set *set, const fg_tuning_entry *e,
                          const char *what, int decimals);
 
+/* The model's KV cache page size in rows; 0: contiguous. */
+unsigned fg_kv_page(const fg_model *m);
+
 /* Elements of an array (the planners' candidate lists). */
 #define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
 

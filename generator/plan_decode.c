@@ -410,8 +410,7 @@ static void decode_key(fg_instance *in, const fg_model *m, const fg_target *t,
     fg_instance_add_param(in, "HEAD_DIM", a->head_dim);
     fg_instance_add_param(in, "MAX_CONTEXT", m->max_context);
     fg_instance_add_param(in, "WINDOW", a->sliding_window);
-    fg_instance_add_param(in, "PAGE_SIZE",
-                          m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0);
+    fg_instance_add_param(in, "PAGE_SIZE", fg_kv_page(m));
     fg_instance_add_param(in, "BMAX", bmax);
     fg_instance_add_param(in, "QKV_BIAS", a->qkv_bias);
     fg_instance_add_param(in, "RMSNORM", 1);
@@ -442,7 +441,7 @@ static int plan_one(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsig
     char variant[96];
     fg_strbuf dims = {0};
     decode_dims(&dims, m);
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned page = fg_kv_page(m);
     char split[32];
     head_split(split, bmax, c, p);
     const char *cl = strchr(split, '_') + 1;   /* the cluster part, for the path key */

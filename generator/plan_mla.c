@@ -87,12 +87,6 @@ static unsigned clusters_resident(const fg_target *t, unsigned c)
     return c <= 2 ? sms / c : c == 4 ? sms * 30 / 132 : sms * 14 / 132 * 8 / c;
 }
 
-/* The cache's page size; 0: contiguous. */
-static unsigned page_size(const fg_model *m)
-{
-    return m->kv_cache && m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
-}
-
 /* A block's shape for `heads` heads per GPU: heads per block, a multiple of
  * 16 (32 where the heads allow: half the cache re-reads of 16 at 128 heads);
  * two teams of warps taking tiles in turn where the registers allow (16
@@ -165,8 +159,8 @@ static void mla_dims(const fg_model *m, unsigned bmax, char dims[96])
 {
     const fg_mla *a = m->mla;
     char paged[16] = "";
-    if (page_size(m))
-        snprintf(paged, sizeof paged, "_p%u", page_size(m));
+    if (fg_kv_page(m))
+        snprintf(paged, sizeof paged, "_p%u", fg_kv_page(m));
     snprintf(dims, 96, "nh%u_kv%u_r%u_s%u%s_b%u", a->heads / a->tensor_parallel, a->kv_lora_rank,
              a->qk_rope_head_dim, m->max_context, paged, bmax);
 }
@@ -193,7 +187,7 @@ static int mla_instance_init(fg_instance *in, const fg_model *m, const fg_target
     fg_instance_add_param(in, "KV_LORA", a->kv_lora_rank);
     fg_instance_add_param(in, "ROPE_DIM", a->qk_rope_head_dim);
     fg_instance_add_param(in, "MAX_CONTEXT", m->max_context);
-    fg_instance_add_param(in, "PAGE_SIZE", page_size(m));
+    fg_instance_add_param(in, "PAGE_SIZE", fg_kv_page(m));
     fg_instance_add_param(in, "BMAX", bmax);
     in->nkey_params = 6;
     in->key_max_mask = 1u << 5;   /* a call's batch may be below B_max */
@@ -432,7 +426,7 @@ static const char *unsupported(const fg_model *m, const fg_target *t)
     static char buf[200];
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel, d = a->kv_lora_rank + a->qk_rope_head_dim;
-    const unsigned page = page_size(m);
+    const unsigned page = fg_kv_page(m);
     if (heads % 16) {   /* (every form: the matrix products' 16 rows) */
         snprintf(buf, sizeof buf, "%u heads per GPU: the core takes heads in groups of 16", heads);
         return buf;
@@ -685,7 +679,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const fg_mla *a = m->mla;
     const unsigned heads = a->heads / a->tensor_parallel;
     const unsigned kv = a->kv_lora_rank, rope = a->qk_rope_head_dim, width = kv + rope;
-    const unsigned page = page_size(m);
+    const unsigned page = fg_kv_page(m);
     const unsigned elem = fg_dtype_bytes(m->dtype);
     const block_shape shape = cf->shape;
     const unsigned hpb = shape.hpb, teams = shape.teams, threads = shape.threads;
@@ -971,7 +965,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const fg_mla *a = m->mla;
     const bool amd = fg_arch_is_amd(t->arch);
     const unsigned heads = a->heads / a->tensor_parallel, kv = a->kv_lora_rank;
-    const unsigned rope = a->qk_rope_head_dim, width = kv + rope, page = page_size(m);
+    const unsigned rope = a->qk_rope_head_dim, width = kv + rope, page = fg_kv_page(m);
     portable_shape p;
     if (!portable_shape_of(m, t, &p))
         return 0;   /* (portable_unsupported() refused what has no shape) */

@@ -131,7 +131,7 @@ static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned s
 #define ROW_GROUP_HEAD_GROUPS 8
 static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
 {
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned page = fg_kv_page(m);
     if (page % BLOCK_TILE) {
         snprintf(why, 160, "a copy a row: pages of %u rows, smaller than a tile", page);
         return 1;
@@ -153,7 +153,7 @@ static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
  * HBM (the H200), so it is named apart ("_rc") and ranked below it. */
 static bool row_copies_by_target(const fg_model *m, const fg_target *t)
 {
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned page = fg_kv_page(m);
     char why[160];
     return !portable_target(t) && page % BLOCK_TILE == 0 && row_group(m, t, why) == 1;
 }
@@ -166,7 +166,7 @@ static int block_name(char name[FG_NAME_MAX], const fg_model *m, const fg_target
                       const char *variant, fg_diag *d)
 {
     const fg_mla *a = m->mla;
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned page = fg_kv_page(m);
     char dims[96], paged[16] = "";
     if (page)
         snprintf(paged, sizeof paged, "_p%u", page);
@@ -188,7 +188,7 @@ static int block_instance_init(fg_instance *in, const fg_model *m, const fg_targ
                                unsigned bmax, const char *variant, const char *tmpl, fg_diag *d)
 {
     const fg_mla *a = m->mla;
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned page = fg_kv_page(m);
     if (block_name(in->name, m, t, bmax, variant, d) != 0)
         return -1;
     in->family = "mla_block";
@@ -407,7 +407,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const unsigned heads = block_heads(a), kv = a->kv_lora_rank, rope = a->qk_rope_head_dim;
     const unsigned vdim = a->v_head_dim, ql = a->q_lora_rank;
     const unsigned width = kv + rope;
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned page = fg_kv_page(m);
     const unsigned elem = fg_dtype_bytes(m->dtype), grid = t->compute_units;
     const unsigned slot = slot_bytes(m, elem), slots = c->slots;
     const unsigned smem = smem_bytes(bmax, width, slots, slot);
@@ -652,7 +652,7 @@ static int plan_portable(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, 
     const fg_mla *a = m->mla;
     const bool amd = fg_arch_is_amd(t->arch);
     const unsigned heads = block_heads(a), kv = a->kv_lora_rank, ql = a->q_lora_rank;
-    const unsigned page = m->kv_cache->layout == FG_KV_PAGED ? m->kv_cache->page_size : 0;
+    const unsigned page = fg_kv_page(m);
     const unsigned grid = t->compute_units;
     fg_mla_portable_shape p;
     if (fg_plan_mla_portable16(m, t, &p) != NULL)
