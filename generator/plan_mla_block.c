@@ -150,7 +150,8 @@ static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
 /* Whether the sm_90a form's tiles land a copy a row where they could land
  * in groups (a target whose SMs' share of HBM is less, as the H100's): code
  * that differs from the same block's on a target of the same SMs and more
- * HBM (the H200), so it is named apart ("_rc") and ranked below it. */
+ * HBM (the H200), so it is named apart ("_rc"); ranked below it only on a
+ * device of neither target (the runtime knows each by its SMs and L2). */
 static bool row_copies_by_target(const fg_model *m, const fg_target *t)
 {
     const unsigned page = fg_kv_page(m);
