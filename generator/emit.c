@@ -244,7 +244,7 @@ static json_object *instance_json(const fg_instance *in)
     json_object_object_add(o, "name", json_object_new_string(in->name));
     json_object_object_add(o, "family", json_object_new_string(in->family));
     json_object_object_add(o, "op", json_object_new_string(in->op));
-    const char *targets[FG_MAX_SPECS_PER_INSTANCE];
+    const char *targets[FG_REG_MAX_TARGETS];
     for (unsigned i = 0; i < in->ntargets; i++)
         targets[i] = in->targets[i]->name;
     json_object_object_add(o, "targets", str_array(targets, in->ntargets));

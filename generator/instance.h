@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "fg_registry.h"   /* FG_REG_MAX_TARGETS: a registry entry's targets */
 #include "spec.h"
 #include "strbuf.h"
 
@@ -75,7 +76,7 @@ typedef struct fg_instance {
     fg_strbuf reasons;         /* one line per decision, for `explain` */
     const char *specs[FG_MAX_SPECS_PER_INSTANCE]; /* model and target spec paths */
     unsigned nspecs;
-    const fg_target *targets[FG_MAX_SPECS_PER_INSTANCE]; /* the targets sharing it */
+    const fg_target *targets[FG_REG_MAX_TARGETS]; /* the targets sharing it */
     unsigned ntargets;
 } fg_instance;
 

@@ -12,24 +12,42 @@ static fg_instance *find(fg_plan_set *set, const char *name)
     return NULL;
 }
 
-static void note(const char **list, unsigned *n, const char *item)
+/* Notes item in list once; false when it is new and the list is full. */
+static bool note(const char **list, unsigned *n, const char *item)
 {
     for (unsigned i = 0; i < *n; i++)
         if (strcmp(list[i], item) == 0)
-            return;
-    if (*n < FG_MAX_SPECS_PER_INSTANCE)
-        list[(*n)++] = item;
+            return true;
+    if (*n == FG_MAX_SPECS_PER_INSTANCE)
+        return false;
+    list[(*n)++] = item;
+    return true;
 }
 
-static void note_users(fg_instance *in, const fg_spec *s, const fg_spec *ts)
+/* The specs and the target an instance serves, noted once each: the
+ * manifest lists the specs, and the registry entry the targets, which the
+ * runtime reads up to FG_REG_MAX_TARGETS of.  More is refused rather than
+ * dropped (the manifest would not say what the instance serves; the
+ * runtime would refuse the entry at fg_init). */
+static int note_users(fg_instance *in, const fg_spec *s, const fg_spec *ts, fg_diag *d)
 {
-    note(in->specs, &in->nspecs, s->path);
-    note(in->specs, &in->nspecs, ts->path);
+    if (!note(in->specs, &in->nspecs, s->path) || !note(in->specs, &in->nspecs, ts->path)) {
+        fg_error(d, "%s: serves more than %d specs, more than its manifest entry lists; "
+                    "generate from fewer specs at once",
+                 in->name, FG_MAX_SPECS_PER_INSTANCE);
+        return -1;
+    }
     for (unsigned i = 0; i < in->ntargets; i++)
         if (strcmp(in->targets[i]->name, ts->target->name) == 0)
-            return;
-    if (in->ntargets < FG_MAX_SPECS_PER_INSTANCE)
-        in->targets[in->ntargets++] = ts->target;
+            return 0;
+    if (in->ntargets == FG_REG_MAX_TARGETS) {
+        fg_error(d, "%s: planned alike for more than %d targets (%s among them), more than "
+                    "its registry entry lists; generate for fewer targets at once",
+                 in->name, FG_REG_MAX_TARGETS, ts->target->name);
+        return -1;
+    }
+    in->targets[in->ntargets++] = ts->target;
+    return 0;
 }
 
 unsigned fg_kv_page(const fg_model *m)
@@ -64,8 +82,7 @@ int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_sp
                         "(%s differs; %s)",
                      in->name, diff, s->path);
         fg_instance_free(in);
-        note_users(old, s, ts);
-        return diff ? -1 : 0;
+        return diff || note_users(old, s, ts, d) ? -1 : 0;
     }
     if (set->count == set->cap) {
         set->cap = set->cap ? set->cap * 2 : 16;
@@ -74,7 +91,10 @@ int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_sp
             fg_out_of_memory();
         set->items = p;
     }
-    note_users(in, s, ts);
+    if (note_users(in, s, ts, d)) {
+        fg_instance_free(in);
+        return -1;
+    }
     set->items[set->count++] = *in;
     return 0;
 }

@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <utime.h>
 
+#include "fg_registry.h"
 #include "fsutil.h"
 #include "strbuf.h"
 
@@ -3493,4 +3494,59 @@ Test(cli, profile_writes_the_interconnect_block)
     cr_expect_not_null(strstr(log, "expected a GEMM-overlap spec"), "%s", log);
     free(log);
     free(orig);
+}
+
+/* An instance serves at most FG_REG_MAX_TARGETS targets (its registry
+ * entry's list) and FG_MAX_SPECS_PER_INSTANCE specs (its manifest entry's):
+ * one more of either is refused, with nothing written, rather than dropped. */
+Test(cli, an_instance_serves_no_more_targets_or_specs_than_its_entries_list)
+{
+    char *target = slurp("specs/targets/h200.yaml"), *model = slurp("specs/models/llama-2-7b.yaml");
+    char targets[1024] = "", models[2048] = "";
+    for (int i = 1; i <= 16; i++) {
+        char name[32], path[96];
+        snprintf(name, sizeof name, "name: t%d\n", i);
+        snprintf(path, sizeof path, "%s/t%d.yaml", tmp, i);
+        char *text = replaced(target, "name: h200\n", name);
+        write_file(path, text);
+        free(text);
+        if (i <= FG_REG_MAX_TARGETS + 1)
+            snprintf(targets + strlen(targets), sizeof targets - strlen(targets), " %s", path);
+        snprintf(name, sizeof name, "name: m%d\n", i);
+        snprintf(path, sizeof path, "%s/m%d.yaml", tmp, i);
+        text = replaced(model, "name: llama-2-7b\n", name);
+        write_file(path, text);
+        free(text);
+        snprintf(models + strlen(models), sizeof models - strlen(models), " %s", path);
+    }
+    free(target);
+    free(model);
+    /* 9 targets of one arch planned alike: one too many */
+    char *out, dir[96];
+    snprintf(dir, sizeof dir, "%s/o", tmp);
+    cr_assert_neq(run(&out, "generate --out %s --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml%s", dir, targets),
+                  0, "%s", out);
+    cr_expect_not_null(strstr(out, "rmsnorm_sm90a_f16_h4096_t256c: planned alike for more than 8 targets (t9 "
+                                   "among them)"),
+                       "%s", out);
+    cr_expect_not_null(strstr(out, "nothing written"), "%s", out);
+    cr_expect_eq(count_files(dir), -1, "nothing written");
+    free(out);
+    /* 8 are listed, each with its figures */
+    *strrchr(targets, ' ') = '\0';
+    cr_assert_eq(run(&out, "generate --out %s --filter 'rmsnorm_*' specs/models/llama-2-7b.yaml%s", dir, targets),
+                 0, "%s", out);
+    free(out);
+    char path[128];
+    snprintf(path, sizeof path, "%s/fg_registry.c", dir);
+    char *reg = slurp(path);
+    cr_expect_not_null(strstr(reg, "{\"t8\", 132, 62914560}},\n        .ntargets = 8,"), "%s", reg);
+    free(reg);
+    /* 16 models and a target share the instance: 17 specs */
+    snprintf(dir, sizeof dir, "%s/o2", tmp);
+    cr_assert_neq(run(&out, "generate --out %s --filter 'rmsnorm_*'%s specs/targets/h200.yaml", dir, models), 0,
+                  "%s", out);
+    cr_expect_not_null(strstr(out, "rmsnorm_sm90a_f16_h4096_t256c: serves more than 16 specs"), "%s", out);
+    cr_expect_eq(count_files(dir), -1, "nothing written");
+    free(out);
 }
