@@ -73,6 +73,12 @@ static const char *code_difference(const fg_instance *a, const fg_instance *b)
 int fg_plan_add(fg_plan_set *set, fg_instance *in, const fg_spec *s, const fg_spec *ts,
                 fg_diag *d)
 {
+    if (in->nkey_params > FG_REG_MAX_DIMS) {   /* (the registry entry's dims; a planner's slip) */
+        fg_error(d, "internal error: %s: %u key dims, more than a registry entry holds (%d)", in->name,
+                 in->nkey_params, FG_REG_MAX_DIMS);
+        fg_instance_free(in);
+        return -1;
+    }
     fg_instance *old = find(set, in->name);
     if (old) {
         /* Same name must mean same code; keep the first reasons. */
