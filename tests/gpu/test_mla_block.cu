@@ -995,7 +995,7 @@ void bench(cudaStream_t s, const fgh_device *dev, fgh_json *j, const std::vector
                     want[i] = fgh_get(y_base.data(), in->dt, i);
                 const fgh_err e = fgh_compare(y_fused.data(), in->dt, want.data(), ny);
                 const double tol = (in->dt == FGH_F16 ? 2e-3 : 1e-2) + 3e-2;
-                char what[256];   // name (199 at most) and the text
+                char what[sizeof name + 48];   // name and the text after it
                 snprintf(what, sizeof what, "%s: the timed output against the baseline's", name);
                 CHECKF(what, e.nonfinite == 0 && e.rel_l2 <= tol, "rel L2 %.3e (limit %.0e), %zu non-finite",
                        e.rel_l2, tol, e.nonfinite);
