@@ -100,6 +100,14 @@ typedef struct fg_mla_portable_shape {
     unsigned smem;   /* the loop's shared memory (bytes) */
 } fg_mla_portable_shape;
 const char *fg_plan_mla_portable16(const fg_model *m, const fg_target *t, fg_mla_portable_shape *p);
+/* Whether one bulk copy a cache row (an MLA row, 1152 bytes) streams less
+ * than an SM's share of target t's read ceiling: such copies hold a block
+ * to ~FG_MLA_ROW_COPY_GBPS (probe_stream on an H100 at 64, 96 and 132
+ * blocks, stop 76), under the H200's 34 GB/s an SM and above the H100's
+ * 24.  Where they lag (the H200) the MLA kernels land a tile's rows 4 a
+ * copy; false on a target with no ceilings. */
+#define FG_MLA_ROW_COPY_GBPS 26.0
+bool fg_mla_row_copies_lag(const fg_target *t);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks, into
  * set (a tuning entry's configuration or the model's; with candidates). */
 int fg_plan_overlap_reduce(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, fg_dtype dtype,

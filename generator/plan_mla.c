@@ -643,16 +643,37 @@ static const char *cfg_misfit(const fg_model *m, const fg_target *t, unsigned bm
     return clusters_misfit(m, t, cf->shape, bmax, cf->cluster, cf->clusters, CANDIDATE_WAVES, why);
 }
 
-/* The mma form's tiles as 4 TMA boxes of 8 whole rows each (mla_decode.in's
- * kTmaTiles; a tile lies in one page, or in its request's rows of a
- * contiguous cache) at B_max of TMA_MIN_BMAX or more, where the stream is
- * the time: 16 heads at B = 16 and 64 ran 1-2% faster at S = 4K and 16K
- * than with the rows' bulk copies, but B_max 1 and 2, where a split takes
- * few tiles, 1-6% slower (H100, stop 67; docs/performance.md). */
+bool fg_mla_row_copies_lag(const fg_target *t)
+{
+    return t->ceilings && t->ceilings->read_gbps / t->compute_units > FG_MLA_ROW_COPY_GBPS;
+}
+
+/* How the mma form's tiles land where a tile lies in one page, or in its
+ * request's rows of a contiguous cache, at B_max of TMA_MIN_BMAX or more
+ * (where the stream is the time): on a target where a copy a row lags an
+ * SM's share of HBM (the H200), as bulk copies of 4 whole rows
+ * (mla_decode.in's kRowGroup): 16 heads at B = 16 and 64, S = 16K, ran
+ * 2.5% and 1.9% faster there than with TMA boxes (stop 80), now ahead of
+ * FlashMLA in the same run; else (the H100) as 4 TMA boxes of 8 whole rows
+ * (kTmaTiles), 1-2% faster there than a copy a row (stop 67; the groups
+ * not timed on an H100).  Below B_max 16, where a split takes few tiles,
+ * both lost to a copy a row (boxes 1-6% on both GPUs, groups level to 2%
+ * on the H200; docs/performance.md). */
 #define TMA_MIN_BMAX 16
-static bool tma_tiles(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax)
+static bool streamed_tiles(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax)
 {
     return !b->wgmma && page % TILE == 0 && max_context % TILE == 0 && bmax >= TMA_MIN_BMAX;
+}
+static bool tma_tiles(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax,
+                      const fg_target *t)
+{
+    return streamed_tiles(b, page, max_context, bmax) && !fg_mla_row_copies_lag(t);
+}
+/* The mma form's rows a bulk copy: 4 in a group, or 1 (a padded row). */
+static unsigned row_group(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax,
+                          const fg_target *t)
+{
+    return streamed_tiles(b, page, max_context, bmax) && fg_mla_row_copies_lag(t) ? 4 : 1;
 }
 
 /* The wgmma form's tiles as TMA boxes, a 64 x 64 chunk each (mla_wgmma.in's
@@ -686,8 +707,9 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const unsigned groups = heads / hpb, tile = shape.tile, stages = cf->stages;
     const unsigned cluster = cf->cluster, clusters = cf->clusters;
     const unsigned smem = shape_smem(shape, width, elem, stages);
-    const bool tma = tma_tiles(&shape, page, m->max_context, bmax);
+    const bool tma = tma_tiles(&shape, page, m->max_context, bmax, t);
     const bool chunks = tma_chunks(&shape, page, m->max_context, bmax);
+    const unsigned rows_a_copy = row_group(&shape, page, m->max_context, bmax, t);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
@@ -706,8 +728,15 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
         snprintf(variant, sizeof variant, "g%u_c%ux%u_n%u", hpb, cluster, clusters, stages);
     else
         snprintf(variant, sizeof variant, "g%u_c%ux%u", hpb, cluster, clusters);
-    if (mla_instance_init(&in, m, t, bmax, dims, variant, "mla_decode.in", d) != 0)
+    /* the boxes' form differs from the groups' a target of the same SMs and
+     * faster HBM takes (the H200), so it is named apart ("_tb") and ranked
+     * below it on a device of neither target (as the MLA block's "_rc") */
+    char named[112];
+    snprintf(named, sizeof named, "%s%s", dims, tma ? "_tb" : "");
+    if (mla_instance_init(&in, m, t, bmax, named, variant, "mla_decode.in", d) != 0)
         return -1;
+    if (tma)
+        in.priority = -1;
     fg_plan_mark(&in, family, from);
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);
@@ -721,6 +750,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     fg_instance_add_param(&in, "STAGES", stages);
     fg_instance_add_param(&in, "TMA_TILES", (unsigned)tma);
     fg_instance_add_param(&in, "TMA_CHUNKS", (unsigned)chunks);
+    fg_instance_add_param(&in, "ROW_GROUP", rows_a_copy);
     fg_instance_add_param(&in, "TEAMS", teams);
     fg_instance_add_param(&in, "THREADS", threads);
     fg_instance_add_param(&in, "COLS_PER_WARP", kv / 4);
@@ -824,11 +854,17 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      threads, threads / 32, teams, teams == 1 ? "" : "s", hpb / 16,
                      hpb == 16 ? "" : "s", stages, tile,
                      tma ? "a tile 4 TMA boxes of 8 whole rows, 128-byte swizzled: at B_max 16 "
-                           "or more the stream is the time, and the boxes stream faster than the "
-                           "rows' copies"
-                         : "a bulk copy a row into padded rows, spread over the warps: below "
-                           "B_max 16 a split takes few tiles, and the rows' copies land them "
-                           "sooner than boxes",
+                           "or more the stream is the time, and a copy a row keeps up with this "
+                           "target's share of HBM, where the boxes stream faster than the rows' "
+                           "copies (named _tb; where a build has the groups' form of the same "
+                           "instance too, the runtime takes each target's own, and the groups' on a "
+                           "device of neither target)"
+                     : rows_a_copy > 1 ? "a bulk copy 4 whole rows a group, spread over the warps: at "
+                                         "B_max 16 or more the stream is the time, and a copy a row "
+                                         "lags this target's share of HBM"
+                                       : "a bulk copy a row into padded rows, spread over the warps: "
+                                         "below B_max 16 a split takes few tiles, or a tile spans "
+                                         "pages, and the rows' copies land them soonest",
                      smem);
     paged_reason(&in, page, tile, !shape.wgmma);
     if (!shape.wgmma && groups == 1)   /* main_loop_mma's bulk_copy_once_if */

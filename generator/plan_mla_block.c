@@ -127,7 +127,6 @@ static unsigned smem_bytes(unsigned bmax, unsigned d, unsigned slots, unsigned s
  * group; from 8 head groups (every row read by 8 items) they won there too
  * (V2, 128 heads, B = 1, S = 16K: 0.91x).  The groups need a tile's rows
  * contiguous: a page of whole tiles or the contiguous cache. */
-#define ROW_COPY_GBPS 26.0
 #define ROW_GROUP_HEAD_GROUPS 8
 static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
 {
@@ -140,10 +139,11 @@ static unsigned row_group(const fg_model *m, const fg_target *t, char why[160])
         snprintf(why, 160, "4 rows a copy: %u head groups read each row", block_heads(m->mla) / BLOCK_GROUP);
         return 4;
     }
-    const double share = t->ceilings->read_gbps / t->compute_units;
-    const bool fast = share > ROW_COPY_GBPS;
+    const double share = t->ceilings ? t->ceilings->read_gbps / t->compute_units : 0.0;
+    const bool fast = fg_mla_row_copies_lag(t);
     snprintf(why, 160, "%s: an SM's share of the read ceiling is %.1f GB/s, and a copy a row holds a "
-                       "block's attention to ~%.0f GB/s", fast ? "4 rows a copy" : "a copy a row", share, ROW_COPY_GBPS);
+                       "block's attention to ~%.0f GB/s", fast ? "4 rows a copy" : "a copy a row", share,
+             FG_MLA_ROW_COPY_GBPS);
     return fast ? 4 : 1;
 }
 

@@ -83,6 +83,8 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
         tests/emu/specs/emu-sm90a-4sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a-tma" --filter 'mla_decode_sm90a*' $mla_specs \
         tests/emu/specs/emu-sm90a-4sm.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
+   ! "$fusegen" generate --out "$out/gen/mla-sm90a-groups" --filter 'mla_decode_sm90a*' $mla_specs \
+        tests/emu/specs/emu-sm90a-4sm.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*' \
         $mla_specs $core_specs tests/emu/specs/emu-sm90a-16sm.yaml \
         >>"$out/generate.log" 2>&1 ||
@@ -131,6 +133,10 @@ set_const mla-sm90a-dealt 'constexpr int kRestartTiles = 3;$' 'constexpr int kRe
 # planner's choice from B_max 16, more than the emulation's requests), its
 # cluster and spread merges (4 and 16 SMs)
 set_const mla-sm90a-tma 'constexpr bool kTmaTiles = 0;' 'constexpr bool kTmaTiles = 1;'
+# ... and with its tiles' rows 4 a copy (ROW_GROUP: the planner's choice
+# from B_max 16 where a copy a row lags an SM's share of HBM, as on the
+# emulation's targets)
+set_const mla-sm90a-groups 'constexpr int kRowGroup = 1;$' 'constexpr int kRowGroup = 4;'
 # The MLA core's wgmma form again with its tiles' chunks as TMA boxes
 # (TMA_CHUNKS: the planner's choice from B_max 16, more than the emulation's
 # requests), its spread merge and balanced deal

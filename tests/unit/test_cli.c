@@ -1933,6 +1933,48 @@ Test(cli, mla_block_folds_thin_wo_shares)
     free(out);
 }
 
+/* The entry of the instance `name` in a generated fg_registry.c, up to the
+ * next entry's name (a copy, for checks of its fields), or NULL. */
+static char *registry_entry(const char *reg, const char *name)
+{
+    char key[192];
+    snprintf(key, sizeof key, ".name = \"%s\"", name);
+    const char *at = strstr(reg, key);
+    if (!at)
+        return NULL;
+    const char *end = strstr(at + 1, ".name = ");
+    return strndup(at, end ? (size_t)(end - at) : strlen(at));
+}
+/* The fg_registry.c that `generate --filter FILTER MODEL` writes for the
+ * H100 and the H200 into tmp/DIR. */
+static char *h100_h200_registry(const char *dir, const char *filter, const char *model)
+{
+    char *out;
+    cr_assert_eq(run(&out, "generate --out %s/%s --filter '%s' %s specs/targets/h100.yaml specs/targets/h200.yaml",
+                     tmp, dir, filter, model),
+                 0, "%s", out);
+    free(out);
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s/fg_registry.c", tmp, dir);
+    return slurp(path);
+}
+/* A registry of a build for the H100 and the H200 holds the H100's form
+ * (h100_form) at priority -1, for the H100 alone, and the H200's (h200_form)
+ * at 0, for the H200 alone, each with its target's figures (SMs, L2 bytes):
+ * the runtime takes each device's own, and the H200's on a device of
+ * neither. */
+static void expect_forms_by_target(const char *reg, const char *h100_form, const char *h200_form)
+{
+    char *h100 = registry_entry(reg, h100_form), *h200 = registry_entry(reg, h200_form);
+    cr_assert(h100 && h200, "%s", reg);
+    cr_expect_not_null(strstr(h100, ".priority = -1,"), "%s", h100);
+    cr_expect_null(strstr(h200, ".priority = "), "%s", h200);
+    cr_expect_not_null(strstr(h100, ".targets = {{\"h100\", 132, 52428800}},\n        .ntargets = 1,"), "%s", h100);
+    cr_expect_not_null(strstr(h200, ".targets = {{\"h200\", 132, 62914560}},\n        .ntargets = 1,"), "%s", h200);
+    free(h100);
+    free(h200);
+}
+
 /* The MLA block's attention tiles land 4 rows a copy where an SM's share
  * of the target's read ceiling is more than a copy a row streams (the
  * H200's 33.7 GB/s), or from 8 head groups (V2's 128 heads) on any target;
@@ -1978,28 +2020,39 @@ Test(cli, mla_block_row_groups_by_target)
     free(out);
     /* ... in the registry: the copies a row at priority -1 (a device of
      * neither target), the groups at 0, each with its target's figures */
-    char gen[96];
-    snprintf(gen, sizeof gen, "%s/rowgroups", tmp);
-    cr_assert_eq(run(&out, "generate --out %s --filter 'mla_block_sm90a*b16*' specs/models/deepseek-v3-tp8.yaml "
-                           "specs/targets/h100.yaml specs/targets/h200.yaml", gen),
-                 0, "%s", out);
-    free(out);
-    char path[128];
-    snprintf(path, sizeof path, "%s/fg_registry.c", gen);
-    char *reg = slurp(path);
-    rc = strstr(reg, ".name = \"mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16_rc\"");
-    groups = strstr(reg, ".name = \"mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16\"");
-    cr_assert(rc && groups, "%s", reg);
-    const char *rc_end = strstr(rc + 1, ".name = "), *groups_end = strstr(groups + 1, ".name = ");
-    const char *rc_prio = strstr(rc, ".priority = -1,"), *groups_prio = strstr(groups, ".priority = ");
-    cr_expect(rc_prio && (!rc_end || rc_prio < rc_end), "the copies a row at -1: %s", rc);
-    cr_expect(!groups_prio || (groups_end && groups_prio > groups_end), "the groups at 0: %s", groups);
-    const char *rc_targets = strstr(rc, ".targets = {{\"h100\", 132, 52428800}},\n        .ntargets = 1,");
-    const char *groups_targets = strstr(groups, ".targets = {{\"h200\", 132, 62914560}},\n        .ntargets = 1,");
-    cr_expect(rc_targets && (!rc_end || rc_targets < rc_end), "the copies a row for the H100: %s", rc);
-    cr_expect(groups_targets && (!groups_end || groups_targets < groups_end), "the groups for the H200: %s",
-              groups);
+    char *reg = h100_h200_registry("rowgroups", "mla_block_sm90a*b16*", "specs/models/deepseek-v3-tp8.yaml");
+    expect_forms_by_target(reg, "mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16_rc",
+                           "mla_block_sm90a_bf16_h7168_nh16_q1536_kv512_r64_s16384_p64_b16");
     free(reg);
+}
+
+/* The MLA core's mma form from B_max 16: the H200's tiles in groups of 4
+ * rows a copy, the H100's as TMA boxes, named apart ("_tb") and ranked
+ * below the groups on a device of neither target; below B_max 16 a copy a
+ * row on both, one instance for the two targets. */
+Test(cli, mla_core_tile_copies_by_target)
+{
+    char *reg = h100_h200_registry("coretiles", "mla_decode_sm90a*", "specs/models/deepseek-v2-lite.yaml");
+    expect_forms_by_target(reg, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_tb_g16_s8",
+                           "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s8");
+    char *b1 = registry_entry(reg, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b1_g16_s132");
+    cr_assert_not_null(b1, "%s", reg);
+    cr_expect_not_null(strstr(b1, ".ntargets = 2,"), "B_max 1 for both: %s", b1);
+    cr_expect_null(strstr(reg, "_b1_tb_"), "a copy a row below B_max 16 on both: %s", reg);
+    free(b1);
+    free(reg);
+    /* the sources: the boxes' and the groups' template constants */
+    char path[256];
+    snprintf(path, sizeof path, "%s/coretiles/mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_tb_g16_s8.cu", tmp);
+    char *src = slurp(path);
+    cr_expect_not_null(strstr(src, "constexpr bool kTmaTiles = 1;"), "the H100's boxes");
+    cr_expect_not_null(strstr(src, "constexpr int kRowGroup = 1;"), "the H100's boxes");
+    free(src);
+    snprintf(path, sizeof path, "%s/coretiles/mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s8.cu", tmp);
+    src = slurp(path);
+    cr_expect_not_null(strstr(src, "constexpr bool kTmaTiles = 0;"), "the H200's groups");
+    cr_expect_not_null(strstr(src, "constexpr int kRowGroup = 4;"), "the H200's groups");
+    free(src);
 }
 
 /* Where the MLA core's portable loop does not fit a target without
@@ -2611,16 +2664,17 @@ Test(cli, explain_decode_plan_and_skips)
     cr_expect(strstr(out, "the 132 meet at a barrier, then each merges its pieces"), "%s", out);
     cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b16_g16_s8\n"), "%s", out);
     cr_expect(strstr(out, "mla_decode_sm90a_bf16_nh16_kv512_r64_s16384_p64_b64_g16_c2x1\n"), "%s", out);
-    /* tiles as TMA boxes from B_max 16, the rows' copies below */
+    /* the H200's tiles in groups of 4 rows a copy from B_max 16, a copy a
+     * row below */
     cr_expect(strstr(out, "SPLITS=132 CLUSTER=1 CLUSTERS=132 SPREAD=1 BALANCED=0 TILE=32 WGMMA=0 "
-                          "STAGES=5 TMA_TILES=0"), "%s", out);
+                          "STAGES=5 TMA_TILES=0 TMA_CHUNKS=0 ROW_GROUP=1"), "%s", out);
     cr_expect(strstr(out, "SPLITS=8 CLUSTER=1 CLUSTERS=8 SPREAD=1 BALANCED=0 TILE=32 WGMMA=0 "
-                          "STAGES=5 TMA_TILES=1"), "%s", out);
+                          "STAGES=5 TMA_TILES=0 TMA_CHUNKS=0 ROW_GROUP=4"), "%s", out);
     cr_expect(strstr(out, "SPLITS=2 CLUSTER=2 CLUSTERS=1 SPREAD=0 BALANCED=0 TILE=32 WGMMA=0 "
-                          "STAGES=5 TMA_TILES=1"), "%s", out);
-    cr_expect(strstr(out, "5 stages of 32 keys (a tile 4 TMA boxes of 8 whole rows, 128-byte "
-                          "swizzled"), "%s", out);
+                          "STAGES=5 TMA_TILES=0 TMA_CHUNKS=0 ROW_GROUP=4"), "%s", out);
+    cr_expect(strstr(out, "5 stages of 32 keys (a bulk copy 4 whole rows a group"), "%s", out);
     cr_expect(strstr(out, "5 stages of 32 keys (a bulk copy a row into padded rows"), "%s", out);
+    cr_expect_null(strstr(out, "TMA_TILES=1"), "the H100's alone: %s", out);
     cr_expect_null(strstr(out, "TMA_CHUNKS=1"), "the wgmma form's alone: %s", out);
     cr_assert(strstr(out, "deepseek-v2-lite's softmax scale (the launch's `scale`) 0.114721387"),
               "%s", out);
