@@ -50,6 +50,13 @@ typedef struct fg_launch {
     unsigned dynamic_smem;
 } fg_launch;
 
+/* The priority of a form planned for its targets alone, where a target of
+ * the same arch and SMs plans another form of the same instance (the MLA
+ * block's "_rc", the MLA core's "_tb": named apart by a tag after the
+ * dims): the runtime takes the device's own target's form first, and this
+ * one below the other on a device of neither target. */
+#define FG_PRIORITY_TARGET_FORM (-1)
+
 typedef struct fg_instance {
     char name[FG_NAME_MAX];
     const char *family;        /* "rmsnorm" */
@@ -67,7 +74,8 @@ typedef struct fg_instance {
     fg_launch launch;
     unsigned workspace_bytes;  /* fp32 workspace the binding owns, zeroed once */
     unsigned counter_count;    /* arrival counters the binding owns, zeroed once */
-    int priority;              /* higher: preferred by lookup among equal keys */
+    int priority;              /* higher: preferred by lookup among equal keys
+                                  (FG_PRIORITY_TARGET_FORM below 0) */
     bool candidate;            /* a tuning candidate (generate --candidates): the gate
                                   discards it when it spills instead of failing */
     bool tuned;                /* its configuration is a tuning entry's, not the model's */

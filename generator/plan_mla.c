@@ -736,7 +736,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     if (mla_instance_init(&in, m, t, bmax, named, variant, "mla_decode.in", d) != 0)
         return -1;
     if (tma)
-        in.priority = -1;
+        in.priority = FG_PRIORITY_TARGET_FORM;
     fg_plan_mark(&in, family, from);
     fg_instance_add_param(&in, "HEADS_PER_BLOCK", hpb);
     fg_instance_add_param(&in, "HEAD_GROUPS", groups);

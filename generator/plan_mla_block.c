@@ -466,7 +466,7 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
      * most a few % to) */
     const bool row_copies = row_copies_by_target(m, t);
     if (row_copies)
-        in.priority = -1;
+        in.priority = FG_PRIORITY_TARGET_FORM;
     if (block_workspace(&in, m, grid, bmax, (c->mma ? 1 : 2 + heads) + bmax * heads, d) != 0)
         return -1;
     snprintf(in.path_key, sizeof in.path_key, "mla_block/%s/%s/%s/%s", fg_arch_tag(t->arch),
