@@ -862,9 +862,11 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
                      : rows_a_copy > 1 ? "a bulk copy 4 whole rows a group, spread over the warps: at "
                                          "B_max 16 or more the stream is the time, and a copy a row "
                                          "lags this target's share of HBM"
-                                       : "a bulk copy a row into padded rows, spread over the warps: "
-                                         "below B_max 16 a split takes few tiles, or a tile spans "
-                                         "pages, and the rows' copies land them soonest",
+                     : bmax < TMA_MIN_BMAX ? "a bulk copy a row into padded rows, spread over the warps: "
+                                             "below B_max 16 a split takes few tiles, and the rows' "
+                                             "copies land them soonest"
+                                           : "a bulk copy a row into padded rows, spread over the warps: "
+                                             "a tile spans pages",
                      smem);
     paged_reason(&in, page, tile, !shape.wgmma);
     if (!shape.wgmma && groups == 1)   /* main_loop_mma's bulk_copy_once_if */
