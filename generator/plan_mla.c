@@ -664,17 +664,6 @@ static bool streamed_tiles(const block_shape *b, unsigned page, unsigned max_con
 {
     return !b->wgmma && page % TILE == 0 && max_context % TILE == 0 && bmax >= TMA_MIN_BMAX;
 }
-static bool tma_tiles(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax,
-                      const fg_target *t)
-{
-    return streamed_tiles(b, page, max_context, bmax) && !fg_mla_row_copies_lag(t);
-}
-/* The mma form's rows a bulk copy: 4 in a group, or 1 (a padded row). */
-static unsigned row_group(const block_shape *b, unsigned page, unsigned max_context, unsigned bmax,
-                          const fg_target *t)
-{
-    return streamed_tiles(b, page, max_context, bmax) && fg_mla_row_copies_lag(t) ? 4 : 1;
-}
 
 /* The wgmma form's tiles as TMA boxes, a 64 x 64 chunk each (mla_wgmma.in's
  * kTmaChunks; a tile lies in one page, or in its request's rows of a
@@ -707,9 +696,11 @@ static int emit(fg_plan_set *set, const fg_spec *s, const fg_spec *ts, unsigned 
     const unsigned groups = heads / hpb, tile = shape.tile, stages = cf->stages;
     const unsigned cluster = cf->cluster, clusters = cf->clusters;
     const unsigned smem = shape_smem(shape, width, elem, stages);
-    const bool tma = tma_tiles(&shape, page, m->max_context, bmax, t);
+    /* a streamed tile's rows 4 a copy or as TMA boxes (streamed_tiles), else a copy a row */
+    const bool streamed = streamed_tiles(&shape, page, m->max_context, bmax);
+    const bool in_groups = streamed && fg_mla_row_copies_lag(t), tma = streamed && !in_groups;
+    const unsigned rows_a_copy = in_groups ? 4 : 1;
     const bool chunks = tma_chunks(&shape, page, m->max_context, bmax);
-    const unsigned rows_a_copy = row_group(&shape, page, m->max_context, bmax, t);
     if (smem > t->shared_mem_per_block || smem + 1024 > t->shared_mem_per_cu) {
         fg_error(d, "mla_decode: %u heads per block need %u bytes of shared memory; %s allows %u",
                  hpb, smem, t->name, t->shared_mem_per_block);
