@@ -101,10 +101,10 @@ typedef struct fg_mla_portable_shape {
 } fg_mla_portable_shape;
 const char *fg_plan_mla_portable16(const fg_model *m, const fg_target *t, fg_mla_portable_shape *p);
 /* Whether one bulk copy a cache row (an MLA row, 1152 bytes) streams less
- * than an SM's share of target t's read ceiling: such copies hold a block
- * to ~FG_MLA_ROW_COPY_GBPS (probe_stream on an H100 at 64, 96 and 132
- * blocks, stop 76), under the H200's 34 GB/s an SM and above the H100's
- * 24.  Where they lag (the H200) the MLA kernels land a tile's rows 4 a
+ * than an SM's share of target t's read ceiling: such copies hold the MLA
+ * block's attention to ~FG_MLA_ROW_COPY_GBPS a block (an H100 at 64, 96
+ * and 132 blocks, stop 76; bare copies in probe_stream ~35), under the
+ * H200's 34 GB/s an SM and above the H100's 24.  Where they lag (the H200) the MLA kernels land a tile's rows 4 a
  * copy; false on a target with no ceilings. */
 #define FG_MLA_ROW_COPY_GBPS 26.0
 bool fg_mla_row_copies_lag(const fg_target *t);
