@@ -13,6 +13,8 @@
 # already, and the device minutes are short; CHECK='' when the caller has
 # checked both).  BIN_A: side A's test program, where A's kernels take other
 # arguments than this tree's runtime passes (built from A's revision).
+# PACK=1: the runs' logs and JSON end in one $OUT/runs.tar.gz beside
+# summary.txt (a lent GPU machine sends back only a few files a call).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 : "${OUT:?set OUT}" "${A:?set A}" "${B:?set B}" "${ONLY:?set ONLY}"
@@ -67,3 +69,8 @@ done | sort -t "$(printf '\t')" -k2,2 -k1,1 -k3,3n | awk -F '\t' '
     { if ($2 != key) { flush(); key = $2; na = nb = 0 }
       if ($1 == "a") va[++na] = $3; else vb[++nb] = $3 }
     END { flush() }' | tee "$OUT/summary.txt"
+if [ "${PACK:-0}" = 1 ]; then
+    # shellcheck disable=SC2086 # the names as words (no spaces: ours)
+    (cd "$OUT" && files=$(ls -- *.log *.json 2>/dev/null) && [ -n "$files" ] &&
+        tar czf runs.tar.gz $files && rm -f $files)
+fi
