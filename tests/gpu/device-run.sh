@@ -11,8 +11,9 @@
 #       specs/models/*.yaml specs/gemm/*.yaml tests/gpu/specs/*.yaml
 #   OUT=dir FG_COMMIT=abc tests/gpu/device-run.sh [--sanitize] [--no-bench] [--timeline INSTANCE]
 # --sanitize: scripts/check-gpu-sanitize.sh (memcheck, synccheck, racecheck);
-# --timeline: INSTANCE once more with the template's TIMELINE hook on
-# (tests/gpu/variants.sh), printing each step's time and the ring waits.
+# --timeline: INSTANCE once more with the template's timeline hook on
+# (TIMELINE; kTimeline in the MLA core's; tests/gpu/variants.sh), printing
+# each step's time (and the ring's waits, the MLA merge's steps).
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 OUT=${OUT:-/tmp/fg-out}
@@ -45,8 +46,11 @@ if [ $sanitize = 1 ]; then
     echo "check-gpu-sanitize exit $?" >>"$OUT/sanitize.log"
 fi
 if [ -n "$timeline" ]; then
+    # the hook's name: kTimeline in the MLA core's template, TIMELINE elsewhere
+    hook=TIMELINE
+    case $timeline in mla_decode_*) hook=kTimeline ;; esac
     FG_SKIP_BUILD=1 INSTANCE=$timeline tests/gpu/variants.sh \
-        'timeline:s/constexpr bool TIMELINE = false;/constexpr bool TIMELINE = true;/' \
+        "timeline:s/constexpr bool $hook = false/constexpr bool $hook = true/" \
         >"$OUT/timeline.log" 2>&1
 fi
 bench_rc=-
@@ -59,7 +63,7 @@ echo "---- check (exit $check_rc, $((t1 - t0)) s)"
 grep -E '^(FAIL|SKIP)|passed, ' "$OUT/check.log" | tail -n 40
 grep -E '^rmsnorm_|^instance|^timing|^ceilings|^  copy|^  read|^device|^fgrt|^launch' "$OUT/check.log" | head -n 50
 [ -f "$OUT/sanitize.log" ] && grep -E "check-gpu-sanitize|passed, " "$OUT/sanitize.log" | head -n 12
-[ -f "$OUT/timeline.log" ] && grep -E "^timeline|^==|S=" "$OUT/timeline.log" | head -n 20
+[ -f "$OUT/timeline.log" ] && grep -E "^(mla )?timeline|^==|S=" "$OUT/timeline.log" | head -n 40
 echo "---- bench (exit $bench_rc, $((t2 - t1)) s)"
 [ -f "$OUT/bench.log" ] && grep -vE '^ok ' "$OUT/bench.log" | grep -vE 'warning|snprintf|\^|^ +[0-9]+ \||inlined|note:' | tail -n 80
 exit 0

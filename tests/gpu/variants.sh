@@ -1,12 +1,14 @@
 #!/bin/sh
 # Timing experiments on a GPU machine: variants of one generated kernel, each
 # made by a sed expression over its source (the templates' measurement hooks,
-# e.g. DROP_MASK and TIMELINE in decode_attn_ring.in, or a plan constant),
-# compiled, and timed by `test_decode_attn --bench` beside the unfused
-# baseline.  Results (one bench JSON per variant, concatenated) go to
+# e.g. DROP_MASK and TIMELINE in decode_attn_ring.in, kTimeline in
+# mla_decode.in, or a plan constant), compiled, and timed by its family's
+# test program (`test_decode_attn`, `test_mla_decode` or `test_mla_block`,
+# from the instance's name) with `--bench` and BENCH_OPTS (e.g.
+# --no-baseline).  Results (one bench JSON per variant, concatenated) go to
 # $OUT/variants.jsonl; a summary goes to stdout.
 #
-#   OUT=dir INSTANCE=decode_attn_sm90a_..._ring_norm \
+#   OUT=dir INSTANCE=decode_attn_sm90a_..._ring_norm [BENCH_OPTS=...] \
 #     tests/gpu/variants.sh 'name:sed-expr' ['name:sed-expr' ...]
 #
 # Quote each argument.  A variant whose name starts with "plain" is launched without the cooperative
@@ -20,7 +22,11 @@ cd "$(dirname "$0")/../.." || exit 1
 export FG_GEN_DIR="${FG_GEN_DIR:-tests/gpu/gen_tmp}" BUILD="${BUILD:-build}"
 . tests/gpu/gpu-env.sh
 fg_gpu_build >"$OUT/build.log" 2>&1 || { echo "variants: build failed"; tail -n 30 "$OUT/build.log"; exit 1; }
-test_bin=$GPU_BUILD/test_decode_attn
+case $INSTANCE in
+    mla_decode_*) test_bin=$GPU_BUILD/test_mla_decode ;;
+    mla_block_*) test_bin=$GPU_BUILD/test_mla_block ;;
+    *) test_bin=$GPU_BUILD/test_decode_attn ;;
+esac
 if [ -n "${CHECK:-}" ]; then
     timeout 120 "$test_bin" --kernels "$FG_KERNELS_DIR" --only "$CHECK" >"$OUT/check.log" 2>&1
     rc=$?
@@ -51,11 +57,11 @@ for spec in "$@"; do
         plain*) manifest="--manifest $work/plain.json" ;;
         nosmem*) manifest="--manifest $work/nosmem.json" ;;
     esac
-    # shellcheck disable=SC2086 # $manifest is two words or none
-    timeout 90 "$test_bin" --kernels "$work/$name" $manifest --only "$INSTANCE" --bench \
+    # shellcheck disable=SC2086 # $manifest and BENCH_OPTS: words or none
+    timeout 90 "$test_bin" --kernels "$work/$name" $manifest --only "$INSTANCE" --bench ${BENCH_OPTS:-} \
         --json "$work/$name/bench.json" >"$work/$name/bench.log" 2>&1
     echo "== $name (exit $?)"
-    grep '^timeline' "$work/$name/bench.log" | head -n 12
-    grep 'S=' "$work/$name/bench.log" | sed 's/^decode_attn_sm90a_[^ ]* *//; s/| unfused baseline/| baseline/'
+    grep -E '^(mla )?timeline' "$work/$name/bench.log" | head -n 12
+    grep 'S=' "$work/$name/bench.log" | sed 's/^[a-z_]*_sm90a_[^ ]* *//; s/| unfused baseline/| baseline/'
     cat "$work/$name/bench.json" >>"$OUT/variants.jsonl" 2>/dev/null
 done
