@@ -104,8 +104,9 @@ const char *fg_plan_mla_portable16(const fg_model *m, const fg_target *t, fg_mla
  * than an SM's share of target t's read ceiling: such copies hold the MLA
  * block's attention to ~FG_MLA_ROW_COPY_GBPS a block (an H100 at 64, 96
  * and 132 blocks, stop 76; bare copies in probe_stream ~35), under the
- * H200's 34 GB/s an SM and above the H100's 24.  Where they lag (the H200) the MLA kernels land a tile's rows 4 a
- * copy; false on a target with no ceilings. */
+ * H200's 34 GB/s an SM and above the H100's 24.  Where they lag (the H200)
+ * the MLA kernels land a tile's rows 4 a copy; false on a target with no
+ * ceilings. */
 #define FG_MLA_ROW_COPY_GBPS 26.0
 bool fg_mla_row_copies_lag(const fg_target *t);
 /* The owner's reduction of a GEMM + reduce-scatter at `world` ranks, into
