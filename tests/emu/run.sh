@@ -35,7 +35,8 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # remote arrivals), the MLA core on 16 (its wgmma form at 128 heads: the
 # splits merged in the spread merge or in a cluster, and at B_max 8 the
 # balanced deal, the tiles cut by the requests' lengths over 8 blocks a
-# head group; its mma form at 16 in the spread merge) and on four (the mma
+# head group; its mma form at 16 in the spread merge, with one tile a split
+# and with tiles for both teams) and on four (the mma
 # form's clusters), and
 # without clusters (the H200-portable forms: the decode grid form of every
 # spec, the MLA block's portable form)
@@ -43,6 +44,7 @@ decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
 lds16k_specs=$(ls tests/emu/specs/emu-lds16k-*.yaml)
 mla_specs=$(ls tests/emu/specs/emu-tiny-mla-*.yaml)
 core_specs=$(ls tests/emu/specs/emu-core-mla-*.yaml)
+spread_specs=$(ls tests/emu/specs/emu-spread-mla-*.yaml)   # (the mma form on 16 SMs only)
 cluster_specs=$(ls tests/emu/specs/emu-clusters-*.yaml)
 block_specs=$(ls tests/emu/specs/emu-block-mla-*.yaml)
 block_whole_tile_specs=$(ls tests/emu/specs/emu-block-mla-*.yaml | grep -v -- '-p16\.yaml$')   # pages of whole tiles or none
@@ -86,7 +88,7 @@ if ! "$fusegen" generate --out "$out/gen/decode" --filter 'decode_attn_*' $decod
    ! "$fusegen" generate --out "$out/gen/mla-sm90a-groups" --filter 'mla_decode_sm90a*' $mla_specs \
         tests/emu/specs/emu-sm90a-4sm.yaml tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a" --filter 'mla_decode_sm90a*' \
-        $mla_specs $core_specs tests/emu/specs/emu-sm90a-16sm.yaml \
+        $mla_specs $core_specs $spread_specs tests/emu/specs/emu-sm90a-16sm.yaml \
         >>"$out/generate.log" 2>&1 ||
    ! "$fusegen" generate --out "$out/gen/mla-sm90a-dealt" --filter 'mla_decode_sm90a*_d[0-9]*' \
         $core_specs tests/emu/specs/emu-sm90a-16sm.yaml >>"$out/generate.log" 2>&1 ||
