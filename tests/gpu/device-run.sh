@@ -46,12 +46,11 @@ if [ $sanitize = 1 ]; then
     echo "check-gpu-sanitize exit $?" >>"$OUT/sanitize.log"
 fi
 if [ -n "$timeline" ]; then
-    # the hook's name: kTimeline in the MLA core's template, TIMELINE elsewhere
-    hook=TIMELINE
-    case $timeline in mla_decode_*) hook=kTimeline ;; esac
-    FG_SKIP_BUILD=1 INSTANCE=$timeline tests/gpu/variants.sh \
-        "timeline:s/constexpr bool $hook = false/constexpr bool $hook = true/" \
-        >"$OUT/timeline.log" 2>&1
+    # the hook: kTimeline in the MLA core's template, TIMELINE in the
+    # others' (the instance's source has one of them)
+    on='s/constexpr bool kTimeline = false/constexpr bool kTimeline = true/'
+    on="$on;s/constexpr bool TIMELINE = false/constexpr bool TIMELINE = true/"
+    FG_SKIP_BUILD=1 INSTANCE=$timeline tests/gpu/variants.sh "timeline:$on" >"$OUT/timeline.log" 2>&1
 fi
 bench_rc=-
 if [ $bench = 1 ]; then
