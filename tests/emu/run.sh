@@ -36,8 +36,7 @@ rm -rf "$out" && mkdir -p "$out/gen" "$out/src" || exit 1
 # splits merged in the spread merge or in a cluster, and at B_max 8 the
 # balanced deal, the tiles cut by the requests' lengths over 8 blocks a
 # head group; its mma form at 16 in the spread merge, with one tile a split
-# and with tiles for both teams) and on four (the mma
-# form's clusters), and
+# and with tiles for both teams) and on four (the mma form's clusters), and
 # without clusters (the H200-portable forms: the decode grid form of every
 # spec, the MLA block's portable form)
 decode_specs=$(ls tests/emu/specs/emu-tiny-*.yaml | grep -v -- -mla-)
