@@ -6,7 +6,8 @@
 # test program (`test_decode_attn`, `test_mla_decode` or `test_mla_block`,
 # from the instance's name) with `--bench` and BENCH_OPTS (e.g.
 # --no-baseline).  Results (one bench JSON per variant, concatenated) go to
-# $OUT/variants.jsonl; a summary goes to stdout.
+# $OUT/variants.jsonl, each variant's whole output to $OUT/variant-<name>.log; a
+# summary goes to stdout.
 #
 #   OUT=dir INSTANCE=decode_attn_sm90a_..._ring_norm [BENCH_OPTS=...] \
 #     tests/gpu/variants.sh 'name:sed-expr' ['name:sed-expr' ...]
@@ -61,6 +62,7 @@ for spec in "$@"; do
     timeout 90 "$test_bin" --kernels "$work/$name" $manifest --only "$INSTANCE" --bench ${BENCH_OPTS:-} \
         --json "$work/$name/bench.json" >"$work/$name/bench.log" 2>&1
     echo "== $name (exit $?)"
+    cp "$work/$name/bench.log" "$OUT/variant-$name.log"   # (every block's timeline line, where the hook prints)
     grep -E '^(mla )?timeline' "$work/$name/bench.log" | head -n 12
     grep 'S=' "$work/$name/bench.log" | sed 's/^[a-z_]*_sm90a_[^ ]* *//; s/| unfused baseline/| baseline/'
     cat "$work/$name/bench.json" >>"$OUT/variants.jsonl" 2>/dev/null
